@@ -1,0 +1,33 @@
+import { Type as T } from '@sinclair/typebox';
+
+export const ServerConfig = T.Object({
+  host: T.String({ default: '127.0.0.1', description: 'Address the gateway listens on (env HOST).' }),
+  port: T.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Gateway port (env PORT); 0 picks a free one.' }),
+  baseUrl: T.String({ default: '', description: 'Public base URL (env BASE_URL). Empty means http://localhost:<port>.' }),
+  mode: T.Union([T.Literal('development'), T.Literal('production')], { default: 'development', description: 'env MODE. Production refuses the dev Lightning backend and the fixed rate.' }),
+  logLevel: T.String({ default: 'info', description: 'pino level (env LOG_LEVEL).' }),
+  publicRequestsPerMinute: T.Integer({ minimum: 1, default: 600, description: 'Requests per minute per client address to public endpoints.' }),
+  keyRequestsPerMinute: T.Integer({ minimum: 1, default: 1200, description: 'Requests per minute per key to authenticated endpoints other than job creation.' }),
+  trustProxy: T.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
+}, { default: {} });
+
+export const NatsConfig = T.Object({
+  url: T.String({ default: '', description: 'env NATS_URL: comma-separated servers. Empty starts the embedded nats-server.' }),
+  embeddedPort: T.Integer({ minimum: 0, maximum: 65535, default: 4222, description: 'Client port of the embedded nats-server (0: random).' }),
+  replicas: T.Integer({ minimum: 1, maximum: 5, default: 1, description: 'Replicas of every stream, bucket and store (env NATS_REPLICAS; 3 on a cluster).' }),
+  credsFile: T.String({ default: '', description: 'NATS credentials file (env NATS_CREDS), if the cluster needs one.' }),
+}, { default: {} });
+
+export const RetentionConfig = T.Object({
+  websitepro: T.Number({ exclusiveMinimum: 0, default: 24 * 3600, description: 'Seconds websitepro results are kept.' }),
+  shots: T.Number({ exclusiveMinimum: 0, default: 24 * 3600, description: 'Seconds shots results are kept.' }),
+  labs: T.Number({ exclusiveMinimum: 0, default: 30 * 24 * 3600, description: 'Seconds labs reports are kept.' }),
+  sweepSeconds: T.Number({ exclusiveMinimum: 0, default: 60, description: 'How often expired results are deleted.' }),
+}, { default: {} });
+
+export const LimitsConfig = T.Object({
+  jobsPerHour: T.Integer({ minimum: 1, default: 600, description: 'Job creations per hour and key, shared by all gateways.' }),
+  bodyBytes: T.Integer({ minimum: 1024, default: 65536, description: 'Largest request body.' }),
+  maxWaitSeconds: T.Integer({ minimum: 0, default: 25, description: 'Cap of the `wait` query.' }),
+  queueMax: T.Integer({ minimum: 1, default: 1000, description: 'Unfinished tasks across all services before job creation answers 503 busy.' }),
+}, { default: {} });

@@ -1,0 +1,26 @@
+import { Type as T } from '@sinclair/typebox';
+
+export const JobsConfig = T.Object({
+  maxDeliver: T.Integer({ minimum: 1, default: 3, description: 'Deliveries of a task before it fails as worker_lost.' }),
+  ackWaitSeconds: T.Integer({ minimum: 1, default: 30, description: 'Seconds without a heartbeat before a task is redelivered.' }),
+}, { default: {} });
+
+export const WebsiteproConfig = T.Object({
+  maxBytes: T.Integer({ minimum: 1024, default: 10 * 1024 * 1024, description: 'Largest page body fetched (decompressed).' }),
+  fetchTimeoutMs: T.Integer({ minimum: 100, default: 20000, description: 'Total time for fetching a page.' }),
+  concurrency: T.Integer({ minimum: 1, default: 4, description: 'Tasks a converter instance works on at once.' }),
+}, { default: {} });
+
+export const ShotsConfig = T.Object({
+  browsers: T.Array(T.String(), { default: ['chromium', 'chromium-143', 'chromium-131', 'firefox', 'mobile'], description: 'Browsers this browser-pool instance launches (env BROWSERS, comma-separated).' }),
+  concurrency: T.Integer({ minimum: 1, default: 2, description: 'Pages worked on at once per instance (lowered when free memory is short).' }),
+  restartAfter: T.Integer({ minimum: 1, default: 100, description: 'Pages before a browser is restarted.' }),
+  pageTimeoutMs: T.Integer({ minimum: 1000, default: 45000, description: 'A page taking longer is killed and the task fails.' }),
+}, { default: {} });
+
+export const LabsConfig = T.Object({
+  allowedPorts: T.Array(T.Integer({ minimum: 1, maximum: 65535 }), { default: [443, 80, 4848, 7000, 7447, 7777, 8008, 8080, 8443, 9735], description: 'Relay ports that may be tested.' }),
+  relayTestsPerHour: T.Integer({ minimum: 1, default: 30, description: 'Tests of one relay per hour, all customers together, before 429 relay_busy.' }),
+  moduleTimeoutMs: T.Integer({ minimum: 1000, default: 120000, description: 'Time a module may run.' }),
+  webhookRetries: T.Integer({ minimum: 0, default: 5, description: 'Webhook delivery retries (exponential backoff).' }),
+}, { default: {} });

@@ -1,0 +1,24 @@
+import { Type as T } from '@sinclair/typebox';
+
+export const WalletConfig = T.Object({
+  lightning: T.Object({
+    backend: T.Union([T.Literal('dev'), T.Literal('lnd'), T.Literal('lnbits'), T.Literal('cln')], { default: 'dev', description: 'Invoice backend (env LIGHTNING_BACKEND).' }),
+    invoiceExpirySeconds: T.Integer({ minimum: 60, default: 900, description: 'Lifetime of a top-up invoice.' }),
+    url: T.String({ default: '', description: 'Backend base URL (lnd, lnbits, cln).' }),
+    macaroonHex: T.String({ default: '', description: 'lnd: invoice macaroon, hex (env LND_MACAROON).' }),
+    tlsCertPath: T.String({ default: '', description: 'lnd/cln: node TLS certificate file.' }),
+    apiKey: T.String({ default: '', description: 'lnbits: invoice key (env LNBITS_API_KEY).' }),
+    rune: T.String({ default: '', description: 'cln: rune (env CLN_RUNE).' }),
+    pollMs: T.Integer({ minimum: 100, default: 2000, description: 'First poll interval for pending invoices (backs off).' }),
+  }, { default: {} }),
+  rate: T.Object({
+    provider: T.Union([T.Literal('fixed'), T.Literal('exchanges')], { default: 'fixed', description: 'EUR->BTC rate source.' }),
+    fixedEurPerBtc: T.Number({ exclusiveMinimum: 0, default: 90000, description: 'Rate used by the fixed provider.' }),
+    sources: T.Array(T.String(), { default: [], description: 'Exchange endpoints asked by the exchanges provider (empty: built-in list).' }),
+    cacheSeconds: T.Integer({ minimum: 1, default: 60, description: 'How long a fetched rate is reused.' }),
+  }, { default: {} }),
+  bonus: T.Array(T.Object({ minEur: T.Number({ minimum: 0 }), percent: T.Number({ minimum: 0, maximum: 100 }) }), {
+    default: [{ minEur: 20, percent: 5 }, { minEur: 50, percent: 10 }],
+    description: 'Bonus tiers: a top-up of at least minEur gets percent more Payloads (highest tier that applies).',
+  }),
+}, { default: {} });

@@ -1,0 +1,104 @@
+// Every NATS subject, stream, consumer, bucket and object-store name of the system.
+// Nothing else in the code base spells one of these strings.
+
+export const SERVICES = ['websitepro', 'shots', 'labs'] as const;
+export type ServiceName = (typeof SERVICES)[number];
+export const isService = (s: string): s is ServiceName => (SERVICES as readonly string[]).includes(s);
+
+export const STREAMS = {
+  jobs: 'JOBS',
+  tasks: 'TASKS',
+  results: 'RESULTS',
+  ledger: 'LEDGER',
+  events: 'EVENTS',
+} as const;
+
+export const BUCKETS = {
+  keys: 'keys',
+  jobs: 'jobs',
+  topups: 'topups',
+  limits: 'limits',
+  catalogue: 'catalogue',
+  datasets: 'datasets',
+} as const;
+
+export const OBJECT_STORES = {
+  results: 'results',
+  reports: 'reports',
+} as const;
+
+/** Subject tokens may not contain '.', '*', '>' or whitespace. */
+export function token(s: string): string {
+  return s.replace(/[.*>\s]/g, '_');
+}
+
+export const subjects = {
+  // JOBS stream
+  jobsAll: 'job.submitted.>',
+  jobSubmitted: (service: ServiceName) => `job.submitted.${service}`,
+
+  // TASKS stream (work queue): one message per result to produce
+  tasksAll: 'task.>',
+  taskWebsitepro: 'task.websitepro',
+  taskLabs: 'task.labs',
+  taskShots: (browserId: string, version: string) => `task.shots.${token(browserId)}.${token(version)}`,
+  taskShotsAll: 'task.shots.>',
+
+  // RESULTS stream: outcomes and progress reported by workers
+  resultsAll: 'result.>',
+  result: (jobId: string) => `result.${jobId}`,
+
+  // LEDGER stream: one subject per wallet
+  ledgerAll: 'ledger.>',
+  ledger: (walletId: string) => `ledger.${walletId}`,
+
+  // EVENTS stream: state changes for operators and long polls
+  eventsAll: 'evt.>',
+  evtJob: (service: ServiceName, jobId: string) => `evt.job.${service}.${jobId}`,
+  evtJobAll: 'evt.job.>',
+  evtTopup: (topupId: string) => `evt.topup.${topupId}`,
+  evtTopupAll: 'evt.topup.>',
+
+  // request/reply service endpoints (NATS micro services)
+  wallet: {
+    charge: 'wallet.charge',
+    refund: 'wallet.refund',
+    balance: 'wallet.balance',
+    transactions: 'wallet.transactions',
+    grant: 'wallet.grant',
+    topupCreate: 'wallet.topup.create',
+    topupGet: 'wallet.topup.get',
+    topupPay: 'wallet.topup.pay',
+    audit: 'wallet.audit',
+  },
+  browser: {
+    renderPdf: 'browser.render.pdf',
+    renderHtml: 'browser.render.html',
+  },
+  jobs: {
+    get: 'jobs.get',
+    list: 'jobs.list',
+  },
+
+  // JetStream advisories the supervisor watches
+  advisoryMaxDeliveries: (stream: string, consumer: string) =>
+    `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${consumer}`,
+} as const;
+
+export const CONSUMERS = {
+  supervisorJobs: 'job-supervisor',
+  supervisorResults: 'job-supervisor-results',
+  converter: 'converter',
+  relayProber: 'relay-prober',
+  shots: (browserId: string, version: string) => `shots-${token(browserId)}-${token(version)}`,
+} as const;
+
+/** Names of the NATS micro services (`nats micro ls`). */
+export const MICRO = {
+  wallet: 'wallet',
+  browserPool: 'browser-pool',
+  jobSupervisor: 'job-supervisor',
+} as const;
+
+/** Keys of the catalogue bucket: `<service>.<instanceId>`. */
+export const catalogueKey = (service: ServiceName, instanceId: string) => `${service}.${token(instanceId)}`;

@@ -1,0 +1,96 @@
+// Idempotent provisioning of every stream, bucket and object store. Safe to run on every start
+// of every process: missing things are created, changed limits (replicas, ages) are updated.
+import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
+import { nanos, type NatsConnection } from '@nats-io/nats-core';
+import { STREAMS, BUCKETS, OBJECT_STORES, subjects } from '../names.ts';
+import type { Config } from '../config/index.ts';
+
+const HOUR = 3600 * 1000;
+const DAY = 24 * HOUR;
+
+export interface Provisioned {
+  streams: string[];
+  buckets: string[];
+  stores: string[];
+}
+
+export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
+  const replicas = cfg.nats.replicas;
+  const common = { storage: StorageType.File, num_replicas: replicas };
+  return [
+    { ...common, name: STREAMS.jobs, subjects: [subjects.jobsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
+    { ...common, name: STREAMS.tasks, subjects: [subjects.tasksAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
+    { ...common, name: STREAMS.results, subjects: [subjects.resultsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
+    // The ledger is the only copy of the money: kept forever, never discarded.
+    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(DAY) },
+    { ...common, name: STREAMS.events, subjects: [subjects.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(DAY), duplicate_window: nanos(60 * 1000) },
+  ];
+}
+
+async function ensureStream(jsm: JetStreamManager, sc: Partial<StreamConfig>): Promise<void> {
+  try {
+    const info = await jsm.streams.info(sc.name!);
+    const cur = info.config;
+    const drift = (Object.keys(sc) as (keyof StreamConfig)[]).some((k) => JSON.stringify(cur[k]) !== JSON.stringify(sc[k]));
+    if (drift) await jsm.streams.update(sc.name!, { ...cur, ...sc } as StreamConfig);
+  } catch (e) {
+    if (!/stream not found/i.test(String((e as Error).message))) throw e;
+    await jsm.streams.add(sc);
+  }
+}
+
+/** Make the underlying stream of a bucket or store match age and replicas. */
+async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number, replicas: number) {
+  const info = await jsm.streams.info(name);
+  const want = { max_age: nanos(maxAgeMs), num_replicas: replicas };
+  if (info.config.max_age !== want.max_age || info.config.num_replicas !== want.num_replicas) {
+    await jsm.streams.update(name, { ...info.config, ...want });
+  }
+}
+
+export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; history: number }[] {
+  return [
+    { name: BUCKETS.keys, ttlMs: 0, history: 1 },
+    { name: BUCKETS.jobs, ttlMs: 0, history: 1 },
+    { name: BUCKETS.topups, ttlMs: 0, history: 1 },
+    { name: BUCKETS.limits, ttlMs: 2 * HOUR, history: 1 },
+    // Live catalogue entries: an instance that stops refreshing vanishes after this.
+    { name: BUCKETS.catalogue, ttlMs: 30 * 1000, history: 1 },
+    { name: BUCKETS.datasets, ttlMs: 0, history: 1 },
+  ].map((b) => ({ ...b, replicas: cfg.nats.replicas }));
+}
+
+export function storeConfigs(cfg: Config): { name: string; ttlMs: number }[] {
+  const r = cfg.retention;
+  // The stores' max age is a backstop a little past the retention; the supervisor deletes at expiresAt.
+  return [
+    { name: OBJECT_STORES.results, ttlMs: Math.max(r.websitepro, r.shots) * 1000 + HOUR },
+    { name: OBJECT_STORES.reports, ttlMs: r.labs * 1000 + HOUR },
+  ];
+}
+
+export async function provision(nc: NatsConnection, cfg: Config): Promise<Provisioned> {
+  const jsm = await jetstreamManager(nc);
+  for (const sc of streamConfigs(cfg)) await ensureStream(jsm, sc);
+  const kvm = new Kvm(nc);
+  for (const b of bucketConfigs(cfg)) {
+    await kvm.create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas }).catch(async (e: Error) => {
+      if (!/already in use/i.test(e.message)) throw e;
+    });
+    await alignStream(jsm, `KV_${b.name}`, b.ttlMs, cfg.nats.replicas);
+  }
+  const objm = new Objm(nc);
+  for (const s of storeConfigs(cfg)) {
+    await objm.create(s.name, { ttl: nanos(s.ttlMs), replicas: cfg.nats.replicas }).catch((e: Error) => {
+      if (!/already in use/i.test(e.message)) throw e;
+    });
+    await alignStream(jsm, `OBJ_${s.name}`, s.ttlMs, cfg.nats.replicas);
+  }
+  return {
+    streams: streamConfigs(cfg).map((s) => s.name!),
+    buckets: bucketConfigs(cfg).map((b) => b.name),
+    stores: storeConfigs(cfg).map((s) => s.name),
+  };
+}

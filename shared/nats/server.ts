@@ -1,0 +1,101 @@
+// Starts a real nats-server with JetStream as a child process: the embedded default of `npm start`,
+// the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface NatsServerOptions {
+  storeDir: string;
+  port?: number; // -1 or 0: random
+  host?: string;
+  serverName?: string;
+  cluster?: { name: string; port: number; routes: string[] };
+  /** Extra lines for the generated config file. */
+  extra?: string;
+  bin?: string;
+}
+
+export interface NatsServerHandle {
+  url: string;
+  port: number;
+  pid: number;
+  storeDir: string;
+  process: ChildProcess;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** Stop and remove the store (tests). */
+  destroy(): Promise<void>;
+}
+
+export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServerHandle> {
+  const bin = opts.bin ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
+  mkdirSync(opts.storeDir, { recursive: true });
+  const portsDir = join(opts.storeDir, 'ports');
+  rmSync(portsDir, { recursive: true, force: true });
+  mkdirSync(portsDir, { recursive: true });
+  const port = opts.port === undefined || opts.port === 0 ? -1 : opts.port;
+  const name = opts.serverName ?? `payloads-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const lines = [
+    `server_name: "${name}"`,
+    `host: "${opts.host ?? '127.0.0.1'}"`,
+    `port: ${port}`,
+    `ports_file_dir: "${portsDir}"`,
+    `jetstream { store_dir: "${join(opts.storeDir, 'jetstream')}" }`,
+  ];
+  if (opts.cluster) {
+    lines.push(`cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`);
+  }
+  if (opts.extra) lines.push(opts.extra);
+  const confFile = join(opts.storeDir, 'nats-server.conf');
+  writeFileSync(confFile, lines.join('\n') + '\n');
+
+  const child = spawn(bin, ['-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  let spawnError: Error | undefined;
+  child.once('error', (e) => { spawnError = e; });
+
+  // nats-server writes <name>_<pid>.ports once it listens.
+  const portsFile = join(portsDir, `${bin.split('/').pop()}_${child.pid}.ports`);
+  const deadline = Date.now() + 15000;
+  let clientPort = 0;
+  while (Date.now() < deadline) {
+    if (spawnError) throw new Error(`nats-server could not be started (${bin}): ${spawnError.message}`);
+    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
+    if (existsSync(portsFile)) {
+      try {
+        const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[] };
+        clientPort = Number(new URL(info.nats[0]!).port);
+        if (clientPort) break;
+      } catch { /* partially written */ }
+    }
+    await sleep(25);
+  }
+  if (!clientPort) {
+    child.kill('SIGKILL');
+    throw new Error(`nats-server did not start within 15 s: ${stderr}`);
+  }
+
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill(signal);
+    const t = setTimeout(() => child.kill('SIGKILL'), 10000);
+    await exited;
+    clearTimeout(t);
+  };
+  return {
+    url: `nats://127.0.0.1:${clientPort}`,
+    port: clientPort,
+    pid: child.pid!,
+    storeDir: opts.storeDir,
+    process: child,
+    stop,
+    async destroy() {
+      await stop('SIGKILL');
+      rmSync(opts.storeDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,87 @@
+// The job document kept in the `jobs` bucket, and the worker protocol: the task a worker pulls,
+// and the outcome it reports. A new worker kind needs only this file and shared/worker.ts.
+import type { ServiceName } from '../names.ts';
+
+export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
+export type ResultStatus = 'pending' | 'done' | 'failed';
+
+/** What a worker stored for a delivered result. */
+export interface StoredFile {
+  store: string; // object store name (OBJECT_STORES)
+  name: string; // object name, see objectName()
+  contentType: string;
+  bytes: number;
+  filename: string;
+  thumb?: { name: string; contentType: string; bytes: number };
+}
+
+export interface ResultRecord {
+  key: string;
+  status: ResultStatus;
+  price: number;
+  refunded: boolean;
+  error?: string;
+  /** Longer human text for `error`. */
+  message?: string;
+  oneTime?: boolean;
+  progress?: string;
+  file?: StoredFile;
+  /** Small service-specific facts shown on the result (e.g. shots: cookieBanner, blank). */
+  extra?: Record<string, unknown>;
+  /** Where the task for this result is published; absent for results with no work (dataset fee). */
+  subject?: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JobRecord {
+  id: string;
+  service: ServiceName;
+  status: JobStatus;
+  walletId: string;
+  target: string;
+  request: Record<string, unknown>;
+  cost: number;
+  refunded: number;
+  error?: string;
+  createdAt: number;
+  startedAt?: number;
+  finishedAt?: number;
+  expiresAt: number;
+  /** Set once the stored files are deleted after expiresAt. */
+  purgedAt?: number;
+  results: ResultRecord[];
+}
+
+/** Published on a TASKS subject, one per result, message id `task:<jobId>:<resultKey>`. */
+export interface Task {
+  v: 1;
+  jobId: string;
+  service: ServiceName;
+  resultKey: string;
+  walletId: string;
+  /** Where the worker writes its file, and under which object name. */
+  store: string;
+  objectName: string;
+  expiresAt: number;
+  /** Service-specific, from the service module's plan (e.g. url, browser, viewport, outputs). */
+  params: Record<string, unknown>;
+}
+
+/** Published on `result.<jobId>`; final ones with message id `outcome:<jobId>:<resultKey>`. */
+export type Outcome =
+  | { v: 1; kind: 'done'; jobId: string; resultKey: string; at: number; file?: StoredFile; extra?: Record<string, unknown> }
+  | { v: 1; kind: 'failed'; jobId: string; resultKey: string; at: number; error: string; message?: string; extra?: Record<string, unknown> }
+  | { v: 1; kind: 'progress'; jobId: string; resultKey: string; at: number; progress: string };
+
+export const objectName = (jobId: string, resultKey: string) => `${jobId}/${resultKey}`;
+export const thumbName = (jobId: string, resultKey: string) => `${jobId}/${resultKey}.thumb.webp`;
+export const taskMsgId = (jobId: string, resultKey: string) => `task:${jobId}:${resultKey}`;
+export const outcomeMsgId = (jobId: string, resultKey: string) => `outcome:${jobId}:${resultKey}`;
+
+/** A worker's way of saying "this result cannot be produced" with one of the documented errors. */
+export class TaskFailure extends Error {
+  constructor(readonly error: string, message?: string, readonly extra?: Record<string, unknown>) {
+    super(message ?? error);
+    this.name = 'TaskFailure';
+  }
+}

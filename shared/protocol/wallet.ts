@@ -1,0 +1,58 @@
+// The wallet actor's service endpoints: request and reply shapes, and the typed client every other
+// actor and the gateway use. Only the wallet writes the ledger.
+import type { NatsConnection } from '@nats-io/nats-core';
+import { call } from '../micro.ts';
+import { subjects } from '../names.ts';
+
+export const PAYLOADS_PER_EUR = 10000;
+export const UNIT = 'payloads';
+export const toEur = (payloads: number) => Math.round(payloads) / PAYLOADS_PER_EUR;
+
+export type LedgerType = 'topup' | 'bonus' | 'charge' | 'refund' | 'grant';
+
+export interface LedgerEntry {
+  id: number; // stream sequence
+  type: LedgerType;
+  amount: number; // signed Payloads
+  balanceAfter: number;
+  at: number; // unix ms
+  jobId?: string;
+  resultKey?: string;
+  topupId?: string;
+  reason?: string;
+}
+
+export type TopupStatus = 'pending' | 'paid' | 'expired' | 'failed';
+
+export interface Topup {
+  id: string;
+  status: TopupStatus;
+  eur: number;
+  eurCents: number;
+  payloads: number;
+  bonusPayloads: number;
+  bolt11: string | null;
+  sats: number | null;
+  expiresAt: number;
+  createdAt: number;
+  paidAt?: number;
+}
+
+export interface ChargeRequest { walletId: string; jobId: string; amount: number }
+export interface RefundRequest { walletId: string; jobId: string; resultKey: string; amount: number }
+
+export const wallet = {
+  /** Debit a job's full cost; idempotent per jobId. Throws insufficient_funds with needed/balance/topup. */
+  charge: (nc: NatsConnection, r: ChargeRequest) => call<{ balance: number; entryId: number }>(nc, subjects.wallet.charge, r),
+  /** Give back one undelivered result; idempotent per (jobId, resultKey). */
+  refund: (nc: NatsConnection, r: RefundRequest) => call<{ balance: number; entryId: number | null }>(nc, subjects.wallet.refund, r),
+  balance: (nc: NatsConnection, walletId: string) => call<{ balance: number }>(nc, subjects.wallet.balance, { walletId }),
+  transactions: (nc: NatsConnection, walletId: string, before?: number, limit?: number) =>
+    call<{ entries: LedgerEntry[]; next: number | null }>(nc, subjects.wallet.transactions, { walletId, before, limit }),
+  grant: (nc: NatsConnection, walletId: string, amount: number, reason: string) =>
+    call<{ balance: number; entryId: number }>(nc, subjects.wallet.grant, { walletId, amount, reason }),
+  topupCreate: (nc: NatsConnection, walletId: string, eur: number) =>
+    call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupCreate, { walletId, eur }, 30000),
+  topupGet: (nc: NatsConnection, walletId: string, topupId: string) =>
+    call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupGet, { walletId, topupId }),
+};

@@ -1,0 +1,82 @@
+// TypeBox schemas of the API's documents (spec section 2). The gateway validates with them (Ajv),
+// TypeScript types come from them, and /openapi.json is generated from them.
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
+import { ERROR_CODES } from '../errors.ts';
+
+const Ms = (description: string) => T.Integer({ description: `${description} (Unix time, ms)` });
+
+export const ErrorBody = T.Object({
+  error: T.Object({
+    code: T.Union(ERROR_CODES.map((c) => T.Literal(c)), { description: 'Stable machine-readable code; see the errors page.' }),
+    message: T.String({ description: 'Human text; may change.' }),
+    docs: T.Optional(T.String({ description: 'Link to this code on the errors page.' })),
+    requestId: T.Optional(T.String()),
+  }, { additionalProperties: true }),
+}, { $id: 'Error' });
+
+export const Result = T.Object({
+  key: T.String({ description: 'Output name, module name, `custom`, `dataset`, or the screenshot file name.' }),
+  status: T.Union([T.Literal('pending'), T.Literal('done'), T.Literal('failed')]),
+  price: T.Integer({ description: 'Payloads' }),
+  refunded: T.Boolean(),
+  error: T.Optional(T.String({ description: 'Reason when not delivered.' })),
+  message: T.Optional(T.String({ description: 'Human text explaining `error`.' })),
+  url: T.Optional(T.String({ description: 'Download address (needs the Authorization header); only while done and not expired.' })),
+  thumbUrl: T.Optional(T.String({ description: '`shots`: WebP thumbnail address.' })),
+  contentType: T.Optional(T.String()),
+  bytes: T.Optional(T.Integer()),
+  filename: T.Optional(T.String()),
+  oneTime: T.Optional(T.Boolean()),
+  progress: T.Optional(T.String()),
+}, { $id: 'Result', additionalProperties: true });
+
+export const Job = T.Object({
+  id: T.String(),
+  service: T.Union([T.Literal('websitepro'), T.Literal('shots'), T.Literal('labs')]),
+  status: T.Union([T.Literal('queued'), T.Literal('processing'), T.Literal('completed'), T.Literal('failed')]),
+  target: T.String({ description: 'Host name of the target.' }),
+  cost: T.Integer(),
+  refunded: T.Integer(),
+  charged: T.Integer(),
+  error: T.Optional(T.String()),
+  createdAt: Ms('Created'),
+  finishedAt: T.Optional(Ms('Finished')),
+  expiresAt: Ms('Results are deleted after this'),
+  results: T.Array(T.Ref('Result')),
+}, { $id: 'Job', additionalProperties: true });
+
+export const QuoteItem = T.Object({ key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) }, { additionalProperties: true });
+export const Quote = T.Object({
+  service: T.String(),
+  target: T.String(),
+  cost: T.Integer(),
+  eur: T.Number(),
+  balance: T.Integer(),
+  sufficient: T.Boolean(),
+  items: T.Array(QuoteItem),
+}, { $id: 'Quote' });
+
+export const Balance = T.Object({ balance: T.Integer(), unit: T.String(), eur: T.Number() }, { $id: 'Balance' });
+
+export const Topup = T.Object({
+  id: T.String(),
+  status: T.Union([T.Literal('pending'), T.Literal('paid'), T.Literal('expired'), T.Literal('failed')]),
+  eur: T.Number(),
+  eurCents: T.Integer(),
+  payloads: T.Integer(),
+  bonusPayloads: T.Integer(),
+  bolt11: T.Union([T.String(), T.Null()]),
+  sats: T.Union([T.Integer(), T.Null()]),
+  expiresAt: Ms('Invoice expiry'),
+}, { $id: 'Topup', additionalProperties: true });
+
+export const JobWithBalance = T.Object({ job: T.Ref('Job'), balance: T.Integer() });
+export const TopupWithBalance = T.Object({ topup: T.Ref('Topup'), balance: T.Integer() });
+
+/** Every named schema, registered once with Ajv and listed under components.schemas. */
+export const COMPONENTS: TSchema[] = [ErrorBody, Result, Job, Quote, Balance, Topup];
+
+export type ResultDoc = Static<typeof Result>;
+export type JobDoc = Static<typeof Job> & { results: ResultDoc[] };
+export type QuoteDoc = Static<typeof Quote>;
+export type TopupDoc = Static<typeof Topup>;

@@ -1,0 +1,90 @@
+import { Type as T, type Static } from '@sinclair/typebox';
+import { OBJECT_STORES, subjects } from '../names.ts';
+import { ApiError } from '../errors.ts';
+import { readCatalogue } from '../catalogue.ts';
+import type { ServiceModule, PlanItem } from './types.ts';
+
+export const LABS_MODULES = ['quick', 'conformance'] as const;
+export type LabsModule = (typeof LABS_MODULES)[number];
+
+export const LabsBody = T.Object({
+  relay: T.String({ description: 'wss://host[:port][/path], ws://..., or a bare host (means wss://)', maxLength: 2048 }),
+  modules: T.Optional(T.Array(T.Union(LABS_MODULES.map((m) => T.Literal(m))), { maxItems: 2 })),
+  checks: T.Optional(T.Array(T.String({ maxLength: 100 }), { maxItems: 200, description: 'Ids from `selectable` of GET /v1/services/labs; unknown ids are ignored.' })),
+  webhook: T.Optional(T.String({ maxLength: 2048, description: 'Public https URL that receives the finished reports.' })),
+}, { $id: 'LabsBody', additionalProperties: false });
+export type LabsRequest = Static<typeof LabsBody>;
+
+/** A check as the relay-prober advertises it. */
+export interface CheckInfo {
+  id: string;
+  title: string;
+  module: LabsModule;
+  needsDataset: boolean;
+  selectable: boolean;
+  basis: { nip: string; section?: string; level: string };
+}
+
+/** Parse a relay address; returns the normalised ws(s) URL. */
+export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {
+  const s = raw.trim();
+  if (!s) throw new ApiError('bad_relay_url', 'relay is empty');
+  const withScheme = /^[a-z][a-z0-9+.-]*:\/\//i.test(s) ? s : `wss://${s}`;
+  let u: URL;
+  try {
+    u = new URL(withScheme);
+  } catch {
+    throw new ApiError('bad_relay_url', 'relay is not a valid address');
+  }
+  if (u.protocol !== 'wss:' && u.protocol !== 'ws:') throw new ApiError('bad_relay_url', `relay must be wss:// or ws://, not ${u.protocol.replace(':', '')}`);
+  if (!u.hostname || u.username || u.password || u.hash) throw new ApiError('bad_relay_url', 'relay must be wss://host[:port][/path]');
+  const port = u.port ? Number(u.port) : u.protocol === 'wss:' ? 443 : 80;
+  if (!allowedPorts.includes(port)) throw new ApiError('bad_port', `port ${port} is not allowed; allowed: ${allowedPorts.join(', ')}`, { allowedPorts });
+  return u;
+}
+
+export function parseWebhook(raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ApiError('bad_webhook', 'webhook is not a valid URL');
+  }
+  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password) throw new ApiError('bad_webhook', 'webhook must be a public https:// URL without credentials');
+  return u;
+}
+
+export const labs: ServiceModule<LabsRequest> = {
+  name: 'labs',
+  title: 'Nostr relay tests',
+  description: 'Connects to a Nostr relay as a normal client and tests it against the NIPs; returns labs.report/1 JSON.',
+  body: LabsBody,
+  store: OBJECT_STORES.reports,
+  retentionSeconds: (c) => c.retention.labs,
+  errorCode(err) {
+    if (err.instancePath === '/relay') return 'bad_relay_url';
+    if (err.instancePath === '/webhook') return 'bad_webhook';
+    return 'bad_request';
+  },
+  async plan(body, { config, catalogueKv, datasetsKv, walletId }) {
+    const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
+    if (body.webhook !== undefined) parseWebhook(body.webhook);
+    const entries = await readCatalogue(catalogueKv, 'labs');
+    if (!entries.length) throw new ApiError('service_unavailable', 'no relay-prober instance is running');
+    const checks = (entries[0]!.catalogue.checks as CheckInfo[] | undefined) ?? [];
+    const modules = [...new Set(body.modules ?? [])];
+    const selectable = new Set(checks.filter((c) => c.selectable).map((c) => c.id));
+    const custom = [...new Set(body.checks ?? [])].filter((id) => selectable.has(id));
+    if (!modules.length && !custom.length) throw new ApiError('no_checks', 'give modules and/or checks from the selectable list of GET /v1/services/labs');
+    const p = config.pricing.labs;
+    const params = { relay: relay.href, webhook: body.webhook ?? null };
+    const items: PlanItem[] = modules.map((m) => ({ key: m, price: p[m], task: { subject: subjects.taskLabs, params: { ...params, module: m } } }));
+    if (custom.length) items.push({ key: 'custom', price: Math.max(p.customMin, p.customPerCheck * custom.length), task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } } });
+    const needsDataset = checks.some((c) => c.needsDataset && (modules.includes(c.module) || custom.includes(c.id)));
+    if (needsDataset) {
+      const paid = await datasetsKv.get(walletId);
+      if (!paid || paid.operation !== 'PUT') items.push({ key: 'dataset', price: p.dataset, oneTime: true });
+    }
+    return { target: relay.hostname.replace(/^\[|\]$/g, ''), items };
+  },
+};

@@ -1,0 +1,138 @@
+import { Type as T, type Static } from '@sinclair/typebox';
+import { OBJECT_STORES, subjects } from '../names.ts';
+import { ApiError } from '../errors.ts';
+import { readCatalogue } from '../catalogue.ts';
+import type { ServiceModule } from './types.ts';
+import { parseTargetUrl, hostOf } from './url.ts';
+
+/** Viewport presets. `laptop`, `tablet` and `phone` are our choice (documented in the README). */
+export const VIEWPORT_PRESETS: Record<string, { w: number; h: number }> = {
+  fhd: { w: 1920, h: 1080 },
+  qhd: { w: 2560, h: 1440 },
+  hd: { w: 1280, h: 720 },
+  laptop: { w: 1440, h: 900 },
+  tablet: { w: 820, h: 1180 },
+  phone: { w: 390, h: 844 },
+};
+export const VIEWPORT_LIMITS = { minW: 320, maxW: 3840, minH: 320, maxH: 2400, max: 3 };
+export const DEFAULT_VIEWPORT = '1920x1080';
+export const SCHEMES = ['light', 'dark'] as const;
+export const DELAYS = [0, 2, 5] as const;
+
+const BrowserItem = T.Union([
+  T.String({ description: 'Browser id: its newest version.' }),
+  T.Object({ id: T.String(), versions: T.Array(T.String(), { minItems: 1, maxItems: 10 }) }, { additionalProperties: false }),
+]);
+const Viewport = T.Union([
+  T.String({ description: 'WIDTHxHEIGHT or a preset id: ' + Object.keys(VIEWPORT_PRESETS).join(', ') }),
+  T.Object({ w: T.Integer({ minimum: 320, maximum: 3840 }), h: T.Integer({ minimum: 320, maximum: 2400 }) }, { additionalProperties: false }),
+]);
+
+export const ShotsBody = T.Object({
+  url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+  browsers: T.Array(BrowserItem, { minItems: 1, maxItems: 20 }),
+  viewports: T.Optional(T.Array(Viewport, { maxItems: 3, description: 'Desktop browsers only; default 1920x1080.' })),
+  schemes: T.Optional(T.Array(T.Union(SCHEMES.map((s) => T.Literal(s))), { minItems: 1, maxItems: 2, description: 'Default [light].' })),
+  options: T.Optional(T.Object({
+    fullPage: T.Optional(T.Boolean()),
+    retina: T.Optional(T.Boolean()),
+    hideCookieBanner: T.Optional(T.Boolean()),
+    delay: T.Optional(T.Union(DELAYS.map((d) => T.Literal(d)), { description: 'Seconds to wait after load: 0, 2 or 5.' })),
+  }, { additionalProperties: false })),
+}, { $id: 'ShotsBody', additionalProperties: false });
+export type ShotsRequest = Static<typeof ShotsBody>;
+
+/** What a browser-pool instance advertises for each browser it really launched. */
+export interface BrowserOffer {
+  id: string;
+  name: string;
+  engine: 'chromium' | 'gecko';
+  versions: string[]; // newest first
+  /** Mobile emulation: its own viewport; request viewports do not apply. */
+  mobile?: { w: number; h: number; deviceScaleFactor: number };
+}
+
+export function parseViewport(v: unknown): { w: number; h: number } {
+  let w: number, h: number;
+  if (typeof v === 'string') {
+    const preset = VIEWPORT_PRESETS[v];
+    if (preset) return preset;
+    const m = /^(\d{1,5})x(\d{1,5})$/.exec(v);
+    if (!m) throw new ApiError('bad_viewport', `viewport ${JSON.stringify(v)} is not WIDTHxHEIGHT or a preset (${Object.keys(VIEWPORT_PRESETS).join(', ')})`);
+    w = Number(m[1]); h = Number(m[2]);
+  } else if (v && typeof v === 'object' && 'w' in v && 'h' in v) {
+    w = Number((v as { w: unknown }).w); h = Number((v as { h: unknown }).h);
+  } else {
+    throw new ApiError('bad_viewport', 'a viewport is a string or {w, h}');
+  }
+  const L = VIEWPORT_LIMITS;
+  if (!Number.isInteger(w) || !Number.isInteger(h) || w < L.minW || w > L.maxW || h < L.minH || h > L.maxH) {
+    throw new ApiError('bad_viewport', `viewport ${w}x${h} is outside ${L.minW}..${L.maxW} x ${L.minH}..${L.maxH}`);
+  }
+  return { w, h };
+}
+
+/** Every browser offered by live browser-pool instances, versions merged newest first. */
+export function mergeOffers(entries: { catalogue: Record<string, unknown> }[]): BrowserOffer[] {
+  const byId = new Map<string, BrowserOffer>();
+  for (const e of entries) {
+    for (const b of (e.catalogue.browsers as BrowserOffer[] | undefined) ?? []) {
+      const cur = byId.get(b.id);
+      if (!cur) byId.set(b.id, { ...b, versions: [...b.versions] });
+      else cur.versions = [...new Set([...cur.versions, ...b.versions])];
+    }
+  }
+  for (const b of byId.values()) b.versions.sort((a, z) => Number(z) - Number(a) || z.localeCompare(a));
+  return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
+}
+
+export const shotKey = (browserId: string, version: string, vp: { w: number; h: number }, scheme: string) =>
+  `${browserId}-${version}_${vp.w}x${vp.h}_${scheme}.png`;
+
+export const shots: ServiceModule<ShotsRequest> = {
+  name: 'shots',
+  title: 'Cross-browser screenshots',
+  description: 'PNG screenshots in real browsers and versions, viewports, light and dark, with WebP thumbnails and a zip.',
+  body: ShotsBody,
+  store: OBJECT_STORES.results,
+  retentionSeconds: (c) => c.retention.shots,
+  errorCode(err) {
+    if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath.startsWith('/viewports')) return 'bad_viewport';
+    if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' ? 'bad_request' : 'unknown_browser';
+    return 'bad_request';
+  },
+  async plan(body, { config, catalogueKv }) {
+    const url = parseTargetUrl(body.url);
+    const vps = (body.viewports?.length ? body.viewports : [DEFAULT_VIEWPORT]).map(parseViewport);
+    if (vps.length > VIEWPORT_LIMITS.max) throw new ApiError('bad_viewport', `at most ${VIEWPORT_LIMITS.max} viewports`);
+    const viewports = [...new Map(vps.map((v) => [`${v.w}x${v.h}`, v])).values()];
+    const schemes = [...new Set(body.schemes?.length ? body.schemes : ['light'])];
+    const offers = mergeOffers(await readCatalogue(catalogueKv, 'shots'));
+    if (!offers.length) throw new ApiError('service_unavailable', 'no browser-pool instance is running');
+    const opts = body.options ?? {};
+    const p = config.pricing.shots;
+    const price = p.screenshot + (opts.fullPage ? p.fullPage : 0) + (opts.retina ? p.retina : 0);
+    const items = new Map<string, { key: string; price: number; task: { subject: string; params: Record<string, unknown> } }>();
+    for (const item of body.browsers) {
+      const id = typeof item === 'string' ? item : item.id;
+      const offer = offers.find((o) => o.id === id);
+      if (!offer) throw new ApiError('unknown_browser', `browser ${JSON.stringify(id)} is not offered; see GET /v1/services/shots`, { available: offers.map((o) => o.id) });
+      const versions = typeof item === 'string' ? [offer.versions[0]!] : item.versions;
+      for (const version of versions) {
+        if (!offer.versions.includes(version)) throw new ApiError('unknown_browser', `browser ${id} has no version ${JSON.stringify(version)}`, { versions: offer.versions });
+        for (const vp of offer.mobile ? [{ w: offer.mobile.w, h: offer.mobile.h }] : viewports) {
+          for (const scheme of schemes) {
+            const key = shotKey(id, version, vp, scheme);
+            items.set(key, {
+              key,
+              price,
+              task: { subject: subjects.taskShots(id, version), params: { url: url.href, browser: id, version, viewport: vp, scheme, options: { fullPage: !!opts.fullPage, retina: !!opts.retina, hideCookieBanner: !!opts.hideCookieBanner, delay: opts.delay ?? 0 } } },
+            });
+          }
+        }
+      }
+    }
+    return { target: hostOf(url), items: [...items.values()] };
+  },
+};

@@ -1,0 +1,49 @@
+// A service module turns a validated request body into priced result items and the task each one
+// becomes. The gateway's quote and job creation and the supervisor's fan-out are generic over it.
+import type { TSchema } from '@sinclair/typebox';
+import type { ErrorObject } from 'ajv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { KV } from '@nats-io/kv';
+import type { Config } from '../config/index.ts';
+import type { ServiceName } from '../names.ts';
+import type { ErrorCode } from '../errors.ts';
+
+export interface PlanItem {
+  key: string;
+  price: number;
+  oneTime?: boolean;
+  /** Absent for results that need no work (the labs dataset fee): done at once. */
+  task?: { subject: string; params: Record<string, unknown> };
+}
+
+export interface Plan {
+  /** Host name of the target. */
+  target: string;
+  items: PlanItem[];
+}
+
+export interface PlanContext {
+  config: Config;
+  nc: NatsConnection;
+  walletId: string;
+  catalogueKv: KV;
+  datasetsKv: KV;
+}
+
+export interface ServiceModule<B = any> {
+  name: ServiceName;
+  title: string;
+  description: string;
+  /** Request body of quote and job creation. */
+  body: TSchema;
+  /** Which spec code a schema violation maps to (default bad_request). */
+  errorCode(err: ErrorObject): ErrorCode;
+  /** Semantic checks and pricing; no contact with the target. Throws ApiError. */
+  plan(body: B, ctx: PlanContext): Promise<Plan>;
+  /** Checks that contact the network or shared counters before any charge (blocked_address, unreachable, relay_busy). */
+  precheck?(body: B, plan: Plan, ctx: PlanContext): Promise<void>;
+  /** Retention of the job's results, seconds. */
+  retentionSeconds(config: Config): number;
+  /** Object store for the result files. */
+  store: string;
+}

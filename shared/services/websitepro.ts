@@ -1,0 +1,42 @@
+import { Type as T, type Static } from '@sinclair/typebox';
+import { OBJECT_STORES, subjects } from '../names.ts';
+import { ApiError } from '../errors.ts';
+import type { ServiceModule } from './types.ts';
+import { parseTargetUrl, hostOf } from './url.ts';
+
+export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
+export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
+
+export const WebsiteproBody = T.Object({
+  url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+  outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), { minItems: 1, maxItems: 5, description: 'Outputs to produce; duplicates count once.' }),
+}, { $id: 'WebsiteproBody', additionalProperties: false });
+export type WebsiteproRequest = Static<typeof WebsiteproBody>;
+
+export const websitepro: ServiceModule<WebsiteproRequest> = {
+  name: 'websitepro',
+  title: 'Web page conversion',
+  description: 'Fetches a public page and returns metadata (JSON), Markdown, plain text, sanitised HTML or PDF.',
+  body: WebsiteproBody,
+  store: OBJECT_STORES.results,
+  retentionSeconds: (c) => c.retention.websitepro,
+  errorCode(err) {
+    if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs') return 'no_output';
+    if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
+    if (err.instancePath === '/url') return 'bad_url';
+    return 'bad_request';
+  },
+  async plan(body, { config }) {
+    const url = parseTargetUrl(body.url);
+    const outputs = [...new Set(body.outputs)];
+    if (!outputs.length) throw new ApiError('no_output');
+    return {
+      target: hostOf(url),
+      items: outputs.map((o) => ({
+        key: o,
+        price: config.pricing.websitepro[o],
+        task: { subject: subjects.taskWebsitepro, params: { url: url.href, output: o, outputs } },
+      })),
+    };
+  },
+};

@@ -1,0 +1,66 @@
+// A throwaway real nats-server per test file: random port, temp store, removed at teardown.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startNatsServer, type NatsServerHandle } from '../../shared/nats/server.ts';
+import { connectNats, type NatsConnection } from '../../shared/nats/connect.ts';
+import { provision } from '../../shared/nats/provision.ts';
+import { loadConfig, type Config } from '../../shared/config/index.ts';
+import { createLogger } from '../../shared/log.ts';
+
+export interface TestNats {
+  server: NatsServerHandle;
+  nc: NatsConnection;
+  config: Config;
+  /** Another connection (e.g. for a second actor instance). */
+  connect(name?: string): Promise<NatsConnection>;
+}
+
+type Tap = { teardown(fn: () => unknown): void };
+
+export function tempDir(prefix = 'payloads-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** Test configuration: built-in defaults, loopback allowed for local fixtures, small timeouts. */
+export function testConfig(overrides: Record<string, unknown> = {}, natsUrl = ''): Config {
+  return loadConfig({
+    env: {},
+    noDefaultFile: true,
+    overrides: deepMerge({
+      dataDir: tempDir('payloads-data-'),
+      server: { port: 0, logLevel: 'warn' },
+      nats: { url: natsUrl },
+      outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
+      jobs: { ackWaitSeconds: 5, maxDeliver: 3 },
+    }, overrides),
+  });
+}
+
+function deepMerge(a: Record<string, any>, b: Record<string, any>): Record<string, any> {
+  const out = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    out[k] = v && typeof v === 'object' && !Array.isArray(v) && a[k] && typeof a[k] === 'object' ? deepMerge(a[k], v) : v;
+  }
+  return out;
+}
+
+export async function startTestNats(t: Tap, overrides: Record<string, unknown> = {}): Promise<TestNats> {
+  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1 });
+  const config = testConfig(overrides, server.url);
+  const conns: NatsConnection[] = [];
+  const connect = async (name = 'test') => {
+    const c = await connectNats(server.url, name);
+    conns.push(c);
+    return c;
+  };
+  const nc = await connect();
+  await provision(nc, config);
+  t.teardown(async () => {
+    for (const c of conns) await c.close().catch(() => {});
+    await server.destroy();
+  });
+  return { server, nc, config, connect };
+}
+
+export const testLog = () => createLogger('test', process.env.TEST_LOG_LEVEL ?? 'silent');

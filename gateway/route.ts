@@ -1,0 +1,75 @@
+// A route is a small declarative unit: method, path, auth, schemas, handler. The server validates
+// with the same schemas the OpenAPI document is generated from, so the docs cannot drift.
+import type { TSchema } from '@sinclair/typebox';
+import type { ErrorObject } from 'ajv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { KV } from '@nats-io/kv';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Config } from '../shared/config/index.ts';
+import type { Logger } from '../shared/log.ts';
+import type { ErrorCode } from '../shared/errors.ts';
+
+export type Method = 'GET' | 'POST' | 'DELETE';
+
+export interface RouteRequest {
+  method: Method;
+  path: string;
+  params: Record<string, string>;
+  /** Validated and coerced against the route's query schema. */
+  query: Record<string, any>;
+  /** Parsed JSON, validated against the route's body schema. */
+  body: any;
+  headers: Record<string, string>;
+  requestId: string;
+  ip: string;
+  /** Set on routes with auth: true. */
+  auth?: { walletId: string; keyHash: string };
+  /** Aborted when the client goes away. */
+  signal: AbortSignal;
+}
+
+export type Reply =
+  | { status?: number; json: unknown; headers?: Record<string, string> }
+  | { status?: number; body: string | Uint8Array; headers: Record<string, string> }
+  | { status?: number; stream: AsyncIterable<Uint8Array>; length?: number; headers: Record<string, string> };
+
+export interface GatewayContext {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  config: Config;
+  log: Logger;
+  baseUrl: string;
+  accountUrl: string;
+  docsUrl: string;
+  kv: { keys: KV; jobs: KV; catalogue: KV; limits: KV; datasets: KV; topups: KV };
+}
+
+export interface ResponseDoc {
+  description: string;
+  schema?: TSchema;
+  /** Default application/json. */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Route {
+  method: Method;
+  /** `/v1/jobs/:id/results/:key` */
+  path: string;
+  auth: boolean;
+  summary: string;
+  description?: string;
+  tags: string[];
+  body?: TSchema;
+  /** Maps a body schema violation to the spec's code (default bad_request). */
+  bodyErrorCode?: (err: ErrorObject) => ErrorCode;
+  query?: TSchema;
+  responses: Record<number, ResponseDoc>;
+  /** Error codes this route can answer with (401 is added for auth routes). */
+  errors: ErrorCode[];
+  /** `jobs`: counts against the per-key job-creation limit. */
+  limit?: 'jobs';
+  /** Not in /openapi.json (HTML pages, metrics). */
+  hidden?: boolean;
+  handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;
+}

@@ -1,0 +1,3 @@
+import type { Route } from '../route.ts';
+
+export const routes: Route[] = [];

@@ -1,0 +1,26 @@
+import t from 'tap';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { startTestNats } from '../helpers/nats.ts';
+import { provision, streamConfigs, bucketConfigs, storeConfigs } from '../../shared/nats/provision.ts';
+
+t.test('provisioning creates every stream, bucket and store, and is idempotent', async (t) => {
+  const { nc, config } = await startTestNats(t);
+  const first = await provision(nc, config);
+  const second = await provision(nc, config);
+  t.same(second, first);
+  const jsm = await jetstreamManager(nc);
+  const names: string[] = [];
+  for await (const s of jsm.streams.list()) names.push(s.config.name);
+  for (const s of streamConfigs(config)) t.ok(names.includes(s.name!), `stream ${s.name}`);
+  for (const b of bucketConfigs(config)) t.ok(names.includes(`KV_${b.name}`), `bucket ${b.name}`);
+  for (const s of storeConfigs(config)) t.ok(names.includes(`OBJ_${s.name}`), `store ${s.name}`);
+});
+
+t.test('changed retention is applied to an existing store on the next start', async (t) => {
+  const { nc, config } = await startTestNats(t);
+  const changed = { ...config, retention: { ...config.retention, labs: 3600 } };
+  await provision(nc, changed);
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info('OBJ_reports');
+  t.equal(info.config.max_age, (3600 * 1000 + 3600 * 1000) * 1e6);
+});

@@ -3,6 +3,7 @@ import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf } from './url.ts';
+import { precheckTarget } from '../outbound/check.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
@@ -38,5 +39,9 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
         task: { subject: subjects.taskWebsitepro, params: { url: url.href, output: o, outputs } },
       })),
     };
+  },
+  // blocked_address / unreachable before any charge; the worker checks every hop again
+  async precheck(body, _plan, { config }) {
+    await precheckTarget(body.url, config);
   },
 };

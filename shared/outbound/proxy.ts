@@ -1,0 +1,164 @@
+// A local forward proxy (CONNECT for https and wss, absolute-URI requests for plain http) that
+// applies the guard to every connection a browser makes: page, sub-resources, redirects, iframes.
+// Browsers follow redirects themselves, and each new location comes back through here, so each
+// hop is checked. Bound to 127.0.0.1 only.
+import http from 'node:http';
+import net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { OutboundError, resolvePinned, pinnedLookup, type Resolver } from './resolve.ts';
+
+export interface GuardProxyOptions {
+  allowCidrs: readonly string[];
+  /** 0: a random free port. */
+  port?: number;
+  connectTimeoutMs?: number;
+  resolver?: Resolver;
+  /** Called for every refused connection (to count or report them). */
+  onBlocked?: (e: { host: string; code: string; reason: string }) => void;
+}
+
+export interface GuardProxy {
+  port: number;
+  /** `http://127.0.0.1:<port>`, for `--proxy-server=`. */
+  url: string;
+  /** Connections refused so far. */
+  blocked: number;
+  stop(): Promise<void>;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** From config: `startGuardProxy({allowCidrs: config.outbound.allowCidrs, port: config.outbound.proxyPort, connectTimeoutMs: config.outbound.connectTimeoutMs})`. */
+export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardProxy> {
+  const sockets = new Set<Duplex>();
+  const state = { blocked: 0 };
+  const guard = { allowCidrs: opts.allowCidrs, resolver: opts.resolver, timeoutMs: opts.connectTimeoutMs ?? 10000 };
+  const refused = (host: string, e: unknown) => {
+    const code = e instanceof OutboundError ? e.code : 'unreachable';
+    if (code === 'blocked_address') state.blocked++;
+    opts.onBlocked?.({ host, code, reason: (e as Error).message });
+    return { code, status: code === 'blocked_address' ? 403 : code === 'bad_url' ? 400 : 502, reason: (e as Error).message };
+  };
+
+  const server = http.createServer(async (req, res) => {
+    // plain-http proxying: the request line carries an absolute URI
+    let target: URL;
+    try {
+      target = new URL(req.url ?? '');
+      if (target.protocol !== 'http:') throw new Error('not http');
+    } catch {
+      res.writeHead(400, { 'content-type': 'text/plain', 'x-guard-error': 'bad_url' }).end('this proxy only forwards absolute http:// URLs\n');
+      return;
+    }
+    let pinned;
+    try {
+      if (target.username || target.password) throw new OutboundError('bad_url', 'credentials in URL');
+      pinned = await resolvePinned(target.hostname, guard);
+    } catch (e) {
+      const r = refused(target.host, e);
+      res.writeHead(r.status, { 'content-type': 'text/plain', 'x-guard-error': r.code }).end(`refused by the outbound guard: ${r.reason}\n`);
+      return;
+    }
+    const headers: Record<string, string | string[]> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) headers[k] = v;
+    const up = http.request({
+      hostname: target.hostname.replace(/^\[|\]$/g, ''),
+      port: target.port || 80,
+      path: `${target.pathname}${target.search}`,
+      method: req.method,
+      headers,
+      agent: false,
+      lookup: pinnedLookup(pinned) as never,
+      timeout: opts.connectTimeoutMs ?? 10000,
+    });
+    up.on('timeout', () => up.destroy(new Error('timeout')));
+    up.on('response', (ur) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
+      ur.pipe(res);
+    });
+    up.on('error', (e) => {
+      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain', 'x-guard-error': 'unreachable' }).end(`upstream error: ${e.message}\n`);
+      else res.destroy();
+    });
+    req.pipe(up);
+  });
+
+  server.on('connect', async (req: http.IncomingMessage, client: Duplex, head: Buffer) => {
+    sockets.add(client);
+    client.on('close', () => sockets.delete(client));
+    client.on('error', () => {});
+    const m = /^(\[[0-9a-fA-F:.]+\]|[^:\[\]]+):(\d{1,5})$/.exec(req.url ?? '');
+    if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) {
+      client.end('HTTP/1.1 400 Bad Request\r\nX-Guard-Error: bad_url\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    let hostname: string;
+    try {
+      // normalise the host the way a URL would (numeric spellings, case, IDN)
+      hostname = new URL(`http://${m[1]}/`).hostname;
+    } catch {
+      client.end('HTTP/1.1 400 Bad Request\r\nX-Guard-Error: bad_url\r\nContent-Length: 0\r\n\r\n');
+      return;
+    }
+    let pinned;
+    try {
+      pinned = await resolvePinned(hostname, guard);
+    } catch (e) {
+      const r = refused(hostname, e);
+      client.end(`HTTP/1.1 ${r.status} ${r.status === 403 ? 'Forbidden' : r.status === 400 ? 'Bad Request' : 'Bad Gateway'}\r\nX-Guard-Error: ${r.code}\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    const up = net.connect({ host: pinned.address, port: Number(m[2]), family: pinned.family });
+    sockets.add(up);
+    up.on('close', () => sockets.delete(up));
+    const t = setTimeout(() => up.destroy(new Error('connect timeout')), opts.connectTimeoutMs ?? 10000);
+    let connected = false;
+    up.once('connect', () => {
+      connected = true;
+      clearTimeout(t);
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+      if (head.length) up.write(head);
+      up.pipe(client);
+      client.pipe(up);
+    });
+    up.on('error', () => {
+      clearTimeout(t);
+      if (!connected) client.end('HTTP/1.1 502 Bad Gateway\r\nX-Guard-Error: unreachable\r\nContent-Length: 0\r\n\r\n');
+      else client.destroy();
+    });
+    client.on('close', () => up.destroy());
+  });
+
+  // websocket upgrades over plain-http proxying are refused: browsers tunnel ws:// with CONNECT
+  server.on('upgrade', (_req, socket: Duplex) => {
+    socket.on('error', () => {});
+    socket.end('HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\n\r\n');
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, '127.0.0.1', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    get blocked() {
+      return state.blocked;
+    },
+    async stop() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
+
+/** Chromium flags that force every request (loopback included) through the proxy. */
+export const chromiumProxyArgs = (proxy: { url: string }) => [`--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>'];

@@ -37,7 +37,7 @@ async function ensureStream(jsm: JetStreamManager, sc: Partial<StreamConfig>): P
     if (drift) await jsm.streams.update(sc.name!, { ...cur, ...sc } as StreamConfig);
   } catch (e) {
     if (!/stream not found/i.test(String((e as Error).message))) throw e;
-    await jsm.streams.add(sc);
+    await jsm.streams.add(sc as StreamConfig);
   }
 }
 

@@ -1,0 +1,81 @@
+// The gateway actor: uWebSockets.js (native only) serving the routes of gateway/routes/.
+import { jetstream } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import type { ActorContext } from '../shared/actor.ts';
+import { BUCKETS, subjects } from '../shared/names.ts';
+import { provision } from '../shared/nats/provision.ts';
+import { ERRORS_PATH } from '../shared/errors.ts';
+import { loadNativeUws } from './uws.ts';
+import { mountRoutes } from './server.ts';
+import { createMetrics } from './metrics.ts';
+import { allRoutes } from './routes/index.ts';
+import type { GatewayContext } from './route.ts';
+
+export interface GatewayHandle {
+  port: number;
+  url: string;
+  accountUrl: string;
+  docsUrl: string;
+  stop(): Promise<void>;
+}
+
+export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
+  const { uws, from } = loadNativeUws();
+  const { nc, config, log } = actx;
+  let ready = false;
+  await provision(nc, config);
+  const kvm = new Kvm(nc);
+  const [keys, jobs, catalogue, limits, datasets, topups] = await Promise.all([
+    kvm.open(BUCKETS.keys), kvm.open(BUCKETS.jobs), kvm.open(BUCKETS.catalogue),
+    kvm.open(BUCKETS.limits), kvm.open(BUCKETS.datasets), kvm.open(BUCKETS.topups),
+  ]);
+  const metrics = createMetrics();
+  const app = uws.App();
+
+  let listenSocket: unknown = null;
+  const port: number = await new Promise((resolve, reject) => {
+    app.listen(config.server.host, config.server.port, (s) => {
+      if (!s) return reject(new Error(`gateway: cannot listen on ${config.server.host}:${config.server.port}`));
+      listenSocket = s;
+      resolve(uws.us_socket_local_port(s));
+    });
+  });
+  // port 0 picks a free port; the default base URL then names the real one
+  const baseUrl = config.server.baseUrl.replace(/:0$/, `:${port}`);
+  const ctx: GatewayContext = {
+    nc,
+    js: jetstream(nc),
+    config,
+    log,
+    baseUrl,
+    accountUrl: `${baseUrl}/account`,
+    docsUrl: `${baseUrl}${ERRORS_PATH}`,
+    kv: { keys, jobs, catalogue, limits, datasets, topups },
+  };
+  mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
+
+  // job transitions for the metrics
+  const evtSub = nc.subscribe(subjects.evtJobAll, {
+    callback: (err, msg) => {
+      if (err) return;
+      try {
+        const e = msg.json<{ service?: string; status?: string }>();
+        if (e.service && e.status) metrics.job(e.service, e.status);
+      } catch { /* not ours */ }
+    },
+  });
+  ready = true;
+  log.info({ port, uws: from }, 'gateway listening');
+  return {
+    port,
+    url: baseUrl,
+    accountUrl: ctx.accountUrl,
+    docsUrl: ctx.docsUrl,
+    async stop() {
+      ready = false;
+      evtSub.unsubscribe();
+      if (listenSocket) uws.us_listen_socket_close(listenSocket as never);
+      listenSocket = null;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+// Prometheus metrics: requests by route and status, latency, and job transitions seen on evt.job.>.
+import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client';
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'payloads_gateway_' });
+  const requests = new Counter({ name: 'payloads_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] });
+  const latency = new Histogram({
+    name: 'payloads_http_request_duration_seconds',
+    help: 'HTTP request latency by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  const jobs = new Counter({ name: 'payloads_jobs_total', help: 'Job state changes by service and status (from evt.job.>)', labelNames: ['service', 'status'] as const, registers: [registry] });
+  return {
+    registry,
+    observe(route: string, method: string, status: number, seconds: number) {
+      const labels = { route, method, status: String(status) };
+      requests.inc(labels);
+      latency.observe(labels, seconds);
+    },
+    job(service: string, status: string) {
+      jobs.inc({ service, status });
+    },
+  };
+}
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,269 @@
+// The HTTP pipeline: match route → read bounded body → auth → rate limit → validate → handler →
+// reply, with one error shape for everything and one log line per request.
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
+import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ApiError, ERRORS, errorDocUrl, type ErrorCode } from '../shared/errors.ts';
+import { COMPONENTS } from '../shared/schemas/api.ts';
+import { lookupKey } from '../shared/keys.ts';
+import { hashKey } from '../shared/ids.ts';
+import { takeToken } from '../shared/limits.ts';
+import { readBody, send, sendStream, BodyTooLarge, type ResState } from './http.ts';
+import type { GatewayContext, Method, Reply, Route, RouteRequest } from './route.ts';
+import type { Metrics } from './metrics.ts';
+
+interface CompiledRoute {
+  route: Route;
+  pattern: RegExp;
+  names: string[];
+  body?: ValidateFunction;
+  query?: ValidateFunction;
+}
+
+const HOUR = 3600_000;
+const MINUTE = 60_000;
+
+function compilePath(path: string): { pattern: RegExp; names: string[] } {
+  const names: string[] = [];
+  const re = path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:(\w+)/g, (_, n: string) => {
+    names.push(n);
+    return '([^/]+)';
+  });
+  return { pattern: new RegExp(`^${re}/?$`), names };
+}
+
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: false, coerceTypes: coerce, useDefaults: true, strict: false });
+  (addFormats as unknown as (a: Ajv) => void)(ajv);
+  for (const s of COMPONENTS) ajv.addSchema(s);
+  return ajv;
+}
+
+function describe(err: ErrorObject): string {
+  const where = err.instancePath ? err.instancePath.slice(1).replaceAll('/', '.') : 'body';
+  if (err.keyword === 'required') return `${where === 'body' ? '' : where + '.'}${(err.params as { missingProperty: string }).missingProperty} is required`;
+  if (err.keyword === 'additionalProperties') return `${where} has an unknown field ${(err.params as { additionalProperty: string }).additionalProperty}`;
+  return `${where} ${err.message}`;
+}
+
+export interface ServerOptions {
+  ctx: GatewayContext;
+  routes: Route[];
+  metrics: Metrics;
+  isReady: () => boolean;
+}
+
+export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
+  const { ctx, metrics } = opts;
+  const { config, log } = ctx;
+  const bodyAjv = makeAjv(false);
+  const queryAjv = makeAjv(true);
+  const compiled: CompiledRoute[] = opts.routes.map((route) => ({
+    route,
+    ...compilePath(route.path),
+    ...(route.body ? { body: bodyAjv.compile(route.body) } : {}),
+    ...(route.query ? { query: queryAjv.compile(route.query) } : {}),
+  }));
+  const authCache = new Map<string, { walletId: string; until: number }>();
+
+  const errorReply = (e: ApiError, requestId: string) => ({
+    status: e.status,
+    headers: { 'content-type': 'application/json', ...(e.headers ?? {}) },
+    body: JSON.stringify({ error: { ...e.toJSON(), docs: errorDocUrl(ctx.baseUrl, e.code), requestId } }),
+  });
+
+  async function authenticate(header: string | undefined): Promise<{ walletId: string; keyHash: string }> {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    if (!m) throw new ApiError('unauthorized', header ? 'Authorization must be `Bearer <key>`' : 'Authorization header missing');
+    const keyHash = hashKey(m[1]!);
+    const hit = authCache.get(keyHash);
+    if (hit && hit.until > Date.now()) return { walletId: hit.walletId, keyHash };
+    const rec = await lookupKey(ctx.kv.keys, m[1]!);
+    if (!rec) throw new ApiError('unauthorized', 'unknown API key');
+    if (authCache.size > 10000) authCache.clear();
+    authCache.set(keyHash, { walletId: rec.walletId, until: Date.now() + 30_000 });
+    return { walletId: rec.walletId, keyHash };
+  }
+
+  async function limit(scope: string, id: string, n: number, period: number, code: ErrorCode = 'rate_limited') {
+    const d = await takeToken(ctx.kv.limits, scope, id, n, period);
+    if (!d.allowed) throw new ApiError(code, `too many requests; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'retry-after': String(d.retryAfter) });
+  }
+
+  app.any('/*', (res: HttpResponse, req: HttpRequest) => {
+    const t0 = performance.now();
+    const state: ResState = { aborted: false, done: false };
+    const ac = new AbortController();
+    res.onAborted(() => {
+      state.aborted = true;
+      ac.abort();
+    });
+    // HttpRequest is only valid synchronously: read everything now.
+    const method = req.getMethod().toUpperCase();
+    const rawUrl = req.getUrl();
+    const rawQuery = req.getQuery() ?? '';
+    const headers: Record<string, string> = {};
+    req.forEach((k, v) => { headers[k] = v; });
+    const ip = config.server.trustProxy && headers['x-forwarded-for']
+      ? headers['x-forwarded-for'].split(',')[0]!.trim()
+      : Buffer.from(res.getRemoteAddressAsText()).toString();
+    const incomingId = headers['x-request-id'];
+    const requestId = incomingId && /^[\w.-]{1,64}$/.test(incomingId) ? incomingId : randomUUID();
+
+    let path: string;
+    try {
+      path = decodeURI(rawUrl);
+    } catch {
+      path = rawUrl;
+    }
+    const segments = rawUrl; // params are decoded one by one (keys may hold %2F)
+    let match: CompiledRoute | undefined;
+    let params: Record<string, string> = {};
+    const allowed = new Set<string>();
+    const lookupMethod = method === 'HEAD' ? 'GET' : method;
+    for (const c of compiled) {
+      const m = c.pattern.exec(segments);
+      if (!m) continue;
+      allowed.add(c.route.method);
+      if (c.route.method !== lookupMethod || match) continue;
+      match = c;
+      try {
+        params = Object.fromEntries(c.names.map((n, i) => [n, decodeURIComponent(m[i + 1]!)]));
+      } catch {
+        params = Object.fromEntries(c.names.map((n, i) => [n, m[i + 1]!]));
+      }
+    }
+    const routeLabel = match?.route.path ?? (allowed.size ? rawUrl : 'unmatched');
+    const common: Record<string, string> = { 'x-request-id': requestId, 'access-control-allow-origin': '*', 'access-control-expose-headers': 'x-request-id, retry-after, content-disposition' };
+
+    const finish = (status: number) => {
+      const ms = performance.now() - t0;
+      metrics.observe(routeLabel, method, status, ms / 1000);
+      log.info({ reqId: requestId, method, path, route: routeLabel, status, ms: Math.round(ms * 10) / 10, ip, aborted: state.aborted || undefined }, 'request');
+    };
+    const fail = (e: unknown) => {
+      const err = e instanceof ApiError ? e : new ApiError('internal', 'internal error');
+      if (!(e instanceof ApiError)) log.error({ err: e, reqId: requestId, path }, 'handler failed');
+      const r = errorReply(err, requestId);
+      send(res, state, r.status, { ...common, ...r.headers }, r.body);
+      finish(r.status);
+    };
+
+    if (method === 'OPTIONS' && allowed.size) {
+      send(res, state, 204, { ...common, allow: [...allowed, 'OPTIONS'].join(', '), 'access-control-allow-methods': [...allowed, 'OPTIONS'].join(', '), 'access-control-allow-headers': 'authorization, content-type, x-request-id', 'access-control-max-age': '600' }, '');
+      finish(204);
+      return;
+    }
+    if (!match) {
+      if (allowed.size) {
+        const e = new ApiError('method_not_allowed', `${method} is not allowed on ${path}; use ${[...allowed].join(', ')}`, { allow: [...allowed] }, { allow: [...allowed, 'OPTIONS'].join(', ') });
+        fail(e);
+      } else {
+        fail(new ApiError('not_found', `no such path: ${path}`));
+      }
+      return;
+    }
+    const route = match.route;
+
+    // Body: only routes that take one read it, and never past the limit.
+    let bodyPromise: Promise<Buffer | null> = Promise.resolve(null);
+    if (route.body) {
+      const limitBytes = config.limits.bodyBytes;
+      const declared = Number(headers['content-length'] ?? NaN);
+      if (Number.isFinite(declared) && declared > limitBytes) {
+        // answer now and close: reading on would only waste the limit
+        const r = errorReply(new ApiError('payload_too_large', `the body is ${declared} bytes; at most ${limitBytes} are accepted`), requestId);
+        if (!state.aborted) {
+          state.done = true;
+          res.cork(() => {
+            res.writeStatus('413 Payload Too Large');
+            for (const [k, v] of Object.entries({ ...common, ...r.headers })) res.writeHeader(k, v);
+            res.end(r.body, true);
+          });
+        }
+        finish(413);
+        return;
+      }
+      bodyPromise = readBody(res, state, limitBytes);
+    }
+
+    void (async () => {
+      let raw: Buffer | null;
+      try {
+        raw = await bodyPromise;
+      } catch (e) {
+        if (e instanceof BodyTooLarge) {
+          const r = errorReply(new ApiError('payload_too_large', `the body is larger than ${config.limits.bodyBytes} bytes`), requestId);
+          if (!state.aborted && !state.done) {
+            state.done = true;
+            res.cork(() => {
+              res.writeStatus('413 Payload Too Large');
+              for (const [k, v] of Object.entries({ ...common, ...r.headers })) res.writeHeader(k, v);
+              res.end(r.body, true);
+            });
+          }
+          finish(413);
+        } else finish(499);
+        return;
+      }
+      try {
+        const rq: RouteRequest = { method: route.method as Method, path, params, query: {}, body: undefined, headers, requestId, ip, signal: ac.signal };
+        if (route.auth) {
+          rq.auth = await authenticate(headers.authorization);
+          if (route.limit === 'jobs') await limit('jobs', rq.auth.keyHash, config.limits.jobsPerHour, HOUR);
+          else await limit('key', rq.auth.keyHash, config.server.keyRequestsPerMinute, MINUTE);
+        } else if (!route.hidden || route.path.startsWith('/account')) {
+          await limit('ip', ip, config.server.publicRequestsPerMinute, MINUTE);
+        }
+        if (match!.query) {
+          const q: Record<string, string> = {};
+          for (const [k, v] of new URLSearchParams(rawQuery)) if (!(k in q)) q[k] = v;
+          if (!match!.query(q)) throw new ApiError('bad_request', `query: ${describe(match!.query.errors![0]!).replace(/^body/, 'query')}`);
+          rq.query = q;
+        }
+        if (route.body) {
+          const ct = (headers['content-type'] ?? '').toLowerCase();
+          if (!raw || raw.length === 0) throw new ApiError('bad_request', 'a JSON body is required');
+          if (ct && !ct.startsWith('application/json') && !/\+json\b/.test(ct)) throw new ApiError('unsupported_media_type', `send the body as application/json, not ${ct.split(';')[0]}`);
+          let parsed: unknown;
+          try {
+            parsed = JSON.parse(raw.toString('utf8'));
+          } catch (e) {
+            throw new ApiError('bad_request', `malformed JSON: ${(e as Error).message}`);
+          }
+          if (!match!.body!(parsed)) {
+            const first = match!.body!.errors![0]!;
+            const code = route.bodyErrorCode?.(first) ?? 'bad_request';
+            throw new ApiError(code, describe(first), { field: first.instancePath || undefined });
+          }
+          rq.body = parsed;
+        }
+        const reply: Reply = await route.handler(rq, ctx);
+        if (state.aborted) {
+          finish(499);
+          return;
+        }
+        const status = reply.status ?? 200;
+        if ('json' in reply) {
+          send(res, state, status, { ...common, 'content-type': 'application/json', ...(reply.headers ?? {}) }, JSON.stringify(reply.json));
+        } else if ('stream' in reply) {
+          await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
+        } else {
+          send(res, state, status, { ...common, ...reply.headers }, method === 'HEAD' ? '' : reply.body);
+        }
+        finish(status);
+      } catch (e) {
+        if (state.done) {
+          log.error({ err: e, reqId: requestId }, 'failed after the response started');
+          finish(500);
+          return;
+        }
+        fail(e);
+      }
+    })();
+  });
+}
+
+export { ERRORS };

@@ -1,0 +1,38 @@
+// Rate limits shared by every gateway instance: GCRA (the generic cell rate algorithm) with its one
+// number per subject, the theoretical arrival time, kept in the `limits` bucket and updated with
+// revision checks. N per period allows a burst of N, then one every period/N.
+import type { KV } from '@nats-io/kv';
+
+export interface LimitDecision {
+  allowed: boolean;
+  /** Seconds until one more is allowed (when refused). */
+  retryAfter: number;
+  remaining: number;
+}
+
+const keyOf = (scope: string, id: string) => `rate.${scope}.${id.replace(/[^-\w=]/g, '_')}`;
+
+export async function takeToken(kv: KV, scope: string, id: string, limit: number, periodMs: number, now = Date.now()): Promise<LimitDecision> {
+  const key = keyOf(scope, id);
+  const interval = periodMs / limit;
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const e = await kv.get(key);
+    const exists = !!e && e.operation === 'PUT' && e.value.length > 0;
+    const stored = exists ? Number(e!.string()) : 0;
+    const tat = Math.max(stored, now);
+    const next = tat + interval;
+    if (next - now > periodMs + 1e-6) {
+      return { allowed: false, retryAfter: Math.max(1, Math.ceil((next - periodMs - now) / 1000)), remaining: 0 };
+    }
+    try {
+      if (exists) await kv.update(key, String(next), e!.revision);
+      else if (e) await kv.update(key, String(next), e.revision); // deleted/purged marker
+      else await kv.create(key, String(next));
+      return { allowed: true, retryAfter: 0, remaining: Math.floor((periodMs - (next - now)) / interval) };
+    } catch (err) {
+      if (!/wrong last sequence|key exists|revision/i.test((err as Error).message)) throw err;
+      // another gateway won the race: read again
+    }
+  }
+  return { allowed: false, retryAfter: 1, remaining: 0 };
+}

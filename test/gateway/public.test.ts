@@ -1,0 +1,55 @@
+import t from 'tap';
+import { startTestApp } from '../helpers/app.ts';
+import { advertise } from '../../shared/catalogue.ts';
+
+t.test('public endpoints', async (t) => {
+  const app = await startTestApp(t);
+
+  t.test('GET /v1 lists services and links', async (t) => {
+    const r = await app.request('GET', '/v1');
+    t.equal(r.status, 200);
+    t.same(r.json.services.map((s: any) => s.name), ['websitepro', 'shots', 'labs']);
+    t.match(r.json.links, { pricing: `${app.gateway.url}/v1/pricing`, openapi: `${app.gateway.url}/openapi.json`, account: `${app.gateway.url}/account`, errors: `${app.gateway.url}/docs/errors` });
+    t.ok(r.headers.get('x-request-id'), 'request id header');
+  });
+
+  t.test('GET /v1/pricing shows every price in Payloads and EUR from config', async (t) => {
+    const r = await app.request('GET', '/v1/pricing');
+    t.equal(r.status, 200);
+    t.equal(r.json.payloadsPerEur, 10000);
+    const md = r.json.services.websitepro.items.find((i: any) => i.key === 'markdown');
+    t.same(md, { key: 'markdown', payloads: app.config.pricing.websitepro.markdown, eur: app.config.pricing.websitepro.markdown / 10000, per: 'output' });
+    t.equal(r.json.services.labs.items.find((i: any) => i.key === 'dataset').payloads, app.config.pricing.labs.dataset);
+    t.same(r.json.topups.bonus, app.config.wallet.bonus);
+  });
+
+  t.test('GET /v1/services reflects live instances', async (t) => {
+    let r = await app.request('GET', '/v1/services');
+    t.equal(r.status, 200);
+    t.same(r.json.services.map((s: any) => [s.name, s.available]), [['websitepro', false], ['shots', false], ['labs', false]]);
+    const ad = await advertise(app.nc, 'websitepro', 'inst-1', () => ({ outputs: ['metadata', 'markdown'] }));
+    r = await app.request('GET', '/v1/services');
+    t.same(r.json.services.map((s: any) => [s.name, s.available]), [['websitepro', true], ['shots', false], ['labs', false]]);
+    await ad.stop();
+    r = await app.request('GET', '/v1/services');
+    t.equal(r.json.services[0].available, false, 'gone once the instance stops');
+  });
+
+  t.test('GET /v1/services/{service}: catalogue, 404 unknown_service, 503 service_unavailable', async (t) => {
+    let r = await app.request('GET', '/v1/services/nope');
+    t.equal(r.status, 404);
+    t.equal(r.json.error.code, 'unknown_service');
+    t.match(r.json.error.docs, /\/docs\/errors#unknown_service$/);
+    r = await app.request('GET', '/v1/services/shots');
+    t.equal(r.status, 503);
+    t.equal(r.json.error.code, 'service_unavailable');
+    const a = await advertise(app.nc, 'shots', 'pool-a', () => ({ browsers: [{ id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['156'] }] }));
+    const b = await advertise(app.nc, 'shots', 'pool-b', () => ({ browsers: [{ id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['143'] }, { id: 'firefox', name: 'Firefox', engine: 'gecko', versions: ['153'] }] }));
+    r = await app.request('GET', '/v1/services/shots');
+    t.equal(r.status, 200);
+    t.same(r.json.browsers.map((x: any) => [x.id, x.versions]), [['chromium', ['156', '143']], ['firefox', ['153']]], 'versions merged newest first');
+    t.equal(r.json.instances.length, 2);
+    await a.stop();
+    await b.stop();
+  });
+});

@@ -20,7 +20,36 @@ export interface LedgerEntry {
   resultKey?: string;
   topupId?: string;
   reason?: string;
+  /** topup: the bonus part of `amount`. */
+  bonus?: number;
 }
+
+/** The body of one LEDGER message (subject `ledger.<walletId>`); its stream sequence is the entry id. */
+export interface LedgerMessage {
+  v: 1;
+  type: LedgerType;
+  amount: number;
+  balanceAfter: number;
+  at: number;
+  /** The business event it records, also its Nats-Msg-Id: `charge:<jobId>`, `refund:<jobId>:<resultKey>`, `topup:<topupId>`, `grant:<id>`. */
+  ref: string;
+  jobId?: string;
+  resultKey?: string;
+  topupId?: string;
+  reason?: string;
+  /** topup: the bonus part of `amount`. */
+  bonus?: number;
+}
+
+export const ledgerRef = {
+  charge: (jobId: string) => `charge:${jobId}`,
+  refund: (jobId: string, resultKey: string) => `refund:${jobId}:${resultKey}`,
+  topup: (topupId: string) => `topup:${topupId}`,
+  grant: (grantId: string) => `grant:${grantId}`,
+};
+
+/** Entries per page of wallet.transactions and GET /v1/transactions. */
+export const TRANSACTIONS_PAGE = 50;
 
 export type TopupStatus = 'pending' | 'paid' | 'expired' | 'failed';
 
@@ -36,6 +65,29 @@ export interface Topup {
   expiresAt: number;
   createdAt: number;
   paidAt?: number;
+}
+
+/** The document of a top-up in the `topups` bucket (key: top-up id). Only the wallet writes it, with revision checks. */
+export interface TopupRecord extends Topup {
+  walletId: string;
+  backend: string;
+  paymentHash: string;
+  /** The EUR->BTC rate quoted when the invoice was made. */
+  rate: { eurPerBtc: number; source: string; at: number };
+  updatedAt: number;
+  /** Ledger entry of the credit, once paid. */
+  entryId?: number;
+  failedReason?: string;
+}
+
+/** The public view of a top-up (spec 2.5 plus createdAt/paidAt). */
+export function publicTopup(r: TopupRecord): Topup {
+  const t: Topup = {
+    id: r.id, status: r.status, eur: r.eur, eurCents: r.eurCents, payloads: r.payloads, bonusPayloads: r.bonusPayloads,
+    bolt11: r.status === 'pending' ? r.bolt11 : null, sats: r.sats, expiresAt: r.expiresAt, createdAt: r.createdAt,
+  };
+  if (r.paidAt) t.paidAt = r.paidAt;
+  return t;
 }
 
 export interface ChargeRequest { walletId: string; jobId: string; amount: number }

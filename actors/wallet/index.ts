@@ -1,0 +1,64 @@
+// The wallet actor: owns every balance. Others reach it only through its NATS micro service
+// endpoints (subjects.wallet.*, client in shared/protocol/wallet.ts).
+import { join } from 'node:path';
+import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
+import { addService } from '../../shared/micro.ts';
+import { MICRO, subjects, token } from '../../shared/names.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
+import { Ledger, checkWalletId } from './ledger.ts';
+import { Projection, rowToEntry } from './projection.ts';
+import { charge, refund, grant } from './money.ts';
+import { audit } from '../../shared/audit.ts';
+
+export async function start(ctx: ActorContext): Promise<ActorHandle> {
+  const { nc, config, log: parentLog, instanceId } = ctx;
+  const log = parentLog.child({ actor: 'wallet' });
+  const projection = new Projection(join(config.dataDir, 'wallet', `ledger-${token(instanceId).replace(/[^A-Za-z0-9_-]/g, '_')}.sqlite`));
+  const ledger = new Ledger(nc, projection, log);
+  await ledger.start();
+
+  const service = await addService(nc, {
+    name: MICRO.wallet,
+    version: '1.0.0',
+    description: 'Balances, the ledger, top-ups and the Lightning backend',
+    endpoints: {
+      [subjects.wallet.charge]: async (r: { walletId: unknown; jobId: unknown; amount: unknown }) => {
+        const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount);
+        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+      },
+      [subjects.wallet.refund]: async (r: { walletId: unknown; jobId: unknown; resultKey: unknown; amount: unknown }) => {
+        const res = await refund(ledger, checkWalletId(r.walletId), r.jobId, r.resultKey, r.amount);
+        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+      },
+      [subjects.wallet.balance]: async (r: { walletId: unknown }) => {
+        const head = await ledger.head(checkWalletId(r.walletId));
+        return { balance: head.balance };
+      },
+      [subjects.wallet.transactions]: async (r: { walletId: unknown; before?: unknown; limit?: unknown }) => {
+        const walletId = checkWalletId(r.walletId);
+        const before = r.before === undefined || r.before === null ? undefined : Number(r.before);
+        if (before !== undefined && (!Number.isSafeInteger(before) || before < 0)) throw new ApiError('bad_request', 'before must be a non-negative integer');
+        const limit = r.limit === undefined || r.limit === null ? TRANSACTIONS_PAGE : Number(r.limit);
+        if (!Number.isSafeInteger(limit) || limit < 1 || limit > TRANSACTIONS_PAGE) throw new ApiError('bad_request', `limit must be 1..${TRANSACTIONS_PAGE}`);
+        const head = await ledger.synced(walletId);
+        const page = projection.page(walletId, before, limit);
+        return { entries: page.entries.map(rowToEntry), next: page.next, balance: head.balance };
+      },
+      [subjects.wallet.grant]: async (r: { walletId: unknown; amount: unknown; reason: unknown; grantId?: unknown }) => {
+        const res = await grant(ledger, checkWalletId(r.walletId), r.amount, r.reason, r.grantId);
+        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+      },
+      [subjects.wallet.audit]: () => audit(nc),
+    },
+  }, log);
+  log.info({ projection: projection.file }, 'wallet started');
+
+  return {
+    async stop() {
+      await service.stop();
+      await ledger.stop();
+      projection.close();
+    },
+  };
+}

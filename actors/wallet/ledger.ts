@@ -1,0 +1,162 @@
+// The ledger: one LEDGER subject per wallet, append-only. Every write is
+//   1. read the wallet's last message (its sequence S and balance),
+//   2. make sure the projection holds every entry of the wallet up to S,
+//   3. decide from that state (already done? enough money?),
+//   4. publish with `expect.lastSubjectSequence = S` and the business event's msgID.
+// Step 4 fails if anybody wrote to the wallet after step 1, so the decision of step 3 is atomic with
+// the write (no two writers spend one balance, and a business event found absent in step 3 is still
+// absent when written: idempotency beyond the stream's one-day dedupe window). The msgID catches
+// retries inside the window even before step 3.
+import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, JetStreamApiCodes, type JetStreamClient, type JetStreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { STREAMS, subjects } from '../../shared/names.ts';
+import { ApiError } from '../../shared/errors.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
+import { Projection, type Row } from './projection.ts';
+
+export interface Head {
+  /** Stream sequence of the wallet's last entry (0: no entry yet). */
+  seq: number;
+  balance: number;
+}
+
+export type Decision =
+  | { write: Omit<LedgerMessage, 'v' | 'balanceAfter' | 'at'> }
+  | { done: Row | null };
+
+export interface AppendResult {
+  balance: number;
+  /** The written entry, or the existing one for a retried business event. */
+  entry: Row | null;
+  duplicate: boolean;
+}
+
+const WALLET_ID = /^[A-Za-z0-9_-]{1,80}$/;
+
+export function checkWalletId(walletId: unknown): string {
+  if (typeof walletId !== 'string' || !WALLET_ID.test(walletId)) throw new ApiError('bad_request', 'walletId is missing or malformed');
+  return walletId;
+}
+
+export class Ledger {
+  private js: JetStreamClient;
+  private jsm!: JetStreamManager;
+  private messages: ConsumerMessages | undefined;
+  /** Highest stream sequence applied to the projection by the consumer (contiguous). */
+  private applied = 0;
+  private waiters: { seq: number; resolve: () => void }[] = [];
+  /** Wallets whose projection is known complete up to this sequence because this instance wrote it. */
+  private known = new Map<string, number>();
+  private locks = new Map<string, Promise<unknown>>();
+  private loop: Promise<void> | undefined;
+
+  constructor(private nc: NatsConnection, readonly projection: Projection, private log: Logger) {
+    this.js = jetstream(nc);
+  }
+
+  /** Starts consuming LEDGER into the projection and resolves once it has caught up with the stream. */
+  async start(): Promise<void> {
+    this.jsm = await jetstreamManager(this.nc);
+    const info = await this.jsm.streams.info(STREAMS.ledger);
+    const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
+    this.messages = await consumer.consume();
+    const messages = this.messages;
+    this.loop = (async () => {
+      for await (const m of messages) {
+        try {
+          const walletId = m.subject.slice(subjects.ledger('').length);
+          this.projection.apply(m.seq, walletId, m.json<LedgerMessage>());
+        } catch (e) {
+          this.log.error({ err: e, seq: m.seq }, 'ledger: unreadable entry skipped in projection');
+        }
+        this.applied = m.seq;
+        if (this.waiters.length) {
+          const ready = this.waiters.filter((w) => w.seq <= m.seq);
+          this.waiters = this.waiters.filter((w) => w.seq > m.seq);
+          for (const w of ready) w.resolve();
+        }
+      }
+    })();
+    await this.until(info.state.last_seq, 60000);
+  }
+
+  async stop(): Promise<void> {
+    this.messages?.stop();
+    await this.loop?.catch(() => {});
+    for (const w of this.waiters) w.resolve();
+    this.waiters = [];
+  }
+
+  private until(seq: number, timeoutMs: number): Promise<void> {
+    if (this.applied >= seq) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new ApiError('service_unavailable', `ledger projection did not reach ${seq} in ${timeoutMs} ms`)), timeoutMs);
+      this.waiters.push({ seq, resolve: () => { clearTimeout(t); resolve(); } });
+    });
+  }
+
+  /** The wallet's last entry, straight from the stream. */
+  async head(walletId: string): Promise<Head> {
+    const m = await this.jsm.streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
+    if (!m) return { seq: 0, balance: 0 };
+    return { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter };
+  }
+
+  /** The head, once the projection holds every entry of the wallet up to it. */
+  async synced(walletId: string): Promise<Head> {
+    const head = await this.head(walletId);
+    if (head.seq > 0 && this.known.get(walletId) !== head.seq) await this.until(head.seq, 10000);
+    return head;
+  }
+
+  /** Per-wallet serialisation inside this instance; across instances the expected sequence decides. */
+  private async locked<T>(walletId: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.locks.get(walletId) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const tail = run.catch(() => {});
+    this.locks.set(walletId, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.locks.get(walletId) === tail) this.locks.delete(walletId);
+    }
+  }
+
+  /** Append the entry `decide` asks for, atomically with the state it decided on. */
+  append(walletId: string, decide: (head: Head) => Decision): Promise<AppendResult> {
+    return this.locked(walletId, async () => {
+      for (let attempt = 0; ; attempt++) {
+        const head = await this.synced(walletId);
+        const d = decide(head);
+        if ('done' in d) return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
+        const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
+        if (msg.balanceAfter < 0) throw new ApiError('internal', 'refusing a ledger entry that makes a balance negative');
+        try {
+          const ack = await this.js.publish(subjects.ledger(walletId), JSON.stringify(msg), {
+            msgID: msg.ref,
+            expect: { lastSubjectSequence: head.seq },
+          });
+          if (ack.duplicate) {
+            // Written before (inside the dedupe window) but not seen by the projection check: re-read.
+            this.log.warn({ walletId, ref: msg.ref, seq: ack.seq }, 'ledger: duplicate business event caught by msgID');
+            const orig = await this.jsm.streams.getMessage(STREAMS.ledger, { seq: ack.seq });
+            if (!orig || orig.subject !== subjects.ledger(walletId)) throw new ApiError('bad_request', `${msg.ref} was already used by another wallet`);
+            await this.until(ack.seq, 10000);
+            continue;
+          }
+          this.projection.apply(ack.seq, walletId, msg);
+          this.known.set(walletId, ack.seq);
+          return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
+        } catch (e) {
+          const wrongSeq = e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.StreamWrongLastSequence || /wrong last sequence/i.test(e.message));
+          if (!wrongSeq) throw e;
+          // Another instance wrote to this wallet in between: decide again on the new state.
+          if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
+          await sleep(Math.random() * Math.min(50, 2 + attempt * 2));
+        }
+      }
+    });
+  }
+}

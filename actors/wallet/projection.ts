@@ -1,0 +1,124 @@
+// The SQLite projection of the LEDGER stream: answers "a wallet's entries, newest first, before id N"
+// and "does this business event already exist", which the stream cannot answer cheaply. It is rebuilt
+// from the stream on every start (the file is per instance and thrown away on stop); the stream stays
+// the only copy of the money.
+import Database from 'better-sqlite3';
+import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { sqliteTable, integer, text, index } from 'drizzle-orm/sqlite-core';
+import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import { mkdirSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { LedgerEntry, LedgerType } from '../../shared/protocol/wallet.ts';
+import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
+
+export const entries = sqliteTable('entries', {
+  id: integer('id').primaryKey(),
+  walletId: text('wallet_id').notNull(),
+  type: text('type').notNull(),
+  amount: integer('amount').notNull(),
+  balanceAfter: integer('balance_after').notNull(),
+  at: integer('at').notNull(),
+  ref: text('ref').notNull(),
+  jobId: text('job_id'),
+  resultKey: text('result_key'),
+  topupId: text('topup_id'),
+  reason: text('reason'),
+  bonus: integer('bonus'),
+}, (t) => [
+  index('entries_wallet_id').on(t.walletId, t.id),
+  index('entries_wallet_ref').on(t.walletId, t.ref),
+  index('entries_job').on(t.walletId, t.jobId),
+]);
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS entries (
+  id INTEGER PRIMARY KEY,
+  wallet_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  amount INTEGER NOT NULL,
+  balance_after INTEGER NOT NULL,
+  at INTEGER NOT NULL,
+  ref TEXT NOT NULL,
+  job_id TEXT,
+  result_key TEXT,
+  topup_id TEXT,
+  reason TEXT,
+  bonus INTEGER
+);
+CREATE INDEX IF NOT EXISTS entries_wallet_id ON entries (wallet_id, id);
+CREATE INDEX IF NOT EXISTS entries_wallet_ref ON entries (wallet_id, ref);
+CREATE INDEX IF NOT EXISTS entries_job ON entries (wallet_id, job_id);
+`;
+
+export type Row = typeof entries.$inferSelect;
+
+export function rowToEntry(r: Row): LedgerEntry & { bonus?: number } {
+  const e: LedgerEntry & { bonus?: number } = { id: r.id, type: r.type as LedgerType, amount: r.amount, balanceAfter: r.balanceAfter, at: r.at };
+  if (r.jobId) e.jobId = r.jobId;
+  if (r.resultKey) e.resultKey = r.resultKey;
+  if (r.topupId) e.topupId = r.topupId;
+  if (r.reason) e.reason = r.reason;
+  if (r.bonus) e.bonus = r.bonus;
+  return e;
+}
+
+export class Projection {
+  readonly file: string;
+  private sqlite: Database.Database;
+  private db: BetterSQLite3Database;
+
+  constructor(file: string) {
+    this.file = file;
+    mkdirSync(dirname(file), { recursive: true });
+    // Rebuilt from the stream: an old file of a crashed instance with the same name is discarded.
+    for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
+    this.sqlite = new Database(file);
+    this.sqlite.pragma('journal_mode = WAL');
+    this.sqlite.pragma('synchronous = OFF'); // a projection: losing it costs a rebuild, nothing more
+    this.sqlite.exec(DDL);
+    this.db = drizzle(this.sqlite);
+  }
+
+  apply(seq: number, walletId: string, m: LedgerMessage): void {
+    this.db.insert(entries).values({
+      id: seq,
+      walletId,
+      type: m.type,
+      amount: m.amount,
+      balanceAfter: m.balanceAfter,
+      at: m.at,
+      ref: m.ref,
+      jobId: m.jobId ?? null,
+      resultKey: m.resultKey ?? null,
+      topupId: m.topupId ?? null,
+      reason: m.reason ?? null,
+      bonus: m.bonus ?? null,
+    }).onConflictDoNothing().run();
+  }
+
+  byRef(walletId: string, ref: string): Row | undefined {
+    return this.db.select().from(entries).where(and(eq(entries.walletId, walletId), eq(entries.ref, ref))).get();
+  }
+
+  forJob(walletId: string, jobId: string): Row[] {
+    return this.db.select().from(entries).where(and(eq(entries.walletId, walletId), eq(entries.jobId, jobId))).orderBy(entries.id).all();
+  }
+
+  /** Newest first; `before`: only ids below it. Asks one row more than `limit` to know whether a next page exists. */
+  page(walletId: string, before: number | undefined, limit: number): { entries: Row[]; next: number | null } {
+    const where = before === undefined ? eq(entries.walletId, walletId) : and(eq(entries.walletId, walletId), lt(entries.id, before));
+    const rows = this.db.select().from(entries).where(where).orderBy(desc(entries.id)).limit(limit + 1).all();
+    const more = rows.length > limit;
+    const page = rows.slice(0, limit);
+    return { entries: page, next: more ? page.at(-1)!.id : null };
+  }
+
+  count(): number {
+    return this.db.select({ n: sql<number>`count(*)` }).from(entries).get()!.n;
+  }
+
+  close(remove = true): void {
+    this.sqlite.close();
+    if (remove) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) rmSync(f, { force: true });
+  }
+}

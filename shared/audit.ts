@@ -1,0 +1,140 @@
+// The money audit: checks every invariant of DESIGN.md "Money" across all wallets, jobs and top-ups,
+// reading the LEDGER stream and the jobs and topups buckets directly (not the wallet's projection).
+// Used by `npm run admin -- audit`, the wallet.audit endpoint and the tests of every engineer:
+//   const { violations } = await audit(nc); t.same(violations, []);
+// Run it when the system is quiet: a job between its charge and its job document, or a top-up between
+// its credit and its status update, shows up as a violation until that step is done.
+import { jetstream, jetstreamManager, DeliverPolicy } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { BUCKETS, STREAMS, subjects } from './names.ts';
+import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wallet.ts';
+import type { JobRecord } from './protocol/jobs.ts';
+
+export interface AuditEntry extends LedgerMessage {
+  seq: number;
+  walletId: string;
+}
+
+export interface AuditReport {
+  violations: string[];
+  wallets: number;
+  entries: number;
+  jobs: number;
+  topups: number;
+  /** walletId → balance (last balanceAfter). */
+  balances: Record<string, number>;
+}
+
+export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
+  const jsm = await jetstreamManager(nc);
+  const info = await jsm.streams.info(STREAMS.ledger);
+  const last = info.state.last_seq;
+  const out: AuditEntry[] = [];
+  if (info.state.messages === 0) return out;
+  const js = jetstream(nc);
+  const c = await js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
+  const iter = await c.consume();
+  const prefix = subjects.ledger('');
+  for await (const m of iter) {
+    out.push({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) });
+    if (m.seq >= last) break;
+  }
+  iter.stop();
+  return out;
+}
+
+async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean): Promise<Map<string, T>> {
+  const kv: KV = await new Kvm(nc).open(bucket);
+  const out = new Map<string, T>();
+  const keys: string[] = [];
+  for await (const k of await kv.keys()) if (!filter || filter(k)) keys.push(k);
+  for (const k of keys) {
+    const e = await kv.get(k);
+    if (e && e.operation === 'PUT' && e.value.length) out.set(k, e.json<T>());
+  }
+  return out;
+}
+
+export async function audit(nc: NatsConnection): Promise<AuditReport> {
+  const v: string[] = [];
+  const entries = await readLedger(nc);
+  const byWallet = new Map<string, AuditEntry[]>();
+  const byRef = new Map<string, AuditEntry[]>();
+  for (const e of entries) {
+    (byWallet.get(e.walletId) ?? byWallet.set(e.walletId, []).get(e.walletId)!).push(e);
+    const k = `${e.walletId} ${e.ref}`;
+    (byRef.get(k) ?? byRef.set(k, []).get(k)!).push(e);
+  }
+
+  // Balances: a chain of balanceAfter values, each the previous plus the amount, never below zero.
+  const balances: Record<string, number> = {};
+  for (const [walletId, list] of byWallet) {
+    let running = 0;
+    for (const e of list) {
+      if (!Number.isSafeInteger(e.amount) || !Number.isSafeInteger(e.balanceAfter)) v.push(`wallet ${walletId}: entry ${e.seq} has a non-integer amount or balance`);
+      if (e.balanceAfter !== running + e.amount) v.push(`wallet ${walletId}: entry ${e.seq} (${e.ref}) says balanceAfter ${e.balanceAfter}, but ${running} + ${e.amount} = ${running + e.amount}`);
+      if (e.balanceAfter < 0) v.push(`wallet ${walletId}: balance ${e.balanceAfter} < 0 after entry ${e.seq}`);
+      if (e.type === 'charge' && e.amount > 0) v.push(`wallet ${walletId}: charge entry ${e.seq} is positive`);
+      if ((e.type === 'refund' || e.type === 'topup') && e.amount < 0) v.push(`wallet ${walletId}: ${e.type} entry ${e.seq} is negative`);
+      running = e.balanceAfter;
+    }
+    balances[walletId] = running;
+    const sum = list.reduce((s, e) => s + e.amount, 0);
+    if (sum !== running) v.push(`wallet ${walletId}: balance ${running} differs from the sum of its entries ${sum}`);
+  }
+  // Every business event at most once (a charge per job, a refund per result, a credit per top-up).
+  for (const [k, list] of byRef) if (list.length > 1) v.push(`ledger: ${k} written ${list.length} times (entries ${list.map((e) => e.seq).join(', ')})`);
+
+  // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
+  const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs);
+  const seenJobs = new Set<string>();
+  for (const job of jobs.values()) {
+    if (!job || typeof job.id !== 'string' || !job.walletId) continue;
+    seenJobs.add(`${job.walletId} ${job.id}`);
+    const mine = (byWallet.get(job.walletId) ?? []).filter((e) => e.jobId === job.id);
+    const charges = mine.filter((e) => e.type === 'charge');
+    const refunds = mine.filter((e) => e.type === 'refund');
+    const charged = -charges.reduce((s, e) => s + e.amount, 0);
+    const refunded = refunds.reduce((s, e) => s + e.amount, 0);
+    if (charges.length !== 1) v.push(`job ${job.id}: ${charges.length} charge entries in wallet ${job.walletId}`);
+    else if (charged !== job.cost) v.push(`job ${job.id}: cost ${job.cost} but the ledger charged ${charged}`);
+    if (job.cost - job.refunded < 0) v.push(`job ${job.id}: charged ${job.cost - job.refunded} < 0`);
+    if (refunded !== job.refunded) v.push(`job ${job.id}: refunded ${job.refunded} in the job but ${refunded} in the ledger`);
+    const resultSum = job.results.filter((r) => r.refunded).reduce((s, r) => s + r.price, 0);
+    if (resultSum !== job.refunded) v.push(`job ${job.id}: refunded ${job.refunded} but its refunded results add up to ${resultSum}`);
+    for (const r of job.results) {
+      const entriesFor = refunds.filter((e) => e.resultKey === r.key);
+      if (entriesFor.length > 1) v.push(`job ${job.id}: result ${r.key} refunded ${entriesFor.length} times`);
+      if (r.refunded && entriesFor.length === 0 && r.price > 0) v.push(`job ${job.id}: result ${r.key} marked refunded without a ledger refund`);
+      if (!r.refunded && entriesFor.length > 0) v.push(`job ${job.id}: result ${r.key} has a ledger refund but is not marked refunded`);
+      if (entriesFor.length === 1 && entriesFor[0]!.amount !== r.price) v.push(`job ${job.id}: result ${r.key} price ${r.price} refunded as ${entriesFor[0]!.amount}`);
+    }
+    for (const e of refunds) if (!job.results.some((r) => r.key === e.resultKey)) v.push(`job ${job.id}: refund entry ${e.seq} for unknown result ${e.resultKey}`);
+  }
+  // A charge without a job document is allowed only when it was given back in full (a compensated creation).
+  const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && !seenJobs.has(`${e.walletId} ${e.jobId}`));
+  for (const c of jobCharges) {
+    const back = entries.filter((e) => e.type === 'refund' && e.walletId === c.walletId && e.jobId === c.jobId).reduce((s, e) => s + e.amount, 0);
+    if (back !== -c.amount) v.push(`ledger: charge ${c.seq} of job ${c.jobId} (wallet ${c.walletId}) has no job document and was not refunded in full (${back} of ${-c.amount})`);
+  }
+
+  // Top-ups: credited exactly once, only when paid, with the promised Payloads.
+  const topups = await readBucket<TopupRecord>(nc, BUCKETS.topups);
+  for (const t of topups.values()) {
+    if (!t || typeof t.id !== 'string' || !t.walletId) continue;
+    const credits = byRef.get(`${t.walletId} ${ledgerRef.topup(t.id)}`) ?? [];
+    if (t.status === 'paid') {
+      if (credits.length !== 1) v.push(`topup ${t.id}: paid but credited ${credits.length} times`);
+      else if (credits[0]!.amount !== t.payloads) v.push(`topup ${t.id}: promised ${t.payloads} Payloads, credited ${credits[0]!.amount}`);
+    } else if (credits.length) v.push(`topup ${t.id}: credited while ${t.status}`);
+  }
+  for (const e of entries) {
+    if (e.type !== 'topup') continue;
+    const t = e.topupId ? topups.get(e.topupId) : undefined;
+    if (!t) v.push(`ledger: top-up credit ${e.seq} has no top-up document`);
+    else if (t.walletId !== e.walletId) v.push(`ledger: top-up ${t.id} credited to wallet ${e.walletId}, belongs to ${t.walletId}`);
+  }
+
+  return { violations: v, wallets: byWallet.size, entries: entries.length, jobs: jobs.size, topups: topups.size, balances };
+}

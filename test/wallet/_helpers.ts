@@ -1,0 +1,45 @@
+// Shared by the wallet tests: start real wallet actor instances against a test nats-server.
+import { randomBytes } from 'node:crypto';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { start } from '../../actors/wallet/index.ts';
+import { testLog, type TestNats } from '../helpers/nats.ts';
+import type { Config } from '../../shared/config/index.ts';
+import { newId } from '../../shared/ids.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+
+type Tap = { teardown(fn: () => unknown): void };
+
+export async function startWallet(t: Tap, tn: TestNats, opts: { nc?: NatsConnection; config?: Config } = {}) {
+  const nc = opts.nc ?? (await tn.connect('wallet'));
+  const handle = await start({ nc, config: opts.config ?? tn.config, log: testLog(), instanceId: `wallet-test-${randomBytes(4).toString('hex')}` });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await handle.stop();
+  };
+  t.teardown(stop);
+  return { nc, stop };
+}
+
+export const walletId = () => newId('w');
+
+/** Give a wallet money through an operator grant. */
+export async function fund(nc: NatsConnection, w: string, amount: number) {
+  return wallet.grant(nc, w, amount, 'test funds');
+}
+
+/** Write a job document as the supervisor would, so the audit can match it with the ledger. */
+export async function putJob(nc: NatsConnection, w: string, id: string, results: { key: string; price: number; refunded?: boolean }[]) {
+  const { Kvm } = await import('@nats-io/kv');
+  const { BUCKETS } = await import('../../shared/names.ts');
+  const kv = await new Kvm(nc).open(BUCKETS.jobs);
+  const cost = results.reduce((s, r) => s + r.price, 0);
+  const refunded = results.filter((r) => r.refunded).reduce((s, r) => s + r.price, 0);
+  const job = {
+    id, service: 'websitepro', status: 'completed', walletId: w, target: 'example.org', request: {}, cost, refunded,
+    createdAt: Date.now(), expiresAt: Date.now() + 3600_000,
+    results: results.map((r) => ({ key: r.key, status: r.refunded ? 'failed' : 'done', price: r.price, refunded: !!r.refunded })),
+  };
+  await kv.put(id, JSON.stringify(job));
+}

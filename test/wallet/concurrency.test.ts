@@ -1,0 +1,75 @@
+import t from 'tap';
+import { startTestNats } from '../helpers/nats.ts';
+import { startWallet, walletId, fund } from './_helpers.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { audit } from '../../shared/audit.ts';
+import { ApiError } from '../../shared/errors.ts';
+
+async function race(nc: Parameters<typeof wallet.charge>[0][], w: string, n: number, price: number) {
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: n }, (_, i) => wallet.charge(nc[i % nc.length]!, { walletId: w, jobId: `job-${i}`, amount: price })),
+  );
+  const ok = outcomes.filter((o) => o.status === 'fulfilled').length;
+  const refused = outcomes.filter((o) => o.status === 'rejected' && o.reason instanceof ApiError && o.reason.code === 'insufficient_funds').length;
+  return { ok, refused, other: n - ok - refused };
+}
+
+async function checkWallet(t: any, nc: Parameters<typeof wallet.charge>[0], w: string) {
+  const { balance } = await wallet.balance(nc, w);
+  t.ok(balance >= 0, 'balance never negative');
+  const all = [];
+  let before: number | undefined;
+  for (;;) {
+    const page = await wallet.transactions(nc, w, before);
+    all.push(...page.entries);
+    if (page.next === null) break;
+    before = page.next;
+  }
+  t.equal(all.reduce((s, e) => s + e.amount, 0), balance, 'balance = sum of entries');
+  const a = await audit(nc);
+  // The 20 charges have no job documents in this test: those are the only findings allowed.
+  t.same(a.violations.filter((v) => !/has no job document/.test(v)), [], 'no other audit finding');
+  return { balance, entries: all.length };
+}
+
+t.test('50 parallel charges against a balance for 20: exactly 20 succeed (one instance)', async (t) => {
+  const tn = await startTestNats(t);
+  await startWallet(t, tn);
+  const w = walletId();
+  await fund(tn.nc, w, 20 * 70);
+  const clients = [tn.nc, await tn.connect('c2'), await tn.connect('c3')];
+  const r = await race(clients, w, 50, 70);
+  t.same(r, { ok: 20, refused: 30, other: 0 });
+  const c = await checkWallet(t, tn.nc, w);
+  t.equal(c.balance, 0);
+  t.equal(c.entries, 21);
+});
+
+t.test('50 parallel charges against a balance for 20: exactly 20 succeed (two instances)', async (t) => {
+  const tn = await startTestNats(t);
+  await startWallet(t, tn);
+  await startWallet(t, tn);
+  const w = walletId();
+  await fund(tn.nc, w, 20 * 70 + 33);
+  const clients = [tn.nc, await tn.connect('c2'), await tn.connect('c3'), await tn.connect('c4')];
+  const r = await race(clients, w, 50, 70);
+  t.same(r, { ok: 20, refused: 30, other: 0 });
+  const c = await checkWallet(t, tn.nc, w);
+  t.equal(c.balance, 33);
+  t.equal(c.entries, 21);
+});
+
+t.test('retries of the same charges from many clients, two instances: each job charged once', async (t) => {
+  const tn = await startTestNats(t);
+  await startWallet(t, tn);
+  await startWallet(t, tn);
+  const w = walletId();
+  await fund(tn.nc, w, 1000);
+  const clients = [tn.nc, await tn.connect('c2')];
+  const calls = [];
+  for (let i = 0; i < 40; i++) calls.push(wallet.charge(clients[i % 2]!, { walletId: w, jobId: `job-${i % 10}`, amount: 10 }));
+  await Promise.all(calls);
+  t.same(await wallet.balance(tn.nc, w), { balance: 900 });
+  const c = await checkWallet(t, tn.nc, w);
+  t.equal(c.entries, 11);
+});

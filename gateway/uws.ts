@@ -49,6 +49,10 @@ export function loadNativeUws(candidates = UWS_CANDIDATES): { uws: Uws; from: st
       attempts.push(`${c.pkg}: no binary ${file}`);
       continue;
     }
+    if (!file.endsWith('.node')) {
+      attempts.push(`${c.pkg}: ${file} is not a native addon`);
+      continue;
+    }
     try {
       const uws = require(file) as Uws;
       if (typeof uws.App !== 'function' || typeof uws.us_listen_socket_close !== 'function') throw new Error('not a uWS binary');

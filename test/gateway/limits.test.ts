@@ -1,0 +1,24 @@
+import t from 'tap';
+import { Kvm } from '@nats-io/kv';
+import { startTestNats } from '../helpers/nats.ts';
+import { takeToken } from '../../shared/limits.ts';
+import { BUCKETS } from '../../shared/names.ts';
+
+t.test('GCRA: a burst of N, then refused with Retry-After; windows slide', async (t) => {
+  const { nc } = await startTestNats(t);
+  const kv = await new Kvm(nc).open(BUCKETS.limits);
+  const now = 1_000_000;
+  for (let i = 0; i < 10; i++) t.ok((await takeToken(kv, 's', 'k', 10, 3600_000, now)).allowed, `#${i + 1}`);
+  const refused = await takeToken(kv, 's', 'k', 10, 3600_000, now);
+  t.notOk(refused.allowed);
+  t.equal(refused.retryAfter, 360, 'one more after period/N');
+  t.ok((await takeToken(kv, 's', 'k', 10, 3600_000, now + 360_000)).allowed, 'allowed again after period/N');
+});
+
+t.test('GCRA: concurrent takers from two connections never exceed the limit', async (t) => {
+  const tn = await startTestNats(t);
+  const kv1 = await new Kvm(tn.nc).open(BUCKETS.limits);
+  const kv2 = await new Kvm(await tn.connect('second')).open(BUCKETS.limits);
+  const results = await Promise.all(Array.from({ length: 40 }, (_, i) => takeToken(i % 2 ? kv1 : kv2, 'c', 'k', 15, 3600_000)));
+  t.equal(results.filter((r) => r.allowed).length, 15);
+});

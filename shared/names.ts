@@ -20,6 +20,8 @@ export const BUCKETS = {
   limits: 'limits',
   catalogue: 'catalogue',
   datasets: 'datasets',
+  /** Invoices of the dev Lightning backend (created by that backend only; never in production). */
+  devInvoices: 'dev_invoices',
 } as const;
 
 export const OBJECT_STORES = {

@@ -49,6 +49,7 @@ export const ENV: Record<string, { path: string; parse: (v: string) => unknown }
   DATA_DIR: { path: 'dataDir', parse: String },
   NATS_URL: { path: 'nats.url', parse: String },
   NATS_REPLICAS: { path: 'nats.replicas', parse: Number },
+  NATS_PORT: { path: 'nats.embeddedPort', parse: Number },
   NATS_CREDS: { path: 'nats.credsFile', parse: String },
   BROWSERS: { path: 'shots.browsers', parse: (v) => v.split(',').map((s) => s.trim()).filter(Boolean) },
   LIGHTNING_BACKEND: { path: 'wallet.lightning.backend', parse: String },

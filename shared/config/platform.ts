@@ -13,7 +13,7 @@ export const ServerConfig = T.Object({
 
 export const NatsConfig = T.Object({
   url: T.String({ default: '', description: 'env NATS_URL: comma-separated servers. Empty starts the embedded nats-server.' }),
-  embeddedPort: T.Integer({ minimum: 0, maximum: 65535, default: 4222, description: 'Client port of the embedded nats-server (0: random).' }),
+  embeddedPort: T.Integer({ minimum: 0, maximum: 65535, default: 4222, description: 'Client port of the embedded nats-server (env NATS_PORT; 0: random).' }),
   replicas: T.Integer({ minimum: 1, maximum: 5, default: 1, description: 'Replicas of every stream, bucket and store (env NATS_REPLICAS; 3 on a cluster).' }),
   credsFile: T.String({ default: '', description: 'NATS credentials file (env NATS_CREDS), if the cluster needs one.' }),
 }, { default: {} });

@@ -1,0 +1,66 @@
+// `npm start`'s program end to end: embedded nats-server, every actor, the gateway; Ctrl-C stops
+// everything (the nats-server child included); a second start on the same data folder finds it all.
+import t from 'tap';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { tempDir } from '../helpers/nats.ts';
+
+function startMain(dataDir: string): Promise<{ child: ChildProcess; api: string; out: () => string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
+    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_PORT: '0', BROWSERS: 'chromium', LOG_LEVEL: 'warn', NATS_URL: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`main did not start in 120 s:\n${out}`)); }, 120_000);
+    const check = setInterval(() => {
+      const m = /API:\s+(\S+)\/v1/.exec(out);
+      if (m) {
+        clearInterval(check); clearTimeout(timer);
+        resolve({ child, api: m[1]!, out: () => out });
+      }
+    }, 100);
+    child.once('exit', (code) => { clearInterval(check); clearTimeout(timer); reject(new Error(`main exited with ${code}:\n${out}`)); });
+  });
+}
+
+const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
+const stop = (child: ChildProcess) => new Promise<number | null>((r) => { child.once('exit', (c) => r(c)); child.kill('SIGINT'); });
+
+t.test('main.ts: starts everything, stops cleanly, restarts on the same data', async (t) => {
+  const dataDir = tempDir('payloads-main-');
+  const first = await startMain(dataDir);
+  t.teardown(() => { first.child.kill('SIGKILL'); });
+  t.match(first.out(), /Account:\s+http:\/\/localhost:\d+\/account/);
+  t.match(first.out(), /Errors:\s+http:\/\/localhost:\d+\/docs\/errors/);
+  const ready = await fetch(`${first.api}/readyz`);
+  t.equal(ready.status, 200, 'ready');
+  const services = (await (await fetch(`${first.api}/v1/services`)).json()) as { services: { name: string; available: boolean }[] };
+  t.same(services.services.map((s) => [s.name, s.available]), [['websitepro', true], ['shots', true], ['labs', true]], 'every actor advertises');
+
+  const natsUrl = readFileSync(join(dataDir, 'nats.url'), 'utf8').trim();
+  const portsFile = readdirSync(join(dataDir, 'nats', 'ports'))[0]!;
+  const natsPid = Number(/_(\d+)\.ports$/.exec(portsFile)![1]);
+  t.ok(alive(natsPid), `embedded nats-server runs (${natsUrl})`);
+  const keyOut = await new Promise<string>((resolve, reject) => {
+    const c = spawn(process.execPath, ['--import', 'tsx', 'admin/main.ts', 'key', 'create'], { env: { ...process.env, DATA_DIR: dataDir, NATS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let o = '';
+    c.stdout.on('data', (d) => (o += d));
+    c.once('exit', (code) => (code === 0 ? resolve(o.trim()) : reject(new Error(`admin exited ${code}`))));
+  });
+  t.match(keyOut, /^pk_/, 'admin finds the embedded server through the data folder');
+  t.equal((await fetch(`${first.api}/v1/balance`, { headers: { authorization: `Bearer ${keyOut}` } })).status, 200);
+
+  t.equal(await stop(first.child), 0, 'SIGINT exits 0');
+  await new Promise((r) => setTimeout(r, 300));
+  t.notOk(alive(natsPid), 'the nats-server child is gone');
+
+  const second = await startMain(dataDir);
+  t.teardown(() => { second.child.kill('SIGKILL'); });
+  const r = await fetch(`${second.api}/v1/balance`, { headers: { authorization: `Bearer ${keyOut}` } });
+  t.equal(r.status, 200, 'the key made before the restart still works');
+  t.equal(await stop(second.child), 0);
+});

@@ -1,0 +1,148 @@
+// The browser-pool actor: launches the browsers named in `config.shots.browsers`, reads their
+// real versions, pulls `task.shots.<browser>.<version>` from one durable consumer per version
+// (shared by every instance holding that version), serves websitepro's PDF and rendered-HTML
+// requests, and advertises what it really launched in the live `shots` catalogue.
+import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
+import { advertise } from '../../shared/catalogue.ts';
+import { addService, type RunningService } from '../../shared/micro.ts';
+import { CONSUMERS, MICRO, subjects } from '../../shared/names.ts';
+import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
+import { runWorker } from '../../shared/worker.ts';
+import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/shots.ts';
+import { launcherFor } from './launchers/registry.ts';
+import type { Launcher, Scheme } from './launchers/types.ts';
+import { effectiveConcurrency, ManagedBrowser, PageTimeout, Slots } from './pool.ts';
+import { captureShot, type ShotParams } from './capture.ts';
+import { Stores, storeShot } from './store.ts';
+import { renderEndpoints } from './render.ts';
+import { startBrowserProxy } from './proxy.ts';
+
+/** One launched browser version; per-scheme browsers for launchers that need them (Firefox). */
+export class BrowserEntry {
+  private byScheme = new Map<Scheme | 'any', ManagedBrowser>();
+  constructor(readonly launcher: Launcher, readonly version: string, first: ManagedBrowser, private readonly make: (scheme?: Scheme) => ManagedBrowser) {
+    this.byScheme.set(launcher.schemePerBrowser ? 'light' : 'any', first);
+  }
+  browserFor(scheme: Scheme): ManagedBrowser {
+    const k = this.launcher.schemePerBrowser ? scheme : 'any';
+    let b = this.byScheme.get(k);
+    if (!b) {
+      b = this.make(scheme);
+      this.byScheme.set(k, b);
+    }
+    return b;
+  }
+  async close() {
+    await Promise.all([...this.byScheme.values()].map((b) => b.close()));
+  }
+}
+
+export function offersOf(entries: BrowserEntry[]): BrowserOffer[] {
+  const byId = new Map<string, BrowserOffer>();
+  for (const e of entries) {
+    const l = e.launcher;
+    const cur = byId.get(l.browserId) ?? { id: l.browserId, name: l.name, engine: l.engine, versions: [], ...(l.mobile ? { mobile: { w: l.mobile.w, h: l.mobile.h, deviceScaleFactor: l.mobile.deviceScaleFactor } } : {}) };
+    if (!cur.versions.includes(e.version)) cur.versions.push(e.version);
+    cur.versions.sort((a, b) => Number(b) - Number(a));
+    byId.set(l.browserId, cur);
+  }
+  return [...byId.values()];
+}
+
+export async function start(ctx: ActorContext): Promise<ActorHandle> {
+  const { nc, config, log, instanceId } = ctx;
+  const cfg = config.shots;
+  const proxy = await startBrowserProxy(config, log);
+  const concurrency = effectiveConcurrency(cfg.concurrency);
+  const slots = new Slots(concurrency);
+  const stores = new Stores(nc);
+  const make = (launcher: Launcher, scheme?: Scheme) =>
+    new ManagedBrowser(launcher, { proxy: proxy?.address, ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
+
+  // launch everything configured; a browser that does not start is left out of the catalogue
+  const launched = await Promise.all(cfg.browsers.map(async (id): Promise<BrowserEntry | null> => {
+    let launcher: Launcher;
+    try {
+      launcher = launcherFor(id);
+    } catch (e) {
+      log.error({ err: e }, 'unknown browser in config.shots.browsers; skipped');
+      return null;
+    }
+    const mb = make(launcher);
+    try {
+      const version = await mb.warm();
+      return new BrowserEntry(launcher, version, mb, (s) => make(launcher, s));
+    } catch (e) {
+      log.error({ err: e, browser: id }, 'browser did not start; not offered');
+      await mb.close().catch(() => {});
+      return null;
+    }
+  }));
+  const entries: BrowserEntry[] = [];
+  for (const e of launched) {
+    if (!e) continue;
+    if (entries.some((x) => x.launcher.browserId === e.launcher.browserId && x.version === e.version)) {
+      log.warn({ browser: e.launcher.configId, version: e.version }, 'same browser version launched twice; keeping the first');
+      await e.close();
+      continue;
+    }
+    entries.push(e);
+  }
+
+  const workers = await Promise.all(entries.map((entry) => runWorker({
+    nc, config, log,
+    consumer: CONSUMERS.shots(entry.launcher.browserId, entry.version),
+    filterSubject: subjects.taskShots(entry.launcher.browserId, entry.version),
+    concurrency,
+    handle: async ({ task, progress, signal }) => {
+      const p = task.params as unknown as ShotParams;
+      const release = await slots.acquire(signal);
+      try {
+        const shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withContext(cfg.pageTimeoutMs, (bctx) =>
+          captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress }));
+        await progress('storing');
+        const file = await storeShot(stores, task as Task, shot.png);
+        return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
+      } catch (e) {
+        if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);
+        throw e; // TaskFailure: failed and refunded; anything else (a crashed browser): redelivered
+      } finally {
+        release();
+      }
+    },
+  })));
+
+  let service: RunningService | undefined;
+  const printer = entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
+  if (printer) {
+    const r = renderEndpoints({ browser: printer.browserFor('light'), slots, stores, pageTimeoutMs: cfg.pageTimeoutMs });
+    service = await addService(nc, {
+      name: MICRO.browserPool,
+      version: '1.0.0',
+      description: 'Real browsers: PDF printing and JavaScript rendering for websitepro',
+      endpoints: {
+        [subjects.browser.renderPdf]: (req) => r.renderPdf(req),
+        [subjects.browser.renderHtml]: (req) => r.renderHtml(req),
+      },
+    }, log);
+  }
+
+  const offers = offersOf(entries);
+  const catalogue = await advertise(nc, 'shots', instanceId, () => ({
+    browsers: offers,
+    presets: VIEWPORT_PRESETS,
+    limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
+    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true },
+  }));
+  log.info({ instanceId, concurrency, browsers: offers.map((o) => `${o.id}:${o.versions.join('/')}`) }, 'browser-pool ready');
+
+  return {
+    async stop() {
+      await catalogue.stop();
+      await Promise.all(workers.map((w) => w.stop()));
+      await service?.stop();
+      await Promise.all(entries.map((e) => e.close()));
+      await proxy?.stop();
+    },
+  };
+}

@@ -1,0 +1,22 @@
+// Chromium from Debian (/usr/bin/chromium): the newest Chromium on the machine.
+import puppeteer from './puppeteer.ts';
+import { CHROMIUM_BASE_FLAGS, chromiumProxyFlags, type Launcher } from './types.ts';
+
+export const DEBIAN_CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+
+export function debianChromium(configId = 'chromium'): Launcher {
+  return {
+    configId,
+    browserId: 'chromium',
+    name: 'Chromium',
+    engine: 'chromium',
+    canPrint: true,
+    launch: (opts) => puppeteer.launch({
+      executablePath: DEBIAN_CHROMIUM,
+      headless: true,
+      args: [...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)],
+      defaultViewport: null,
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
+    }),
+  };
+}

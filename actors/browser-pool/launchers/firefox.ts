@@ -1,0 +1,58 @@
+// Firefox ESR from Debian through puppeteer-core's WebDriver BiDi. BiDi has no per-page
+// prefers-color-scheme emulation (puppeteer's emulateMediaFeatures is CDP-only), so the scheme is
+// the content-override pref and the pool keeps one Firefox per scheme it has been asked for.
+import puppeteer from './puppeteer.ts';
+import type { Launcher, LaunchOptions } from './types.ts';
+
+export const DEBIAN_FIREFOX = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
+
+export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
+  const prefs: Record<string, unknown> = {
+    // 0 dark, 1 light: what prefers-color-scheme answers in every page of this browser
+    'layout.css.prefers-color-scheme.content-override': opts.scheme === 'dark' ? 0 : 1,
+    'network.http.http3.enable': false,
+    'network.dns.disablePrefetch': true,
+    'network.prefetch-next': false,
+    'network.http.speculative-parallel-limit': 0,
+    'network.trr.mode': 5,
+    'browser.safebrowsing.malware.enabled': false,
+    'browser.safebrowsing.phishing.enabled': false,
+  };
+  if (opts.proxy) {
+    const i = opts.proxy.lastIndexOf(':');
+    const host = opts.proxy.slice(0, i);
+    const port = Number(opts.proxy.slice(i + 1));
+    Object.assign(prefs, {
+      'network.proxy.type': 1, // manual
+      'network.proxy.http': host,
+      'network.proxy.http_port': port,
+      'network.proxy.ssl': host,
+      'network.proxy.ssl_port': port,
+      'network.proxy.share_proxy_settings': true,
+      'network.proxy.socks': '',
+      // nothing bypasses the proxy, localhost included
+      'network.proxy.no_proxies_on': '',
+      'network.proxy.allow_hijacking_localhost': true,
+      'network.proxy.failover_direct': false,
+    });
+  }
+  return prefs;
+}
+
+export function firefox(configId = 'firefox'): Launcher {
+  return {
+    configId,
+    browserId: 'firefox',
+    name: 'Firefox ESR',
+    engine: 'gecko',
+    schemePerBrowser: true,
+    launch: (opts) => puppeteer.launch({
+      browser: 'firefox',
+      executablePath: DEBIAN_FIREFOX,
+      headless: true,
+      extraPrefsFirefox: firefoxPrefs(opts),
+      defaultViewport: null,
+      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
+    }),
+  };
+}

@@ -1,0 +1,74 @@
+// The launcher contract (Moleculer style: a base contract here, one file per implementation,
+// chosen by name from config through registry.ts). A launcher knows how to start one browser
+// binary; the pool decides when.
+import type { Browser } from 'puppeteer-core';
+
+export type Scheme = 'light' | 'dark';
+
+export interface LaunchOptions {
+  /** Forward proxy every request of the browser must go through (`host:port`). */
+  proxy?: string;
+  /**
+   * Colour scheme the whole browser runs in. Only asked of launchers with `schemePerBrowser`
+   * (Firefox: WebDriver BiDi has no per-page prefers-color-scheme emulation, so it is a pref).
+   */
+  scheme?: Scheme;
+}
+
+/** Phone emulation of a `mobile` launcher: applied to every page; request viewports do not apply. */
+export interface MobileProfile {
+  w: number;
+  h: number;
+  deviceScaleFactor: number;
+  /** `{version}` is replaced by the browser's real major version. */
+  userAgent: string;
+}
+
+export interface Launcher {
+  /** Config id (`config.shots.browsers`), e.g. `chromium-143`. */
+  configId: string;
+  /** Browser id offered to customers; launchers of several versions share it (`chromium`). */
+  browserId: string;
+  name: string;
+  engine: 'chromium' | 'gecko';
+  mobile?: MobileProfile;
+  /** true: dark and light pages need separate browser processes (see LaunchOptions.scheme). */
+  schemePerBrowser?: boolean;
+  /** Chromium only: can print PDFs for websitepro. */
+  canPrint?: boolean;
+  launch(opts: LaunchOptions): Promise<Browser>;
+}
+
+/** Major version out of `browser.version()`: `HeadlessChrome/143.0.7499.0`, `firefox/153.7.0esr`. */
+export function majorVersion(versionString: string): string {
+  const m = /(\d+)\.\d+/.exec(versionString);
+  if (!m) throw new Error(`cannot read a version from ${JSON.stringify(versionString)}`);
+  return m[1]!;
+}
+
+/** Flags every Chromium gets: headless, no sandbox (container), nothing phoning home. */
+export const CHROMIUM_BASE_FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+  '--hide-scrollbars',
+  '--mute-audio',
+  '--disable-extensions',
+  '--disable-default-apps',
+  '--metrics-recording-only',
+  '--password-store=basic',
+  '--use-mock-keychain',
+];
+
+/**
+ * Proxy flags: every request through the guard proxy, loopback included (`<-loopback>` removes
+ * Chromium's implicit bypass of localhost), and no QUIC (it would not go through an HTTP proxy).
+ */
+export function chromiumProxyFlags(proxy: string | undefined): string[] {
+  if (!proxy) return [];
+  return [`--proxy-server=http://${proxy}`, '--proxy-bypass-list=<-loopback>', '--disable-quic'];
+}

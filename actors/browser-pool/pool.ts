@@ -1,0 +1,163 @@
+// Long-lived browsers. One ManagedBrowser per launcher (and per scheme for launchers that need
+// it): launched once, a fresh isolated context per task, restarted after `restartAfter` pages or
+// when it crashes, and a hung page killed at the timeout. Page concurrency of the whole instance
+// is one limit here (Slots), not scattered through handlers.
+import { freemem } from 'node:os';
+import type { Browser, BrowserContext } from 'puppeteer-core';
+import type { Logger } from '../../shared/log.ts';
+import { majorVersion, type Launcher, type LaunchOptions } from './launchers/types.ts';
+
+/** Pages at once per instance: the configured value, lowered when free memory is short. */
+export const PAGE_MEMORY_MB = 250;
+export function effectiveConcurrency(configured: number, freeBytes = freemem()): number {
+  const byMemory = Math.floor((freeBytes / 2 ** 20 - 512) / PAGE_MEMORY_MB);
+  return Math.max(1, Math.min(configured, byMemory));
+}
+
+export class Slots {
+  private used = 0;
+  private waiting: (() => void)[] = [];
+  constructor(readonly size: number) {}
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    while (this.used >= this.size) {
+      await new Promise<void>((r) => {
+        this.waiting.push(r);
+        signal?.addEventListener('abort', () => r(), { once: true });
+      });
+      if (signal?.aborted) throw new Error('stopping');
+    }
+    this.used++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used--;
+      this.waiting.shift()?.();
+    };
+  }
+  get busy() { return this.used; }
+}
+
+export class PageTimeout extends Error {
+  constructor(ms: number) {
+    super(`page did not finish within ${ms} ms`);
+    this.name = 'PageTimeout';
+  }
+}
+
+interface Generation {
+  browser: Browser;
+  pages: number;
+  active: number;
+  retired: boolean;
+}
+
+export class ManagedBrowser {
+  private current?: Generation;
+  private starting?: Promise<Generation>;
+  private closed = false;
+  /** Major version read from the real browser. */
+  version = '';
+  launches = 0;
+
+  constructor(readonly launcher: Launcher, private readonly launchOpts: LaunchOptions, private readonly restartAfter: number, private readonly log: Logger) {}
+
+  private async launch(): Promise<Generation> {
+    const t0 = Date.now();
+    const browser = await this.launcher.launch(this.launchOpts);
+    this.version = majorVersion(await browser.version());
+    this.launches++;
+    const gen: Generation = { browser, pages: 0, active: 0, retired: false };
+    browser.on('disconnected', () => {
+      if (this.current === gen) this.current = undefined;
+      if (!gen.retired && !this.closed) this.log.warn({ browser: this.launcher.configId, scheme: this.launchOpts.scheme }, 'browser disconnected; next page starts a new one');
+      gen.retired = true;
+    });
+    this.log.info({ browser: this.launcher.configId, version: this.version, scheme: this.launchOpts.scheme, ms: Date.now() - t0 }, 'browser launched');
+    return gen;
+  }
+
+  private async generation(): Promise<Generation> {
+    if (this.closed) throw new Error('browser pool stopped');
+    if (this.current && this.current.browser.connected && !this.current.retired) return this.current;
+    this.starting ??= this.launch().then((g) => {
+      this.current = g;
+      return g;
+    }).finally(() => { this.starting = undefined; });
+    return this.starting;
+  }
+
+  /** Launch now (the catalogue needs the real version before anything is advertised). */
+  async warm(): Promise<string> {
+    await this.generation();
+    return this.version;
+  }
+
+  private async retire(gen: Generation) {
+    gen.retired = true;
+    if (this.current === gen) this.current = undefined;
+    if (gen.active === 0) await closeBrowser(gen.browser);
+  }
+
+  /**
+   * Run `fn` in a fresh context of this browser. Past `timeoutMs` the context is closed (and the
+   * browser killed if even that hangs) and PageTimeout is thrown.
+   */
+  async withContext<T>(timeoutMs: number, fn: (ctx: BrowserContext, browser: Browser) => Promise<T>): Promise<T> {
+    const gen = await this.generation();
+    gen.pages++;
+    gen.active++;
+    if (gen.pages >= this.restartAfter) {
+      // the next page gets a new browser; this one closes when its last page is done
+      gen.retired = true;
+      if (this.current === gen) this.current = undefined;
+    }
+    let ctx: BrowserContext | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      ctx = await gen.browser.createBrowserContext();
+      const c = ctx;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new PageTimeout(timeoutMs)), timeoutMs);
+      });
+      return await Promise.race([fn(c, gen.browser), timeout]);
+    } catch (e) {
+      if (e instanceof PageTimeout && ctx) {
+        const closedInTime = await Promise.race([ctx.close().then(() => true, () => false), sleep(5000).then(() => false)]);
+        if (!closedInTime) {
+          this.log.warn({ browser: this.launcher.configId }, 'hung page would not close; killing the browser');
+          gen.browser.process()?.kill('SIGKILL');
+          await this.retire(gen);
+        }
+        ctx = undefined;
+      }
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      if (ctx) await Promise.race([ctx.close().catch(() => {}), sleep(5000)]);
+      gen.active--;
+      if (gen.retired && gen.active === 0) await closeBrowser(gen.browser);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const gen = this.current ?? (this.starting ? await this.starting.catch(() => undefined) : undefined);
+    this.current = undefined;
+    if (gen) {
+      gen.retired = true;
+      await closeBrowser(gen.browser);
+    }
+  }
+}
+
+async function closeBrowser(b: Browser) {
+  if (!b.connected) {
+    b.process()?.kill('SIGKILL');
+    return;
+  }
+  const ok = await Promise.race([b.close().then(() => true, () => false), sleep(5000).then(() => false)]);
+  if (!ok) b.process()?.kill('SIGKILL');
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

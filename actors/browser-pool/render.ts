@@ -1,0 +1,75 @@
+// websitepro's browser work, served as NATS micro endpoints: a PDF of the page (Chromium, A4,
+// backgrounds) written to the object store, and the rendered DOM of a page that needs JavaScript.
+import type { BrowserContext } from 'puppeteer-core';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
+import { TaskFailure } from '../../shared/protocol/jobs.ts';
+import { navigationFailure } from './capture.ts';
+import { PageTimeout, type ManagedBrowser, type Slots } from './pool.ts';
+import type { Stores } from './store.ts';
+
+export interface RenderPdfRequest { url: string; store: string; objectName: string }
+export interface RenderPdfReply { bytes: number; contentType: 'application/pdf' }
+export interface RenderHtmlRequest { url: string }
+export interface RenderHtmlReply { html: string; finalUrl: string; status: number | null }
+
+/**
+ * Failures cross the wire as ApiError: `blocked_address` and `unreachable` as themselves, a page
+ * timeout or a render error as `unreachable`/`internal` with `reason` (`timeout`, `render_failed`).
+ */
+export function toApiError(e: unknown): ApiError {
+  if (e instanceof ApiError) return e;
+  const f = e instanceof PageTimeout ? new TaskFailure('timeout', e.message) : e instanceof TaskFailure ? e : navigationFailure(e);
+  const code: ErrorCode = f.error === 'blocked_address' || f.error === 'unreachable' ? f.error : f.error === 'timeout' ? 'unreachable' : 'internal';
+  return new ApiError(code, f.message, { reason: f.error });
+}
+
+function checkUrl(url: unknown): string {
+  if (typeof url !== 'string' || !/^https?:\/\//i.test(url)) throw new ApiError('bad_url', 'url must be an absolute http(s) URL');
+  return url;
+}
+
+async function open(ctx: BrowserContext, url: string, timeoutMs: number) {
+  const page = await ctx.newPage();
+  let resp;
+  try {
+    resp = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs });
+  } catch (e) {
+    throw navigationFailure(e);
+  }
+  await page.waitForNetworkIdle({ idleTime: 400, timeout: 3000 }).catch(() => {});
+  return { page, status: resp?.status() ?? null };
+}
+
+export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number }) {
+  const { browser, slots, stores, pageTimeoutMs } = deps;
+  const run = async <T>(fn: (ctx: BrowserContext) => Promise<T>): Promise<T> => {
+    const release = await slots.acquire();
+    try {
+      return await browser.withContext(pageTimeoutMs, fn);
+    } catch (e) {
+      throw toApiError(e);
+    } finally {
+      release();
+    }
+  };
+  return {
+    async renderPdf(req: RenderPdfRequest): Promise<RenderPdfReply> {
+      const url = checkUrl(req.url);
+      if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
+      const pdf = await run(async (ctx) => {
+        const { page } = await open(ctx, url, pageTimeoutMs - 2000);
+        await page.emulateMediaType('print');
+        return Buffer.from(await page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs }));
+      });
+      await stores.put(req.store, req.objectName, pdf);
+      return { bytes: pdf.length, contentType: 'application/pdf' };
+    },
+    async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
+      const url = checkUrl(req.url);
+      return run(async (ctx) => {
+        const { page, status } = await open(ctx, url, pageTimeoutMs - 2000);
+        return { html: await page.content(), finalUrl: page.url(), status };
+      });
+    },
+  };
+}

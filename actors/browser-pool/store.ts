@@ -1,0 +1,51 @@
+// Files into the object store: the PNG under the task's object name and a WebP thumbnail beside it.
+import { Objm, type ObjectStore } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/nats-core';
+import sharp from 'sharp';
+import { thumbName, type StoredFile } from '../../shared/protocol/jobs.ts';
+
+export const THUMB_WIDTH = 400;
+/** Thumbnails of tall full-page shots keep the top, at most this many pixels high. */
+export const THUMB_MAX_HEIGHT = 1000;
+
+export async function makeThumb(png: Buffer): Promise<Buffer> {
+  const meta = await sharp(png).metadata();
+  const w = meta.width ?? THUMB_WIDTH;
+  const h = meta.height ?? THUMB_WIDTH;
+  const tw = Math.min(THUMB_WIDTH, w);
+  const th = Math.max(1, Math.min(THUMB_MAX_HEIGHT, Math.round((h * tw) / w)));
+  return sharp(png).resize({ width: tw, height: th, fit: 'cover', position: 'top' }).webp({ quality: 72 }).toBuffer();
+}
+
+export class Stores {
+  private open = new Map<string, Promise<ObjectStore>>();
+  constructor(private readonly nc: NatsConnection) {}
+  get(name: string): Promise<ObjectStore> {
+    let s = this.open.get(name);
+    if (!s) {
+      s = new Objm(this.nc).open(name);
+      this.open.set(name, s);
+      s.catch(() => this.open.delete(name));
+    }
+    return s;
+  }
+  async put(store: string, name: string, data: Uint8Array): Promise<void> {
+    await (await this.get(store)).putBlob({ name }, data);
+  }
+}
+
+/** Store a screenshot and its thumbnail; the StoredFile the outcome carries. */
+export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer): Promise<StoredFile> {
+  const thumb = await makeThumb(png);
+  const tn = thumbName(t.jobId, t.resultKey);
+  await stores.put(t.store, tn, thumb);
+  await stores.put(t.store, t.objectName, png);
+  return {
+    store: t.store,
+    name: t.objectName,
+    contentType: 'image/png',
+    bytes: png.length,
+    filename: t.resultKey,
+    thumb: { name: tn, contentType: 'image/webp', bytes: thumb.length },
+  };
+}

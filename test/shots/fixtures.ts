@@ -1,0 +1,82 @@
+// Local fixture pages for the browser tests, served by node:http on 127.0.0.1.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import sharp from 'sharp';
+
+type Tap = { teardown(fn: () => unknown): void };
+
+export const PAGES: Record<string, string> = {
+  '/plain': '<!doctype html><html><head><style>html,body{margin:0;background:#3366cc}</style></head><body><h1 style="color:#fff">plain</h1></body></html>',
+  '/scheme': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)} @media (prefers-color-scheme: dark){html,body{background:rgb(0,0,0)}}</style></head><body></body></html>',
+  '/tall': `<!doctype html><html><head><style>html,body{margin:0;background:#eee} .block{height:1000px} img{display:block;width:300px;height:200px}</style></head><body>
+    <div class="block">top</div><div class="block">middle</div>
+    <img id="lazy1" loading="lazy" src="/img/a.png"><div class="block">more</div><img id="lazy2" loading="lazy" src="/img/b.png">
+    <div id="late"></div>
+    <script>
+      // content appended when the bottom is reached, as infinite-scroll pages do
+      const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) { document.getElementById('late').style.height = '700px'; io.disconnect(); } });
+      io.observe(document.getElementById('late'));
+    </script></body></html>`,
+  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1200)</script></body></html>',
+  '/cookies': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
+    #cookie-notice{position:fixed;left:0;right:0;bottom:0;height:300px;background:rgb(200,0,0);color:#fff;z-index:9999}</style></head>
+    <body><p>content</p><div id="cookie-notice">We use cookies to improve your experience. <button>Accept all cookies</button></div></body></html>`,
+  '/blank': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(10,20,30)}</style></head><body></body></html>',
+  '/js': '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
+  '/slow': '<!doctype html><html><body>slow</body></html>',
+};
+
+export interface Fixtures {
+  url(path: string): string;
+  port: number;
+  hits: Map<string, number>;
+  server: Server;
+}
+
+let pngs: Record<string, Buffer> | undefined;
+
+export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixtures> {
+  pngs ??= {
+    '/img/a.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 0, g: 128, b: 0 } } }).png().toBuffer(),
+    '/img/b.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 0, b: 128 } } }).png().toBuffer(),
+  };
+  const hits = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const u = new URL(req.url ?? '/', 'http://x');
+    hits.set(u.pathname, (hits.get(u.pathname) ?? 0) + 1);
+    if (u.pathname === '/redirect') {
+      res.writeHead(302, { location: u.searchParams.get('to') ?? '/plain' });
+      res.end();
+      return;
+    }
+    if (u.pathname === '/slow') {
+      setTimeout(() => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(PAGES['/slow']); }, Number(u.searchParams.get('ms') ?? 60000)).unref();
+      return;
+    }
+    const img = pngs![u.pathname];
+    if (img) {
+      res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' });
+      res.end(img);
+      return;
+    }
+    const page = PAGES[u.pathname];
+    if (!page) {
+      res.writeHead(404);
+      res.end('not found');
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    res.end(page);
+  });
+  await new Promise<void>((r) => server.listen(0, host, r));
+  const port = (server.address() as AddressInfo).port;
+  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  return { url: (p) => `http://${host}:${port}${p}`, port, hits, server };
+}
+
+/** RGB of one pixel of a PNG. */
+export async function pixel(png: Buffer, x: number, y: number): Promise<[number, number, number]> {
+  const { data, info } = await sharp(png).removeAlpha().raw().toBuffer({ resolveWithObject: true });
+  const i = (y * info.width + x) * info.channels;
+  return [data[i]!, data[i + 1]!, data[i + 2]!];
+}

@@ -2,10 +2,11 @@
 // the TASKS stream, heartbeat while working (msg.working()), store nothing itself, report the
 // outcome on `result.<jobId>` and only then ack. A crash before the ack means redelivery; the
 // supervisor turns an exhausted task into `worker_lost`.
-import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type JetStreamClient } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { STREAMS, subjects } from './names.ts';
-import { outcomeMsgId, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
+import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
 import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';
 
@@ -30,9 +31,34 @@ export interface WorkerOptions {
   handle: (ctx: TaskContext) => Promise<TaskResult>;
 }
 
+const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
+const jsOf = (nc: NatsConnection) => {
+  let js = jsCache.get(nc);
+  if (!js) jsCache.set(nc, (js = jetstream(nc)));
+  return js;
+};
+
+/** Final outcomes carry the message id `outcome:<jobId>:<key>`: a repeat (redelivery, worker_lost race) is dropped by the stream. */
 export async function publishOutcome(nc: NatsConnection, o: Outcome): Promise<void> {
-  const js = jetstream(nc);
-  await js.publish(subjects.result(o.jobId), JSON.stringify(o), o.kind === 'progress' ? undefined : { msgID: outcomeMsgId(o.jobId, o.resultKey) });
+  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), o.kind === 'progress' ? undefined : { msgID: outcomeMsgId(o.jobId, o.resultKey) });
+}
+
+/**
+ * Store a result's file under the task's object name in the task's store and describe it for the
+ * outcome. Writing again (a redelivered task) replaces the object.
+ */
+export async function storeResultFile(nc: NatsConnection, task: Task, data: Uint8Array, meta: { contentType: string; filename: string }): Promise<StoredFile> {
+  const os = await new Objm(nc).open(task.store);
+  await os.putBlob({ name: task.objectName, description: meta.contentType }, data);
+  return { store: task.store, name: task.objectName, contentType: meta.contentType, bytes: data.byteLength, filename: meta.filename };
+}
+
+/** Store a thumbnail beside the result file (shots); add the answer to the StoredFile as `thumb`. */
+export async function storeThumb(nc: NatsConnection, task: Task, data: Uint8Array, contentType = 'image/webp'): Promise<NonNullable<StoredFile['thumb']>> {
+  const os = await new Objm(nc).open(task.store);
+  const name = thumbName(task.jobId, task.resultKey);
+  await os.putBlob({ name, description: contentType }, data);
+  return { name, contentType, bytes: data.byteLength };
 }
 
 export async function ensureTaskConsumer(nc: NatsConnection, config: Config, consumer: string, filterSubject: string) {
@@ -66,7 +92,15 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
   const heartbeatMs = Math.max(500, (config.jobs.ackWaitSeconds * 1000) / 3);
 
   async function work(m: JsMsg) {
-    const task = m.json<Task>();
+    let task: Task;
+    try {
+      task = m.json<Task>();
+      if (task?.v !== 1 || !task.jobId || !task.resultKey) throw new Error('not a v1 task');
+    } catch (e) {
+      log.error({ err: e, subject: m.subject, seq: m.seq }, 'unreadable task removed');
+      m.term();
+      return;
+    }
     const hb = setInterval(() => m.working(), heartbeatMs);
     const ctx: TaskContext = {
       task,
@@ -78,18 +112,23 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       },
     };
     try {
-      const r = await opts.handle(ctx);
-      await publishOutcome(nc, { v: 1, kind: 'done', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), ...(r.file ? { file: r.file } : {}), ...(r.extra ? { extra: r.extra } : {}) });
+      let outcome: Outcome;
+      try {
+        const r = await opts.handle(ctx);
+        outcome = { v: 1, kind: 'done', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), ...(r.file ? { file: r.file } : {}), ...(r.extra ? { extra: r.extra } : {}) };
+      } catch (e) {
+        if (!(e instanceof TaskFailure) || abort.signal.aborted) throw e;
+        outcome = { v: 1, kind: 'failed', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), error: e.error, message: e.message, ...(e.extra ? { extra: e.extra } : {}) };
+      }
+      // outcome first, ack second: a crash in between means a redelivery, never a lost result
+      await publishOutcome(nc, outcome);
       m.ack();
     } catch (e) {
       if (abort.signal.aborted) {
         // stopping: let another instance take it right away
         m.nak();
-      } else if (e instanceof TaskFailure) {
-        await publishOutcome(nc, { v: 1, kind: 'failed', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), error: e.error, message: e.message, ...(e.extra ? { extra: e.extra } : {}) });
-        m.ack();
       } else {
-        log.error({ err: e, jobId: task.jobId, resultKey: task.resultKey }, 'task crashed; will be redelivered');
+        log.error({ err: e, jobId: task.jobId, resultKey: task.resultKey, delivery: m.info.deliveryCount }, 'task crashed; will be redelivered');
         m.nak(1000 * m.info.deliveryCount);
       }
     } finally {
@@ -105,7 +144,8 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       }
       let m: JsMsg | null = null;
       try {
-        m = await consumer.next({ expires: 5000 });
+        // short pulls: a stopping worker waits at most this long, and holds no buffered task
+        m = await consumer.next({ expires: 1000 });
       } catch (e) {
         if (abort.signal.aborted) break;
         log.warn({ err: e }, 'pull failed; retrying');

@@ -31,6 +31,8 @@ export interface ResultRecord {
   /** Where the task for this result is published; absent for results with no work (dataset fee). */
   subject?: string;
   params?: Record<string, unknown>;
+  /** TASKS stream sequence of the published task (lets the sweep remove a stuck one). */
+  taskSeq?: number;
 }
 
 export interface JobRecord {
@@ -50,6 +52,30 @@ export interface JobRecord {
   /** Set once the stored files are deleted after expiresAt. */
   purgedAt?: number;
   results: ResultRecord[];
+}
+
+export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
+export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';
+
+/** Published on `job.submitted.<service>` (JOBS stream), message id = jobId. The job itself is in the `jobs` bucket. */
+export interface JobSubmitted {
+  v: 1;
+  jobId: string;
+  service: ServiceName;
+}
+
+/** Published on `evt.job.<service>.<jobId>` (EVENTS stream) on every state change, for operators. */
+export interface JobEvent {
+  v: 1;
+  jobId: string;
+  service: ServiceName;
+  walletId: string;
+  status: JobStatus;
+  /** What happened: created, processing, completed, failed, purged. */
+  event: string;
+  cost: number;
+  refunded: number;
+  at: number;
 }
 
 /** Published on a TASKS subject, one per result, message id `task:<jobId>:<resultKey>`. */

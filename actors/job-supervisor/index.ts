@@ -1,0 +1,169 @@
+// The job-supervisor actor: fans submitted jobs out into tasks, records outcomes, refunds what was
+// not delivered, finishes jobs, turns exhausted tasks into worker_lost, deletes expired files.
+// Decisions are in steps.ts; this file wires them to the streams, the advisory and the timers.
+// Any number of instances may run: they share the durable consumers and every step is idempotent.
+import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
+import { nanos, type Subscription } from '@nats-io/nats-core';
+import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
+import { BUCKETS, CONSUMERS, MICRO, STREAMS, subjects } from '../../shared/names.ts';
+import { addService, type RunningService } from '../../shared/micro.ts';
+import { ApiError } from '../../shared/errors.ts';
+import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, type Deps } from './steps.ts';
+import { JobProjection } from './projection.ts';
+
+/** A queued job not dispatched after this long is dispatched by the sweep (lost job.submitted). */
+const STALE_QUEUED_MS = 30_000;
+/** How many messages one instance works on at once, per consumer. */
+const PARALLEL = 16;
+
+export interface JobsListRequest { walletId: string; limit?: number }
+export interface JobsGetRequest { walletId: string; jobId: string }
+
+export async function start(ctx: ActorContext): Promise<ActorHandle> {
+  const { nc, config, log } = ctx;
+  const js = jetstream(nc);
+  const jsm = await jetstreamManager(nc);
+  const kvm = new Kvm(nc);
+  const d: Deps = {
+    nc, js, jsm, config, log,
+    jobs: await kvm.open(BUCKETS.jobs),
+    datasets: await kvm.open(BUCKETS.datasets),
+    objm: new Objm(nc),
+  };
+
+  const projection = new JobProjection(log);
+  await projection.start(d.jobs);
+  await Promise.race([projection.ready, new Promise((r) => setTimeout(r, 15_000))]);
+
+  // Our own consumers: redeliver until handled (no max_deliver); a failed step naks with a delay.
+  const consumerCfg = (durable: string, filter: string) => ({
+    durable_name: durable,
+    filter_subject: filter,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    ack_wait: nanos(30_000),
+    max_ack_pending: 1000,
+  });
+  for (const [stream, cfg] of [
+    [STREAMS.jobs, consumerCfg(CONSUMERS.supervisorJobs, subjects.jobsAll)],
+    [STREAMS.results, consumerCfg(CONSUMERS.supervisorResults, subjects.resultsAll)],
+  ] as const) {
+    await jsm.consumers.add(stream, cfg).catch(async (e: Error) => {
+      if (!/already in use|exists/i.test(e.message)) throw e;
+      await jsm.consumers.update(stream, cfg.durable_name, cfg);
+    });
+  }
+
+  const inflight = new Set<Promise<void>>();
+  let stopping = false;
+
+  function run(m: JsMsg, what: string, step: () => Promise<void>) {
+    const p = (async () => {
+      try {
+        await step();
+        m.ack();
+      } catch (err) {
+        const retryIn = Math.min(30_000, 500 * 2 ** Math.min(6, m.info.deliveryCount));
+        log.warn({ err, what, deliveries: m.info.deliveryCount, retryIn }, 'supervisor step failed; will retry');
+        m.nak(retryIn);
+      }
+    })();
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+    return p;
+  }
+
+  async function pump(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<{ iter: ConsumerMessages; done: Promise<void> }> {
+    const consumer = await js.consumers.get(stream, durable);
+    const iter = await consumer.consume({ max_messages: PARALLEL });
+    const slots = new Set<Promise<void>>();
+    const done = (async () => {
+      for await (const m of iter) {
+        if (stopping) {
+          m.nak();
+          continue;
+        }
+        const p = handle(m);
+        slots.add(p);
+        void p.finally(() => slots.delete(p));
+        if (slots.size >= PARALLEL) await Promise.race(slots);
+      }
+    })();
+    return { iter, done };
+  }
+
+  const jobsPump = await pump(STREAMS.jobs, CONSUMERS.supervisorJobs, (m) =>
+    run(m, 'dispatch', () => dispatchJob(d, m.json<JobSubmitted>().jobId)));
+  const resultsPump = await pump(STREAMS.results, CONSUMERS.supervisorResults, (m) =>
+    run(m, 'outcome', () => recordOutcome(d, m.json<Outcome>())));
+
+  // Exhausted tasks: the server announces them once; one instance (queue group) acts on each.
+  const advisories: Subscription = nc.subscribe(subjects.advisoryMaxDeliveries(STREAMS.tasks, '*'), {
+    queue: MICRO.jobSupervisor,
+    callback: (err, msg) => {
+      if (err) return;
+      let seq = 0;
+      try {
+        seq = Number((msg.json() as { stream_seq?: number }).stream_seq);
+      } catch { /* not JSON */ }
+      if (!seq) return;
+      const p = failLostTask(d, seq).catch((e) => log.error({ err: e, seq }, 'worker_lost handling failed; the sweep will retry'));
+      inflight.add(p);
+      void p.finally(() => inflight.delete(p));
+    },
+  });
+
+  // Periodic backstop: lost job.submitted, half-settled jobs (crash between steps), stuck tasks, expiry.
+  let sweeping: Promise<void> | null = null;
+  async function sweep() {
+    const now = Date.now();
+    for (const id of projection.unfinished('queued', now - STALE_QUEUED_MS)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
+    for (const id of projection.unfinished('processing', now)) {
+      await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
+      await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
+    }
+    for (const id of projection.expired(Date.now())) await purgeJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
+  }
+  const sweepMs = Math.max(200, config.retention.sweepSeconds * 1000);
+  const timer = setInterval(() => {
+    if (sweeping || stopping) return;
+    sweeping = sweep().catch((err) => log.warn({ err }, 'sweep failed')).finally(() => { sweeping = null; });
+  }, sweepMs);
+  timer.unref();
+
+  const service: RunningService = await addService(nc, {
+    name: MICRO.jobSupervisor,
+    version: '1.0.0',
+    description: 'Job state: a wallet\'s recent jobs (SQLite projection of the jobs bucket)',
+    endpoints: {
+      [subjects.jobs.list]: (req: JobsListRequest) => {
+        if (typeof req.walletId !== 'string' || !req.walletId) throw new ApiError('bad_request', 'walletId is required');
+        const limit = Math.min(100, Math.max(1, Math.trunc(Number(req.limit ?? 30)) || 30));
+        return { jobs: projection.list(req.walletId, limit) };
+      },
+      [subjects.jobs.get]: (req: JobsGetRequest) => {
+        const job = typeof req.jobId === 'string' ? projection.get(req.jobId) : null;
+        if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
+        return { job };
+      },
+    },
+  }, log);
+
+  log.info({ instanceId: ctx.instanceId }, 'job-supervisor started');
+  return {
+    async stop() {
+      stopping = true;
+      clearInterval(timer);
+      await service.stop().catch(() => {});
+      advisories.unsubscribe();
+      await jobsPump.iter.close().catch(() => {});
+      await resultsPump.iter.close().catch(() => {});
+      await Promise.allSettled([jobsPump.done, resultsPump.done, sweeping]);
+      await Promise.allSettled([...inflight]);
+      await projection.stop();
+    },
+  };
+}

@@ -1,0 +1,227 @@
+// The supervisor's decisions, each an idempotent step on the job record: safe to repeat after a
+// crash, a redelivery or by a second supervisor instance. All state lives in the `jobs` bucket and
+// the streams; nothing here is kept in memory between steps.
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { Objm } from '@nats-io/obj';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Config } from '../../shared/config/index.ts';
+import type { Logger } from '../../shared/log.ts';
+import { STREAMS } from '../../shared/names.ts';
+import { SERVICE_MODULES } from '../../shared/services/index.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
+import { publishOutcome } from '../../shared/worker.ts';
+import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
+
+export interface Deps {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  config: Config;
+  log: Logger;
+  jobs: KV;
+  datasets: KV;
+  objm: Objm;
+}
+
+export interface DatasetMark {
+  jobId: string;
+  at: number;
+}
+
+/** Fan a job out: one task per result that needs work; results without work are done at once. */
+export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
+  const cur = await readJob(d.jobs, jobId);
+  if (!cur) {
+    d.log.warn({ jobId }, 'job.submitted for a job that is not in the bucket; dropped');
+    return;
+  }
+  const job = cur.job;
+  if (job.status !== 'queued') return;
+  const mod = SERVICE_MODULES[job.service];
+  const seqs = new Map<string, number>();
+  for (const r of job.results) {
+    if (r.status !== 'pending' || !r.subject) continue;
+    const task: Task = {
+      v: 1,
+      jobId: job.id,
+      service: job.service,
+      resultKey: r.key,
+      walletId: job.walletId,
+      store: mod.store,
+      objectName: objectName(job.id, r.key),
+      expiresAt: job.expiresAt,
+      params: r.params ?? {},
+    };
+    // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
+    const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(job.id, r.key) });
+    if (!ack.duplicate) seqs.set(r.key, ack.seq);
+  }
+  const workless = job.results.filter((r) => r.status === 'pending' && !r.subject);
+  for (const r of workless) {
+    if (r.key === 'dataset') await d.datasets.put(job.walletId, JSON.stringify({ jobId: job.id, at: Date.now() } satisfies DatasetMark));
+  }
+  const res = await updateJob(d.jobs, jobId, (j) => {
+    if (j.status !== 'queued') return false;
+    j.status = 'processing';
+    j.startedAt = Date.now();
+    for (const r of j.results) {
+      if (r.status !== 'pending') continue;
+      if (!r.subject) r.status = 'done';
+      else if (seqs.has(r.key)) r.taskSeq = seqs.get(r.key);
+    }
+    return true;
+  });
+  if (res?.changed) await publishJobEvent(d.nc, res.job, 'processing');
+  await settleJob(d, jobId);
+}
+
+/** Record a worker's outcome (or progress) on its result. */
+export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
+  const res = await updateJob(d.jobs, o.jobId, (j) => {
+    const r = j.results.find((x) => x.key === o.resultKey);
+    if (!r || r.status !== 'pending') return false;
+    if (o.kind === 'progress') {
+      if (r.progress === o.progress) return false;
+      r.progress = String(o.progress).slice(0, 500);
+      return true;
+    }
+    delete r.progress;
+    if (o.extra) r.extra = { ...r.extra, ...o.extra };
+    if (o.kind === 'done') {
+      r.status = 'done';
+      if (o.file) r.file = o.file;
+    } else {
+      r.status = 'failed';
+      r.error = o.error;
+      if (o.message) r.message = o.message;
+    }
+    return true;
+  });
+  if (!res) {
+    d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'outcome for an unknown job; dropped');
+    return;
+  }
+  if (o.kind !== 'progress') await settleJob(d, o.jobId);
+}
+
+const firstError = (job: JobRecord) => {
+  const errs = job.results.filter((r) => r.status === 'failed' && r.error && r.subject).map((r) => r.error!);
+  return errs[0] ?? job.results.find((r) => r.error)?.error;
+};
+
+/**
+ * Once no result is pending: fail the work-less results if no task delivered anything (a job that
+ * delivered nothing charges nothing), refund every failed result exactly once, then finish the job.
+ */
+export async function settleJob(d: Deps, jobId: string): Promise<void> {
+  let cur = (await readJob(d.jobs, jobId))?.job;
+  if (!cur || isFinished(cur) || cur.status === 'queued') return;
+  if (cur.results.some((r) => r.status === 'pending')) return;
+
+  const hasTasks = cur.results.some((r) => r.subject);
+  if (hasTasks && !cur.results.some((r) => r.subject && r.status === 'done') && cur.results.some((r) => !r.subject && r.status === 'done')) {
+    const reason = firstError(cur) ?? 'not_delivered';
+    const res = await updateJob(d.jobs, jobId, (j) => {
+      let changed = false;
+      for (const r of j.results) {
+        if (r.subject || r.status !== 'done') continue;
+        r.status = 'failed';
+        r.error = reason;
+        r.message = 'nothing else of the job was delivered, so this fee is refunded';
+        changed = true;
+      }
+      return changed;
+    });
+    if (res?.changed && cur.results.some((r) => r.key === 'dataset' && !r.subject)) {
+      // give the wallet its "first dataset job" back, unless a later job already took the mark
+      const mark = await d.datasets.get(cur.walletId);
+      if (mark && mark.operation === 'PUT' && mark.value.length && mark.json<DatasetMark>().jobId === jobId) {
+        await d.datasets.delete(cur.walletId, { previousSeq: mark.revision }).catch(() => {});
+      }
+    }
+    cur = res?.job ?? cur;
+  }
+
+  for (const r of cur.results) {
+    if (r.status !== 'failed' || r.refunded) continue;
+    if (r.price > 0) await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+    await updateJob(d.jobs, jobId, (j) => {
+      const x = j.results.find((y) => y.key === r.key);
+      if (!x || x.refunded) return false;
+      x.refunded = true;
+      j.refunded = refundedTotal(j);
+      return true;
+    });
+  }
+
+  const res = await updateJob(d.jobs, jobId, (j) => {
+    if (isFinished(j) || j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
+    const delivered = j.results.some((r) => r.status === 'done');
+    j.status = delivered ? 'completed' : 'failed';
+    j.finishedAt = Date.now();
+    j.refunded = refundedTotal(j);
+    if (!delivered) j.error = firstError(j) ?? 'failed';
+    return true;
+  });
+  if (res?.changed) await publishJobEvent(d.nc, res.job, res.job.status);
+}
+
+/** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */
+export async function failLostTask(d: Deps, streamSeq: number): Promise<void> {
+  let task: Task;
+  try {
+    const sm = await d.jsm.streams.getMessage(STREAMS.tasks, { seq: streamSeq });
+    if (!sm) return;
+    task = sm.json<Task>();
+  } catch (e) {
+    if (/no message found|not found/i.test((e as Error).message)) return; // already handled
+    throw e;
+  }
+  await failTask(d, task.jobId, task.resultKey, `the task was delivered ${d.config.jobs.maxDeliver} times and its worker never finished it`);
+  await d.jsm.streams.deleteMessage(STREAMS.tasks, streamSeq, false).catch(() => {});
+}
+
+/**
+ * Report worker_lost through the RESULTS stream like any outcome, so it takes the one recording
+ * path; the outcome message id makes it lose against a real outcome that got there first.
+ */
+export async function failTask(d: Deps, jobId: string, resultKey: string, message: string): Promise<void> {
+  await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey, at: Date.now(), error: 'worker_lost', message });
+}
+
+/** Delete a job's stored files after expiresAt and mark it purged. */
+export async function purgeJob(d: Deps, jobId: string): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  if (!cur || cur.purgedAt !== undefined || Date.now() < cur.expiresAt) return;
+  for (const r of cur.results) {
+    if (!r.file) continue;
+    const os = await d.objm.open(r.file.store);
+    for (const name of [r.file.name, r.file.thumb?.name]) {
+      if (!name) continue;
+      await os.delete(name).catch((e: Error) => {
+        if (!/not found/i.test(e.message)) throw e;
+      });
+    }
+  }
+  const res = await updateJob(d.jobs, jobId, (j) => {
+    if (j.purgedAt !== undefined) return false;
+    j.purgedAt = Date.now();
+    return true;
+  });
+  if (res?.changed) await publishJobEvent(d.nc, res.job, 'purged');
+}
+
+/** Backstop for a job stuck with pending results long after its tasks went out. */
+export async function failStuckJob(d: Deps, jobId: string): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  if (!cur || cur.status !== 'processing' || !cur.startedAt) return;
+  if (Date.now() - cur.startedAt < d.config.jobs.stuckSeconds * 1000) return;
+  for (const r of cur.results) {
+    if (r.status !== 'pending') continue;
+    d.log.warn({ jobId, resultKey: r.key }, 'result stuck past jobs.stuckSeconds; failing as worker_lost');
+    if (r.taskSeq) await d.jsm.streams.deleteMessage(STREAMS.tasks, r.taskSeq, false).catch(() => {});
+    await failTask(d, jobId, r.key, `no worker finished the task within ${d.config.jobs.stuckSeconds} s`);
+  }
+}

@@ -1,0 +1,149 @@
+// Quote and job creation, generic over the service modules. The order is the money rule of the
+// design: validate → plan (price) → queue bound → precheck → charge → write the job (the commit
+// point) → publish job.submitted. A failure after the charge and before the commit point is
+// compensated by refunding every result before the error is answered.
+import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Config } from '../config/index.ts';
+import type { Logger } from '../log.ts';
+import { ApiError } from '../errors.ts';
+import { newId } from '../ids.ts';
+import { STREAMS, subjects, type ServiceName } from '../names.ts';
+import { SERVICE_MODULES, type Plan, type PlanContext } from '../services/index.ts';
+import { wallet, toEur } from '../protocol/wallet.ts';
+import type { JobRecord, JobSubmitted, ResultRecord } from '../protocol/jobs.ts';
+import type { QuoteDoc } from '../schemas/api.ts';
+import { createJobRecord, publishJobEvent } from './store.ts';
+
+export interface JobDeps {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  config: Config;
+  log: Logger;
+  kv: { jobs: KV; catalogue: KV; datasets: KV };
+}
+
+const planContext = (d: JobDeps, walletId: string): PlanContext => ({ config: d.config, nc: d.nc, walletId, catalogueKv: d.kv.catalogue, datasetsKv: d.kv.datasets });
+const costOf = (plan: Plan) => plan.items.reduce((s, i) => s + i.price, 0);
+
+/** Free: plan only. Nothing is fetched (no precheck), charged, written or published. */
+export async function quoteJob(d: JobDeps, service: ServiceName, body: unknown, walletId: string): Promise<QuoteDoc> {
+  const plan = await SERVICE_MODULES[service].plan(body, planContext(d, walletId));
+  const cost = costOf(plan);
+  const { balance } = await wallet.balance(d.nc, walletId);
+  return {
+    service,
+    target: plan.target,
+    cost,
+    eur: toEur(cost),
+    balance,
+    sufficient: balance >= cost,
+    items: plan.items.map((i) => ({ key: i.key, price: i.price, ...(i.oneTime ? { oneTime: true } : {}) })),
+  };
+}
+
+const jsmCache = new WeakMap<NatsConnection, JetStreamManager>();
+
+/** Tasks published and not yet finished, all services together (the TASKS work queue's depth). */
+export async function unfinishedTasks(nc: NatsConnection): Promise<number> {
+  let jsm = jsmCache.get(nc);
+  if (!jsm) {
+    jsm = await jetstreamManager(nc);
+    jsmCache.set(nc, jsm);
+  }
+  const info = await jsm.streams.info(STREAMS.tasks);
+  return info.state.messages;
+}
+
+export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
+  const queued = await unfinishedTasks(d.nc);
+  if (queued + newTasks > d.config.limits.queueMax) {
+    throw new ApiError('busy', `the job queue is full (${queued} unfinished tasks); retry later`, undefined, { 'Retry-After': '30' });
+  }
+}
+
+/** The compensation step: give back every result of a job whose charge cannot be followed through. */
+export async function refundWholeJob(nc: NatsConnection, walletId: string, jobId: string, items: { key: string; price: number }[]): Promise<number | null> {
+  let balance: number | null = null;
+  for (const i of items) {
+    if (i.price <= 0) continue;
+    // idempotent per (jobId, key) on the wallet side, so retrying is safe
+    for (let attempt = 0; ; attempt++) {
+      try {
+        balance = (await wallet.refund(nc, { walletId, jobId, resultKey: i.key, amount: i.price })).balance;
+        break;
+      } catch (e) {
+        if (attempt >= 4) throw e;
+        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
+      }
+    }
+  }
+  return balance;
+}
+
+export function newJobRecord(service: ServiceName, plan: Plan, walletId: string, request: Record<string, unknown>, config: Config, now = Date.now(), id = newId('job')): JobRecord {
+  const results: ResultRecord[] = plan.items.map((i) => ({
+    key: i.key,
+    status: 'pending',
+    price: i.price,
+    refunded: false,
+    ...(i.oneTime ? { oneTime: true } : {}),
+    ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
+  }));
+  return {
+    id,
+    service,
+    status: 'queued',
+    walletId,
+    target: plan.target,
+    request,
+    cost: costOf(plan),
+    refunded: 0,
+    createdAt: now,
+    expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
+    results,
+  };
+}
+
+export async function publishSubmitted(js: JetStreamClient, job: Pick<JobRecord, 'id' | 'service'>): Promise<void> {
+  const m: JobSubmitted = { v: 1, jobId: job.id, service: job.service };
+  await js.publish(subjects.jobSubmitted(job.service), JSON.stringify(m), { msgID: job.id });
+}
+
+/** Create a job: charges it in full, writes it and hands it to the supervisor. */
+export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string): Promise<{ job: JobRecord; balance: number }> {
+  const mod = SERVICE_MODULES[service];
+  const ctx = planContext(d, walletId);
+  const plan = await mod.plan(body, ctx);
+  await checkQueue(d, plan.items.filter((i) => i.task).length);
+  await mod.precheck?.(body, plan, ctx);
+
+  return commitJob(d, newJobRecord(service, plan, walletId, body, d.config));
+}
+
+/** Charge → write (commit point) → publish. Compensates the charge if the write fails. */
+export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobRecord; balance: number }> {
+  const walletId = job.walletId;
+  const { balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost });
+
+  try {
+    await createJobRecord(d.kv.jobs, job);
+  } catch (e) {
+    d.log.error({ err: e, jobId: job.id }, 'job could not be written after the charge; refunding');
+    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) => {
+      // the ledger's `audit` shows this charge without a job; an operator must look at it
+      d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job');
+    });
+    throw new ApiError('internal', 'the job could not be created; the charge was refunded');
+  }
+  // From here the job exists and is charged. If the publish is lost, the supervisor's sweep picks
+  // up the queued job; refunding now would give away a job that will still run.
+  try {
+    await publishSubmitted(d.js, job);
+  } catch (e) {
+    d.log.warn({ err: e, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it');
+  }
+  await publishJobEvent(d.nc, job, 'created');
+  return { job, balance };
+}

@@ -1,0 +1,51 @@
+// The one mapping from the stored JobRecord to the public Job document of spec 2.1 / 2.2.
+import type { JobRecord, ResultRecord } from '../protocol/jobs.ts';
+import type { JobDoc, ResultDoc } from '../schemas/api.ts';
+
+export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
+
+/** Results are gone once expiresAt has passed, whether or not the sweep has deleted them yet. */
+export const isExpired = (job: Pick<JobRecord, 'expiresAt' | 'purgedAt'>, now = Date.now()) => now >= job.expiresAt || job.purgedAt !== undefined;
+
+export function toPublicResult(job: JobRecord, r: ResultRecord, baseUrl: string, now = Date.now()): ResultDoc {
+  const out: ResultDoc = {
+    // service facts first, so they can never shadow a field of the contract
+    ...(r.extra ?? {}),
+    key: r.key,
+    status: r.status,
+    price: r.price,
+    refunded: r.refunded,
+  };
+  if (r.error) out.error = r.error;
+  if (r.message && r.status === 'failed') out.message = r.message;
+  if (r.oneTime) out.oneTime = true;
+  if (r.status === 'pending' && r.progress) out.progress = r.progress;
+  if (r.file) {
+    out.contentType = r.file.contentType;
+    out.bytes = r.file.bytes;
+    out.filename = r.file.filename;
+  }
+  if (r.status === 'done' && r.file && !isExpired(job, now)) {
+    out.url = baseUrl + resultPath(job.id, r.key);
+    if (r.file.thumb) out.thumbUrl = `${out.url}?thumb=1`;
+  }
+  return out;
+}
+
+export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): JobDoc {
+  const out: JobDoc = {
+    id: job.id,
+    service: job.service,
+    status: job.status,
+    target: job.target,
+    cost: job.cost,
+    refunded: job.refunded,
+    charged: job.cost - job.refunded,
+    createdAt: job.createdAt,
+    expiresAt: job.expiresAt,
+    results: job.results.map((r) => toPublicResult(job, r, baseUrl, now)),
+  };
+  if (job.error) out.error = job.error;
+  if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
+  return out;
+}

@@ -1,0 +1,82 @@
+// The `jobs` bucket: one JobRecord per job id. Every change is a read-modify-write with the
+// entry's revision, retried on conflict, so two writers (gateway, several supervisors) never lose
+// each other's updates.
+import { Kvm, type KV } from '@nats-io/kv';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { BUCKETS, subjects } from '../names.ts';
+import type { JobEvent, JobRecord } from '../protocol/jobs.ts';
+
+export async function openJobsKv(nc: NatsConnection): Promise<KV> {
+  return new Kvm(nc).open(BUCKETS.jobs);
+}
+
+export interface StoredJob {
+  job: JobRecord;
+  revision: number;
+}
+
+export async function readJob(kv: KV, id: string): Promise<StoredJob | null> {
+  if (!isJobId(id)) return null;
+  const e = await kv.get(id);
+  if (!e || e.operation !== 'PUT' || !e.value.length) return null;
+  return { job: e.json<JobRecord>(), revision: e.revision };
+}
+
+/** Job ids are also KV keys and subject tokens: only a safe alphabet is ever looked up. */
+export function isJobId(id: string): boolean {
+  return /^[A-Za-z0-9_-]{1,100}$/.test(id);
+}
+
+/** Write a new job; fails if the id exists. */
+export async function createJobRecord(kv: KV, job: JobRecord): Promise<number> {
+  return kv.create(job.id, JSON.stringify(job));
+}
+
+const isConflict = (e: unknown) => /wrong last sequence|key exists|10071/i.test(String((e as Error)?.message ?? e));
+
+/**
+ * Apply `mutate` to the current record and write it back with a revision check, retrying on
+ * conflicts. `mutate` changes the record in place and returns false when there is nothing to do
+ * (then nothing is written). Returns the record as stored afterwards, or null if the job is gone.
+ */
+export async function updateJob(
+  kv: KV,
+  id: string,
+  mutate: (job: JobRecord) => boolean,
+  tries = 50,
+): Promise<{ job: JobRecord; changed: boolean } | null> {
+  for (let i = 0; i < tries; i++) {
+    const cur = await readJob(kv, id);
+    if (!cur) return null;
+    const next = structuredClone(cur.job);
+    if (!mutate(next)) return { job: cur.job, changed: false };
+    try {
+      await kv.update(id, JSON.stringify(next), cur.revision);
+      return { job: next, changed: true };
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      // another writer got there first: read again and re-apply
+      await new Promise((r) => setTimeout(r, Math.random() * 5 * (i + 1)));
+    }
+  }
+  throw new Error(`job ${id}: too many concurrent updates`);
+}
+
+/** Sum of the prices of the refunded results: the job's `refunded`, always derived, never counted up. */
+export function refundedTotal(job: JobRecord): number {
+  return job.results.reduce((s, r) => s + (r.refunded ? r.price : 0), 0);
+}
+
+const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
+
+/** Tell operators (EVENTS stream) that a job changed. Best effort: the KV record is the truth. */
+export async function publishJobEvent(nc: NatsConnection, job: JobRecord, event: string): Promise<void> {
+  let js = jsCache.get(nc);
+  if (!js) {
+    js = jetstream(nc);
+    jsCache.set(nc, js);
+  }
+  const e: JobEvent = { v: 1, jobId: job.id, service: job.service, walletId: job.walletId, status: job.status, event, cost: job.cost, refunded: job.refunded, at: Date.now() };
+  await js.publish(subjects.evtJob(job.service, job.id), JSON.stringify(e)).catch(() => {});
+}

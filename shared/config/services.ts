@@ -3,6 +3,7 @@ import { Type as T } from '@sinclair/typebox';
 export const JobsConfig = T.Object({
   maxDeliver: T.Integer({ minimum: 1, default: 3, description: 'Deliveries of a task before it fails as worker_lost.' }),
   ackWaitSeconds: T.Integer({ minimum: 1, default: 30, description: 'Seconds without a heartbeat before a task is redelivered.' }),
+  stuckSeconds: T.Integer({ minimum: 1, default: 6 * 3600, description: 'Backstop: a result still pending this long after its task was published fails as worker_lost and is refunded.' }),
 }, { default: {} });
 
 export const WebsiteproConfig = T.Object({
@@ -23,4 +24,12 @@ export const LabsConfig = T.Object({
   relayTestsPerHour: T.Integer({ minimum: 1, default: 30, description: 'Tests of one relay per hour, all customers together, before 429 relay_busy.' }),
   moduleTimeoutMs: T.Integer({ minimum: 1000, default: 120000, description: 'Time a module may run.' }),
   webhookRetries: T.Integer({ minimum: 0, default: 5, description: 'Webhook delivery retries (exponential backoff).' }),
+  webhookBackoffMs: T.Integer({ minimum: 1, default: 2000, description: 'First webhook retry delay; doubles each retry.' }),
+  webhookTimeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Time one webhook POST may take.' }),
+  webhookSigningKey: T.String({ default: '', description: 'Ed25519 private key seed (64 hex) that signs webhooks; every prober instance needs the same one. Empty: generated once into <dataDir>/labs-webhook.key.' }),
+  replyTimeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Time a relay may take to answer a REQ, EVENT, COUNT or AUTH.' }),
+  quietMs: T.Integer({ minimum: 10, default: 2000, description: 'How long the probe waits to be sure something does NOT arrive.' }),
+  idleMs: T.Integer({ minimum: 10, default: 15000, description: 'Idle time of the connection-stability check.' }),
+  latencySamples: T.Integer({ minimum: 1, maximum: 50, default: 5, description: 'Samples per latency measurement (connect, EOSE, OK).' }),
+  extraCaFile: T.String({ default: '', description: 'PEM file of extra trusted CAs for relay TLS and webhooks (tests only).' }),
 }, { default: {} });

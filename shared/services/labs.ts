@@ -1,7 +1,13 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Kvm } from '@nats-io/kv';
 import { Type as T, type Static } from '@sinclair/typebox';
-import { OBJECT_STORES, subjects } from '../names.ts';
+import { BUCKETS, OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
+import { takeToken } from '../limits.ts';
+import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
 
 export const LABS_MODULES = ['quick', 'conformance'] as const;
@@ -24,6 +30,50 @@ export interface CheckInfo {
   selectable: boolean;
   basis: { nip: string; section?: string; level: string };
 }
+
+export interface CheckedAddress {
+  host: string;
+  address: string;
+  family: 4 | 6;
+}
+
+function isAllowed(addr: string, config: Config): boolean {
+  const ip = ipaddr.process(addr);
+  if (ip.range() === 'unicast') return true;
+  return config.outbound.allowCidrs.some((c) => {
+    try {
+      const [net, bits] = ipaddr.parseCIDR(c);
+      return net.kind() === ip.kind() && ip.match([net, bits]);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * The outbound-address check, in one call: resolve, refuse when any address is not public (the
+ * test allow-list aside), return the address to connect to (no second lookup). To be replaced by
+ * the shared outbound guard (shared/outbound/) once it exists.
+ */
+export async function checkAddress(hostname: string, config: Config): Promise<CheckedAddress> {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  let addrs: { address: string; family: number }[];
+  if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
+  else {
+    try {
+      addrs = await lookup(host, { all: true, verbatim: true });
+    } catch (e) {
+      throw new ApiError('unreachable', `${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (!addrs.length) throw new ApiError('unreachable', `${host} does not resolve`);
+  const bad = addrs.find((a) => !isAllowed(a.address, config));
+  if (bad) throw new ApiError('blocked_address', `${host} resolves to ${bad.address}, which is not a public address`);
+  return { host, address: addrs[0]!.address, family: addrs[0]!.family === 6 ? 6 : 4 };
+}
+
+/** Key of a relay in the relay_busy counter: scheme-less host, port and path. */
+export const relayCounterId = (u: URL) => `${u.hostname}:${u.port || (u.protocol === 'wss:' ? 443 : 80)}${u.pathname}`;
 
 /** Parse a relay address; returns the normalised ws(s) URL. */
 export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {
@@ -86,5 +136,21 @@ export const labs: ServiceModule<LabsRequest> = {
       if (!paid || paid.operation !== 'PUT') items.push({ key: 'dataset', price: p.dataset, oneTime: true });
     }
     return { target: relay.hostname.replace(/^\[|\]$/g, ''), items };
+  },
+  async precheck(body, _plan, { config, nc }) {
+    const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
+    await checkAddress(relay.hostname, config);
+    if (body.webhook !== undefined) {
+      try {
+        await checkAddress(parseWebhook(body.webhook).hostname, config);
+      } catch (e) {
+        if (e instanceof ApiError) throw new ApiError('bad_webhook', `webhook: ${e.message}`);
+        throw e;
+      }
+    }
+    // All customers together: GCRA over one hour, revision-checked in the limits bucket.
+    const kv = await new Kvm(nc).open(BUCKETS.limits);
+    const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);
+    if (!d.allowed) throw new ApiError('relay_busy', `${relay.host} was tested ${config.labs.relayTestsPerHour} times in the last hour; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });
   },
 };

@@ -1,0 +1,124 @@
+// Runs one module (or a custom selection) against a relay and builds the labs.report/1 document.
+import type { SecureContextOptions } from 'node:tls';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { Config } from '../../shared/config/index.ts';
+import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
+import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
+import { CHECKS, cleanup, moduleChecks, percentiles, type CheckDef } from './checks.ts';
+
+export type RunModule = 'quick' | 'conformance' | 'custom';
+
+export interface RunOptions {
+  url: string;
+  module: RunModule;
+  /** For `custom`: check ids (unknown ones ignored). */
+  checks?: string[];
+  config: Config;
+  ca?: SecureContextOptions['ca'];
+  timings?: Partial<ProbeTimings>;
+  progress?: (text: string) => void;
+  signal?: AbortSignal;
+  log?: { warn(o: object, m: string): void };
+}
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+(addFormats as unknown as (a: Ajv) => void)(ajv);
+export const validateReport = ajv.compile(LabsReport);
+
+export function selectChecks(module: RunModule, ids: string[] = []): CheckDef[] {
+  if (module !== 'custom') return moduleChecks(module);
+  const want = new Set(ids);
+  return CHECKS.filter((c) => c.selectable && want.has(c.id));
+}
+
+/** Least round trips the selected checks need (the bench's baseline). */
+export const minRoundTrips = (checks: CheckDef[]) => 2 /* first connection + NIP-11 */ + checks.reduce((s, c) => s + c.minRoundTrips, 0);
+
+const strict = (level: string) => level === 'required' || level === 'essential';
+
+export async function runModule(o: RunOptions): Promise<{ report: LabsReport; probe: Probe }> {
+  const p = new Probe(o.url, o.config, { ca: o.ca, timings: o.timings, progress: o.progress });
+  const selected = selectChecks(o.module, o.checks);
+  const started = new Date();
+  const checks: ReportCheck[] = [];
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ProbeFatal('timeout', `the module did not finish within ${o.config.labs.moduleTimeoutMs} ms`)), o.config.labs.moduleTimeoutMs);
+  });
+  const abort = new Promise<never>((_, reject) => o.signal?.addEventListener('abort', () => reject(new Error('stopping')), { once: true }));
+  const work = async () => {
+    p.progress('connecting');
+    await p.reachable();
+    await p.fetchNip11();
+    for (const [i, c] of selected.entries()) {
+      if (o.signal?.aborted) throw new Error('stopping');
+      p.progress(`check ${i + 1}/${selected.length}: ${c.id}`);
+      const t0 = performance.now();
+      let out;
+      try {
+        out = await c.run(p);
+      } catch (e) {
+        if (e instanceof ProbeFatal) throw e;
+        if (e instanceof BudgetExceeded) out = { status: 'skip' as const, message: e.message, details: {} };
+        else {
+          o.log?.warn({ err: e, check: c.id }, 'check crashed');
+          out = { status: 'skip' as const, message: `could not run: ${(e as Error).message}`, details: {} };
+        }
+      }
+      let status = out.status;
+      if (c.basis.level === 'measurement' && status !== 'skip') status = 'info';
+      else if (status === 'fail' && !strict(c.basis.level)) status = 'warn';
+      p.results.set(c.id, { status, details: out.details ?? {} });
+      checks.push({ id: c.id, title: c.title, status, message: out.message, details: out.details ?? {}, basis: c.basis, durationMs: Math.round(performance.now() - t0) });
+    }
+    const cl = await cleanup(p);
+    if (cl.stored) {
+      const adv = p.advertisesNip(9);
+      p.observe('supported_nips: 9', adv, cl.honoured, adv === null || cl.honoured === null ? null : adv === cl.honoured);
+    }
+    return cl;
+  };
+  let cl: Awaited<ReturnType<typeof work>>;
+  try {
+    cl = await Promise.race([work(), timeout, abort]);
+  } finally {
+    clearTimeout(timer);
+    p.closeAll();
+  }
+  const finished = new Date();
+  const count = (s: string) => checks.filter((c) => c.status === s).length;
+  const summary = { total: checks.length, pass: count('pass'), fail: count('fail'), warn: count('warn'), skip: count('skip'), info: count('info') };
+  const judged = summary.pass + summary.warn + summary.fail;
+  const info = p.info;
+  const str = (v: unknown) => (typeof v === 'string' ? v : null);
+  const report: LabsReport = {
+    schema: LABS_REPORT_SCHEMA_ID,
+    module: o.module,
+    relay: {
+      url: p.url.href,
+      name: str(info?.name),
+      software: str(info?.software),
+      version: str(info?.version),
+      supportedNips: Array.isArray(info?.supported_nips) && info.supported_nips.every((n) => Number.isInteger(n)) ? (info.supported_nips as number[]) : null,
+    },
+    startedAt: started.toISOString(),
+    finishedAt: finished.toISOString(),
+    durationMs: finished.getTime() - started.getTime(),
+    summary,
+    score: judged ? Math.round((100 * (summary.pass + 0.5 * summary.warn)) / judged) : 0,
+    checks,
+    latency: { connect: percentiles(p.latency.connect), eose: percentiles(p.latency.eose), ok: percentiles(p.latency.ok) },
+    advertisedVsObserved: p.observed,
+    testData: {
+      pubkeys: p.keys.map((k) => k.pk),
+      marker: [...TEST_MARKER],
+      eventsSent: p.usage.events,
+      eventsDeleted: p.deleted.size,
+      deletionHonoured: cl.honoured,
+    },
+    usage: { connections: p.usage.connections, subscriptions: p.usage.subscriptions, roundTrips: p.usage.roundTrips },
+  };
+  if (!validateReport(report)) throw new Error(`report does not match ${LABS_REPORT_SCHEMA_ID}: ${ajv.errorsText(validateReport.errors)}`);
+  return { report, probe: p };
+}

@@ -1,0 +1,543 @@
+// Page → outputs, pure and synchronous (runs inside a worker thread, see pool.ts). One jsdom parse
+// serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
+import { JSDOM } from 'jsdom';
+import { Readability } from '@mozilla/readability';
+import TurndownService from 'turndown';
+import { gfm } from '@joplin/turndown-plugin-gfm';
+import createDOMPurify from 'dompurify';
+import { decodeBody } from './charset.ts';
+import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
+
+export type TextOutput = 'metadata' | 'markdown' | 'text' | 'html';
+
+export interface ConvertInput {
+  body: Uint8Array;
+  /** Full Content-Type header of the final response. */
+  contentType: string;
+  contentLanguage?: string;
+  status: number;
+  url: string;
+  finalUrl: string;
+  redirects: string[];
+  rendered: boolean;
+  outputs: TextOutput[];
+  warnings?: string[];
+  /** Ask whether the page needs JavaScript before converting (first pass). */
+  detectJs?: boolean;
+}
+
+export type OutputFile = { ok: true; data: string; contentType: string; ext: string };
+export type OutputFailure = { ok: false; error: string; message: string };
+export type ConvertResult =
+  | { needsJavaScript: true; reason: string }
+  | { needsJavaScript?: false; outputs: Partial<Record<TextOutput, OutputFile | OutputFailure>> };
+
+export const CONTENT_TYPES: Record<TextOutput, { contentType: string; ext: string }> = {
+  metadata: { contentType: 'application/json', ext: 'metadata.json' },
+  markdown: { contentType: 'text/markdown; charset=utf-8', ext: 'md' },
+  text: { contentType: 'text/plain; charset=utf-8', ext: 'txt' },
+  html: { contentType: 'text/html; charset=utf-8', ext: 'html' },
+};
+
+const file = (o: TextOutput, data: string): OutputFile => ({ ok: true, data, ...CONTENT_TYPES[o] });
+const unsupported = (what: string, o: TextOutput): OutputFailure => ({ ok: false, error: 'unsupported_content', message: `a ${what} target has no ${o}` });
+
+export const mediaType = (ct: string) => (ct.split(';')[0] ?? '').trim().toLowerCase() || 'application/octet-stream';
+const isHtmlType = (mt: string) => mt === 'text/html' || mt === 'application/xhtml+xml';
+const isJsonType = (mt: string) => mt === 'application/json' || mt.endsWith('+json');
+const isTextType = (mt: string) => mt === 'text/plain' || mt === 'text/markdown' || mt === 'text/csv';
+
+/** When no Content-Type was sent, look at the bytes (what browsers call sniffing, kept small). */
+export function sniffType(body: Uint8Array, declared: string): string {
+  const mt = mediaType(declared);
+  if (declared && mt !== 'application/octet-stream') return mt;
+  const head = new TextDecoder('latin1').decode(body.subarray(0, 512)).trimStart().toLowerCase();
+  if (head.startsWith('%pdf-')) return 'application/pdf';
+  if (/^<(!doctype html|html|head|body|p|div|title)[\s>]/.test(head)) return 'text/html';
+  if (head.startsWith('{') || head.startsWith('[')) return 'application/json';
+  if (body[0] === 0x89 && body[1] === 0x50) return 'image/png';
+  if (body[0] === 0xff && body[1] === 0xd8) return 'image/jpeg';
+  return mt;
+}
+
+export function convert(input: ConvertInput): ConvertResult {
+  const mt = sniffType(input.body, input.contentType);
+  if (isHtmlType(mt)) return convertHtml(input, mt);
+  return { outputs: convertOther(input, mt) };
+}
+
+// ---------------------------------------------------------------- non-HTML targets
+
+function convertOther(input: ConvertInput, mt: string): Partial<Record<TextOutput, OutputFile | OutputFailure>> {
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  const textual = isJsonType(mt) || isTextType(mt);
+  let text: string | null = null;
+  let charset: string | null = null;
+  if (textual) {
+    const d = decodeBody(input.body, input.contentType, false);
+    text = d.text;
+    charset = d.charset;
+    if (isJsonType(mt)) {
+      try {
+        text = JSON.stringify(JSON.parse(text), null, 2);
+      } catch {
+        /* not valid JSON: keep it as sent */
+      }
+    }
+  }
+  const words = text ? countWords(text) : 0;
+  for (const o of input.outputs) {
+    if (o === 'metadata') {
+      const meta = emptyMetadata(input, mt, charset);
+      meta.wordCount = words;
+      meta.readingTimeMinutes = readingTime(words);
+      meta.favicon = new URL('/favicon.ico', input.finalUrl).href;
+      if (mt.startsWith('image/')) meta.image = input.finalUrl;
+      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
+    } else if (text === null) {
+      out[o] = unsupported(mt, o);
+    } else if (o === 'text') {
+      out.text = file('text', text.endsWith('\n') ? text : `${text}\n`);
+    } else if (o === 'markdown') {
+      const fence = '`'.repeat(Math.max(3, longestRun(text, '`') + 1));
+      out.markdown = file('markdown', isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/markdown' ? text : `${fence}\n${text}\n${fence}\n`);
+    } else if (o === 'html') {
+      out.html = file('html', htmlDocument(null, null, `<pre>${escapeHtml(text)}</pre>`));
+    }
+  }
+  return out;
+}
+
+function longestRun(s: string, ch: string): number {
+  let best = 0, cur = 0;
+  for (const c of s) { cur = c === ch ? cur + 1 : 0; best = Math.max(best, cur); }
+  return best;
+}
+
+// ---------------------------------------------------------------- HTML
+
+function convertHtml(input: ConvertInput, mt: string): ConvertResult {
+  const { text: source, charset } = decodeBody(input.body, input.contentType);
+  const dom = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
+  try {
+    const doc = dom.window.document;
+    if (input.detectJs && !input.rendered) {
+      const why = needsJavaScript(doc);
+      if (why) return { needsJavaScript: true, reason: why };
+    }
+    absolutize(doc);
+    const wholePage = collectPageFacts(doc, input);
+    const want = new Set(input.outputs);
+    const main = want.has('markdown') || want.has('text') || want.has('html') || want.has('metadata') ? mainContent(dom) : null;
+    const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+    if (want.has('metadata')) {
+      const meta = buildMetadata(input, mt, charset, wholePage, main!);
+      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
+    }
+    if (want.has('markdown')) out.markdown = file('markdown', toMarkdown(main!, wholePage.title));
+    if (want.has('text')) out.text = file('text', toText(main!, wholePage.title));
+    if (want.has('html')) out.html = file('html', sanitize(dom, main!, wholePage.title, wholePage.language));
+    return { outputs: out };
+  } finally {
+    dom.window.close();
+  }
+}
+
+/**
+ * A page needs JavaScript when its static HTML carries (almost) no readable text but does carry
+ * scripts: the client-rendered shell of React, Vue, Angular, Next, Nuxt, Svelte and the like.
+ * Returns the reason, or null. Documented in docs/websitepro.md.
+ */
+export function needsJavaScript(doc: Document): string | null {
+  const body = doc.body;
+  if (!body) return null;
+  const scripts = doc.querySelectorAll('script[src], script:not([type]), script[type="module"], script[type="text/javascript"]').length;
+  if (!scripts) return null;
+  const clone = body.cloneNode(true) as HTMLElement;
+  clone.querySelectorAll('script, style, noscript, template, svg').forEach((n) => n.remove());
+  const text = (clone.textContent ?? '').replace(/\s+/g, ' ').trim();
+  const mount = body.querySelector('#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]');
+  const mountEmpty = mount ? (mount.textContent ?? '').trim().length < 20 : false;
+  const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) => /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''));
+  if (text.length < 200 && (mountEmpty || noscriptAsks)) return `static HTML has ${text.length} characters of text and an empty application mount point`;
+  if (text.length < 40) return `static HTML has ${text.length} characters of text and ${scripts} scripts`;
+  return null;
+}
+
+const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
+
+/** Every link and image absolute against the document base (jsdom honours <base>); lazy images made real. */
+function absolutize(doc: Document) {
+  for (const a of doc.querySelectorAll('a[href]')) {
+    const href = a.getAttribute('href')!.trim();
+    if (/^javascript:/i.test(href)) a.removeAttribute('href');
+    else if (!href.startsWith('#')) a.setAttribute('href', (a as HTMLAnchorElement).href);
+  }
+  for (const img of doc.querySelectorAll('img')) {
+    const lazy = img.getAttribute('data-src') ?? img.getAttribute('data-lazy-src') ?? img.getAttribute('data-original');
+    const src = img.getAttribute('src') ?? '';
+    if (lazy && (!src || src.startsWith('data:'))) img.setAttribute('src', lazy);
+    const s = img.getAttribute('src');
+    if (s && !s.startsWith('data:')) {
+      try {
+        img.setAttribute('src', new URL(s, doc.baseURI).href);
+      } catch {
+        img.removeAttribute('src');
+      }
+    }
+    img.removeAttribute('srcset');
+  }
+  for (const el of doc.querySelectorAll('source[srcset]')) el.removeAttribute('srcset');
+}
+
+interface PageFacts {
+  title: string | null;
+  description: string | null;
+  language: string | null;
+  canonical: string | null;
+  author: string | null;
+  publishedTime: string | null;
+  modifiedTime: string | null;
+  siteName: string | null;
+  keywords: string[];
+  robots: string | null;
+  favicon: string;
+  image: string | null;
+  openGraph: Record<string, string>;
+  twitter: Record<string, string>;
+  headings: { level: number; text: string }[];
+  links: { total: number; internal: number; external: number };
+  images: number;
+}
+
+const clean = (s: string | null | undefined) => {
+  const v = (s ?? '').replace(/\s+/g, ' ').trim();
+  return v ? v : null;
+};
+
+function jsonLd(doc: Document): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const visit = (v: unknown) => {
+    if (Array.isArray(v)) v.forEach(visit);
+    else if (v && typeof v === 'object') {
+      out.push(v as Record<string, unknown>);
+      if ('@graph' in v) visit((v as { '@graph': unknown })['@graph']);
+    }
+  };
+  for (const s of doc.querySelectorAll('script[type="application/ld+json"]')) {
+    try {
+      visit(JSON.parse(s.textContent ?? ''));
+    } catch {
+      /* broken JSON-LD is common; ignore it */
+    }
+  }
+  return out;
+}
+
+const nameOf = (v: unknown): string | null => {
+  if (typeof v === 'string') return clean(v);
+  if (Array.isArray(v)) return clean(v.map(nameOf).filter(Boolean).join(', '));
+  if (v && typeof v === 'object' && 'name' in v) return nameOf((v as { name: unknown }).name);
+  return null;
+};
+
+function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
+  const meta = (sel: string) => clean(doc.querySelector(sel)?.getAttribute('content'));
+  const openGraph: Record<string, string> = {};
+  const twitter: Record<string, string> = {};
+  for (const m of doc.querySelectorAll('meta[property], meta[name]')) {
+    const key = (m.getAttribute('property') ?? m.getAttribute('name') ?? '').trim().toLowerCase();
+    const val = clean(m.getAttribute('content'));
+    if (!val) continue;
+    if (key.startsWith('og:')) openGraph[key.slice(3)] ??= val;
+    else if (key.startsWith('article:')) openGraph[key] ??= val;
+    else if (key.startsWith('twitter:')) twitter[key.slice(8)] ??= val;
+  }
+  const ld = jsonLd(doc);
+  const ldFirst = (k: string) => ld.map((o) => o[k]).find((v) => v !== undefined && v !== null);
+  const abs = (u: string | null | undefined) => {
+    if (!u) return null;
+    try {
+      const r = new URL(u, doc.baseURI);
+      return r.protocol === 'http:' || r.protocol === 'https:' ? r.href : null;
+    } catch {
+      return null;
+    }
+  };
+  const icons = [...doc.querySelectorAll('link[rel][href]')].filter((l) => /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
+  const icon = icons.find((l) => /(^|\s)icon(\s|$)/i.test(l.getAttribute('rel')!)) ?? icons[0];
+  const headings = [...doc.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+    .map((h) => ({ level: Number(h.tagName[1]), text: clean(h.textContent) ?? '' }))
+    .filter((h) => h.text)
+    .slice(0, 200);
+  const host = new URL(input.finalUrl).host;
+  let internal = 0, external = 0;
+  for (const a of doc.querySelectorAll('a[href]')) {
+    try {
+      const u = new URL(a.getAttribute('href')!, doc.baseURI);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') continue;
+      if (u.host === host) internal++;
+      else external++;
+    } catch {
+      /* unparsable href: not a link */
+    }
+  }
+  const firstImg = [...doc.querySelectorAll('article img[src], main img[src], img[src]')].map((i) => i.getAttribute('src')!).find((s) => !s.startsWith('data:'));
+  const timeEl = doc.querySelector('article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]');
+  const publisher = ldFirst('publisher');
+  return {
+    title: clean(openGraph.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
+    description: meta('meta[name="description" i]') ?? clean(openGraph.description) ?? clean(twitter.description),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(input.contentLanguage?.split(',')[0]) ?? clean(openGraph.locale),
+    canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
+    author: meta('meta[name="author" i]') ?? clean(openGraph['article:author']) ?? nameOf(ldFirst('author')) ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
+    publishedTime: clean(openGraph['article:published_time']) ?? clean(String(ldFirst('datePublished') ?? '')) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
+    modifiedTime: clean(openGraph['article:modified_time']) ?? clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph.updated_time),
+    siteName: clean(openGraph.site_name) ?? nameOf(publisher),
+    keywords: (meta('meta[name="keywords" i]') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    robots: meta('meta[name="robots" i]'),
+    favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
+    image: abs(openGraph.image ?? openGraph['image:url']) ?? abs(twitter.image ?? twitter['image:src']) ?? abs(firstImg),
+    openGraph,
+    twitter,
+    headings,
+    links: { total: internal + external, internal, external },
+    images: doc.querySelectorAll('img').length,
+  };
+}
+
+interface MainContent {
+  /** Element holding the main content (in the page's own document). */
+  root: Element;
+  fromReadability: boolean;
+  byline: string | null;
+  siteName: string | null;
+  excerpt: string | null;
+  publishedTime: string | null;
+  title: string | null;
+  lang: string | null;
+}
+
+const TASK_DONE = '\uE000';
+const TASK_OPEN = '\uE001';
+const tasks = (s: string, done: string, open: string) => s.replaceAll(TASK_DONE, done).replaceAll(TASK_OPEN, open);
+
+const CODE_LANG = /(?:^|\s)(?:language|lang|highlight-source|brush:?)-?([a-z0-9+#_-]+)/i;
+
+/** Put a code block's language on its <code> as `language-x`, the one class Readability is told to keep. */
+function markCodeLanguages(doc: Document): string[] {
+  const classes = new Set<string>();
+  for (const pre of doc.querySelectorAll('pre')) {
+    const code = pre.querySelector('code');
+    const from = [code?.getAttribute('class'), pre.getAttribute('class'), pre.parentElement?.getAttribute('class'), code?.getAttribute('data-lang'), pre.getAttribute('data-lang'), pre.getAttribute('data-language')];
+    let lang: string | null = null;
+    for (const c of from) {
+      if (!c) continue;
+      const m = CODE_LANG.exec(c);
+      if (m) { lang = m[1]!.toLowerCase(); break; }
+      if (c === code?.getAttribute('data-lang') || c === pre.getAttribute('data-lang') || c === pre.getAttribute('data-language')) { lang = c.toLowerCase(); break; }
+    }
+    if (!lang) continue;
+    let target = code;
+    if (!target) {
+      // turndown fences only <pre><code>: give a bare <pre> its <code>
+      target = doc.createElement('code');
+      while (pre.firstChild) target.appendChild(pre.firstChild);
+      pre.appendChild(target);
+    }
+    const cls = `language-${lang}`;
+    target.setAttribute('class', cls);
+    classes.add(cls);
+  }
+  return [...classes];
+}
+
+function mainContent(dom: JSDOM): MainContent {
+  const doc = dom.window.document;
+  const keep = markCodeLanguages(doc);
+  // Readability drops <input>: keep task-list boxes as marker characters, restored per output
+  for (const box of doc.querySelectorAll('li input[type="checkbox" i]')) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  // Readability changes the document it reads: give it a copy, and take its result as a node
+  const copy = doc.cloneNode(true) as Document;
+  let article: ReturnType<Readability<Element>['parse']> = null;
+  try {
+    article = new Readability<Element>(copy, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 }).parse();
+  } catch {
+    article = null;
+  }
+  const text = clean(article?.textContent) ?? '';
+  if (article?.content && text.length >= 80) {
+    return { root: article.content, fromReadability: true, byline: clean(article.byline), siteName: clean(article.siteName), excerpt: clean(article.excerpt), publishedTime: clean(article.publishedTime), title: clean(article.title), lang: clean(article.lang) };
+  }
+  // No article found: the whole body, minus what is clearly not content
+  const body = (doc.body?.cloneNode(true) as Element | undefined) ?? doc.createElement('body');
+  body.querySelectorAll('script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]').forEach((n) => n.remove());
+  return { root: body, fromReadability: false, byline: null, siteName: null, excerpt: null, publishedTime: null, title: null, lang: null };
+}
+
+function isTrackingPixel(img: Element): boolean {
+  const w = img.getAttribute('width'), h = img.getAttribute('height');
+  if ((w !== null && Number(w) <= 1) || (h !== null && Number(h) <= 1)) return true;
+  const src = img.getAttribute('src') ?? '';
+  return TRACKER_HOSTS.test(src.replace(/^https?:\/\//, ''));
+}
+
+/** Shared clean-up for every content output: no base64 blobs, no pixels, no scripts. */
+function prepare(root: Element): Element {
+  const r = root.cloneNode(true) as Element;
+  r.querySelectorAll('script, style, noscript, template, link, meta').forEach((n) => n.remove());
+  for (const img of r.querySelectorAll('img')) {
+    const src = img.getAttribute('src') ?? '';
+    if (!src || src.startsWith('data:') || isTrackingPixel(img)) {
+      const alt = clean(img.getAttribute('alt'));
+      if (alt && !isTrackingPixel(img)) img.replaceWith(img.ownerDocument.createTextNode(alt));
+      else img.remove();
+    }
+  }
+  for (const a of r.querySelectorAll('a[href^="data:" i]')) a.removeAttribute('href');
+  return r;
+}
+
+let turndown: TurndownService | null = null;
+function getTurndown(): TurndownService {
+  if (turndown) return turndown;
+  const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' });
+  td.use(gfm);
+  td.remove(['script', 'style', 'noscript', 'iframe', 'form', 'button', 'input', 'select', 'textarea'] as never);
+  // links whose href was removed (javascript:, data:) keep only their text
+  td.addRule('hrefless', { filter: (n) => n.nodeName === 'A' && !(n as Element).getAttribute('href'), replacement: (c) => c });
+  turndown = td;
+  return td;
+}
+
+/** The document's title (page facts first: og:title or <title>; Readability's guess last). */
+const titleOf = (main: MainContent, pageTitle: string | null) => pageTitle ?? main.title;
+
+/** The title becomes the first heading of every output; drop a leading heading that only repeats it. */
+function dropTitleHeading(root: Element, title: string | null) {
+  if (!title) return;
+  const first = root.querySelector('h1, h2');
+  if (first && clean(first.textContent) === title) first.remove();
+}
+
+function toMarkdown(main: MainContent, pageTitle: string | null): string {
+  const root = prepare(main.root);
+  const title = titleOf(main, pageTitle);
+  dropTitleHeading(root, title);
+  let md = getTurndown().turndown(root as unknown as HTMLElement).trim();
+  md = tasks(md.replace(/\n{3,}/g, '\n\n'), '[x]', '[ ]');
+  return `${title ? `# ${title.replace(/\n/g, ' ')}\n\n` : ''}${md}\n`;
+}
+
+const BLOCK = new Set(['ADDRESS', 'ARTICLE', 'ASIDE', 'BLOCKQUOTE', 'DETAILS', 'DIV', 'DL', 'DD', 'DT', 'FIELDSET', 'FIGCAPTION', 'FIGURE', 'FOOTER', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'HEADER', 'HR', 'LI', 'MAIN', 'NAV', 'OL', 'P', 'PRE', 'SECTION', 'TABLE', 'TR', 'UL', 'BODY']);
+
+/** Plain text with paragraphs kept: blocks are separated by a blank line, list items start with "- ". */
+export function toText(main: MainContent, pageTitle: string | null): string {
+  const root = prepare(main.root);
+  const parts: string[] = [];
+  let cur = '';
+  const flush = () => {
+    const v = cur.replace(/[ \t]+\n/g, '\n').replace(/[ \t]{2,}/g, ' ').trim();
+    if (v) parts.push(v);
+    cur = '';
+  };
+  const walk = (n: Node, pre: boolean) => {
+    if (n.nodeType === 3) {
+      cur += pre ? n.textContent : (n.textContent ?? '').replace(/\s+/g, ' ');
+      return;
+    }
+    if (n.nodeType !== 1) return;
+    const el = n as Element;
+    const tag = el.tagName;
+    if (tag === 'BR') { cur += '\n'; return; }
+    if (tag === 'IMG') return;
+    if (tag === 'PRE') {
+      flush();
+      const code = (el.textContent ?? '').replace(/\s+$/, '');
+      if (code) parts.push(code);
+      return;
+    }
+    if (tag === 'TABLE') {
+      flush();
+      const rows = [...el.querySelectorAll('tr')].map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').replace(/\s+/g, ' ').trim()).join('\t')).filter(Boolean);
+      if (rows.length) parts.push(rows.join('\n'));
+      return;
+    }
+    const block = BLOCK.has(tag);
+    if (block) flush();
+    if (tag === 'LI') cur += '- ';
+    if (tag === 'TD' || tag === 'TH') cur += cur && !cur.endsWith('\t') ? '\t' : '';
+    for (const c of el.childNodes) walk(c, pre || tag === 'PRE');
+    if (block) flush();
+  };
+  const title = titleOf(main, pageTitle);
+  dropTitleHeading(root, title);
+  walk(root, false);
+  flush();
+  if (title && parts[0] !== title) parts.unshift(title);
+  return tasks(`${parts.join('\n\n')}\n`, '[x]', '[ ]');
+}
+
+function sanitize(dom: JSDOM, main: MainContent, pageTitle: string | null, lang: string | null): string {
+  const purify = createDOMPurify(dom.window as never);
+  purify.addHook('uponSanitizeElement', (node, data) => {
+    if (data.tagName === 'img' && isTrackingPixel(node as Element)) node.parentNode?.removeChild(node);
+  });
+  purify.addHook('afterSanitizeAttributes', (node) => {
+    const el = node as Element;
+    for (const attr of ['href', 'src']) {
+      const v = el.getAttribute?.(attr);
+      if (v && !/^(https?:|mailto:|#)/i.test(v)) el.removeAttribute(attr);
+    }
+    if (el.tagName === 'A' && el.getAttribute('href')) el.setAttribute('rel', 'noopener noreferrer nofollow');
+  });
+  const title = titleOf(main, pageTitle);
+  const root = prepare(main.root);
+  dropTitleHeading(root, title);
+  const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
+    FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
+    FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id', 'class'],
+    ALLOW_DATA_ATTR: false,
+    ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
+  }) as string;
+  purify.removeAllHooks();
+  return htmlDocument(title, lang, clean);
+}
+
+const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function htmlDocument(title: string | null, lang: string | null, body: string): string {
+  return `<!doctype html>\n<html${lang ? ` lang="${escapeHtml(lang)}"` : ''}>\n<head>\n<meta charset="utf-8">\n<meta name="referrer" content="no-referrer">\n<title>${escapeHtml(title ?? '')}</title>\n</head>\n<body>\n<article>\n${title ? `<h1>${escapeHtml(title)}</h1>\n` : ''}${body.trim()}\n</article>\n</body>\n</html>\n`;
+}
+
+export function countWords(s: string): number {
+  const m = s.match(/[\p{L}\p{N}]+(?:['’-][\p{L}\p{N}]+)*/gu);
+  return m ? m.length : 0;
+}
+export const readingTime = (words: number) => (words ? Math.ceil(words / 230) : 0);
+
+function emptyMetadata(input: ConvertInput, mt: string, charset: string | null): PageMetadataDoc {
+  return {
+    schema: 'websitepro.metadata/1', url: input.url, finalUrl: input.finalUrl, redirects: input.redirects, status: input.status,
+    contentType: mt, charset, bytes: input.body.length, rendered: input.rendered, title: null, description: null, language: null,
+    canonical: null, author: null, publishedTime: null, modifiedTime: null, siteName: null, keywords: [], robots: null,
+    favicon: null, image: null, openGraph: {}, twitter: {}, headings: [], links: { total: 0, internal: 0, external: 0 },
+    images: 0, wordCount: 0, readingTimeMinutes: 0, warnings: [...(input.warnings ?? [])],
+  };
+}
+
+function buildMetadata(input: ConvertInput, mt: string, charset: string, f: PageFacts, main: MainContent): PageMetadataDoc {
+  const words = countWords(main.root.textContent ?? '');
+  return {
+    ...emptyMetadata(input, mt, charset),
+    ...f,
+    title: f.title ?? main.title,
+    description: f.description ?? main.excerpt,
+    language: f.language ?? main.lang,
+    author: f.author ?? main.byline,
+    publishedTime: f.publishedTime ?? main.publishedTime,
+    siteName: f.siteName ?? main.siteName,
+    wordCount: words,
+    readingTimeMinutes: readingTime(words),
+  };
+}

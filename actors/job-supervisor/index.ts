@@ -14,8 +14,6 @@ import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
 
-/** A queued job not dispatched after this long is dispatched by the sweep (lost job.submitted). */
-const STALE_QUEUED_MS = 30_000;
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
 
@@ -118,16 +116,18 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
 
   // Periodic backstop: lost job.submitted, half-settled jobs (crash between steps), stuck tasks, expiry.
   let sweeping: Promise<void> | null = null;
+  const sweepMs = Math.max(200, config.retention.sweepSeconds * 1000);
+  // A queued job not dispatched after this long lost its job.submitted (gateway died after the write).
+  const staleQueuedMs = Math.min(30_000, 10 * sweepMs);
   async function sweep() {
     const now = Date.now();
-    for (const id of projection.unfinished('queued', now - STALE_QUEUED_MS)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
+    for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
     for (const id of projection.unfinished('processing', now)) {
       await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
     }
     for (const id of projection.expired(Date.now())) await purgeJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
   }
-  const sweepMs = Math.max(200, config.retention.sweepSeconds * 1000);
   const timer = setInterval(() => {
     if (sweeping || stopping) return;
     sweeping = sweep().catch((err) => log.warn({ err }, 'sweep failed')).finally(() => { sweeping = null; });

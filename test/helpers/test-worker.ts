@@ -7,6 +7,7 @@
 //   crash       throw every time: redelivered until deliveries are exhausted → worker_lost
 //   crash-once  throw on the first delivery, succeed on the next
 //   hang        never finish (heartbeats keep the task alive) until the worker stops or dies
+//   hang-once   hang on the first delivery (kill the worker then), succeed on the next
 //   progress    report three progress texts (`params.ms` apart, default 300 ms), then succeed
 //   slow        wait `params.ms` (default 1000) then succeed
 // Run as a script it is a separate process the tests can SIGKILL mid-task:
@@ -19,7 +20,7 @@ import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 
-export type Behaviour = 'succeed' | 'fail' | 'crash' | 'crash-once' | 'hang' | 'progress' | 'slow';
+export type Behaviour = 'succeed' | 'fail' | 'crash' | 'crash-once' | 'hang' | 'hang-once' | 'progress' | 'slow';
 
 export function behaviourOf(task: Task): Behaviour {
   const p = task.params;
@@ -74,6 +75,9 @@ export async function startTestWorker(o: TestWorkerOptions) {
         case 'crash-once':
           if (ctx.deliveryCount === 1) throw new Error('test worker crash (first delivery)');
           break;
+        case 'hang-once':
+          if (ctx.deliveryCount > 1) break;
+        // falls through
         case 'hang':
           await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
           break;

@@ -1,0 +1,135 @@
+// Faults: crashing and killed workers, exhausted deliveries, stuck tasks, restarted and doubled
+// supervisors, a lost job.submitted. The money audit must stay clean through all of them.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { startJobsSystem } from './lib.ts';
+import { STREAMS, subjects } from '../../shared/names.ts';
+import { newJobRecord } from '../../shared/jobs/create.ts';
+import { createJobRecord } from '../../shared/jobs/store.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('a crash is redelivered and the second delivery delivers', async (t) => {
+  const s = await startJobsSystem(t);
+  const w = await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'text', price: 20, behave: 'crash-once' }]);
+  const done = await s.finished(job.id);
+  t.equal(done.status, 'completed');
+  t.same(w.seen.filter((x) => x.jobId === job.id).map((x) => x.delivery), [1, 2]);
+  t.equal(await s.balance(walletId), 980);
+  t.same(await s.violations(), []);
+});
+
+t.test('deliveries exhausted: worker_lost, refunded, task removed from the queue', async (t) => {
+  const s = await startJobsSystem(t);
+  const w = await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'text', price: 20, behave: 'crash' }, { key: 'markdown', price: 30 }]);
+  const done = await s.finished(job.id, 30_000);
+  t.equal(done.status, 'completed');
+  const lost = done.results.find((r) => r.key === 'text')!;
+  t.equal(lost.status, 'failed');
+  t.equal(lost.error, 'worker_lost');
+  t.equal(lost.refunded, true);
+  t.equal(w.seen.filter((x) => x.resultKey === 'text').length, s.config.jobs.maxDeliver, 'delivered exactly max_deliver times');
+  t.equal(await s.balance(walletId), 1000 - 30);
+  const jsm = await jetstreamManager(s.nc);
+  t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the exhausted task was deleted');
+  t.same(await s.violations(), []);
+});
+
+t.test('a worker process killed mid-task: the task is redelivered to another worker', async (t) => {
+  const s = await startJobsSystem(t, { jobs: { ackWaitSeconds: 2, maxDeliver: 3 } });
+  const script = fileURLToPath(new URL('../helpers/test-worker.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', script, s.server.url, 'test-worker', subjects.taskWebsitepro, '2', '3'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  const lines = createInterface({ input: child.stdout! });
+  const next = (re: RegExp) => new Promise<string>((resolve) => {
+    const on = (l: string) => { if (re.test(l)) { lines.off('line', on); resolve(l); } };
+    lines.on('line', on);
+  });
+  await next(/^ready$/);
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'pdf', price: 100, behave: 'hang-once' }]);
+  const working = await next(/^working /);
+  t.match(working, `working ${job.id} pdf 1`);
+  child.kill('SIGKILL');
+  await new Promise((r) => child.once('exit', r));
+  const w = await s.startWorker();
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'completed');
+  t.same(w.seen.map((x) => x.delivery), [2], 'the other worker got the second delivery');
+  t.equal(await s.balance(walletId), 900);
+  t.same(await s.violations(), []);
+});
+
+t.test('a supervisor restarted mid-job carries on', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'a', price: 10, behave: 'slow', params: { ms: 1500 } }, { key: 'b', price: 20, behave: 'fail' }]);
+  // wait until dispatched, then stop the only supervisor while the slow task runs
+  for (let i = 0; i < 100 && (await s.job(job.id)).status === 'queued'; i++) await sleep(50);
+  t.equal((await s.job(job.id)).status, 'processing');
+  await s.supervisors[0]!.stop();
+  await sleep(2000);
+  t.equal((await s.job(job.id)).status, 'processing', 'nothing moves without a supervisor');
+  // and a job submitted while no supervisor runs waits in the JOBS stream
+  const { job: second } = await s.submit(walletId, [{ key: 'c', price: 5 }]);
+  await s.startSupervisor();
+  const done = await s.finished(job.id);
+  t.equal(done.status, 'completed');
+  t.same(done.results.map((r) => [r.key, r.status, r.refunded]), [['a', 'done', false], ['b', 'failed', true]]);
+  t.equal((await s.finished(second.id)).status, 'completed');
+  t.equal(await s.balance(walletId), 1000 - 10 - 5);
+  t.same(await s.violations(), []);
+});
+
+t.test('two supervisors share the work without stepping on each other', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startSupervisor();
+  await s.startWorker({ concurrency: 8 });
+  const { walletId } = await s.newWallet(100_000);
+  const jobs = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+    s.submit(walletId, [
+      { key: 'ok', price: 10, behave: i % 3 === 0 ? 'crash-once' : 'succeed' },
+      { key: 'bad', price: 7, behave: 'fail' },
+      { key: 'p', price: 3, behave: i % 2 ? 'progress' : 'succeed', params: { ms: 50 } },
+    ])));
+  const done = await Promise.all(jobs.map(({ job }) => s.finished(job.id, 30_000)));
+  t.ok(done.every((j) => j.status === 'completed' && j.refunded === 7), 'every job completed with exactly the failed result refunded');
+  t.equal(await s.balance(walletId), 100_000 - 12 * 13);
+  t.same(await s.violations(), []);
+});
+
+t.test('a job whose job.submitted was lost is dispatched by the sweep', async (t) => {
+  const s = await startJobsSystem(t, { retention: { sweepSeconds: 0.3 } });
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } }] }, walletId, {}, s.config);
+  await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
+  await createJobRecord(s.deps.kv.jobs, job); // and never published
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'completed');
+  t.same(await s.violations(), []);
+});
+
+t.test('a task stuck beyond jobs.stuckSeconds fails as worker_lost and is refunded', async (t) => {
+  const s = await startJobsSystem(t, { retention: { sweepSeconds: 0.3 }, jobs: { stuckSeconds: 2 } });
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'quick', price: 500, behave: 'hang' }], 'labs');
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'failed');
+  t.equal(done.error, 'worker_lost');
+  t.equal(done.results[0]!.refunded, true);
+  t.equal(await s.balance(walletId), 1000);
+  const jsm = await jetstreamManager(s.nc);
+  t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the stuck task was removed');
+  t.same(await s.violations(), []);
+});

@@ -1,0 +1,145 @@
+// Gateway throughput and tail latency against two baselines, measured in the same run:
+//   bare uWS  - a uWebSockets.js handler replaying the gateway's own bytes (the limit of the stack)
+//   node:http - a plain node:http server doing the same work with the same code (bench/lib/baseline-server.ts)
+// The gateway (actors/run.ts gateway), the wallet actor, both baselines and the load generator
+// (autocannon, bench/lib/load.ts) are separate processes; runs alternate between the three servers
+// so drift on this shared machine spreads over all of them.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKey } from '../shared/keys.ts';
+import { figure, quick, type BenchRow } from './figure.ts';
+import type { Cluster } from './lib/cluster.ts';
+import { spawnTs, waitReady, runTs, type Proc } from './lib/procs.ts';
+import type { LoadResult, LoadSpec } from './lib/load.ts';
+import type { Capture } from './lib/baseline-server.ts';
+
+export interface Endpoint {
+  id: string;
+  method: 'GET' | 'POST';
+  path: string;
+  auth: boolean;
+  body?: unknown;
+  /** Shown after the path in the figure's name. */
+  label?: string;
+  /** One client address per connection (X-Forwarded-For; the bench config trusts it). */
+  manyClients?: boolean;
+}
+
+export const ENDPOINTS: Endpoint[] = [
+  // all connections from one address: every request reads and writes the same rate-limit entry
+  { id: 'pricing', method: 'GET', path: '/v1/pricing', auth: false, label: '(1 client address)' },
+  // one address per connection, like many clients: the same entry is no longer contended
+  { id: 'pricing-many', method: 'GET', path: '/v1/pricing', auth: false, label: '(1 address per connection)', manyClients: true },
+  { id: 'balance', method: 'GET', path: '/v1/balance', auth: true },
+  { id: 'quote', method: 'POST', path: '/v1/websitepro/quote', auth: true, body: { url: 'https://example.com/article', outputs: ['metadata', 'markdown'] } },
+];
+
+export const SERVERS = ['gateway', 'uws', 'node'] as const;
+type ServerId = (typeof SERVERS)[number];
+
+export interface GatewayBenchOptions {
+  connections: number;
+  duration: number;
+  repeats: number;
+  warmup: number;
+}
+
+export const gatewayOptions = (): GatewayBenchOptions => quick()
+  ? { connections: 8, duration: 1, repeats: 2, warmup: 0 }
+  : { connections: 16, duration: 5, repeats: 3, warmup: 2 };
+
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  const out = await runTs('autocannon', 'bench/lib/load.ts', [JSON.stringify(spec)]);
+  return JSON.parse(out.trim().split('\n').at(-1)!) as LoadResult;
+}
+
+export interface GatewayRaw {
+  options: GatewayBenchOptions;
+  runs: { endpoint: string; server: ServerId; repeat: number; result: LoadResult }[];
+}
+
+export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions()): Promise<{ rows: BenchRow[]; raw: GatewayRaw }> {
+  const rows: BenchRow[] = [];
+  const raw: GatewayRaw = { options: opts, runs: [] };
+  // one key (and wallet) per connection, like many clients; a shared key would measure contention on one rate-limit entry
+  const keys = await Promise.all(Array.from({ length: opts.connections }, () => createKey(cluster.nc, 'admin')));
+  const perConnection = keys.map((k) => ({ authorization: `Bearer ${k.key}` }));
+
+  // what the gateway answers, byte for byte: the bare baseline replays it
+  const captures: Capture[] = [];
+  const live: Endpoint[] = [];
+  const perAddress = keys.map((_, i) => ({ 'x-forwarded-for': `198.51.100.${i + 1}` }));
+  for (const ep of ENDPOINTS) {
+    if (captures.some((c) => c.method === ep.method && c.path === ep.path)) {
+      live.push(ep);
+      continue;
+    }
+    const res = await fetch(cluster.gatewayUrl + ep.path, {
+      method: ep.method,
+      headers: { ...(ep.auth ? perConnection[0] : {}), ...(ep.body ? { 'content-type': 'application/json' } : {}) },
+      ...(ep.body ? { body: JSON.stringify(ep.body) } : {}),
+    });
+    const body = await res.text();
+    const name = `${ep.method} ${ep.path}${ep.label ? ' ' + ep.label : ''}`;
+    if (res.status === 404 && body.includes('no such path')) {
+      rows.push({ name, skipped: 'route not in this tree yet (the gateway answers 404 no such path)' });
+      continue;
+    }
+    if (res.status !== 200) {
+      rows.push({ name, skipped: `the gateway answers ${res.status}: ${body.slice(0, 160)}` });
+      continue;
+    }
+    captures.push({ method: ep.method, path: ep.path, status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body });
+    live.push(ep);
+  }
+  if (!live.length) return { rows, raw };
+
+  const capturesFile = join(cluster.dir, 'captures.json');
+  writeFileSync(capturesFile, JSON.stringify(captures));
+  const servers: Record<ServerId, { url: string; proc?: Proc }> = { gateway: { url: cluster.gatewayUrl }, uws: { url: '' }, node: { url: '' } };
+  for (const kind of ['uws', 'node'] as const) {
+    const p = spawnTs(`baseline-${kind}`, 'bench/lib/baseline-server.ts', kind === 'uws' ? ['uws', capturesFile] : ['node'], cluster.env(`baseline-${kind}`));
+    const m = await waitReady(p, /listening (\d+)/);
+    servers[kind] = { url: `http://127.0.0.1:${m![1]}`, proc: p };
+  }
+
+  try {
+    for (const ep of live) {
+      const spec = (server: ServerId, duration: number): LoadSpec => ({
+        url: servers[server].url + ep.path,
+        method: ep.method,
+        headers: ep.body ? { 'content-type': 'application/json' } : {},
+        ...(ep.auth ? { perConnection } : ep.manyClients ? { perConnection: perAddress } : {}),
+        ...(ep.body ? { body: JSON.stringify(ep.body) } : {}),
+        connections: opts.connections,
+        duration,
+      });
+      // every server answers the same status on this endpoint before it is measured
+      for (const s of SERVERS) {
+        const r = await runLoad({ ...spec(s, opts.warmup || 0.3) });
+        if (r.ok === 0) throw new Error(`${s} answered no 2xx on ${ep.method} ${ep.path}: ${JSON.stringify(r.statusCodes)}`);
+      }
+      for (let rep = 0; rep < opts.repeats; rep++) {
+        // rotate the order so no server always runs first (or right after the heaviest one)
+        const order = SERVERS.map((_, i) => SERVERS[(i + rep) % SERVERS.length]!);
+        for (const s of order) raw.runs.push({ endpoint: ep.id, server: s, repeat: rep, result: await runLoad(spec(s, opts.duration)) });
+      }
+      const pick = (s: ServerId, f: (r: LoadResult) => number) => raw.runs.filter((r) => r.endpoint === ep.id && r.server === s).map((r) => f(r.result));
+      const errs = (s: ServerId) => {
+        const rs = raw.runs.filter((r) => r.endpoint === ep.id && r.server === s).map((r) => r.result);
+        const non2xx = rs.reduce((a, r) => a + r.non2xx, 0);
+        const bad = rs.reduce((a, r) => a + r.errors + r.timeouts, 0);
+        return non2xx || bad ? ` ${s}: ${non2xx} non-2xx, ${bad} errors/timeouts.` : '';
+      };
+      const note = `${opts.connections} connections, ${opts.duration} s x ${opts.repeats}; req/s counts 2xx only.${errs('gateway')}${errs('uws')}${errs('node')}`;
+      const name = `${ep.method} ${ep.path}${ep.label ? ' ' + ep.label : ''}`;
+      for (const [base, label] of [['uws', 'bare uWS'], ['node', 'node:http']] as const) {
+        rows.push(figure({ name: `${name} req/s vs ${label}`, unit: 'req/s', samples: pick('gateway', (r) => r.okRps), baselineSamples: pick(base, (r) => r.okRps), note }));
+        rows.push(figure({ name: `${name} p99 vs ${label}`, unit: 'ms', samples: pick('gateway', (r) => r.p99), baselineSamples: pick(base, (r) => r.p99), note }));
+      }
+    }
+  } finally {
+    for (const s of ['uws', 'node'] as const) await servers[s].proc?.stop();
+  }
+  return { rows, raw };
+}

@@ -1,0 +1,115 @@
+// The system under test, one process per actor as in the Procfile: a throwaway nats-server started
+// by the bench, then `node --import tsx actors/run.ts <name>` for the gateway and each actor that
+// exists in this tree, all pointed at it with NATS_URL and one bench config file.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startNatsServer, type NatsServerHandle } from '../../shared/nats/server.ts';
+import { connectNats, type NatsConnection } from '../../shared/nats/connect.ts';
+import { provision } from '../../shared/nats/provision.ts';
+import { loadConfig, ROOT, type Config } from '../../shared/config/index.ts';
+import { ACTOR_NAMES } from '../../shared/actor.ts';
+import { spawnTs, waitReady, rssMb, type Proc } from './procs.ts';
+
+/**
+ * What the bench changes from the defaults, and why:
+ * - request rate limits so high they never refuse (the GCRA bucket is still read and written on
+ *   every request, as in production; only the refusal is out of the way of a load test);
+ * - loopback allowed as a target (the pipeline's page lives on 127.0.0.1);
+ * - log level warn (one info line per request would measure the terminal, not the gateway);
+ * - X-Forwarded-For trusted, so a benchmark can stand for many client addresses from one machine
+ *   (without the header the client address is the socket's, as by default).
+ */
+export const BENCH_OVERRIDES = {
+  server: { port: 0, logLevel: 'warn', publicRequestsPerMinute: 1_000_000_000, keyRequestsPerMinute: 1_000_000_000, trustProxy: true },
+  limits: { jobsPerHour: 1_000_000_000, queueMax: 100_000 },
+  outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
+};
+
+/** Actors the bench runs when their code exists (browser-pool and relay-prober are measured by their own benchmarks). */
+export const CLUSTER_ACTORS = ['wallet', 'job-supervisor', 'converter'] as const;
+
+export const actorExists = (name: string) => existsSync(join(ROOT, 'actors', name, 'index.ts'));
+
+export interface Cluster {
+  dir: string;
+  nats: NatsServerHandle;
+  nc: NatsConnection;
+  config: Config;
+  configFile: string;
+  /** Env for any process that joins this cluster. */
+  env(name: string): Record<string, string>;
+  gatewayUrl: string;
+  procs: Map<string, Proc>;
+  /** Actors that could not be started, with the reason. */
+  missing: Map<string, string>;
+  /** Start polling RSS (MB) of every process; returns every reading per process name when stopped. */
+  sampleRss(intervalMs?: number): { stop(): Record<string, number[]> };
+  stop(): Promise<void>;
+}
+
+export async function startCluster(opts: { actors?: readonly string[] } = {}): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'payloads-bench-'));
+  const nats = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1 });
+  const configFile = join(dir, 'bench-config.json');
+  writeFileSync(configFile, JSON.stringify(BENCH_OVERRIDES, null, 2));
+  const env = (name: string): Record<string, string> => ({
+    NATS_URL: nats.url,
+    CONFIG_FILE: configFile,
+    DATA_DIR: join(dir, 'data', name),
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    MODE: 'development',
+  });
+  const config = loadConfig({ env: env('bench') });
+  const nc = await connectNats(nats.url, 'bench');
+  await provision(nc, config);
+
+  const procs = new Map<string, Proc>();
+  const missing = new Map<string, string>();
+  const cluster: Cluster = {
+    dir, nats, nc, config, configFile, env, gatewayUrl: '', procs, missing,
+    sampleRss(intervalMs = 250) {
+      const readings: Record<string, number[]> = {};
+      const tick = () => {
+        for (const [name, p] of procs) {
+          const v = rssMb(p.pid);
+          if (Number.isFinite(v)) (readings[name] ??= []).push(v);
+        }
+      };
+      tick();
+      const t = setInterval(tick, intervalMs);
+      return { stop: () => { clearInterval(t); tick(); return readings; } };
+    },
+    async stop() {
+      for (const p of [...procs.values()].reverse()) await p.stop();
+      await nc.close().catch(() => {});
+      await nats.destroy();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  try {
+    for (const name of opts.actors ?? CLUSTER_ACTORS) {
+      if (!(ACTOR_NAMES as readonly string[]).includes(name) || !actorExists(name)) {
+        missing.set(name, `actors/${name}/index.ts does not exist in this tree yet`);
+        continue;
+      }
+      const p = spawnTs(name, 'actors/run.ts', [name], env(name), true);
+      try {
+        await waitReady(p, null);
+        procs.set(name, p);
+      } catch (e) {
+        await p.stop();
+        missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
+      }
+    }
+    const gw = spawnTs('gateway', 'actors/run.ts', ['gateway'], env('gateway'), true);
+    const m = await waitReady(gw, /gateway: (http\S+)/);
+    procs.set('gateway', gw);
+    cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+  return cluster;
+}

@@ -1,0 +1,84 @@
+// docs/performance.md: the latest full table, what each figure means, the command, the machine.
+import { writeFileSync } from 'node:fs';
+
+interface RunInfo {
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  machine: { cpu: string; cores: number; memoryGb: number; os: string; loadavgAtStart: number[] };
+  versions: Record<string, unknown>;
+}
+
+export const EXPLANATION = `## What the figures mean
+
+Every figure is the median of repeated runs, with the smallest and largest run beside it, and a
+baseline measured in the same run on the same machine; **ratio = value / baseline**. For req/s a
+ratio below 1 means the gateway serves fewer requests than the baseline; for latency and memory a
+ratio above 1 means it is slower or heavier. Absolute numbers depend on the machine and on what
+else runs on it; ratios are what to compare between runs.
+
+### Gateway (\`bench/gateway.ts\`)
+
+The gateway runs as its own process (\`node --import tsx actors/run.ts gateway\`), with the wallet
+actor in another, against a throwaway \`nats-server\` started by the bench. Load comes from
+autocannon in a separate child process (\`bench/lib/load.ts\`), 1 request in flight per connection,
+one API key (and wallet) per connection. Each endpoint is measured against two baselines, each also
+its own process and loaded the same way; runs rotate between the three servers.
+
+- **bare uWS**: a uWebSockets.js handler (the same native build the gateway loads) that answers
+  the path with the bytes the gateway answered (captured at the start of the run). No parsing, no
+  NATS, no JSON work: the limit of the HTTP stack (and, near it, of the load generator on this
+  machine).
+- **node:http**: a plain \`node:http\` server doing the same work with the same code
+  (\`bench/lib/baseline-server.ts\`): the gateway's route handlers from \`gateway/routes\`, Ajv with
+  the gateway's options and the same TypeBox schemas, the API-key lookup in the \`keys\` bucket with
+  the same 30 s cache, the same GCRA rate-limit read and write in the \`limits\` bucket, the same
+  wallet request over NATS. It leaves out Prometheus metrics and OPTIONS/405 handling.
+
+Endpoints: \`GET /v1/pricing\` (public: rate limit per client address, price list built from
+config); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
+\`POST /v1/websitepro/quote\` (the same, plus body read, JSON parse, Ajv validation and pricing).
+**req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
+**p99** is autocannon's 99th percentile latency of all answers.
+
+The bench raises the request rate limits so they never refuse (the limit entry is still read and
+written per request), allows 127.0.0.1 as a target, and logs at \`warn\` (no access-log line per
+request) - in the gateway and the node:http baseline alike.
+
+### Pipeline (\`bench/pipeline.ts\`)
+
+A \`websitepro\` job with the \`metadata\` output for a page served by a \`node:http\` fixture on
+127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge →
+\`job.submitted\` → job-supervisor → task → converter → result → supervisor). Baseline: the
+converter's own fetch-and-convert functions called directly in one process, for the same page.
+The ratio is the pipeline's overhead.
+
+### Memory (\`bench/memory.ts\`)
+
+VmRSS from \`/proc/<pid>/status\` of each actor process, idle (after start, before any load) and
+every 250 ms while the gateway and pipeline loads run (max = peak). Baseline: an empty
+\`node --import tsx\` process holding one NATS connection (\`bench/lib/idle-node.ts\`).
+
+### Services
+
+\`bench/converter.ts\`, \`bench/shots.ts\`, \`bench/labs.ts\` are written with their services and
+export \`run(): Promise<BenchFigure[]>\`; each row says what its baseline is. A module missing from
+the tree is listed as skipped.
+`;
+
+export function writePerformanceDoc(file: string, r: RunInfo, table: string) {
+  const m = r.machine;
+  const v = r.versions;
+  const text = `# Performance
+
+Produced by \`${r.command}\` (started ${r.startedAt}, finished ${r.finishedAt}). The full JSON
+(every sample, machine, versions) is written to \`bench/results/latest.json\` (not committed).
+
+Machine: ${m.cpu}, ${m.cores} cores, ${m.memoryGb} GB, ${m.os}; load average at start ${m.loadavgAtStart.join(' / ')}.
+Versions: Node ${String(v.node)}, ${String(v.natsServer)}, uWS binary \`${String(v.uws)}\`, autocannon ${String(v.autocannon)}, commit ${String(v.commit)}${v.dirty ? ' (with uncommitted changes)' : ''}.
+
+${table}
+
+${EXPLANATION}`;
+  writeFileSync(file, text);
+}

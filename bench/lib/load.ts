@@ -1,0 +1,73 @@
+// The load generator, run as its own process so it never shares an event loop (or a core's worth
+// of scheduling luck) with the server it measures:
+//   node --import tsx bench/lib/load.ts '<json LoadSpec>'
+// Runs autocannon once and prints one JSON line (LoadResult) on stdout.
+import autocannon from 'autocannon';
+
+export interface LoadSpec {
+  url: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  /** One header set per connection, round robin (e.g. a different API key per connection). */
+  perConnection?: Record<string, string>[];
+  body?: string;
+  connections: number;
+  /** Seconds. */
+  duration: number;
+}
+
+export interface LoadResult {
+  /** 2xx answers per second. */
+  okRps: number;
+  /** All answers per second. */
+  rps: number;
+  p50: number;
+  p99: number;
+  avg: number;
+  total: number;
+  ok: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodes: Record<string, number>;
+  duration: number;
+}
+
+export async function load(spec: LoadSpec): Promise<LoadResult> {
+  let n = 0;
+  const per = spec.perConnection ?? [];
+  const r = await autocannon({
+    url: spec.url,
+    method: spec.method,
+    headers: spec.headers ?? {},
+    ...(spec.body !== undefined ? { body: spec.body } : {}),
+    connections: spec.connections,
+    duration: spec.duration,
+    pipelining: 1,
+    ...(per.length ? { setupClient: (client: { setHeaders(h: Record<string, string>): void }) => client.setHeaders({ ...(spec.headers ?? {}), ...per[n++ % per.length] }) } : {}),
+  } as autocannon.Options);
+  const statusCodes: Record<string, number> = {};
+  for (const [code, v] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number | string }> }).statusCodeStats ?? {})) statusCodes[code] = Number(v.count);
+  const ok = (r['2xx'] as number) ?? 0;
+  const total = ok + r.non2xx;
+  return {
+    okRps: ok / r.duration,
+    rps: total / r.duration,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    avg: r.latency.average,
+    total,
+    ok,
+    non2xx: r.non2xx,
+    errors: r.errors,
+    timeouts: r.timeouts,
+    statusCodes,
+    duration: r.duration,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
+  const result = await load(spec);
+  process.stdout.write(JSON.stringify(result) + '\n');
+}

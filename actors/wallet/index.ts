@@ -10,6 +10,7 @@ import { Ledger, checkWalletId } from './ledger.ts';
 import { Projection, rowToEntry } from './projection.ts';
 import { charge, refund, grant } from './money.ts';
 import { audit } from '../../shared/audit.ts';
+import { Topups } from './topups.ts';
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log: parentLog, instanceId } = ctx;
@@ -17,6 +18,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const projection = new Projection(join(config.dataDir, 'wallet', `ledger-${token(instanceId).replace(/[^A-Za-z0-9_-]/g, '_')}.sqlite`));
   const ledger = new Ledger(nc, projection, log);
   await ledger.start();
+  const topups = new Topups({ nc, config, log, ledger });
+  await topups.start();
 
   const service = await addService(nc, {
     name: MICRO.wallet,
@@ -49,14 +52,20 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
         const res = await grant(ledger, checkWalletId(r.walletId), r.amount, r.reason, r.grantId);
         return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
       },
+      [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
+      [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
+      [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
       [subjects.wallet.audit]: () => audit(nc),
     },
   }, log);
+  // The endpoints' subscriptions reach the server before we report "started" (no early no-responders).
+  await nc.flush();
   log.info({ projection: projection.file }, 'wallet started');
 
   return {
     async stop() {
       await service.stop();
+      await topups.stop();
       await ledger.stop();
       projection.close();
     },

@@ -107,4 +107,9 @@ export const wallet = {
     call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupCreate, { walletId, eur }, 30000),
   topupGet: (nc: NatsConnection, walletId: string, topupId: string) =>
     call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupGet, { walletId, topupId }),
+  /** dev Lightning backend only: the operator settles a top-up's invoice. */
+  topupPay: (nc: NatsConnection, topupId: string) =>
+    call<{ topup: Topup; balance: number; alreadyPaid: boolean }>(nc, subjects.wallet.topupPay, { topupId }, 30000),
+  /** Every money invariant across all wallets, jobs and top-ups (shared/audit.ts). */
+  audit: (nc: NatsConnection) => call<{ violations: string[]; wallets: number; entries: number; jobs: number; topups: number }>(nc, subjects.wallet.audit, {}, 60000),
 };

@@ -1,0 +1,257 @@
+// Top-ups: invoice creation, and settlement. A top-up document lives in the `topups` bucket and is
+// only changed with revision checks. Settlement order, so that a restart at any point loses nothing
+// and credits nothing twice:
+//   1. the backend says "paid" (pushed by subscribe, or found by polling with backoff),
+//   2. the ledger is credited with msgID/ref `topup:<id>` (idempotent, see ledger.ts),
+//   3. the document becomes `paid` (revision-checked), and `evt.topup.<id>` is published.
+// Every instance watches the bucket, so pending top-ups of a stopped instance are picked up by the
+// others (or by itself after a restart).
+import { Kvm, type KV, type KvWatchEntry } from '@nats-io/kv';
+import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import type { NatsConnection, QueuedIterator } from '@nats-io/nats-core';
+import type { Config } from '../../shared/config/index.ts';
+import type { Logger } from '../../shared/log.ts';
+import { BUCKETS, subjects } from '../../shared/names.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { newId } from '../../shared/ids.ts';
+import { PAYLOADS_PER_EUR, publicTopup, type Topup, type TopupRecord, type TopupStatus } from '../../shared/protocol/wallet.ts';
+import { createBackend, type InvoiceBackend } from '../../shared/lightning/index.ts';
+import { createRateProvider, satsFor, type RateProvider } from '../../shared/rates/index.ts';
+import { creditTopup, TOPUP_MAX_CENTS, TOPUP_MIN_CENTS } from './money.ts';
+import type { Ledger } from './ledger.ts';
+
+/** EUR amount → cents, or bad_request: 0.25..100.00, at most two decimals. */
+export function parseEur(eur: unknown): number {
+  if (typeof eur !== 'number' || !Number.isFinite(eur)) throw new ApiError('bad_request', '`eur` must be a number', { field: 'eur' });
+  const cents = Math.round(eur * 100);
+  if (Math.abs(eur * 100 - cents) > 1e-6) throw new ApiError('bad_request', '`eur` has more than two decimals', { field: 'eur' });
+  if (cents < TOPUP_MIN_CENTS || cents > TOPUP_MAX_CENTS) throw new ApiError('bad_request', '`eur` must be 0.25 to 100.00', { field: 'eur' });
+  return cents;
+}
+
+/** Bonus Payloads of the highest tier whose minEur the amount reaches (rounded down). */
+export function bonusFor(cents: number, tiers: { minEur: number; percent: number }[]): number {
+  const tier = tiers.filter((t) => cents >= Math.round(t.minEur * 100)).sort((a, b) => b.percent - a.percent)[0];
+  return tier ? Math.floor((cents * (PAYLOADS_PER_EUR / 100) * tier.percent) / 100) : 0;
+}
+
+interface Watched { paymentHash: string; nextCheck: number; delay: number }
+
+export class Topups {
+  private nc: NatsConnection;
+  private config: Config;
+  private log: Logger;
+  private ledger: Ledger;
+  private kv!: KV;
+  private js: JetStreamClient;
+  backend!: InvoiceBackend;
+  private rates!: RateProvider;
+  private pending = new Map<string, Watched>();
+  private byHash = new Map<string, string>();
+  private checking = new Map<string, Promise<void>>();
+  private watch: QueuedIterator<KvWatchEntry> | undefined;
+  private sub: { stop(): void } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(o: { nc: NatsConnection; config: Config; log: Logger; ledger: Ledger }) {
+    this.nc = o.nc;
+    this.config = o.config;
+    this.log = o.log;
+    this.ledger = o.ledger;
+    this.js = jetstream(o.nc);
+  }
+
+  async start(): Promise<void> {
+    this.kv = await new Kvm(this.nc).open(BUCKETS.topups);
+    this.backend = await createBackend({ config: this.config, nc: this.nc, log: this.log });
+    this.rates = createRateProvider(this.config, this.log);
+    this.sub = this.backend.subscribe?.((hash) => {
+      const id = this.byHash.get(hash);
+      if (id) void this.check(id);
+    });
+    // Current values first (pending top-ups left by anybody), then every change.
+    this.watch = await this.kv.watch();
+    void (async () => {
+      for await (const e of this.watch!) {
+        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); continue; }
+        const r = e.json<TopupRecord>();
+        if (r.status === 'pending') this.track(r);
+        else this.forget(r.id);
+      }
+    })().catch((e) => { if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended'); });
+    this.timer = setInterval(() => this.tick(), Math.min(this.config.wallet.lightning.pollMs, 1000));
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    this.sub?.stop();
+    this.watch?.stop();
+    await Promise.allSettled([...this.checking.values()]);
+    await this.backend?.close?.();
+  }
+
+  private track(r: TopupRecord) {
+    if (this.pending.has(r.id)) return;
+    this.pending.set(r.id, { paymentHash: r.paymentHash, nextCheck: Date.now() + this.config.wallet.lightning.pollMs, delay: this.config.wallet.lightning.pollMs });
+    this.byHash.set(r.paymentHash, r.id);
+  }
+
+  private forget(id: string) {
+    const w = this.pending.get(id);
+    if (w) this.byHash.delete(w.paymentHash);
+    this.pending.delete(id);
+  }
+
+  private tick() {
+    const now = Date.now();
+    for (const [id, w] of this.pending) {
+      if (w.nextCheck > now) continue;
+      w.delay = Math.min(w.delay * 2, this.config.wallet.lightning.maxPollMs);
+      w.nextCheck = now + w.delay;
+      void this.check(id);
+    }
+  }
+
+  private async read(id: string): Promise<{ rec: TopupRecord; revision: number } | null> {
+    const e = await this.kv.get(id);
+    if (!e || e.operation !== 'PUT' || !e.value.length) return null;
+    return { rec: e.json<TopupRecord>(), revision: e.revision };
+  }
+
+  private async balance(walletId: string) {
+    return (await this.ledger.head(walletId)).balance;
+  }
+
+  async create(walletId: string, eur: unknown): Promise<{ topup: Topup; balance: number }> {
+    const cents = parseEur(eur);
+    const bonus = bonusFor(cents, this.config.wallet.bonus);
+    const id = newId('t');
+    let rate;
+    try {
+      rate = await this.rates.get();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'topup: no exchange rate');
+      throw new ApiError('invoice_failed', 'No current exchange rate; the invoice could not be made. Nothing was charged.');
+    }
+    const sats = satsFor(cents, rate.eurPerBtc);
+    const expiry = this.config.wallet.lightning.invoiceExpirySeconds;
+    let inv;
+    try {
+      inv = await this.backend.createInvoice(sats, `Payloads top-up ${id}: ${(cents / 100).toFixed(2)} EUR`, expiry);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message, backend: this.backend.name }, 'topup: invoice creation failed');
+      throw new ApiError('invoice_failed', 'The Lightning backend could not create an invoice. Nothing was charged.');
+    }
+    const now = Date.now();
+    const rec: TopupRecord = {
+      id, walletId, status: 'pending', eur: cents / 100, eurCents: cents, payloads: cents * (PAYLOADS_PER_EUR / 100) + bonus, bonusPayloads: bonus,
+      bolt11: inv.bolt11, sats, expiresAt: inv.expiresAt, createdAt: now, updatedAt: now,
+      backend: this.backend.name, paymentHash: inv.paymentHash, rate,
+    };
+    await this.kv.create(id, JSON.stringify(rec));
+    this.track(rec);
+    await this.event(rec);
+    return { topup: publicTopup(rec), balance: await this.balance(walletId) };
+  }
+
+  async get(walletId: string, topupId: unknown): Promise<{ topup: Topup; balance: number }> {
+    if (typeof topupId !== 'string' || !/^[A-Za-z0-9_-]{1,80}$/.test(topupId)) throw new ApiError('not_found', 'No such top-up.');
+    let r = await this.read(topupId);
+    if (!r || r.rec.walletId !== walletId) throw new ApiError('not_found', 'No such top-up.');
+    if (r.rec.status === 'pending') {
+      // A poll from the client is a good moment to look: it makes "paid" visible at once.
+      await this.check(topupId);
+      r = (await this.read(topupId)) ?? r;
+    }
+    return { topup: publicTopup(r.rec), balance: await this.balance(walletId) };
+  }
+
+  /** dev backend only: the operator marks the invoice paid; settlement then runs as for a real payment. */
+  async devPay(topupId: unknown): Promise<{ topup: Topup; balance: number; alreadyPaid: boolean }> {
+    if (!this.backend.pay) throw new ApiError('bad_request', `the ${this.backend.name} Lightning backend is paid by real payments only`);
+    if (typeof topupId !== 'string') throw new ApiError('not_found', 'No such top-up.');
+    const r = await this.read(topupId);
+    if (!r) throw new ApiError('not_found', 'No such top-up.');
+    if (r.rec.status !== 'pending' && r.rec.status !== 'paid') throw new ApiError('bad_request', `the top-up is ${r.rec.status}`);
+    let alreadyPaid: boolean;
+    try {
+      ({ alreadyPaid } = await this.backend.pay(r.rec.paymentHash));
+    } catch (e) {
+      throw new ApiError('bad_request', (e as Error).message);
+    }
+    await this.check(topupId);
+    const after = (await this.read(topupId))!;
+    return { topup: publicTopup(after.rec), balance: await this.balance(after.rec.walletId), alreadyPaid };
+  }
+
+  /** Look at the backend and move the top-up on. One check per top-up at a time in this instance. */
+  check(id: string): Promise<void> {
+    const running = this.checking.get(id);
+    if (running) return running.then(() => this.checkOnce(id)).catch(() => {});
+    const p = this.checkOnce(id).catch((e) => {
+      this.log.warn({ err: (e as Error).message, topupId: id }, 'topup: check failed; will retry');
+    }).finally(() => { if (this.checking.get(id) === p) this.checking.delete(id); });
+    this.checking.set(id, p);
+    return p;
+  }
+
+  private async checkOnce(id: string): Promise<void> {
+    const r = await this.read(id);
+    if (!r || r.rec.status !== 'pending') return;
+    const st = await this.backend.lookupInvoice(r.rec.paymentHash);
+    if (st.state === 'paid') return this.settle(id);
+    if (st.state === 'failed') return this.finish(id, 'failed', st.reason);
+    // An invoice cannot be paid after its expiry; a little grace covers clock skew with the node.
+    if (st.state === 'expired' || Date.now() > r.rec.expiresAt + 60_000) return this.finish(id, 'expired');
+  }
+
+  /** Credit (idempotent) and then mark paid; safe to run any number of times, in any instance. */
+  async settle(id: string): Promise<void> {
+    const first = await this.read(id);
+    if (!first || first.rec.status === 'paid') return;
+    const res = await creditTopup(this.ledger, first.rec.walletId, id, first.rec.payloads, first.rec.bonusPayloads);
+    for (;;) {
+      const r = await this.read(id);
+      if (!r || r.rec.status === 'paid') return;
+      const now = Date.now();
+      const rec: TopupRecord = { ...r.rec, status: 'paid', paidAt: now, updatedAt: now, ...(res.entry ? { entryId: res.entry.id } : {}) };
+      try {
+        await this.kv.update(id, JSON.stringify(rec), r.revision);
+      } catch (e) {
+        if (/wrong last sequence/i.test(String((e as Error).message))) continue;
+        throw e;
+      }
+      this.forget(id);
+      this.log.info({ topupId: id, walletId: rec.walletId, payloads: rec.payloads }, 'topup paid');
+      await this.event(rec);
+      return;
+    }
+  }
+
+  private async finish(id: string, status: Exclude<TopupStatus, 'pending' | 'paid'>, reason?: string): Promise<void> {
+    for (;;) {
+      const r = await this.read(id);
+      if (!r || r.rec.status !== 'pending') return;
+      const rec: TopupRecord = { ...r.rec, status, updatedAt: Date.now(), ...(reason ? { failedReason: reason } : {}) };
+      try {
+        await this.kv.update(id, JSON.stringify(rec), r.revision);
+      } catch (e) {
+        if (/wrong last sequence/i.test(String((e as Error).message))) continue;
+        throw e;
+      }
+      this.forget(id);
+      await this.event(rec);
+      return;
+    }
+  }
+
+  private async event(rec: TopupRecord) {
+    const body = { id: rec.id, walletId: rec.walletId, status: rec.status, payloads: rec.payloads, at: rec.updatedAt };
+    await this.js.publish(subjects.evtTopup(rec.id), JSON.stringify(body), { msgID: `topup:${rec.id}:${rec.status}` }).catch((e) => {
+      this.log.warn({ err: (e as Error).message, topupId: rec.id }, 'topup: event not published');
+    });
+  }
+}

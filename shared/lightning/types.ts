@@ -1,0 +1,47 @@
+// The invoice-backend contract. One file per backend implements it; index.ts picks one by name
+// from config (wallet.lightning.backend).
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Config } from '../config/index.ts';
+import type { Logger } from '../log.ts';
+
+export type InvoiceState = 'open' | 'paid' | 'expired' | 'failed';
+
+export interface CreatedInvoice {
+  bolt11: string;
+  /** hex */
+  paymentHash: string;
+  /** Unix ms. */
+  expiresAt: number;
+}
+
+export interface InvoiceStatus {
+  state: InvoiceState;
+  /** What the payer paid, when the backend says. */
+  paidMsat?: number;
+  reason?: string;
+}
+
+export interface InvoiceBackend {
+  readonly name: string;
+  createInvoice(sats: number, description: string, expirySeconds: number): Promise<CreatedInvoice>;
+  lookupInvoice(paymentHash: string): Promise<InvoiceStatus>;
+  /** Where the backend can push settlements: calls onSettled(paymentHash) (possibly more than once per invoice). */
+  subscribe?(onSettled: (paymentHash: string) => void): { stop(): void };
+  /** dev only: the operator's "this invoice was paid". */
+  pay?(paymentHash: string): Promise<{ alreadyPaid: boolean }>;
+  close?(): Promise<void>;
+}
+
+export interface BackendContext {
+  config: Config;
+  nc: NatsConnection;
+  log: Logger;
+}
+
+/** The backend answered with an error or not at all. Maps to 502 invoice_failed at top-up creation. */
+export class LightningError extends Error {
+  constructor(message: string, readonly status?: number) {
+    super(message);
+    this.name = 'LightningError';
+  }
+}

@@ -737,7 +737,7 @@ const ALL_CHECKS: CheckDef[] = [
       const ds = await dataset(p);
       const c = await p.conn();
       const id = p.subId('count');
-      c.send(['COUNT', id, { authors: [p.pk], kinds: [1] }]);
+      c.send(['COUNT', id, { authors: [p.pk], kinds: [1], until: ds.base }]);
       const n0 = c.notices.length;
       const r = await c.next((m) => (m[0] === 'COUNT' || m[0] === 'CLOSED') && m[1] === id, p.timings.replyTimeoutMs);
       const adv = p.advertisesNip(45);

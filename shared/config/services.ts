@@ -32,4 +32,5 @@ export const LabsConfig = T.Object({
   idleMs: T.Integer({ minimum: 10, default: 15000, description: 'Idle time of the connection-stability check.' }),
   latencySamples: T.Integer({ minimum: 1, maximum: 50, default: 5, description: 'Samples per latency measurement (connect, EOSE, OK).' }),
   extraCaFile: T.String({ default: '', description: 'PEM file of extra trusted CAs for relay TLS and webhooks (tests only).' }),
+  concurrency: T.Integer({ minimum: 1, default: 4, description: 'Modules a relay-prober instance runs at once.' }),
 }, { default: {} });

@@ -1,0 +1,312 @@
+// The distributed system on one machine: a 3-node NATS cluster (real nats-server processes with
+// routes, JetStream replicated 3 times) and every actor in its own `node actors/run.ts <name>`
+// process. Used by `npm run cluster` (fixed ports 4222-4224 / 6222-6224, like config/cluster/) and
+// by the reliability tests (free ports, temp folders), so both run the same code.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { startNatsServer, type NatsServerHandle } from '../shared/nats/server.ts';
+import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
+import { ROOT } from '../shared/config/index.ts';
+
+export const CLUSTER_NAME = 'payloads';
+/** The ports of config/cluster/n1..n3.conf. */
+export const DEFAULT_CLIENT_PORTS = [4222, 4223, 4224];
+export const DEFAULT_CLUSTER_PORTS = [6222, 6223, 6224];
+
+/** A free TCP port on loopback (bound, read, released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface ClusterNode {
+  name: string;
+  clientPort: number;
+  clusterPort: number;
+  storeDir: string;
+  url: string;
+  handle: NatsServerHandle | null;
+}
+
+export interface NatsCluster {
+  nodes: ClusterNode[];
+  /** `nats://a,nats://b,nats://c`: the NATS_URL of every process. */
+  url: string;
+  /** SIGKILL one node (index 0..2). */
+  kill(i: number): Promise<void>;
+  /** Start a stopped node again on the same ports and store. */
+  restart(i: number): Promise<void>;
+  stop(): Promise<void>;
+  /** Resolves once JetStream has a meta leader and answers account info (all nodes up or a quorum). */
+  waitReady(timeoutMs?: number): Promise<void>;
+}
+
+export interface ClusterOptions {
+  /** Node stores go under `<dataDir>/cluster/n1..n3`. */
+  dataDir: string;
+  size?: number;
+  /** Fixed ports (the `npm run cluster` default); omitted: free ports (tests). */
+  clientPorts?: number[];
+  clusterPorts?: number[];
+  bin?: string;
+}
+
+export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluster> {
+  const size = opts.size ?? 3;
+  const clientPorts = opts.clientPorts ?? (await Promise.all(Array.from({ length: size }, freePort)));
+  const clusterPorts = opts.clusterPorts ?? (await Promise.all(Array.from({ length: size }, freePort)));
+  const nodes: ClusterNode[] = Array.from({ length: size }, (_, i) => ({
+    name: `n${i + 1}`,
+    clientPort: clientPorts[i]!,
+    clusterPort: clusterPorts[i]!,
+    storeDir: join(opts.dataDir, 'cluster', `n${i + 1}`),
+    url: `nats://127.0.0.1:${clientPorts[i]}`,
+    handle: null,
+  }));
+  const startNode = async (i: number) => {
+    const n = nodes[i]!;
+    n.handle = await startNatsServer({
+      storeDir: n.storeDir,
+      port: n.clientPort,
+      serverName: `${CLUSTER_NAME}-${n.name}`,
+      cluster: { name: CLUSTER_NAME, port: n.clusterPort, routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`) },
+      ...(opts.bin ? { bin: opts.bin } : {}),
+    });
+  };
+  try {
+    await Promise.all(nodes.map((_, i) => startNode(i)));
+  } catch (e) {
+    await Promise.all(nodes.map((n) => n.handle?.stop('SIGKILL')));
+    throw e;
+  }
+  const url = nodes.map((n) => n.url).join(',');
+  const cluster: NatsCluster = {
+    nodes,
+    url,
+    async kill(i) {
+      await nodes[i]!.handle?.stop('SIGKILL');
+      nodes[i]!.handle = null;
+    },
+    async restart(i) {
+      if (nodes[i]!.handle) return;
+      await startNode(i);
+    },
+    async stop() {
+      await Promise.all(nodes.map(async (n) => {
+        await n.handle?.stop('SIGTERM');
+        n.handle = null;
+      }));
+    },
+    async waitReady(timeoutMs = 30000) {
+      await waitForJetStream(url, timeoutMs);
+    },
+  };
+  try {
+    await cluster.waitReady();
+  } catch (e) {
+    await cluster.stop();
+    throw e;
+  }
+  return cluster;
+}
+
+/** JetStream in a fresh cluster answers only once the nodes elected a meta leader. */
+export async function waitForJetStream(url: string, timeoutMs = 30000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connectNats(url, 'cluster-wait');
+    while (Date.now() < deadline) {
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        await jsm.getAccountInfo();
+        return;
+      } catch (e) {
+        last = e;
+        await sleep(250);
+      }
+    }
+  } finally {
+    await nc?.close().catch(() => {});
+  }
+  throw new Error(`JetStream of the cluster did not answer within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
+}
+
+// ---- actor processes --------------------------------------------------------------------------
+
+export type ProcessName = 'gateway' | 'wallet' | 'job-supervisor' | 'converter' | 'browser-pool' | 'relay-prober';
+/** Start order of `npm run cluster`: the wallet and supervisor before the gateway takes requests. */
+export const ALL_PROCESSES: ProcessName[] = ['wallet', 'job-supervisor', 'converter', 'browser-pool', 'browser-pool', 'relay-prober', 'gateway'];
+
+export interface ActorProcess {
+  name: ProcessName;
+  /** `wallet#1`, `browser-pool#2` */
+  label: string;
+  pid: number;
+  child: ChildProcess;
+  instanceId?: string;
+  /** Gateway only: its base URL. */
+  url?: string;
+  /** Resolves with the exit code or signal name. */
+  exited: Promise<string>;
+  /** Last lines of its output (stdout and stderr). */
+  output(): string;
+  kill(signal?: NodeJS.Signals): Promise<string>;
+  /** SIGTERM (clean stop), SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<string>;
+}
+
+export interface SpawnOptions {
+  natsUrl: string;
+  dataDir: string;
+  replicas?: number;
+  /** A JSON config file (CONFIG_FILE) for settings without an environment variable. */
+  configFile?: string;
+  env?: Record<string, string>;
+  /** Fixed gateway port; default 0 (free). */
+  port?: number;
+  logLevel?: string;
+  /** Echo the child's output with a `[label]` prefix (the `npm run cluster` console). */
+  echo?: boolean;
+  readyTimeoutMs?: number;
+}
+
+const counters = new Map<string, number>();
+
+/** Start `node --import tsx actors/run.ts <name>` and wait until it reports ready over IPC. */
+export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<ActorProcess> {
+  const n = (counters.get(name) ?? 0) + 1;
+  counters.set(name, n);
+  const label = `${name}#${n}`;
+  const dataDir = join(o.dataDir, 'procs', `${name}-${n}`);
+  mkdirSync(dataDir, { recursive: true });
+  const env: Record<string, string> = {
+    ...process.env as Record<string, string>,
+    NATS_URL: o.natsUrl,
+    NATS_REPLICAS: String(o.replicas ?? 3),
+    DATA_DIR: dataDir,
+    LOG_LEVEL: o.logLevel ?? 'warn',
+    ...(name === 'gateway' ? { PORT: String(o.port ?? 0) } : {}),
+    ...(o.configFile ? { CONFIG_FILE: o.configFile } : {}),
+    ...(o.env ?? {}),
+  };
+  if (name === 'gateway' && !o.env?.BASE_URL && !process.env.BASE_URL) delete env.BASE_URL;
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'actors', 'run.ts'), name], {
+    cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let out = '';
+  let url: string | undefined;
+  const onData = (d: Buffer) => {
+    const s = d.toString();
+    out = (out + s).slice(-8000);
+    const m = /gateway: (http\S+)/.exec(s);
+    if (m) url = m[1];
+    if (o.echo) for (const line of s.split('\n')) if (line.trim()) process.stdout.write(`[${label}] ${line}\n`);
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<string>((res) => child.once('exit', (code, sig) => res(sig ?? String(code))));
+  const proc: ActorProcess = {
+    name, label, pid: child.pid!, child, exited,
+    output: () => out,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+    async stop(graceMs = 10000) {
+      if (child.exitCode !== null || child.signalCode !== null) return exited;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const r = await exited;
+      clearTimeout(t);
+      return r;
+    },
+  };
+  const ready = new Promise<void>((resolve, reject) => {
+    child.on('message', (m: { ready?: string; instanceId?: string }) => {
+      if (m?.ready) {
+        proc.instanceId = m.instanceId;
+        resolve();
+      }
+    });
+    void exited.then((code) => reject(new Error(`${label} exited (${code}) before it was ready:\n${out}`)));
+  });
+  const timeout = o.readyTimeoutMs ?? 60000;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([ready, new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`${label} not ready within ${timeout} ms:\n${out}`)), timeout); })]);
+  } catch (e) {
+    await proc.kill('SIGKILL');
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+  // the gateway prints its URL right before it reports ready; give stdout a moment
+  if (name === 'gateway') {
+    for (let i = 0; i < 40 && !url; i++) await sleep(25);
+    if (!url) throw new Error(`${label} did not print its URL:\n${out}`);
+    proc.url = url.replace('localhost', '127.0.0.1');
+  }
+  return proc;
+}
+
+export interface System {
+  cluster: NatsCluster;
+  procs: ActorProcess[];
+  gateway(): ActorProcess | undefined;
+  /** Start one more process (another browser-pool, a replacement gateway). */
+  add(name: ProcessName): Promise<ActorProcess>;
+  stop(): Promise<void>;
+}
+
+export interface SystemOptions extends ClusterOptions, Omit<SpawnOptions, 'natsUrl' | 'dataDir'> {
+  processes?: ProcessName[];
+  /** Settings without an environment variable: written to `<dataDir>/cluster-config.json` (CONFIG_FILE). */
+  config?: Record<string, unknown>;
+}
+
+/** The whole distributed system: cluster plus processes. On failure everything started is stopped. */
+export async function startSystem(o: SystemOptions): Promise<System> {
+  mkdirSync(o.dataDir, { recursive: true });
+  let configFile = o.configFile;
+  if (o.config) {
+    configFile = join(o.dataDir, 'cluster-config.json');
+    writeFileSync(configFile, JSON.stringify(o.config, null, 2));
+  }
+  const cluster = await startNatsCluster(o);
+  const procs: ActorProcess[] = [];
+  const spawnOpts: SpawnOptions = { ...o, natsUrl: cluster.url, dataDir: o.dataDir, ...(configFile ? { configFile } : {}) };
+  const sys: System = {
+    cluster,
+    procs,
+    gateway: () => procs.filter((p) => p.name === 'gateway' && p.child.exitCode === null && p.child.signalCode === null).at(-1),
+    async add(name) {
+      const p = await spawnActor(name, spawnOpts);
+      procs.push(p);
+      return p;
+    },
+    async stop() {
+      await Promise.all(procs.map((p) => p.stop()));
+      await cluster.stop();
+    },
+  };
+  try {
+    // one at a time: the first provisions the replicated streams, the others find them
+    for (const name of o.processes ?? ALL_PROCESSES) await sys.add(name);
+  } catch (e) {
+    await sys.stop();
+    throw e;
+  }
+  return sys;
+}

@@ -1,0 +1,78 @@
+// Helpers of the reliability tests: the distributed system (scripts/cluster-lib.ts, the same code as
+// `npm run cluster`) with test settings, HTTP against its gateway, and bounded waiting.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startSystem, type System, type ProcessName, type SystemOptions } from '../../scripts/cluster-lib.ts';
+import { tempDir } from './nats.ts';
+
+type Tap = { teardown(fn: () => unknown): void };
+
+/** Retry `fn` until it resolves or `ms` pass (failover windows answer "no responders" for a moment). */
+export async function retry<T>(fn: () => Promise<T>, ms = 20000, pauseMs = 200): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await sleep(pauseMs);
+    }
+  }
+}
+
+/** Poll `fn` until it returns a truthy value, or throw after `ms`. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | null | false>, ms = 30000, pauseMs = 200): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(pauseMs);
+  }
+  throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${String((last as Error).message ?? last)}` : ''}`);
+}
+
+/** Settings of the test system that have no environment variable: loopback targets, short redelivery. */
+export function testSystemConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
+    jobs: { ackWaitSeconds: 5, maxDeliver: 4 },
+    ...extra,
+  };
+}
+
+export async function startTestSystem(t: Tap, o: Partial<SystemOptions> & { processes: ProcessName[] }): Promise<System> {
+  const sys = await startSystem({
+    dataDir: tempDir('payloads-sys-'),
+    logLevel: process.env.TEST_LOG_LEVEL ?? 'warn',
+    config: testSystemConfig(o.config ?? {}),
+    ...o,
+  });
+  t.teardown(() => sys.stop());
+  return sys;
+}
+
+export interface HttpAnswer {
+  status: number;
+  headers: Headers;
+  json: any;
+  text: string;
+}
+
+export async function http(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+  const headers: Record<string, string> = { ...(o.headers ?? {}) };
+  if (o.key) headers.authorization = `Bearer ${o.key}`;
+  let body: string | Uint8Array | undefined = o.raw;
+  if (o.body !== undefined) {
+    body = JSON.stringify(o.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const res = await fetch(base + path, { method, headers, body, signal: AbortSignal.timeout(o.timeoutMs ?? 40000) });
+  const text = await res.text();
+  let json: any;
+  try { json = JSON.parse(text); } catch { json = undefined; }
+  return { status: res.status, headers: res.headers, json, text };
+}

@@ -28,14 +28,23 @@ export interface CaptureEnv {
   version: string;
   navTimeoutMs: number;
   progress(text: string): Promise<void>;
+  /** From the guard proxy: whether it refused a non-public address since `t`. */
+  blockedSince?(t: number): boolean;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Browser error text → the result's error code. */
-export function navigationFailure(e: unknown): TaskFailure {
+const BLOCKED = new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+
+/**
+ * Browser error text → the result's error code. The guard proxy answers a refused CONNECT with
+ * 403 (blocked) or 502 (unreachable); Firefox tells them apart, Chromium does not, so for a failed
+ * tunnel `blocked` says whether the proxy refused an address meanwhile.
+ */
+export function navigationFailure(e: unknown, blocked = false): TaskFailure {
   const m = String((e as Error)?.message ?? e);
-  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY|NS_ERROR_PROXY|blocked_address|ERR_BLOCKED|ERR_ACCESS_DENIED/i.test(m)) return new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+  if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED;
+  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED : new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
   if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|NS_ERROR_ABORT|ERR_INTERNET_DISCONNECTED|ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m)) return new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
   if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m.split('\n')[0]!.slice(0, 300));
   return new TaskFailure('render_failed', m.split('\n')[0]!.slice(0, 300));
@@ -92,8 +101,12 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
   try {
     resp = await page.goto(p.url, { waitUntil: 'load', timeout: env.navTimeoutMs });
   } catch (e) {
-    throw navigationFailure(e);
+    throw navigationFailure(e, env.blockedSince?.(t0));
   }
+  // the guard proxy answers plain-http requests it refuses itself, with this header
+  const guardError = resp?.headers()['x-guard-error'];
+  if (guardError === 'blocked_address') throw BLOCKED;
+  if (guardError) throw new TaskFailure('unreachable', `${p.url} could not be reached (${guardError})`);
   await page.waitForNetworkIdle({ idleTime: 300, timeout: 2000 }).catch(() => {});
 
   const extra: Shot['extra'] = { status: resp?.status(), finalUrl: page.url() };

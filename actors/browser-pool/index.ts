@@ -57,7 +57,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const slots = new Slots(concurrency);
   const stores = new Stores(nc);
   const make = (launcher: Launcher, scheme?: Scheme) =>
-    new ManagedBrowser(launcher, { proxy: proxy?.address, ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
+    new ManagedBrowser(launcher, { proxy: proxy.address, ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
 
   // launch everything configured; a browser that does not start is left out of the catalogue
   const launched = await Promise.all(cfg.browsers.map(async (id): Promise<BrowserEntry | null> => {
@@ -99,7 +99,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const release = await slots.acquire(signal);
       try {
         const shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withContext(cfg.pageTimeoutMs, (bctx) =>
-          captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress }));
+          captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince }));
         await progress('storing');
         const file = await storeShot(stores, task as Task, shot.png);
         return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
@@ -115,7 +115,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   let service: RunningService | undefined;
   const printer = entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
   if (printer) {
-    const r = renderEndpoints({ browser: printer.browserFor('light'), slots, stores, pageTimeoutMs: cfg.pageTimeoutMs });
+    const r = renderEndpoints({ browser: printer.browserFor('light'), slots, stores, pageTimeoutMs: cfg.pageTimeoutMs, blockedSince: proxy.blockedSince });
     service = await addService(nc, {
       name: MICRO.browserPool,
       version: '1.0.0',
@@ -142,7 +142,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       await Promise.all(workers.map((w) => w.stop()));
       await service?.stop();
       await Promise.all(entries.map((e) => e.close()));
-      await proxy?.stop();
+      await proxy.stop();
     },
   };
 }

@@ -28,20 +28,24 @@ function checkUrl(url: unknown): string {
   return url;
 }
 
-async function open(ctx: BrowserContext, url: string, timeoutMs: number) {
+async function open(ctx: BrowserContext, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
   const page = await ctx.newPage();
+  const t0 = Date.now();
   let resp;
   try {
     resp = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs });
   } catch (e) {
-    throw navigationFailure(e);
+    throw navigationFailure(e, blockedSince?.(t0));
   }
+  const guardError = resp?.headers()['x-guard-error'];
+  if (guardError === 'blocked_address') throw new ApiError('blocked_address', 'the page or one of its redirects points at a non-public address');
+  if (guardError) throw new ApiError('unreachable', `${url} could not be reached (${guardError})`);
   await page.waitForNetworkIdle({ idleTime: 400, timeout: 3000 }).catch(() => {});
   return { page, status: resp?.status() ?? null };
 }
 
-export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number }) {
-  const { browser, slots, stores, pageTimeoutMs } = deps;
+export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
+  const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
   const run = async <T>(fn: (ctx: BrowserContext) => Promise<T>): Promise<T> => {
     const release = await slots.acquire();
     try {
@@ -57,7 +61,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
       const pdf = await run(async (ctx) => {
-        const { page } = await open(ctx, url, pageTimeoutMs - 2000);
+        const { page } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
         await page.emulateMediaType('print');
         return Buffer.from(await page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs }));
       });
@@ -67,7 +71,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
       return run(async (ctx) => {
-        const { page, status } = await open(ctx, url, pageTimeoutMs - 2000);
+        const { page, status } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
         return { html: await page.content(), finalUrl: page.url(), status };
       });
     },

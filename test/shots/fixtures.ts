@@ -17,7 +17,7 @@ export const PAGES: Record<string, string> = {
       const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) { document.getElementById('late').style.height = '700px'; io.disconnect(); } });
       io.observe(document.getElementById('late'));
     </script></body></html>`,
-  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1200)</script></body></html>',
+  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><p style="margin:200px">text</p><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1200)</script></body></html>',
   '/cookies': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
     #cookie-notice{position:fixed;left:0;right:0;bottom:0;height:300px;background:rgb(200,0,0);color:#fff;z-index:9999}</style></head>
     <body><p>content</p><div id="cookie-notice">We use cookies to improve your experience. <button>Accept all cookies</button></div></body></html>`,
@@ -30,6 +30,8 @@ export interface Fixtures {
   url(path: string): string;
   port: number;
   hits: Map<string, number>;
+  /** User-Agent header of the last request per path. */
+  agents: Map<string, string>;
   server: Server;
 }
 
@@ -41,9 +43,11 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
     '/img/b.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 0, b: 128 } } }).png().toBuffer(),
   };
   const hits = new Map<string, number>();
+  const agents = new Map<string, string>();
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     hits.set(u.pathname, (hits.get(u.pathname) ?? 0) + 1);
+    agents.set(u.pathname, String(req.headers['user-agent'] ?? ''));
     if (u.pathname === '/redirect') {
       res.writeHead(302, { location: u.searchParams.get('to') ?? '/plain' });
       res.end();
@@ -71,7 +75,7 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
   t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
-  return { url: (p) => `http://${host}:${port}${p}`, port, hits, server };
+  return { url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server };
 }
 
 /** RGB of one pixel of a PNG. */

@@ -11,6 +11,9 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
     // 0 dark, 1 light: what prefers-color-scheme answers in every page of this browser
     'layout.css.prefers-color-scheme.content-override': opts.scheme === 'dark' ? 0 : 1,
     'network.http.http3.enable': false,
+    // overlay scrollbars take no layout space: a page is as wide as the viewport, as in Chromium
+    'ui.useOverlayScrollbars': 1,
+    'widget.gtk.overlay-scrollbars.enabled': true,
     'network.dns.disablePrefetch': true,
     'network.prefetch-next': false,
     'network.http.speculative-parallel-limit': 0,

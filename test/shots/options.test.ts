@@ -1,0 +1,46 @@
+import t from 'tap';
+import { startFixtures, pixel } from './fixtures.ts';
+import { testBrowser } from './browsers.ts';
+
+t.test('chromium: delay waits before the capture', async (t) => {
+  const fx = await startFixtures(t);
+  const b = await testBrowser(t, 'chromium');
+  // /delayed turns from red to green 1.2 s after load
+  const t0 = Date.now();
+  const now = await b.shoot(fx.url('/delayed'), { viewport: { w: 640, h: 480 } });
+  const quick = Date.now() - t0;
+  t.same(await pixel(now.png, 10, 10), [255, 0, 0], 'no delay: still red');
+  const t1 = Date.now();
+  const later = await b.shoot(fx.url('/delayed'), { viewport: { w: 640, h: 480 }, options: { delay: 2 } });
+  const slow = Date.now() - t1;
+  t.same(await pixel(later.png, 10, 10), [0, 255, 0], 'delay 2: green');
+  t.ok(slow >= 2000, `took ${slow} ms`);
+  t.ok(slow - quick >= 1500, `delay adds about 2 s (${quick} → ${slow} ms)`);
+});
+
+for (const id of ['chromium', 'firefox']) {
+  t.test(`${id}: a cookie banner is hidden and reported`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    const shown = await b.shoot(fx.url('/cookies'), { viewport: { w: 800, h: 600 } });
+    t.same(await pixel(shown.png, 400, 550), [200, 0, 0], 'without the option the banner is on the shot');
+    t.equal(shown.extra.cookieBanner, undefined);
+    const hidden = await b.shoot(fx.url('/cookies'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
+    t.same(await pixel(hidden.png, 400, 550), [255, 255, 255], 'banner gone');
+    t.match(hidden.extra.cookieBanner, { found: true, hidden: true });
+    const none = await b.shoot(fx.url('/plain'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
+    t.match(none.extra.cookieBanner, { found: false, hidden: false }, 'a page without a banner reports none');
+  });
+}
+
+t.test('chromium: a hung page is killed at the timeout', async (t) => {
+  const fx = await startFixtures(t);
+  const b = await testBrowser(t, 'chromium', { timeoutMs: 3000 });
+  const t0 = Date.now();
+  const err = await b.shoot(fx.url('/slow?ms=20000')).then(() => null, (e: unknown) => e as { error?: string });
+  t.equal(err?.error, 'timeout');
+  t.ok(Date.now() - t0 < 8000, 'gave up in time');
+  // the browser still works afterwards
+  const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
+  t.equal(ok.width, 400);
+});

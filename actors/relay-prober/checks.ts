@@ -895,7 +895,7 @@ export function cleanup(p: Probe) {
 }
 
 // Checks that judge everything seen during the run go last within their module.
-const LAST = new Set(['event-subid', 'filter-nonmatching', 'ok-format']);
+const LAST = new Set(['event-subid', 'filter-nonmatching', 'ok-format', 'cleanup']);
 export const CHECKS: CheckDef[] = [...ALL_CHECKS.filter((c) => !LAST.has(c.id)), ...ALL_CHECKS.filter((c) => LAST.has(c.id))];
 
 export const checkById = new Map(CHECKS.map((c) => [c.id, c]));

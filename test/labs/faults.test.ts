@@ -1,0 +1,115 @@
+// Each fault of the mini fixture relay is caught by the check that exists for it (and only the
+// documented level applies: required/essential fail, recommended/convention warn).
+import t from 'tap';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startMiniRelay, type Faults } from './fixtures/mini-relay.ts';
+import { startTestRelay } from './fixtures/relay.ts';
+import { probe } from './fixtures/probe.ts';
+import { ProbeFatal } from '../../actors/relay-prober/probe.ts';
+
+interface Case {
+  name: string;
+  faults: Faults;
+  auth?: boolean;
+  checks: string[];
+  expect: Record<string, string>;
+}
+
+const cases: Case[] = [
+  { name: 'OK refusal without prefix', faults: { okNoPrefix: true }, checks: ['bad-signature', 'ok-format'], expect: { 'bad-signature': 'pass', 'ok-format': 'fail' } },
+  { name: 'NOTICE instead of CLOSED', faults: { noticeInsteadOfClosed: true }, checks: ['closed-prefix'], expect: { 'closed-prefix': 'fail' } },
+  { name: 'non-matching stored events returned', faults: { nonMatching: true }, checks: ['filter-e', 'filter-nonmatching'], expect: { 'filter-e': 'fail', 'filter-nonmatching': 'fail' } },
+  { name: 'live events ignore tag filters', faults: { liveNonMatching: true }, checks: ['filter-e', 'filter-nonmatching'], expect: { 'filter-e': 'pass', 'filter-nonmatching': 'fail' } },
+  { name: 'events for closed subscriptions', faults: { closedSubEvents: true }, checks: ['close-stops', 'subid-per-conn'], expect: { 'close-stops': 'fail', 'subid-per-conn': 'fail' } },
+  { name: 'EVENT for a subscription never opened', faults: { strayEvents: true }, checks: ['live-delivery', 'event-subid'], expect: { 'live-delivery': 'pass', 'event-subid': 'fail' } },
+  { name: 'no NIP-11', faults: { noNip11: true }, checks: ['nip11-served', 'nip11-cors', 'nip11-fields'], expect: { 'nip11-served': 'warn', 'nip11-cors': 'skip', 'nip11-fields': 'skip' } },
+  { name: 'missing CORS', faults: { noCors: true }, checks: ['nip11-served', 'nip11-cors'], expect: { 'nip11-served': 'pass', 'nip11-cors': 'fail' } },
+  { name: 'writes refused (quick)', faults: { refuseWrites: true }, checks: ['req-eose', 'publish-ok', 'read-back', 'limit-auth-writes'], expect: { 'req-eose': 'pass', 'publish-ok': 'skip', 'read-back': 'skip', 'limit-auth-writes': 'pass' } },
+  { name: 'connection dropped on EVENT', faults: { dropOnEvent: true }, checks: ['publish-ok'], expect: { 'publish-ok': 'fail' } },
+  { name: 'bad signatures and ids accepted', faults: { acceptBadSig: true }, checks: ['bad-signature', 'bad-id'], expect: { 'bad-signature': 'fail', 'bad-id': 'fail' } },
+  { name: 'replaceable versions kept', faults: { noReplace: true }, checks: ['kind-replaceable', 'kind-addressable', 'kind-replaceable-older', 'filter-authors'], expect: { 'kind-replaceable': 'fail', 'kind-addressable': 'fail', 'kind-replaceable-older': 'fail', 'filter-authors': 'fail' } },
+  { name: 'deletion ignored', faults: { noDelete: true }, checks: ['delete-e', 'delete-a', 'cleanup'], expect: { 'delete-e': 'warn', 'delete-a': 'warn', cleanup: 'warn' } },
+  { name: "others' events deleted", faults: { deleteOthers: true }, checks: ['delete-others'], expect: { 'delete-others': 'fail' } },
+  { name: 'ephemeral events stored', faults: { storeEphemeral: true }, checks: ['kind-ephemeral'], expect: { 'kind-ephemeral': 'fail' } },
+  { name: 'protected events accepted', faults: { acceptProtected: true }, checks: ['nip70-protected'], expect: { 'nip70-protected': 'fail' } },
+  { name: 'expired events served', faults: { acceptExpired: true }, checks: ['nip40-expiration'], expect: { 'nip40-expiration': 'warn' } },
+  { name: 'max_subscriptions not enforced', faults: { noLimitOnSubs: true }, checks: ['limit-subscriptions'], expect: { 'limit-subscriptions': 'warn' } },
+  { name: 'oldest first', faults: { oldestFirst: true }, checks: ['filter-limit', 'filter-order'], expect: { 'filter-limit': 'fail', 'filter-order': 'warn' } },
+  { name: 'COUNT answered with NOTICE', faults: { countAsNotice: true }, checks: ['nip45-count'], expect: { 'nip45-count': 'fail' } },
+  { name: 'AUTH accepts anything', faults: { authAcceptsAnything: true }, auth: true, checks: ['nip42-auth', 'nip42-refusals'], expect: { 'nip42-auth': 'pass', 'nip42-refusals': 'fail' } },
+  { name: 'connection dropped when idle', faults: { idleDropMs: 80 }, checks: ['idle'], expect: { idle: 'warn' } },
+];
+
+for (const c of cases) {
+  t.test(c.name, async (t) => {
+    const relay = await startMiniRelay(c.faults, { auth: c.auth });
+    t.teardown(() => relay.close());
+    const { report, status } = await probe(relay.url, 'custom', c.checks);
+    t.same(report.checks.map((x) => x.id).sort(), [...c.checks].sort(), 'exactly the selected checks ran');
+    for (const [id, want] of Object.entries(c.expect)) t.equal(status(id), want, `${id}: ${report.checks.find((x) => x.id === id)?.message}`);
+  });
+}
+
+t.test('NIP-11 fields of the wrong type fail', async (t) => {
+  const relay = await startTestRelay({ info: { name: 5, pubkey: 'not-hex', supported_nips: '1,11', limitation: { max_limit: '10', auth_required: 'no' } } });
+  t.teardown(() => relay.close());
+  const { status, report } = await probe(relay.url, 'custom', ['nip11-fields']);
+  t.equal(status('nip11-fields'), 'fail');
+  const wrong = report.checks[0]!.details.wrong as string[];
+  t.ok(wrong.includes('name is not a string') && wrong.includes('pubkey is not 64 lowercase hex') && wrong.includes('limitation.max_limit is not an integer'), wrong.join('; '));
+  t.equal(report.relay.supportedNips, null);
+});
+
+const fatal = async (t: Tap, fn: () => Promise<unknown>, code: string) => {
+  try {
+    await fn();
+    t.fail('expected a ProbeFatal');
+  } catch (e) {
+    t.ok(e instanceof ProbeFatal, String(e));
+    t.equal((e as ProbeFatal).code, code, (e as Error).message);
+  }
+};
+type Tap = typeof t;
+
+t.test('a relay that never answers is not_a_relay', async (t) => {
+  const relay = await startMiniRelay({ silent: true });
+  t.teardown(() => relay.close());
+  await fatal(t, () => probe(relay.url, 'quick'), 'not_a_relay');
+});
+
+t.test('an HTTP server without WebSocket is not_a_relay', async (t) => {
+  const http = createServer((_q, r) => r.end('hello'));
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => http.close(() => r())));
+  await fatal(t, () => probe(`ws://127.0.0.1:${(http.address() as AddressInfo).port}/`, 'quick'), 'not_a_relay');
+});
+
+t.test('nothing listening is unreachable', async (t) => {
+  const http = createServer();
+  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
+  const port = (http.address() as AddressInfo).port;
+  await new Promise<void>((r) => http.close(() => r()));
+  await fatal(t, () => probe(`ws://127.0.0.1:${port}/`, 'quick'), 'unreachable');
+});
+
+t.test('refused writes make conformance write_restricted', async (t) => {
+  const relay = await startMiniRelay({ refuseWrites: true });
+  t.teardown(() => relay.close());
+  await fatal(t, () => probe(relay.url, 'conformance'), 'write_restricted');
+});
+
+t.test('a module over its time limit is a timeout', async (t) => {
+  const relay = await startMiniRelay({});
+  t.teardown(() => relay.close());
+  await fatal(t, () => probe(relay.url, 'custom', ['idle'], { labs: { moduleTimeoutMs: 1000, idleMs: 5000 } }), 'timeout');
+});
+
+t.test('private addresses are refused without the test allow-list', async (t) => {
+  const relay = await startMiniRelay({});
+  t.teardown(() => relay.close());
+  const { runModule } = await import('../../actors/relay-prober/run.ts');
+  const { fastConfig } = await import('./fixtures/probe.ts');
+  await fatal(t, () => runModule({ url: relay.url, module: 'quick', config: fastConfig({}, { outbound: { allowCidrs: [] } }) }), 'unreachable');
+  t.equal(relay.connections(), 0, 'no connection was made');
+});

@@ -65,12 +65,12 @@ export interface HttpAnswer {
 export async function http(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
-  let body: string | Uint8Array | undefined = o.raw;
+  let body: string | Buffer | undefined = o.raw === undefined || typeof o.raw === 'string' ? o.raw : Buffer.from(o.raw);
   if (o.body !== undefined) {
     body = JSON.stringify(o.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body, signal: AbortSignal.timeout(o.timeoutMs ?? 40000) });
+  const res = await fetch(base + path, { method, headers, body: body as RequestInit['body'], signal: AbortSignal.timeout(o.timeoutMs ?? 40000) });
   const text = await res.text();
   let json: any;
   try { json = JSON.parse(text); } catch { json = undefined; }

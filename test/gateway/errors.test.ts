@@ -86,7 +86,7 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   });
 
   t.test('missing, malformed and unknown keys → 401 unauthorized', async (t) => {
-    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer pk_not-a-key' }]) {
+    for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer pk_not-a-key' }] as Record<string, string>[]) {
       const r = await app.request('GET', '/v1/balance', { headers });
       t.equal(r.status, 401, JSON.stringify(headers));
       t.equal(r.json.error.code, 'unauthorized');

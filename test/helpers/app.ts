@@ -47,12 +47,12 @@ export async function startTestApp(t: Tap, opts: { actors?: ActorName[]; config?
     async request(method, path, o = {}) {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       if (o.key) headers.authorization = `Bearer ${o.key}`;
-      let body: string | Buffer | undefined = o.raw;
+      let body: string | Uint8Array | undefined = typeof o.raw === 'string' || o.raw === undefined ? o.raw : new Uint8Array(o.raw);
       if (o.body !== undefined) {
         body = JSON.stringify(o.body);
         headers['content-type'] ??= 'application/json';
       }
-      const res = await fetch(url + path, { method, headers, body });
+      const res = await fetch(url + path, { method, headers, body: body as BodyInit | undefined });
       const text = await res.text();
       let json: any;
       try { json = JSON.parse(text); } catch { json = undefined; }

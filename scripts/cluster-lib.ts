@@ -13,6 +13,36 @@ import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
 import { ROOT } from '../shared/config/index.ts';
 
 export const CLUSTER_NAME = 'payloads';
+
+// Every child this module started and has not seen exit: stopped by stopEverything() (Ctrl-C in the
+// middle of a start) and SIGKILLed if this process exits without stopping them.
+const live = new Set<ChildProcess>();
+function track(child: ChildProcess) {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+}
+process.once('exit', () => {
+  for (const c of live) try { c.kill('SIGKILL'); } catch { /* gone */ }
+});
+
+/** SIGTERM every child started here (actors first, then NATS nodes), SIGKILL after `graceMs`. */
+export async function stopEverything(graceMs = 10000): Promise<void> {
+  const kids = [...live];
+  const nats = kids.filter((c) => c.spawnfile.endsWith('nats-server'));
+  const stopAll = async (list: ChildProcess[]) => Promise.all(list.map(async (c) => {
+    if (c.exitCode !== null || c.signalCode !== null) return;
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGTERM');
+    const t = setTimeout(() => c.kill('SIGKILL'), graceMs);
+    await gone;
+    clearTimeout(t);
+  }));
+  await stopAll(kids.filter((c) => !nats.includes(c)));
+  await stopAll(nats);
+}
+
+/** Preloaded into every actor process: when the launcher's IPC channel closes (it died), stop cleanly. */
+const ORPHAN_GUARD = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
 /** The ports of config/cluster/n1..n3.conf. */
 export const DEFAULT_CLIENT_PORTS = [4222, 4223, 4224];
 export const DEFAULT_CLUSTER_PORTS = [6222, 6223, 6224];
@@ -82,6 +112,7 @@ export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluste
       cluster: { name: CLUSTER_NAME, port: n.clusterPort, routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`) },
       ...(opts.bin ? { bin: opts.bin } : {}),
     });
+    track(n.handle.process);
   };
   try {
     await Promise.all(nodes.map((_, i) => startNode(i)));
@@ -202,9 +233,10 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
     ...(o.env ?? {}),
   };
   if (name === 'gateway' && !o.env?.BASE_URL && !process.env.BASE_URL) delete env.BASE_URL;
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'actors', 'run.ts'), name], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, 'actors', 'run.ts'), name], {
     cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
+  track(child);
   let out = '';
   let url: string | undefined;
   const onData = (d: Buffer) => {

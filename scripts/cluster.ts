@@ -1,0 +1,66 @@
+// `npm run cluster`: the distributed system on one machine. Three nats-server nodes in a cluster
+// (client ports 4222-4224, routes on 6222-6224, the ports of config/cluster/), every stream, bucket
+// and store with 3 replicas, and every actor in its own process (two browser-pools). Ctrl-C stops
+// everything, children included. See docs/cluster.md.
+//   CLUSTER_PROCESSES=wallet,job-supervisor,gateway  start only these (default: all)
+//   CLUSTER_RANDOM_PORTS=1                            free ports instead of 4222-4224 / 6222-6224
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startSystem, stopEverything, ALL_PROCESSES, DEFAULT_CLIENT_PORTS, DEFAULT_CLUSTER_PORTS, type ProcessName, type System } from './cluster-lib.ts';
+import { loadConfigOrExit } from '../shared/runtime.ts';
+
+const config = loadConfigOrExit();
+const processes = process.env.CLUSTER_PROCESSES
+  ? (process.env.CLUSTER_PROCESSES.split(',').map((s) => s.trim()).filter(Boolean) as ProcessName[])
+  : ALL_PROCESSES;
+const randomPorts = process.env.CLUSTER_RANDOM_PORTS === '1';
+
+let sys: System | undefined;
+let stopping = false;
+const stop = async (code: number) => {
+  if (stopping) return;
+  stopping = true;
+  console.log('\nstopping every process and the three NATS nodes...');
+  // Ctrl-C in a terminal reaches the whole process group: the children are already stopping on
+  // their own; give them a moment before the launcher's SIGTERM (a second signal means "exit now").
+  if (sys) await Promise.race([Promise.all(sys.procs.map((p) => p.exited)), sleep(5000)]);
+  // also what a start interrupted by Ctrl-C had already launched
+  await (sys ? sys.stop() : Promise.resolve()).then(() => stopEverything()).catch((e) => console.error(e));
+  process.exit(code);
+};
+process.on('SIGINT', () => void stop(0));
+process.on('SIGTERM', () => void stop(0));
+
+console.log(`starting a 3-node NATS cluster (data in ${join(config.dataDir, 'cluster')}) and ${processes.length} processes...`);
+try {
+  sys = await startSystem({
+    dataDir: config.dataDir,
+    ...(randomPorts ? {} : { clientPorts: DEFAULT_CLIENT_PORTS, clusterPorts: DEFAULT_CLUSTER_PORTS }),
+    processes,
+    replicas: 3,
+    port: config.server.port,
+    logLevel: config.server.logLevel,
+    echo: true,
+    ...(process.env.CONFIG_FILE ? { configFile: process.env.CONFIG_FILE } : {}),
+  });
+} catch (e) {
+  console.error(`cluster: start failed: ${(e as Error).message}`);
+  await stop(1);
+}
+const s = sys!;
+const gw = s.gateway();
+console.log('\nPayloads is running as a cluster.');
+if (gw) {
+  console.log(`  API:      ${gw.url}/v1\n  Account:  ${gw.url}/account\n  OpenAPI:  ${gw.url}/openapi.json`);
+}
+console.log(`  NATS_URL: ${s.cluster.url}  (3 replicas)`);
+for (const n of s.cluster.nodes) console.log(`  node ${n.name}: ${n.url}, routes on ${n.clusterPort}, pid ${n.handle?.pid}, store ${n.storeDir}`);
+for (const p of s.procs) console.log(`  ${p.label.padEnd(16)} pid ${p.pid}`);
+console.log('Ctrl-C stops everything.\n');
+
+// a process that dies is reported (not restarted: a supervisor such as systemd or a Procfile runner does that)
+for (const p of s.procs) {
+  void p.exited.then((code) => {
+    if (!stopping) console.error(`[cluster] ${p.label} (pid ${p.pid}) exited: ${code}`);
+  });
+}

@@ -15,6 +15,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 import { Projection, type Row } from './projection.ts';
+import { faultPoint } from './fault.ts';
 
 export interface Head {
   /** Stream sequence of the wallet's last entry (0: no entry yet). */
@@ -146,6 +147,7 @@ export class Ledger {
             await this.until(ack.seq, 10000);
             continue;
           }
+          faultPoint('after-ledger-write');
           this.projection.apply(ack.seq, walletId, msg);
           this.known.set(walletId, ack.seq);
           return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };

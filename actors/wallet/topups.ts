@@ -19,6 +19,7 @@ import { createBackend, type InvoiceBackend } from '../../shared/lightning/index
 import { createRateProvider, satsFor, type RateProvider } from '../../shared/rates/index.ts';
 import { creditTopup, TOPUP_MAX_CENTS, TOPUP_MIN_CENTS } from './money.ts';
 import type { Ledger } from './ledger.ts';
+import { faultPoint } from './fault.ts';
 
 /** EUR amount → cents, or bad_request: 0.25..100.00, at most two decimals. */
 export function parseEur(eur: unknown): number {
@@ -213,6 +214,7 @@ export class Topups {
     const first = await this.read(id);
     if (!first || first.rec.status === 'paid') return;
     const res = await creditTopup(this.ledger, first.rec.walletId, id, first.rec.payloads, first.rec.bonusPayloads);
+    faultPoint('after-credit');
     for (;;) {
       const r = await this.read(id);
       if (!r || r.rec.status === 'paid') return;

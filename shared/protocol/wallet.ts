@@ -101,8 +101,9 @@ export const wallet = {
   balance: (nc: NatsConnection, walletId: string) => call<{ balance: number }>(nc, subjects.wallet.balance, { walletId }),
   transactions: (nc: NatsConnection, walletId: string, before?: number, limit?: number) =>
     call<{ entries: LedgerEntry[]; next: number | null }>(nc, subjects.wallet.transactions, { walletId, before, limit }),
-  grant: (nc: NatsConnection, walletId: string, amount: number, reason: string) =>
-    call<{ balance: number; entryId: number }>(nc, subjects.wallet.grant, { walletId, amount, reason }),
+  /** Operator grant; the same `grantId` again is the same grant (a retry), not a second one. */
+  grant: (nc: NatsConnection, walletId: string, amount: number, reason: string, grantId?: string) =>
+    call<{ balance: number; entryId: number }>(nc, subjects.wallet.grant, { walletId, amount, reason, grantId }),
   topupCreate: (nc: NatsConnection, walletId: string, eur: number) =>
     call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupCreate, { walletId, eur }, 30000),
   topupGet: (nc: NatsConnection, walletId: string, topupId: string) =>

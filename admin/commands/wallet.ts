@@ -1,0 +1,60 @@
+// Operator commands for money: settle a dev invoice, grant Payloads, audit every invariant.
+import type { AdminCommand } from '../command.ts';
+import { keysBucket, lookupKey } from '../../shared/keys.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { audit } from '../../shared/audit.ts';
+
+/** `--name value` out of args; returns [value, rest]. */
+function option(args: string[], name: string): [string | undefined, string[]] {
+  const i = args.indexOf(name);
+  if (i < 0) return [undefined, args];
+  return [args[i + 1], [...args.slice(0, i), ...args.slice(i + 2)]];
+}
+
+export const commands: AdminCommand[] = [
+  {
+    name: 'topup pay',
+    usage: 'topup pay <topupId>         dev Lightning backend only: mark the invoice paid (the top-up is credited once)',
+    async run(args, { nc, config, out }) {
+      const id = args[0];
+      if (!id) { out('usage: topup pay <topupId>'); return 2; }
+      if (config.wallet.lightning.backend !== 'dev') { out(`refused: the Lightning backend is ${config.wallet.lightning.backend}; only dev invoices are paid by command`); return 2; }
+      const r = await wallet.topupPay(nc, id);
+      out(`${r.topup.id} ${r.topup.status}${r.alreadyPaid ? ' (was already paid)' : ''}; wallet balance ${r.balance} Payloads`);
+      return 0;
+    },
+  },
+  {
+    name: 'wallet grant',
+    usage: 'wallet grant <key|walletId> <payloads> --reason "..."   add (or, negative, take back) Payloads',
+    async run(argsIn, { nc, out }) {
+      const [reason, args] = option(argsIn, '--reason');
+      const [who, amountText] = args;
+      const amount = Number(amountText);
+      if (!who || !Number.isSafeInteger(amount) || amount === 0 || !reason?.trim()) {
+        out('usage: wallet grant <key|walletId> <payloads> --reason "..."');
+        return 2;
+      }
+      let walletId = who;
+      if (who.startsWith('pk_')) {
+        const rec = await lookupKey(await keysBucket(nc), who);
+        if (!rec) { out('unknown key'); return 1; }
+        walletId = rec.walletId;
+      }
+      const r = await wallet.grant(nc, walletId, amount, reason);
+      out(`wallet ${walletId}: ${amount > 0 ? '+' : ''}${amount} Payloads (entry ${r.entryId}); balance ${r.balance}`);
+      return 0;
+    },
+  },
+  {
+    name: 'audit',
+    usage: 'audit                      check every money invariant across all wallets, jobs and top-ups; exit 1 on any violation',
+    async run(_args, { nc, out }) {
+      const r = await audit(nc);
+      out(`${r.wallets} wallets, ${r.entries} ledger entries, ${r.jobs} jobs, ${r.topups} top-ups`);
+      for (const v of r.violations) out(`VIOLATION ${v}`);
+      out(r.violations.length ? `${r.violations.length} violation(s)` : 'ok: no violation');
+      return r.violations.length ? 1 : 0;
+    },
+  },
+];

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { createKey } from '../shared/keys.ts';
 import { figure, quick, type BenchRow } from './figure.ts';
 import type { Cluster } from './lib/cluster.ts';
-import { spawnTs, waitReady, runTs, type Proc } from './lib/procs.ts';
+import { createInterface } from 'node:readline';
+import { spawnTs, waitReady, stderrOf, type Proc } from './lib/procs.ts';
 import type { LoadResult, LoadSpec } from './lib/load.ts';
 import type { Capture } from './lib/baseline-server.ts';
 
@@ -48,9 +49,22 @@ export const gatewayOptions = (): GatewayBenchOptions => quick()
   ? { connections: 8, duration: 1, repeats: 2, warmup: 0 }
   : { connections: 16, duration: 5, repeats: 3, warmup: 2 };
 
-export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  const out = await runTs('autocannon', 'bench/lib/load.ts', [JSON.stringify(spec)]);
-  return JSON.parse(out.trim().split('\n').at(-1)!) as LoadResult;
+/** The load generator: one child process for the whole benchmark, one autocannon run at a time. */
+export async function startLoadGenerator(env: Record<string, string>) {
+  const p = spawnTs('autocannon', 'bench/lib/load.ts', ['--serve'], env, false, true);
+  await waitReady(p, /ready/);
+  const lines = createInterface({ input: p.child.stdout! })[Symbol.asyncIterator]();
+  return {
+    proc: p,
+    async run(spec: LoadSpec): Promise<LoadResult> {
+      p.child.stdin!.write(JSON.stringify(spec) + '\n');
+      const next = await lines.next();
+      if (next.done) throw new Error(`the load generator exited: ${stderrOf(p)}`);
+      const r = JSON.parse(next.value) as LoadResult | { error: string };
+      if ('error' in r) throw new Error(`autocannon: ${r.error}`);
+      return r;
+    },
+  };
 }
 
 export interface GatewayRaw {
@@ -102,6 +116,8 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
     const m = await waitReady(p, /listening (\d+)/);
     servers[kind] = { url: `http://127.0.0.1:${m![1]}`, proc: p };
   }
+  const loader = await startLoadGenerator(cluster.env('autocannon'));
+  const runLoad = (spec: LoadSpec) => loader.run(spec);
 
   try {
     for (const ep of live) {
@@ -139,6 +155,7 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
       }
     }
   } finally {
+    await loader.proc.stop();
     for (const s of ['uws', 'node'] as const) await servers[s].proc?.stop();
   }
   return { rows, raw };

@@ -92,7 +92,8 @@ export async function main(argv: string[]) {
   const needCluster = parts.some((p) => p === 'gateway' || p === 'pipeline' || p === 'memory');
   if (needCluster) {
     log('starting nats-server and actor processes');
-    const cluster = await startCluster();
+    // the gateway alone needs only the wallet behind it; the pipeline and memory need every actor
+    const cluster = await startCluster(parts.includes('pipeline') || parts.includes('memory') ? {} : { actors: ['wallet'] });
     try {
       const probe = parts.includes('memory') ? await measureIdle(cluster) : null;
       const sampler = cluster.sampleRss();

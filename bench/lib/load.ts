@@ -1,7 +1,9 @@
-// The load generator, run as its own process so it never shares an event loop (or a core's worth
-// of scheduling luck) with the server it measures:
-//   node --import tsx bench/lib/load.ts '<json LoadSpec>'
-// Runs autocannon once and prints one JSON line (LoadResult) on stdout.
+// The load generator, run as its own process so it never shares an event loop with the server it
+// measures or with the bench's own NATS traffic:
+//   node --import tsx bench/lib/load.ts '<json LoadSpec>'   one run, one JSON line (LoadResult) on stdout
+//   node --import tsx bench/lib/load.ts --serve             one JSON LoadSpec per stdin line, one
+//                                                           LoadResult line each (runs one at a time)
+import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 
 export interface LoadSpec {
@@ -67,7 +69,17 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;
-  const result = await load(spec);
-  process.stdout.write(JSON.stringify(result) + '\n');
+  if (process.argv[2] === '--serve') {
+    process.stdout.write('ready\n');
+    for await (const line of createInterface({ input: process.stdin })) {
+      if (!line.trim()) continue;
+      try {
+        process.stdout.write(JSON.stringify(await load(JSON.parse(line) as LoadSpec)) + '\n');
+      } catch (e) {
+        process.stdout.write(JSON.stringify({ error: (e as Error).message }) + '\n');
+      }
+    }
+  } else {
+    process.stdout.write(JSON.stringify(await load(JSON.parse(process.argv[2] ?? '{}') as LoadSpec)) + '\n');
+  }
 }

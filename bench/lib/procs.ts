@@ -15,11 +15,11 @@ export interface Proc {
 const running = new Set<Proc>();
 
 /** `node --import tsx <script> ...args` from the repository root. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, ipc = false): Proc {
+export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, ipc = false, stdin = false): Proc {
   const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
+    stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
@@ -31,6 +31,7 @@ export function spawnTs(name: string, script: string, args: string[], env: Recor
     async stop() {
       running.delete(p);
       if (child.exitCode !== null || child.signalCode !== null) return;
+      child.stdin?.end();
       child.kill('SIGTERM');
       const t = setTimeout(() => child.kill('SIGKILL'), 5000);
       await exited;

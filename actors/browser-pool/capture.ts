@@ -45,7 +45,7 @@ export function navigationFailure(e: unknown, blocked = false): TaskFailure {
   const m = String((e as Error)?.message ?? e);
   if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED;
   if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED : new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
-  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|NS_ERROR_ABORT|ERR_INTERNET_DISCONNECTED|ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m)) return new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
+  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|NS_ERROR_ABORT|ERR_INTERNET_DISCONNECTED|ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
   if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m.split('\n')[0]!.slice(0, 300));
   return new TaskFailure('render_failed', m.split('\n')[0]!.slice(0, 300));
 }

@@ -49,13 +49,19 @@ export function offersOf(entries: BrowserEntry[]): BrowserOffer[] {
   return [...byId.values()];
 }
 
-export async function start(ctx: ActorContext): Promise<ActorHandle> {
+export interface BrowserPoolHandle extends ActorHandle {
+  /** What this instance launched and did (tests, operators). */
+  stats(): { instanceId: string; concurrency: number; browsers: BrowserOffer[]; shots: number; failed: number };
+}
+
+export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
   const { nc, config, log, instanceId } = ctx;
   const cfg = config.shots;
   const proxy = await startBrowserProxy(config, log);
   const concurrency = effectiveConcurrency(cfg.concurrency);
   const slots = new Slots(concurrency);
   const stores = new Stores(nc);
+  const counts = { shots: 0, failed: 0 };
   const make = (launcher: Launcher, scheme?: Scheme) =>
     new ManagedBrowser(launcher, { proxy: proxy.address, ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
 
@@ -102,8 +108,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
           captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince }));
         await progress('storing');
         const file = await storeShot(stores, task as Task, shot.png);
+        counts.shots++;
         return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
       } catch (e) {
+        counts.failed++;
         if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);
         throw e; // TaskFailure: failed and refunded; anything else (a crashed browser): redelivered
       } finally {
@@ -137,6 +145,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   log.info({ instanceId, concurrency, browsers: offers.map((o) => `${o.id}:${o.versions.join('/')}`) }, 'browser-pool ready');
 
   return {
+    stats: () => ({ instanceId, concurrency, browsers: offers, ...counts }),
     async stop() {
       await catalogue.stop();
       await Promise.all(workers.map((w) => w.stop()));

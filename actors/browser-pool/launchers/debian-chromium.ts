@@ -16,6 +16,8 @@ export function debianChromium(configId = 'chromium'): Launcher {
       headless: true,
       args: [...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)],
       defaultViewport: null,
+      // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
+      pipe: true,
       handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
     }),
   };

@@ -1,10 +1,30 @@
 // Firefox ESR from Debian through puppeteer-core's WebDriver BiDi. BiDi has no per-page
 // prefers-color-scheme emulation (puppeteer's emulateMediaFeatures is CDP-only), so the scheme is
 // the content-override pref and the pool keeps one Firefox per scheme it has been asked for.
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
 import type { Launcher, LaunchOptions } from './types.ts';
 
 export const DEBIAN_FIREFOX = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
+
+/**
+ * Firefox talks BiDi over a WebSocket, so unlike Chromium over a pipe it would outlive a pool
+ * process killed with SIGKILL. Started through `setpriv --pdeathsig KILL` it dies with its parent.
+ */
+export function firefoxExecutable(): string {
+  if (!existsSync('/usr/bin/setpriv')) return DEBIAN_FIREFOX;
+  const wrapper = join(tmpdir(), `payloads-firefox-${process.getuid?.() ?? 0}.sh`);
+  const script = `#!/bin/sh\nexec /usr/bin/setpriv --pdeathsig KILL ${JSON.stringify(DEBIAN_FIREFOX)} "$@"\n`;
+  if (!existsSync(wrapper) || readFileSync(wrapper, 'utf8') !== script) {
+    // written aside and renamed: another process may be starting Firefox through it right now
+    const tmp = `${wrapper}.${process.pid}`;
+    writeFileSync(tmp, script, { mode: 0o755 });
+    renameSync(tmp, wrapper);
+  }
+  return wrapper;
+}
 
 export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
   const prefs: Record<string, unknown> = {
@@ -51,7 +71,7 @@ export function firefox(configId = 'firefox'): Launcher {
     schemePerBrowser: true,
     launch: (opts) => puppeteer.launch({
       browser: 'firefox',
-      executablePath: DEBIAN_FIREFOX,
+      executablePath: firefoxExecutable(),
       headless: true,
       extraPrefsFirefox: firefoxPrefs(opts),
       defaultViewport: null,

@@ -76,6 +76,8 @@ export function sparticuzChromium(configId: string): Launcher {
         headless: 'shell',
         args: [...new Set([...sparticuzFlags(m.args), ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
         defaultViewport: null,
+      // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
+      pipe: true,
         handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
       });
     },

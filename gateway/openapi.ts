@@ -5,9 +5,11 @@ import type { Route } from './route.ts';
 import { ERRORS, type ErrorCode } from '../shared/errors.ts';
 import { COMPONENTS } from '../shared/schemas/api.ts';
 import { API_VERSION } from './routes/public.ts';
+import { PageMetadata } from '../shared/schemas/metadata.ts';
+import { LabsReport } from '../shared/schemas/labs-report.ts';
 
-/** Schemas published under components.schemas besides the API documents (added by services). */
-export const EXTRA_COMPONENTS: TSchema[] = [];
+/** Documents inside result files: websitepro `metadata` and labs reports (`labs.report/1`). */
+export const EXTRA_COMPONENTS: TSchema[] = [PageMetadata, LabsReport];
 
 const REF = '#/components/schemas/';
 

@@ -26,4 +26,20 @@ export function configTable(): string {
   return rows.join('\n');
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) console.log(configTable());
+const START = '<!-- config:start -->';
+const END = '<!-- config:end -->';
+
+/** The README with its settings table replaced by the one generated now. */
+export function readmeWithTable(readme: string): string {
+  const a = readme.indexOf(START);
+  const b = readme.indexOf(END);
+  if (a < 0 || b < a) throw new Error('README has no config markers');
+  return `${readme.slice(0, a + START.length)}\n${configTable()}\n${readme.slice(b)}`;
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  if (process.argv[2] === '--write') {
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    writeFileSync('README.md', readmeWithTable(readFileSync('README.md', 'utf8')));
+  } else console.log(configTable());
+}

@@ -1,12 +1,10 @@
-import { lookup } from 'node:dns/promises';
-import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
 import { Kvm } from '@nats-io/kv';
 import { Type as T, type Static } from '@sinclair/typebox';
 import { BUCKETS, OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import { takeToken } from '../limits.ts';
+import { resolvePinned, toApiError, tcpProbe, type PinnedAddress } from '../outbound/index.ts';
 import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
 
@@ -31,45 +29,19 @@ export interface CheckInfo {
   basis: { nip: string; section?: string; level: string };
 }
 
-export interface CheckedAddress {
-  host: string;
-  address: string;
-  family: 4 | 6;
-}
-
-function isAllowed(addr: string, config: Config): boolean {
-  const ip = ipaddr.process(addr);
-  if (ip.range() === 'unicast') return true;
-  return config.outbound.allowCidrs.some((c) => {
-    try {
-      const [net, bits] = ipaddr.parseCIDR(c);
-      return net.kind() === ip.kind() && ip.match([net, bits]);
-    } catch {
-      return false;
-    }
-  });
-}
+export type CheckedAddress = PinnedAddress;
 
 /**
- * The outbound-address check, in one call: resolve, refuse when any address is not public (the
- * test allow-list aside), return the address to connect to (no second lookup). To be replaced by
- * the shared outbound guard (shared/outbound/) once it exists.
+ * The outbound-address check, in one call: resolve once, refuse when any address is not public
+ * (the test allow-list aside), return the address to connect to (no second lookup). Throws
+ * ApiError blocked_address / unreachable.
  */
 export async function checkAddress(hostname: string, config: Config): Promise<CheckedAddress> {
-  const host = hostname.replace(/^\[|\]$/g, '');
-  let addrs: { address: string; family: number }[];
-  if (isIP(host)) addrs = [{ address: host, family: isIP(host) }];
-  else {
-    try {
-      addrs = await lookup(host, { all: true, verbatim: true });
-    } catch (e) {
-      throw new ApiError('unreachable', `${host} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
-    }
+  try {
+    return await resolvePinned(hostname, { allowCidrs: config.outbound.allowCidrs, timeoutMs: config.outbound.checkTimeoutMs });
+  } catch (e) {
+    throw toApiError(e);
   }
-  if (!addrs.length) throw new ApiError('unreachable', `${host} does not resolve`);
-  const bad = addrs.find((a) => !isAllowed(a.address, config));
-  if (bad) throw new ApiError('blocked_address', `${host} resolves to ${bad.address}, which is not a public address`);
-  return { host, address: addrs[0]!.address, family: addrs[0]!.family === 6 ? 6 : 4 };
 }
 
 /** Key of a relay in the relay_busy counter: scheme-less host, port and path. */
@@ -139,7 +111,8 @@ export const labs: ServiceModule<LabsRequest> = {
   },
   async precheck(body, _plan, { config, nc }) {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
-    await checkAddress(relay.hostname, config);
+    const pinned = await checkAddress(relay.hostname, config);
+    await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
     if (body.webhook !== undefined) {
       try {
         await checkAddress(parseWebhook(body.webhook).hostname, config);

@@ -118,29 +118,50 @@ function longestRun(s: string, ch: string): number {
 
 function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const { text: source, charset } = decodeBody(input.body, input.contentType);
-  const dom = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
+  const doms: JSDOM[] = [];
+  const parse = () => {
+    const d = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
+    doms.push(d);
+    return d;
+  };
   try {
+    const dom = parse();
     const doc = dom.window.document;
     if (input.detectJs && !input.rendered) {
       const why = needsJavaScript(doc);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    absolutize(doc);
-    const wholePage = collectPageFacts(doc, input);
+    const keep = prepareDoc(doc);
+    const facts = collectPageFacts(doc, input);
+    // Readability changes the document it reads; the page facts are taken first, and the rare
+    // fallback (no article found) parses the page again instead of every page paying for a copy
+    const main = mainContent(doc, keep, () => {
+      const d = parse().window.document;
+      prepareDoc(d);
+      return d;
+    });
+    const title = titleOf(main, facts.title);
+    const root = prepare(main.root);
+    dropTitleHeading(root, title);
     const want = new Set(input.outputs);
-    const main = want.has('markdown') || want.has('text') || want.has('html') || want.has('metadata') ? mainContent(dom) : null;
     const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
-    if (want.has('metadata')) {
-      const meta = buildMetadata(input, mt, charset, wholePage, main!);
-      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
-    }
-    if (want.has('markdown')) out.markdown = file('markdown', toMarkdown(main!, wholePage.title));
-    if (want.has('text')) out.text = file('text', toText(main!, wholePage.title));
-    if (want.has('html')) out.html = file('html', sanitize(dom, main!, wholePage.title, wholePage.language));
+    if (want.has('metadata')) out.metadata = file('metadata', JSON.stringify(buildMetadata(input, mt, charset, facts, main), null, 2));
+    if (want.has('markdown')) out.markdown = file('markdown', toMarkdown(root, title));
+    if (want.has('text')) out.text = file('text', toText(root, title));
+    if (want.has('html')) out.html = file('html', sanitize(dom, root, title, facts.language));
     return { outputs: out };
   } finally {
-    dom.window.close();
+    for (const d of doms) d.window.close();
   }
+}
+
+/** Absolute URLs, code-block languages and task-list boxes made to survive Readability; returns the classes to keep. */
+function prepareDoc(doc: Document): string[] {
+  absolutize(doc);
+  const keep = markCodeLanguages(doc);
+  // Readability drops <input>: keep task-list boxes as marker characters, restored per output
+  for (const box of doc.querySelectorAll('li input[type="checkbox" i]')) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  return keep;
 }
 
 /**
@@ -168,6 +189,16 @@ const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|double
 
 /** Every link and image absolute against the document base (jsdom honours <base>); lazy images made real. */
 function absolutize(doc: Document) {
+  // a <base> pointing anywhere but http(s) would turn every relative link into that scheme
+  for (const b of doc.querySelectorAll('base[href]')) {
+    let ok = false;
+    try {
+      ok = /^https?:$/.test(new URL((b as HTMLBaseElement).href).protocol);
+    } catch {
+      ok = false;
+    }
+    if (!ok) b.remove();
+  }
   for (const a of doc.querySelectorAll('a[href]')) {
     const href = a.getAttribute('href')!.trim();
     if (/^javascript:/i.test(href)) a.removeAttribute('href');
@@ -352,16 +383,10 @@ function markCodeLanguages(doc: Document): string[] {
   return [...classes];
 }
 
-function mainContent(dom: JSDOM): MainContent {
-  const doc = dom.window.document;
-  const keep = markCodeLanguages(doc);
-  // Readability drops <input>: keep task-list boxes as marker characters, restored per output
-  for (const box of doc.querySelectorAll('li input[type="checkbox" i]')) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
-  // Readability changes the document it reads: give it a copy, and take its result as a node
-  const copy = doc.cloneNode(true) as Document;
+function mainContent(doc: Document, keep: string[], fresh: () => Document): MainContent {
   let article: ReturnType<Readability<Element>['parse']> = null;
   try {
-    article = new Readability<Element>(copy, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 }).parse();
+    article = new Readability<Element>(doc, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 }).parse();
   } catch {
     article = null;
   }
@@ -370,7 +395,8 @@ function mainContent(dom: JSDOM): MainContent {
     return { root: article.content, fromReadability: true, byline: clean(article.byline), siteName: clean(article.siteName), excerpt: clean(article.excerpt), publishedTime: clean(article.publishedTime), title: clean(article.title), lang: clean(article.lang) };
   }
   // No article found: the whole body, minus what is clearly not content
-  const body = (doc.body?.cloneNode(true) as Element | undefined) ?? doc.createElement('body');
+  const d = fresh();
+  const body = d.body ?? d.createElement('body');
   body.querySelectorAll('script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]').forEach((n) => n.remove());
   return { root: body, fromReadability: false, byline: null, siteName: null, excerpt: null, publishedTime: null, title: null, lang: null };
 }
@@ -420,10 +446,7 @@ function dropTitleHeading(root: Element, title: string | null) {
   if (first && clean(first.textContent) === title) first.remove();
 }
 
-function toMarkdown(main: MainContent, pageTitle: string | null): string {
-  const root = prepare(main.root);
-  const title = titleOf(main, pageTitle);
-  dropTitleHeading(root, title);
+function toMarkdown(root: Element, title: string | null): string {
   let md = getTurndown().turndown(root as unknown as HTMLElement).trim();
   md = tasks(md.replace(/\n{3,}/g, '\n\n'), '[x]', '[ ]');
   return `${title ? `# ${title.replace(/\n/g, ' ')}\n\n` : ''}${md}\n`;
@@ -432,8 +455,7 @@ function toMarkdown(main: MainContent, pageTitle: string | null): string {
 const BLOCK = new Set(['ADDRESS', 'ARTICLE', 'ASIDE', 'BLOCKQUOTE', 'DETAILS', 'DIV', 'DL', 'DD', 'DT', 'FIELDSET', 'FIGCAPTION', 'FIGURE', 'FOOTER', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'HEADER', 'HR', 'LI', 'MAIN', 'NAV', 'OL', 'P', 'PRE', 'SECTION', 'TABLE', 'TR', 'UL', 'BODY']);
 
 /** Plain text with paragraphs kept: blocks are separated by a blank line, list items start with "- ". */
-export function toText(main: MainContent, pageTitle: string | null): string {
-  const root = prepare(main.root);
+export function toText(root: Element, title: string | null): string {
   const parts: string[] = [];
   let cur = '';
   const flush = () => {
@@ -470,15 +492,13 @@ export function toText(main: MainContent, pageTitle: string | null): string {
     for (const c of el.childNodes) walk(c, pre || tag === 'PRE');
     if (block) flush();
   };
-  const title = titleOf(main, pageTitle);
-  dropTitleHeading(root, title);
   walk(root, false);
   flush();
   if (title && parts[0] !== title) parts.unshift(title);
   return tasks(`${parts.join('\n\n')}\n`, '[x]', '[ ]');
 }
 
-function sanitize(dom: JSDOM, main: MainContent, pageTitle: string | null, lang: string | null): string {
+function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string | null): string {
   const purify = createDOMPurify(dom.window as never);
   purify.addHook('uponSanitizeElement', (node, data) => {
     if (data.tagName === 'img' && isTrackingPixel(node as Element)) node.parentNode?.removeChild(node);
@@ -491,9 +511,6 @@ function sanitize(dom: JSDOM, main: MainContent, pageTitle: string | null, lang:
     }
     if (el.tagName === 'A' && el.getAttribute('href')) el.setAttribute('rel', 'noopener noreferrer nofollow');
   });
-  const title = titleOf(main, pageTitle);
-  const root = prepare(main.root);
-  dropTitleHeading(root, title);
   const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
     FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
     FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id', 'class'],

@@ -162,7 +162,7 @@ async function renderInBrowser(deps: Deps, url: string): Promise<RenderHtmlReply
 async function waitIndex(deps: Deps, ctx: TaskContext): Promise<ConvertedIndex | null> {
   const st = await deps.store(ctx.task.store);
   const c = deps.config;
-  const limit = Date.now() + c.websitepro.fetchTimeoutMs + c.shots.pageTimeoutMs + 60000 + 10000;
+  const limit = Date.now() + c.websitepro.fetchTimeoutMs + c.shots.pageTimeoutMs + 2 * c.websitepro.convertTimeoutMs + 10000;
   let lastBeat = 0;
   while (Date.now() < limit && !ctx.signal.aborted) {
     const info = await st.info(indexName(ctx.task.jobId)).catch(() => null);
@@ -226,7 +226,7 @@ export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file: 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
   const size = Math.max(1, Math.min(config.websitepro.concurrency, os.availableParallelism()));
-  const pool = new ConvertPool({ size, taskTimeoutMs: 60000, recycleAfter: 200 });
+  const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs, recycleAfter: 200 });
   const stores = new Map<string, Promise<ObjectStore>>();
   const deps: Deps = {
     nc, config, log, pool,

@@ -32,6 +32,7 @@ interface Job {
   input: ConvertInput;
   resolve: (r: ConvertResult) => void;
   reject: (e: Error) => void;
+  timeoutMs?: number;
 }
 
 const ENTRY = new URL('./thread-boot.mjs', import.meta.url);
@@ -47,10 +48,11 @@ export class ConvertPool {
     return this.opts.size;
   }
 
-  run(input: ConvertInput): Promise<ConvertResult> {
+  /** Convert on a free thread; `timeoutMs` overrides the pool's limit for this one call. */
+  run(input: ConvertInput, timeoutMs?: number): Promise<ConvertResult> {
     if (this.closed) return Promise.reject(new ConversionError('conversion_failed', 'converter pool is closed'));
     return new Promise((resolve, reject) => {
-      this.queue.push({ input, resolve, reject });
+      this.queue.push({ input, resolve, reject, timeoutMs });
       this.pump();
     });
   }
@@ -101,7 +103,7 @@ export class ConvertPool {
     };
     const onError = (e: Error) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread died: ${e.message}`)), false);
     const onExit = (code: number) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread exited (${code})`)), false);
-    const timeoutMs = this.opts.taskTimeoutMs ?? 60000;
+    const timeoutMs = job.timeoutMs ?? this.opts.taskTimeoutMs ?? 60000;
     const timer = setTimeout(() => finish(() => job.reject(new ConversionError('conversion_timeout', `conversion took longer than ${timeoutMs} ms`)), false), timeoutMs);
     w.on('message', onMessage);
     w.once('error', onError);

@@ -10,6 +10,7 @@ export const WebsiteproConfig = T.Object({
   maxBytes: T.Integer({ minimum: 1024, default: 10 * 1024 * 1024, description: 'Largest page body fetched (decompressed).' }),
   fetchTimeoutMs: T.Integer({ minimum: 100, default: 20000, description: 'Total time for fetching a page.' }),
   concurrency: T.Integer({ minimum: 1, default: 4, description: 'Tasks a converter instance works on at once.' }),
+  convertTimeoutMs: T.Integer({ minimum: 1000, default: 60000, description: 'Longest one page conversion (all text outputs, on a worker thread) may take; the thread is then replaced.' }),
 }, { default: {} });
 
 export const ShotsConfig = T.Object({

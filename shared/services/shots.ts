@@ -4,8 +4,13 @@ import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf } from './url.ts';
+import { precheckTarget } from '../outbound/check.ts';
 
-/** Viewport presets. `laptop`, `tablet` and `phone` are our choice (documented in the README). */
+/**
+ * Viewport presets (CSS pixels). `fhd`, `qhd`, `hd` are the usual screen sizes; `laptop` (1440x900),
+ * `tablet` (820x1180, iPad Air portrait) and `phone` (390x844, iPhone 12-15) are our choice
+ * (docs/shots.md). They size a desktop browser's window; the `mobile` browser emulates a phone.
+ */
 export const VIEWPORT_PRESETS: Record<string, { w: number; h: number }> = {
   fhd: { w: 1920, h: 1080 },
   qhd: { w: 2560, h: 1440 },
@@ -112,7 +117,8 @@ export const shots: ServiceModule<ShotsRequest> = {
     if (!offers.length) throw new ApiError('service_unavailable', 'no browser-pool instance is running');
     const opts = body.options ?? {};
     const p = config.pricing.shots;
-    const price = p.screenshot + (opts.fullPage ? p.fullPage : 0) + (opts.retina ? p.retina : 0);
+    // a phone has its own pixel ratio: `retina` neither applies to nor is charged for it
+    const priceOf = (mobile: boolean) => p.screenshot + (opts.fullPage ? p.fullPage : 0) + (opts.retina && !mobile ? p.retina : 0);
     const items = new Map<string, { key: string; price: number; task: { subject: string; params: Record<string, unknown> } }>();
     for (const item of body.browsers) {
       const id = typeof item === 'string' ? item : item.id;
@@ -126,13 +132,17 @@ export const shots: ServiceModule<ShotsRequest> = {
             const key = shotKey(id, version, vp, scheme);
             items.set(key, {
               key,
-              price,
-              task: { subject: subjects.taskShots(id, version), params: { url: url.href, browser: id, version, viewport: vp, scheme, options: { fullPage: !!opts.fullPage, retina: !!opts.retina, hideCookieBanner: !!opts.hideCookieBanner, delay: opts.delay ?? 0 } } },
+              price: priceOf(!!offer.mobile),
+              task: { subject: subjects.taskShots(id, version), params: { url: url.href, browser: id, version, viewport: vp, scheme, options: { fullPage: !!opts.fullPage, retina: !!opts.retina && !offer.mobile, hideCookieBanner: !!opts.hideCookieBanner, delay: opts.delay ?? 0 } } },
             });
           }
         }
       }
     }
     return { target: hostOf(url), items: [...items.values()] };
+  },
+  /** The target resolves to public addresses and accepts a connection (blocked_address, unreachable). */
+  async precheck(body, _plan, { config }) {
+    await precheckTarget(body.url, config);
   },
 };

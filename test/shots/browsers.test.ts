@@ -1,0 +1,40 @@
+import t from 'tap';
+import sharp from 'sharp';
+import { startFixtures, pixel } from './fixtures.ts';
+import { testBrowser } from './browsers.ts';
+import { sparticuzFlags } from '../../actors/browser-pool/launchers/sparticuz-chromium.ts';
+
+// the older majors ship as brotli-packed headless-shell binaries in npm packages
+for (const [id, major] of [['chromium-143', '143'], ['chromium-131', '131']] as const) {
+  t.test(`${id}: unpacks, launches headless and reports its real version`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    t.equal(b.version, major);
+    const shot = await b.shoot(fx.url('/scheme'), { viewport: { w: 640, h: 480 }, scheme: 'dark' });
+    t.match(await sharp(shot.png).metadata(), { width: 640, height: 480 });
+    t.same(await pixel(shot.png, 10, 10), [0, 0, 0], 'dark scheme in an old Chromium too');
+    t.ok(fx.agents.get('/scheme')?.includes(`Chrome/${major}.`), 'the page saw that version');
+  });
+}
+
+t.test('sparticuz flags: the unsafe and crashing ones are dropped', async (t) => {
+  const flags = sparticuzFlags(['--single-process', '--disable-web-security', '--no-zygote', '--headless=\'shell\'', '--use-gl=angle', '--no-pings']);
+  t.same(flags, ['--no-zygote', '--no-pings']);
+});
+
+t.test('chromium: restarted after restartAfter pages, and after a crash', async (t) => {
+  const fx = await startFixtures(t);
+  const b = await testBrowser(t, 'chromium', { restartAfter: 2 });
+  const mb = b.managed();
+  t.equal(mb.launches, 1);
+  await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
+  await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
+  await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
+  t.equal(mb.launches, 2, 'a new browser after 2 pages');
+  // kill the running browser behind the pool's back
+  await mb.withContext(5000, async (_ctx, browser) => { browser.process()?.kill('SIGKILL'); });
+  await new Promise((r) => setTimeout(r, 300));
+  const shot = await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
+  t.equal(shot.width, 320);
+  t.equal(mb.launches, 3, 'relaunched after the crash');
+});

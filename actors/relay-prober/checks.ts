@@ -7,7 +7,7 @@ import { verifyEvent, type Event } from 'nostr-tools/pure';
 import { getPow } from 'nostr-tools/nip13';
 import type { CheckInfo, LabsModule } from '../../shared/services/labs.ts';
 import type { CheckStatus, BasisLevel } from '../../shared/schemas/labs-report.ts';
-import { Probe, hasPrefix, isWriteRefusal, ProbeFatal, type OkAnswer } from './probe.ts';
+import { Probe, hasPrefix, isWriteRefusal, ProbeFatal, type OkAnswer, type ProbeTimings } from './probe.ts';
 import type { RelayConn } from './conn.ts';
 
 export interface Outcome {
@@ -20,7 +20,7 @@ export interface CheckDef extends CheckInfo {
   module: LabsModule;
   basis: { nip: string; section?: string; level: BasisLevel };
   /** Least number of round trips the check needs (connections, REQ/EVENT/COUNT/AUTH, HTTP). */
-  minRoundTrips: number;
+  minRoundTrips: number | ((t: ProbeTimings) => number);
   run(p: Probe): Promise<Outcome>;
 }
 
@@ -175,7 +175,7 @@ const ALL_CHECKS: CheckDef[] = [
       const a = await p.resolve();
       return pass(`${a.host} → ${a.address}`, { address: a.address, family: a.family });
     } }),
-  def({ id: 'tcp', title: 'TCP connection opens', module: 'quick', basis: { nip: 'transport', section: 'TCP', level: 'required' }, minRoundTrips: 1,
+  def({ id: 'tcp', title: 'TCP connection opens', module: 'quick', basis: { nip: 'transport', section: 'TCP', level: 'required' }, minRoundTrips: 0,
     async run(p) {
       const c = await p.conn();
       return pass(`connected in ${Math.round(c.connectMs)} ms (TCP, TLS and upgrade)`, { connectMs: Math.round(c.connectMs) });
@@ -196,7 +196,7 @@ const ALL_CHECKS: CheckDef[] = [
       await p.conn();
       return pass(`upgraded to WebSocket at ${p.url.href}`);
     } }),
-  def({ id: 'nip11-served', title: 'NIP-11 document served for Accept: application/nostr+json', module: 'quick', basis: { nip: '11', level: 'recommended' }, minRoundTrips: 1,
+  def({ id: 'nip11-served', title: 'NIP-11 document served for Accept: application/nostr+json', module: 'quick', basis: { nip: '11', level: 'recommended' }, minRoundTrips: 0,
     async run(p) {
       const f = await p.fetchNip11();
       p.observe('supported_nips: 11', p.advertisesNip(11), !!f.doc, f.doc ? true : null, 'nip11-served');
@@ -205,7 +205,7 @@ const ALL_CHECKS: CheckDef[] = [
       if (!String(f.contentType).includes('application/nostr+json')) return warn(`NIP-11 JSON served as ${f.contentType} instead of application/nostr+json`, { contentType: f.contentType });
       return pass('NIP-11 document served', { contentType: f.contentType, name: f.doc.name ?? null });
     } }),
-  def({ id: 'nip11-cors', title: 'NIP-11 CORS headers', module: 'quick', basis: { nip: '11', section: 'Cross-Origin Resource Sharing', level: 'required' }, minRoundTrips: 1,
+  def({ id: 'nip11-cors', title: 'NIP-11 CORS headers', module: 'quick', basis: { nip: '11', section: 'Cross-Origin Resource Sharing', level: 'required' }, minRoundTrips: 0,
     async run(p) {
       const f = await p.fetchNip11();
       if (!f.doc) return skip('no NIP-11 document');
@@ -215,7 +215,7 @@ const ALL_CHECKS: CheckDef[] = [
       if (missing.length) return bad(`missing ${missing.join(', ')}`, got);
       return pass('Access-Control-Allow-Origin, -Headers and -Methods sent', got);
     } }),
-  def({ id: 'nip11-fields', title: 'NIP-11 field types', module: 'quick', basis: { nip: '11', section: 'Fields', level: 'essential' }, minRoundTrips: 1,
+  def({ id: 'nip11-fields', title: 'NIP-11 field types', module: 'quick', basis: { nip: '11', section: 'Fields', level: 'essential' }, minRoundTrips: 0,
     async run(p) {
       const f = await p.fetchNip11();
       const d = f.doc;
@@ -278,7 +278,7 @@ const ALL_CHECKS: CheckDef[] = [
       if (got.some((e) => e.id === ev.id)) return pass('delivered to the other connection');
       return bad(`not delivered within ${p.timings.replyTimeoutMs} ms`);
     } }),
-  def({ id: 'latency', title: 'Latency: connect, EOSE, OK', module: 'quick', basis: { nip: '01', level: 'measurement' }, minRoundTrips: 0,
+  def({ id: 'latency', title: 'Latency: connect, EOSE, OK', module: 'quick', basis: { nip: '01', level: 'measurement' }, minRoundTrips: (t) => 3 * t.latencySamples + 1,
     async run(p) {
       const n = p.timings.latencySamples;
       p.progress(`measuring latency (${n} samples)`);
@@ -739,7 +739,9 @@ const ALL_CHECKS: CheckDef[] = [
       const id = p.subId('count');
       c.send(['COUNT', id, { authors: [p.pk], kinds: [1], until: ds.base }]);
       const n0 = c.notices.length;
-      const r = await c.next((m) => (m[0] === 'COUNT' || m[0] === 'CLOSED') && m[1] === id, p.timings.replyTimeoutMs);
+      // a NOTICE right after COUNT is the relay's answer to it (no need to wait for the timeout)
+      let r = await c.next((m) => ((m[0] === 'COUNT' || m[0] === 'CLOSED') && m[1] === id) || m[0] === 'NOTICE', p.timings.replyTimeoutMs);
+      if (r?.msg[0] === 'NOTICE') r = await c.next((m) => (m[0] === 'COUNT' || m[0] === 'CLOSED') && m[1] === id, Math.min(200, p.timings.quietMs));
       const adv = p.advertisesNip(45);
       if (r?.msg[0] === 'COUNT') {
         const body = r.msg[2] as { count?: unknown };

@@ -33,7 +33,7 @@ export function selectChecks(module: RunModule, ids: string[] = []): CheckDef[] 
 }
 
 /** Least round trips the selected checks need (the bench's baseline). */
-export const minRoundTrips = (checks: CheckDef[]) => 2 /* first connection + NIP-11 */ + checks.reduce((s, c) => s + c.minRoundTrips, 0);
+export const minRoundTrips = (checks: CheckDef[], timings: ProbeTimings) => 3 /* first connection, its REQ, NIP-11 */ + checks.reduce((s, c) => s + (typeof c.minRoundTrips === 'function' ? c.minRoundTrips(timings) : c.minRoundTrips), 0);
 
 const strict = (level: string) => level === 'required' || level === 'essential';
 

@@ -221,6 +221,10 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
           const q: Record<string, string> = {};
           for (const [k, v] of new URLSearchParams(rawQuery)) if (!(k in q)) q[k] = v;
           if (!match!.query(q)) throw new ApiError('bad_request', `query: ${describe(match!.query.errors![0]!).replace(/^body/, 'query')}`);
+          // coercion turns "Infinity" and "1e400" into Infinity, which JSON Schema calls a number
+          for (const [k, v] of Object.entries(q as Record<string, unknown>)) {
+            if (typeof v === 'number' && !Number.isFinite(v)) throw new ApiError('bad_request', `query: ${k} must be a finite number`);
+          }
           rq.query = q;
         }
         if (route.body) {

@@ -8,7 +8,7 @@ import type { Route } from '../../gateway/route.ts';
 // Routes shaped like the API's: an authenticated GET with a query, a JSON POST, a job-creation POST.
 const routes: Route[] = [
   { method: 'GET', path: '/v1/balance', auth: true, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (req) => ({ json: { walletId: req.auth!.walletId } }) },
-  { method: 'GET', path: '/v1/jobs', auth: true, tags: [], summary: '', errors: [], query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100 })) }), responses: { 200: { description: '' } }, handler: async (req) => ({ json: { limit: req.query.limit ?? 30 } }) },
+  { method: 'GET', path: '/v1/jobs', auth: true, tags: [], summary: '', errors: [], query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100 })), before: T.Optional(T.Integer({ minimum: 1 })) }), responses: { 200: { description: '' } }, handler: async (req) => ({ json: { limit: req.query.limit ?? 30 } }) },
   { method: 'GET', path: '/v1/pricing', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async () => ({ json: {} }) },
   { method: 'POST', path: '/v1/websitepro/quote', auth: true, tags: [], summary: '', errors: [], body: T.Object({ url: T.String(), outputs: T.Array(T.String(), { minItems: 1 }) }, { additionalProperties: false }), bodyErrorCode: (e) => (e.instancePath === '/outputs' ? 'no_output' : 'bad_request'), responses: { 200: { description: '' } }, handler: async (req) => ({ json: { echo: req.body } }) },
   { method: 'POST', path: '/v1/websitepro/jobs', auth: true, limit: 'jobs', tags: [], summary: '', errors: [], body: T.Object({ url: T.String() }), responses: { 201: { description: '' } }, handler: async () => { throw new ApiError('bad_url'); } },
@@ -137,9 +137,15 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   });
 
   t.test('bad query value → 400 bad_request', async (t) => {
-    const r = await app.request('GET', '/v1/jobs?limit=abc', { key });
-    t.equal(r.status, 400);
-    t.equal(r.json.error.code, 'bad_request');
+    for (const v of ['abc', '2.5', '0', '101', 'Infinity', '1e400', '-Infinity', 'NaN', '']) {
+      const r = await app.request('GET', `/v1/jobs?limit=${encodeURIComponent(v)}`, { key });
+      t.equal(r.status, 400, `limit=${v}`);
+      t.equal(r.json.error.code, 'bad_request');
+    }
+    for (const v of ['Infinity', '1e400']) {
+      const r = await app.request('GET', `/v1/jobs?before=${v}`, { key });
+      t.equal(r.status, 400, `before=${v} (no maximum in the schema)`);
+    }
   });
 
   t.test('every error code has a status that matches the spec table', async (t) => {

@@ -1,0 +1,50 @@
+// The whole websitepro path over HTTP: gateway → precheck → charge → supervisor → converter →
+// object store → download; undelivered results refunded; blocked targets refused before any charge.
+import t from 'tap';
+import { startTestApp } from '../helpers/app.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { fixtureServer, html } from '../outbound/fixture-server.ts';
+import { ARTICLE } from './pages.ts';
+
+t.test('websitepro end to end', async (t) => {
+  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'converter'], config: { outbound: { allowCidrs: ['127.0.0.1/32'] } } });
+  const site = await fixtureServer(t, { '/post': html(ARTICLE), '/to-private': (_q, r) => r.writeHead(302, { location: 'http://127.0.0.2/' }).end() });
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 10_000, 'test');
+  const balance = async () => (await wallet.balance(app.nc, k.walletId)).balance;
+
+  const r = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: site.url('/post'), outputs: ['markdown', 'metadata', 'pdf'] } });
+  t.equal(r.status, 201, r.text);
+  let job = r.json.job;
+  for (let i = 0; i < 10 && (job.status === 'queued' || job.status === 'processing'); i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
+  t.equal(job.status, 'completed');
+  const byKey = Object.fromEntries(job.results.map((x: { key: string }) => [x.key, x]));
+  t.match(byKey.markdown, { status: 'done', contentType: 'text/markdown; charset=utf-8', refunded: false });
+  t.match(byKey.metadata, { status: 'done', contentType: 'application/json' });
+  t.match(byKey.pdf, { status: 'failed', error: 'service_unavailable', refunded: true }, 'no browser-pool: pdf refunded');
+  t.equal(job.charged, job.cost - byKey.pdf.price);
+  t.equal(await balance(), 10_000 - job.charged);
+
+  const md = await app.request('GET', new URL(byKey.markdown.url).pathname, { key: k.key });
+  t.equal(md.status, 200);
+  t.match(md.headers.get('content-type'), 'text/markdown');
+  t.match(md.text, /^# Tides of the North Sea\n/);
+  const meta = await app.request('GET', new URL(byKey.metadata.url).pathname, { key: k.key });
+  t.equal(meta.json.author, 'Ada Lovelace');
+
+  const before = await balance();
+  const blocked = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body: { url: 'http://10.0.0.1/', outputs: ['text'] } });
+  t.equal(blocked.status, 400);
+  t.equal(blocked.json.error.code, 'blocked_address');
+  const meta2 = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body: { url: 'http://169.254.169.254/latest/meta-data/', outputs: ['text'] } });
+  t.equal(meta2.json.error.code, 'blocked_address');
+  t.equal(await balance(), before, 'nothing charged for refused targets');
+
+  // a redirect to a private address is found only when fetching: the result fails and is refunded
+  const red = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: site.url('/to-private'), outputs: ['text'] } });
+  let rj = red.json.job;
+  for (let i = 0; i < 10 && (rj.status === 'queued' || rj.status === 'processing'); i++) rj = (await app.request('GET', `/v1/jobs/${rj.id}?wait=25`, { key: k.key })).json.job;
+  t.match(rj, { status: 'failed', charged: 0 });
+  t.match(rj.results[0], { error: 'blocked_address', refunded: true });
+  t.equal(await balance(), before);
+});

@@ -77,6 +77,11 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
       const adv = p.advertisesNip(9);
       p.observe('supported_nips: 9', adv, cl.honoured, adv === null || cl.honoured === null ? null : adv === cl.honoured);
     }
+    // every other claim of the document, beside "not observed" (the checks that would see it did not run)
+    const seen = new Set(p.observed.map((r) => r.claim));
+    const nips = p.info?.supported_nips;
+    if (Array.isArray(nips)) for (const n of nips) if (!seen.has(`supported_nips: ${n}`)) p.observe(`supported_nips: ${n}`, true, null, null);
+    for (const [k, v] of Object.entries(p.limitation)) if (!seen.has(`limitation.${k}`)) p.observe(`limitation.${k}`, v, null, null);
     return cl;
   };
   let cl: Awaited<ReturnType<typeof work>>;

@@ -163,8 +163,9 @@ export class Topups {
     let r = await this.read(topupId);
     if (!r || r.rec.walletId !== walletId) throw new ApiError('not_found', 'No such top-up.');
     if (r.rec.status === 'pending') {
-      // A poll from the client is a good moment to look: it makes "paid" visible at once.
-      await this.check(topupId);
+      // A poll from the client is a good moment to look: it makes "paid" visible at once. A slow
+      // backend does not hold the answer longer than 2 s (the check goes on in the background).
+      await Promise.race([this.check(topupId), new Promise((r) => setTimeout(r, 2000).unref())]);
       r = (await this.read(topupId)) ?? r;
     }
     return { topup: publicTopup(r.rec), balance: await this.balance(walletId) };

@@ -503,6 +503,10 @@ function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string 
   purify.addHook('uponSanitizeElement', (node, data) => {
     if (data.tagName === 'img' && isTrackingPixel(node as Element)) node.parentNode?.removeChild(node);
   });
+  // the only class kept is a code block's language
+  purify.addHook('uponSanitizeAttribute', (_node, data) => {
+    if (data.attrName === 'class' && !/^language-[a-z0-9+#_-]+$/i.test(data.attrValue)) data.keepAttr = false;
+  });
   purify.addHook('afterSanitizeAttributes', (node) => {
     const el = node as Element;
     for (const attr of ['href', 'src']) {
@@ -513,7 +517,7 @@ function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string 
   });
   const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
     FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
-    FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id', 'class'],
+    FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id'],
     ALLOW_DATA_ATTR: false,
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   }) as string;

@@ -61,3 +61,13 @@ t.test('sanitised html keeps no active content', async (t) => {
   t.match(h, '<a href="http://a.example/ok" rel="noopener noreferrer nofollow">ok</a>');
   t.match(h, '<img src="http://a.example/x.png">');
 });
+
+t.test('html keeps a code block language and no other class', async (t) => {
+  const page = `<html><head><title>C</title></head><body><div class="wrap"><p class="lead">${'Some text long enough to count as content for the detector here. '.repeat(8)}</p><pre><code class="language-ts hljs">const x: number = 1;</code></pre></div></body></html>`;
+  const r = convert({ body: Buffer.from(page), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['html', 'markdown'] });
+  const out = 'outputs' in r ? r.outputs : {};
+  const h = out.html?.ok ? out.html.data : '';
+  t.match(h, '<code class="language-ts">');
+  t.notMatch(h, /class="(wrap|lead|hljs)/);
+  t.match(out.markdown?.ok ? out.markdown.data : '', '```ts\nconst x: number = 1;\n```');
+});

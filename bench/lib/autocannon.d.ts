@@ -23,6 +23,9 @@ declare module 'autocannon' {
       statusCodeStats?: Record<string, { count: number | string }>;
     }
   }
-  function autocannon(opts: autocannon.Options): Promise<autocannon.Result>;
+  interface Instance extends PromiseLike<autocannon.Result> {
+    on(event: 'response', fn: (client: unknown, status: number, bytes: number, ms: number) => void): this;
+  }
+  function autocannon(opts: autocannon.Options): Instance;
   export default autocannon;
 }

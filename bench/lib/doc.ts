@@ -39,7 +39,9 @@ Endpoints: \`GET /v1/pricing\` (public: rate limit per client address, price lis
 config); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
 \`POST /v1/websitepro/quote\` (the same, plus body read, JSON parse, Ajv validation and pricing).
 **req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
-**p99** is autocannon's 99th percentile latency of all answers.
+**p99** is the 99th percentile latency of the 2xx answers, from every answer's own time
+(autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,
+which reads 0 for the bare baseline).
 
 The bench raises the request rate limits so they never refuse (the limit entry is still read and
 written per request), allows 127.0.0.1 as a target, and logs at \`warn\` (no access-log line per

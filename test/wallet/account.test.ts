@@ -40,6 +40,15 @@ t.test('key creation needs a solved, unused, unexpired challenge', async (t) => 
   t.match(qr.headers.get('content-type'), /image\/svg\+xml/);
   t.match(qr.text, /<svg/);
   t.equal((await app.request('GET', '/account/qr.svg?data=javascript:alert(1)')).status, 400);
+
+  // dev pay: only the key's own top-ups
+  const other = await app.newKey();
+  const top = await app.request('POST', '/v1/topups', { key: made.json.key, body: { eur: 1 } });
+  t.equal((await app.request('POST', '/account/dev-pay', { key: other.key, body: { topupId: top.json.topup.id } })).status, 404, 'another key cannot pay it');
+  t.equal((await app.request('POST', '/account/dev-pay', { body: { topupId: top.json.topup.id } })).status, 401);
+  const paid = await app.request('POST', '/account/dev-pay', { key: made.json.key, body: { topupId: top.json.topup.id } });
+  t.equal(paid.status, 200);
+  t.match(paid.json, { balance: 10_000, topup: { status: 'paid' } });
 });
 
 t.test('the account page in Chromium: key, top-up, dev pay, new balance, at desktop and phone widths', async (t) => {

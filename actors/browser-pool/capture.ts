@@ -18,6 +18,8 @@ export interface ShotParams {
 
 export interface Shot {
   png: Buffer;
+  /** The decoded pixels of `png`. */
+  raw: RawImage;
   width: number;
   height: number;
   extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport };
@@ -50,10 +52,30 @@ export function navigationFailure(e: unknown, blocked = false): TaskFailure {
   return new TaskFailure('render_failed', m.split('\n')[0]!.slice(0, 300));
 }
 
-/** True when every pixel has the same colour. */
+export interface RawImage { data: Buffer; info: { width: number; height: number; channels: 1 | 2 | 3 | 4 } }
+
+/** Decode once: the blank check and the thumbnail both work from these pixels. */
+export async function decode(png: Buffer): Promise<RawImage> {
+  const { data, info } = await sharp(png).raw().toBuffer({ resolveWithObject: true });
+  return { data, info: { width: info.width, height: info.height, channels: info.channels } };
+}
+
+/** True when every pixel has the same colour (compared as whole rows: memcmp speed). */
+export function isBlankRaw(img: RawImage): boolean {
+  const { data, info } = img;
+  const px = info.channels;
+  const rowBytes = info.width * px;
+  if (!rowBytes || data.length < px) return true;
+  const row = Buffer.alloc(rowBytes);
+  for (let i = 0; i < rowBytes; i += px) data.copy(row, i, 0, px);
+  for (let off = 0; off < data.length; off += rowBytes) {
+    if (row.compare(data, off, off + rowBytes) !== 0) return false;
+  }
+  return true;
+}
+
 export async function isBlank(png: Buffer): Promise<boolean> {
-  const { channels } = await sharp(png).stats();
-  return channels.every((c) => c.min === c.max);
+  return isBlankRaw(await decode(png));
 }
 
 /** Scroll the whole document in viewport steps so lazy content loads, wait for images, back to top. */
@@ -107,7 +129,7 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
   const guardError = resp?.headers()['x-guard-error'];
   if (guardError === 'blocked_address') throw BLOCKED;
   if (guardError) throw new TaskFailure('unreachable', `${p.url} could not be reached (${guardError})`);
-  await page.waitForNetworkIdle({ idleTime: 300, timeout: 2000 }).catch(() => {});
+  await page.waitForNetworkIdle({ idleTime: 200, timeout: 2000 }).catch(() => {});
 
   const extra: Shot['extra'] = { status: resp?.status(), finalUrl: page.url() };
   if (p.options.hideCookieBanner) {
@@ -125,13 +147,14 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
 
   const take = async () => Buffer.from(await page.screenshot({ type: 'png', fullPage: p.options.fullPage }));
   let png = await take();
-  if (await isBlank(png)) {
+  let raw = await decode(png);
+  if (isBlankRaw(raw)) {
     // a page still painting (fonts, a late script) often comes out empty once
     await sleep(1000);
     png = await take();
-    if (await isBlank(png)) extra.blank = true;
+    raw = await decode(png);
+    if (isBlankRaw(raw)) extra.blank = true;
   }
-  const meta = await sharp(png).metadata();
   await page.close().catch(() => {});
-  return { png, width: meta.width ?? 0, height: meta.height ?? 0, extra };
+  return { png, raw, width: raw.info.width, height: raw.info.height, extra };
 }

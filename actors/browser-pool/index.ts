@@ -107,7 +107,7 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
         const shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withContext(cfg.pageTimeoutMs, (bctx) =>
           captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince }));
         await progress('storing');
-        const file = await storeShot(stores, task as Task, shot.png);
+        const file = await storeShot(stores, task as Task, shot.png, shot.raw);
         counts.shots++;
         return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
       } catch (e) {

@@ -3,18 +3,21 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import sharp from 'sharp';
 import { thumbName, type StoredFile } from '../../shared/protocol/jobs.ts';
+import type { RawImage } from './capture.ts';
 
 export const THUMB_WIDTH = 400;
 /** Thumbnails of tall full-page shots keep the top, at most this many pixels high. */
 export const THUMB_MAX_HEIGHT = 1000;
 
-export async function makeThumb(png: Buffer): Promise<Buffer> {
-  const meta = await sharp(png).metadata();
+/** A WebP thumbnail from the PNG, or from its already decoded pixels. */
+export async function makeThumb(png: Buffer, raw?: RawImage): Promise<Buffer> {
+  const src = raw ? sharp(raw.data, { raw: raw.info }) : sharp(png);
+  const meta = raw ? raw.info : await sharp(png).metadata();
   const w = meta.width ?? THUMB_WIDTH;
   const h = meta.height ?? THUMB_WIDTH;
   const tw = Math.min(THUMB_WIDTH, w);
   const th = Math.max(1, Math.min(THUMB_MAX_HEIGHT, Math.round((h * tw) / w)));
-  return sharp(png).resize({ width: tw, height: th, fit: 'cover', position: 'top' }).webp({ quality: 72 }).toBuffer();
+  return src.resize({ width: tw, height: th, fit: 'cover', position: 'top' }).webp({ quality: 72 }).toBuffer();
 }
 
 export class Stores {
@@ -35,8 +38,8 @@ export class Stores {
 }
 
 /** Store a screenshot and its thumbnail; the StoredFile the outcome carries. */
-export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer): Promise<StoredFile> {
-  const thumb = await makeThumb(png);
+export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer, raw?: RawImage): Promise<StoredFile> {
+  const thumb = await makeThumb(png, raw);
   const tn = thumbName(t.jobId, t.resultKey);
   await stores.put(t.store, tn, thumb);
   await stores.put(t.store, t.objectName, png);

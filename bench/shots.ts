@@ -1,0 +1,178 @@
+// shots benchmark: screenshots per minute per browser through the whole browser-pool actor
+// (JetStream task → pool → fresh context → PNG + WebP thumbnail → object store → outcome), at
+// concurrency 1 and at the configured concurrency, each against a plain puppeteer-core loop taking
+// the same shots (same page, same viewport, PNG) with a warm browser and no pool around it;
+// memory per concurrent page; resident memory after many shots against after a few (leaks).
+// Env (counts, so a quick run is possible):
+//   SHOTS_BENCH_BROWSERS  launcher ids, default `chromium,firefox`
+//   SHOTS_BENCH_SHOTS     shots per round (default 20; quick 6)
+//   SHOTS_BENCH_ROUNDS    rounds per figure (default 3; quick 1)
+//   SHOTS_BENCH_PAGES     pages open at once for the memory figure (default 4)
+//   SHOTS_BENCH_LEAK      `<few>,<many>` shots for the leak figure (default 50,500; quick 10,60)
+import { readFileSync, readdirSync } from 'node:fs';
+import type { Browser } from 'puppeteer-core';
+import { startTestNats } from '../test/helpers/nats.ts';
+import { startFixtures } from '../test/shots/fixtures.ts';
+import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from '../test/shots/pool.ts';
+import { launcherFor } from '../actors/browser-pool/launchers/registry.ts';
+import { figure, quick, type BenchFigure } from './figure.ts';
+
+const envInt = (name: string, def: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? Math.floor(v) : def;
+};
+const log = (s: string) => process.stderr.write(`bench shots: ${s}\n`);
+
+/** Resident memory (MB) of a process and all its descendants, from /proc. */
+export function treeRssMb(root: number, exclude: number[] = []): number {
+  const children = new Map<number, number[]>();
+  const rss = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
+      const pid = Number(d);
+      rss.set(pid, m ? Number(m[1]) : 0);
+      children.set(ppid, [...(children.get(ppid) ?? []), pid]);
+    } catch { /* exited meanwhile */ }
+  }
+  let kb = 0;
+  const stack = [root];
+  while (stack.length) {
+    const p = stack.pop()!;
+    if (exclude.includes(p)) continue;
+    kb += rss.get(p) ?? 0;
+    stack.push(...(children.get(p) ?? []));
+  }
+  return Math.round(kb / 102.4) / 10;
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < n) {
+      next++;
+      const page = await browser.newPage();
+      await page.setViewport({ width: vp.w, height: vp.h });
+      await page.goto(url, { waitUntil: 'load' });
+      await page.screenshot({ type: 'png' });
+      await page.close();
+    }
+  }));
+  return round1(n / ((performance.now() - t0) / 60000));
+}
+
+export async function run(): Promise<BenchFigure[]> {
+  const ids = (process.env.SHOTS_BENCH_BROWSERS ?? 'chromium,firefox').split(',').map((s) => s.trim()).filter(Boolean);
+  const n = envInt('SHOTS_BENCH_SHOTS', quick() ? 6 : 20);
+  const rounds = envInt('SHOTS_BENCH_ROUNDS', quick() ? 1 : 3);
+  const openPages = envInt('SHOTS_BENCH_PAGES', 4);
+  const [few, many] = (process.env.SHOTS_BENCH_LEAK ?? (quick() ? '10,60' : '50,500')).split(',').map(Number) as [number, number];
+  const vp = { w: 1280, h: 720 };
+  const teardowns: (() => unknown)[] = [];
+  const t = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
+  const out: BenchFigure[] = [];
+  try {
+    const fx = await startFixtures(t);
+    const url = fx.url('/tall');
+    const tn = await startTestNats(t);
+    const natsPid = tn.server.pid;
+
+    for (const id of ids) {
+      const launcher = launcherFor(id);
+      // the baseline: a warm browser, a page per shot, nothing else
+      const plain = await launcher.launch({});
+      try {
+        await plainLoop(plain, url, 2, 1, vp); // warm
+        const configured = tn.config.shots.concurrency;
+        const base1: number[] = [];
+        const baseC: number[] = [];
+        for (let r = 0; r < rounds; r++) {
+          base1.push(await plainLoop(plain, url, n, 1, vp));
+          baseC.push(await plainLoop(plain, url, n, configured, vp));
+        }
+
+        // memory per concurrent page: browser tree RSS with k pages open minus idle, per page
+        const idle = treeRssMb(plain.process()!.pid!);
+        const pages = await Promise.all(Array.from({ length: openPages }, async () => {
+          const p = await plain.newPage();
+          await p.setViewport({ width: vp.w, height: vp.h });
+          await p.goto(url, { waitUntil: 'load' });
+          return p;
+        }));
+        const plainPerPage = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
+        await Promise.all(pages.map((p) => p.close()));
+        const ctxs = await Promise.all(Array.from({ length: openPages }, async () => {
+          const c = await plain.createBrowserContext();
+          const p = await c.newPage();
+          await p.setViewport({ width: vp.w, height: vp.h });
+          await p.goto(url, { waitUntil: 'load' });
+          return c;
+        }));
+        const isolatedPerPage = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
+        await Promise.all(ctxs.map((c) => c.close()));
+        out.push(figure({ name: `shots ${id} memory per concurrent page (own context)`, unit: 'MB', samples: [isolatedPerPage], baselineSamples: [plainPerPage], note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context` }));
+
+        // the pool at concurrency 1 and at the configured concurrency
+        for (const c of [1, configured]) {
+          const pool = await startPool(t, tn, [id], `bench-${id}-${c}`, { concurrency: c });
+          const version = pool.stats().browsers[0]!.versions[0]!;
+          const browserId = pool.stats().browsers[0]!.id;
+          const samples: number[] = [];
+          for (let r = -1; r < rounds; r++) {
+            const jobId = newJobId();
+            const o = watchOutcomes(tn.nc, jobId);
+            const count = r < 0 ? 2 : n; // round -1 warms the consumer and the browser
+            const t0 = performance.now();
+            for (let i = 0; i < count; i++) await publishTask(tn.nc, shotTask(jobId, { url, browser: browserId, version, viewport: { w: vp.w, h: vp.h + i }, scheme: 'light' }));
+            const got = await o.waitFor(count, 600000);
+            o.stop();
+            const failed = [...got.values()].filter((x) => x.kind !== 'done').length;
+            if (failed) throw new Error(`${failed} shots failed`);
+            if (r >= 0) samples.push(round1(count / ((performance.now() - t0) / 60000)));
+          }
+          await pool.stop();
+          out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: c === 1 ? base1 : baseC, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, network idle, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop, warm browser, ${c} page(s) at once` }));
+          log(`${id} c=${c}: ${samples.join(', ')} shots/min vs plain ${(c === 1 ? base1 : baseC).join(', ')}`);
+        }
+      } finally {
+        await plain.close().catch(() => {});
+      }
+
+      // leaks: resident memory of this process and its browsers after few and many shots
+      const pool = await startPool(t, tn, [id], `bench-${id}-leak`);
+      const version = pool.stats().browsers[0]!.versions[0]!;
+      const browserId = pool.stats().browsers[0]!.id;
+      const rssAfter: Record<number, number> = {};
+      let done = 0;
+      for (const target of [few, many]) {
+        const jobId = newJobId();
+        const o = watchOutcomes(tn.nc, jobId);
+        const count = target - done;
+        for (let i = 0; i < count; i++) await publishTask(tn.nc, shotTask(jobId, { url, browser: browserId, version, viewport: { w: vp.w, h: 400 + (i % 1000) }, scheme: i % 2 ? 'dark' : 'light' }));
+        await o.waitFor(count, 1800000);
+        o.stop();
+        done = target;
+        (globalThis as { gc?: () => void }).gc?.();
+        await new Promise((r) => setTimeout(r, 1000));
+        rssAfter[target] = treeRssMb(process.pid, [natsPid]);
+        log(`${id}: RSS after ${target} shots: ${rssAfter[target]} MB`);
+      }
+      await pool.stop();
+      out.push(figure({ name: `shots ${id} resident memory after ${many} shots`, unit: 'MB', samples: [rssAfter[many]!], baselineSamples: [rssAfter[few]!], note: `this process (actor, fixture server) and its browsers, nats-server excluded; baseline: after ${few} shots; restartAfter ${tn.config.shots.restartAfter}` }));
+    }
+    return out;
+  } finally {
+    for (const fn of teardowns.reverse()) await fn();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const figs = await run();
+  for (const f of figs) console.log(`${f.name}: ${f.value} ${f.unit} (baseline ${f.baseline}, ratio ${f.ratio.toFixed(2)})`);
+}

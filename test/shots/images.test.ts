@@ -1,0 +1,22 @@
+import t from 'tap';
+import sharp from 'sharp';
+import { decode, isBlankRaw } from '../../actors/browser-pool/capture.ts';
+import { makeThumb } from '../../actors/browser-pool/store.ts';
+
+const solid = (w: number, h: number) => sharp({ create: { width: w, height: h, channels: 4, background: { r: 10, g: 20, b: 30, alpha: 1 } } }).png().toBuffer();
+
+t.test('blank detection: one colour is blank, a single different pixel is not', async (t) => {
+  t.equal(isBlankRaw(await decode(await solid(300, 200))), true);
+  const dot = await sharp(await solid(300, 200)).composite([{ input: Buffer.from([255, 255, 255, 255]), raw: { width: 1, height: 1, channels: 4 }, left: 299, top: 199 }]).png().toBuffer();
+  t.equal(isBlankRaw(await decode(dot)), false, 'last pixel differs');
+});
+
+t.test('thumbnails: WebP, 400 px wide, tall shots keep their top', async (t) => {
+  const wide = await solid(1920, 1080);
+  const th = await sharp(await makeThumb(wide, await decode(wide))).metadata();
+  t.match(th, { format: 'webp', width: 400, height: 225 });
+  const tall = await solid(1000, 9000);
+  t.match(await sharp(await makeThumb(tall)).metadata(), { format: 'webp', width: 400, height: 1000 });
+  const small = await solid(320, 320);
+  t.match(await sharp(await makeThumb(small)).metadata(), { width: 320, height: 320 }, 'never enlarged');
+});

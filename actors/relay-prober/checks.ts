@@ -532,7 +532,7 @@ const ALL_CHECKS: CheckDef[] = [
       if (d.deletedStillServed) return bad('the deleted event is still served', d);
       return pass(d.deletionRequestServed ? 'deleted; the deletion request is served' : 'deleted (the deletion request itself is not served, which NIP-09 says it should be)', d);
     } }),
-  def({ id: 'delete-a', title: 'Deletion by a tag up to its time', module: 'conformance', basis: { nip: '09', level: 'recommended' }, minRoundTrips: 3,
+  def({ id: 'delete-a', title: 'Deletion by a tag up to its time', module: 'conformance', basis: { nip: '09', level: 'recommended' }, minRoundTrips: 5,
     async run(p) {
       const t = now();
       const ev = p.sign({ kind: 30078, created_at: t - 5, content: 'labs test: addressable to delete', tags: [['d', 'labs-del']] });
@@ -543,7 +543,13 @@ const ALL_CHECKS: CheckDef[] = [
       p.deleted.add(ev.id);
       const r = await p.req([{ authors: [p.pk], kinds: [30078], '#d': ['labs-del'] }]);
       if (r.events.some((e) => e.id === ev.id)) return bad('the addressed version is still served');
-      return pass('the addressed version older than the request is gone');
+      // "up to its time": a version newer than the request stays
+      const newer = p.sign({ kind: 30078, created_at: t + 1, content: 'labs test: newer than the deletion', tags: [['d', 'labs-del']] });
+      const an = await p.publishAuthed(newer);
+      const r2 = await p.req([{ ids: [newer.id] }]);
+      const d = { newerAccepted: an.ok, newerReason: an.reason, newerServed: r2.events.length > 0 };
+      if (!d.newerServed) return bad('a version newer than the deletion request is refused or hidden too', d);
+      return pass('older versions gone, a newer version is kept', d);
     } }),
   def({ id: 'delete-others', title: "Deletion does not remove someone else's event", module: 'conformance', basis: { nip: '09', level: 'essential' }, minRoundTrips: 3,
     async run(p) {
@@ -870,6 +876,7 @@ export function cleanup(p: Probe) {
     const all = [...p.stored.values()];
     if (!all.length) return { stored: 0, remaining: [] as string[], honoured: null as boolean | null, requests: 0 };
     p.progress('deleting the test events (NIP-09)');
+    p.cleaning = true;
     let requests = 0;
     const c = await p.conn().catch(() => null);
     if (!c) return { stored: all.length, remaining: all.map((e) => short(e.id)), honoured: null, requests };

@@ -38,6 +38,8 @@ export class RelayConn {
   closed = false;
   /** Latest NIP-42 challenge the relay sent on this connection. */
   challenge: string | null = null;
+  /** This connection authenticated (NIP-42) with the probe's key. */
+  authed = false;
   closeCode: number | null = null;
   readonly notices: string[] = [];
   readonly nonJson: string[] = [];

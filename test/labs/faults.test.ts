@@ -38,6 +38,7 @@ const cases: Case[] = [
   { name: 'oldest first', faults: { oldestFirst: true }, checks: ['filter-limit', 'filter-order'], expect: { 'filter-limit': 'fail', 'filter-order': 'warn' } },
   { name: 'COUNT answered with NOTICE', faults: { countAsNotice: true }, checks: ['nip45-count'], expect: { 'nip45-count': 'fail' } },
   { name: 'AUTH accepts anything', faults: { authAcceptsAnything: true }, auth: true, checks: ['nip42-auth', 'nip42-refusals'], expect: { 'nip42-auth': 'pass', 'nip42-refusals': 'fail' } },
+  { name: 'a deletion by a tag also blocks newer versions', faults: { deleteAddrForever: true }, checks: ['delete-a'], expect: { 'delete-a': 'warn' } },
   { name: 'connection dropped when idle', faults: { idleDropMs: 80 }, checks: ['idle'], expect: { idle: 'warn' } },
 ];
 
@@ -50,6 +51,14 @@ for (const c of cases) {
     for (const [id, want] of Object.entries(c.expect)) t.equal(status(id), want, `${id}: ${report.checks.find((x) => x.id === id)?.message}`);
   });
 }
+
+t.test('a relay that requires AUTH: the probe authenticates and the checks run', async (t) => {
+  const relay = await startMiniRelay({}, { authRequired: true });
+  t.teardown(() => relay.close());
+  const { report } = await probe(relay.url, 'custom', ['req-eose', 'publish-ok', 'read-back', 'filter-ids', 'limit-auth-writes']);
+  t.same(report.checks.map((c) => `${c.id}:${c.status}`), ['req-eose:pass', 'publish-ok:pass', 'read-back:pass', 'filter-ids:pass', 'limit-auth-writes:pass'], report.checks.map((c) => c.message).join(' | '));
+  t.equal(report.advertisedVsObserved.find((r) => r.claim === 'limitation.auth_required')?.agrees, true);
+});
 
 t.test('NIP-11 fields of the wrong type fail', async (t) => {
   const relay = await startTestRelay({ info: { name: 5, pubkey: 'not-hex', supported_nips: '1,11', limitation: { max_limit: '10', auth_required: 'no' } } });

@@ -160,7 +160,8 @@ if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
   const stop = () => { void stopAll().finally(() => process.exit(130)); };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  main(process.argv.slice(2)).catch(async (e) => {
+  // exit when done: a service benchmark's stray handle (an unref'd timer, a pool) must not hold the command open
+  main(process.argv.slice(2)).then(() => process.exit(0), async (e) => {
     console.error(e);
     await stopAll();
     process.exit(1);

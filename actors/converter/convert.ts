@@ -319,7 +319,7 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
   return {
     title: clean(openGraph.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
     description: meta('meta[name="description" i]') ?? clean(openGraph.description) ?? clean(twitter.description),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(input.contentLanguage?.split(',')[0]) ?? clean(openGraph.locale),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]) ?? clean(openGraph.locale),
     canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
     author: meta('meta[name="author" i]') ?? clean(openGraph['article:author']) ?? nameOf(ldFirst('author')) ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
     publishedTime: clean(openGraph['article:published_time']) ?? clean(String(ldFirst('datePublished') ?? '')) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),

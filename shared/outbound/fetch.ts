@@ -22,6 +22,8 @@ export interface GuardedFetchOptions extends GuardOptions {
   signal?: AbortSignal;
   /** Undo gzip / br / deflate content encodings (and ask for them). Default true. */
   decompress?: boolean;
+  /** Extra trusted CA certificates (PEM) for https; the system store otherwise. Certificates are always verified. */
+  ca?: string | Buffer | (string | Buffer)[];
 }
 
 export interface GuardedResponse {
@@ -117,6 +119,7 @@ function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadlin
       headers,
       agent: false,
       lookup: pinnedLookup(pinned) as never,
+      ...(opts.ca ? { ca: opts.ca } : {}),
     });
     const total = setTimeout(() => fail(new OutboundError('timeout', `fetch took longer than ${timeoutMs} ms`, { url: url.href })), Math.max(1, deadline - Date.now()));
     const connect = setTimeout(() => fail(new OutboundError('unreachable', `${url.host} did not accept a connection in ${opts.connectTimeoutMs ?? 10000} ms`, { url: url.href })), opts.connectTimeoutMs ?? 10000);

@@ -119,6 +119,8 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     up.once('connect', () => {
       connected = true;
       clearTimeout(t);
+      // a tunnel nobody uses for 5 minutes is closed (browsers reopen what they need)
+      up.setTimeout(5 * 60 * 1000, () => up.destroy());
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length) up.write(head);
       up.pipe(client);

@@ -153,6 +153,11 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
         continue;
       }
       if (!m) continue;
+      if (abort.signal.aborted) {
+        // arrived while stopping: hand it straight back
+        m.nak();
+        break;
+      }
       running++;
       void work(m).finally(() => {
         running--;

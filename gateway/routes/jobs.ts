@@ -1,3 +1,229 @@
-import type { Route } from '../route.ts';
+// Quote and job creation for every service module, and reading jobs: one job (long poll), a
+// wallet's recent jobs, result downloads and the shots zip.
+import { Readable } from 'node:stream';
+import { Type as T } from '@sinclair/typebox';
+import { Objm, type ObjectResult } from '@nats-io/obj';
+import yazl from 'yazl';
+import type { GatewayContext, Route, RouteRequest } from '../route.ts';
+import { ApiError, type ErrorCode } from '../../shared/errors.ts';
+import { SERVICES, subjects, type ServiceName } from '../../shared/names.ts';
+import { SERVICE_MODULES } from '../../shared/services/index.ts';
+import { call } from '../../shared/micro.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
+import { quoteJob, submitJob, type JobDeps } from '../../shared/jobs/create.ts';
+import { readJob } from '../../shared/jobs/store.ts';
+import { toPublicJob, isExpired } from '../../shared/jobs/public.ts';
+import { waitForJob } from '../../shared/jobs/wait.ts';
+import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
-export const routes: Route[] = [];
+/** The 400-class codes each service's body and plan can answer with. */
+const SERVICE_ERRORS: Record<ServiceName, ErrorCode[]> = {
+  websitepro: ['bad_request', 'bad_url', 'no_output'],
+  shots: ['bad_request', 'bad_url', 'unknown_browser', 'bad_viewport'],
+  labs: ['bad_request', 'bad_relay_url', 'bad_port', 'bad_webhook', 'no_checks'],
+};
+/** Codes of the network prechecks run before the charge. */
+const PRECHECK_ERRORS: Record<ServiceName, ErrorCode[]> = {
+  websitepro: ['blocked_address', 'unreachable'],
+  shots: ['blocked_address', 'unreachable'],
+  labs: ['blocked_address', 'unreachable', 'relay_busy'],
+};
+
+const WaitQuery = T.Object({
+  wait: T.Optional(T.Integer({ minimum: 0, description: 'Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25.' })),
+}, { additionalProperties: true });
+
+const deps = (ctx: GatewayContext): JobDeps => ({ nc: ctx.nc, js: ctx.js, config: ctx.config, log: ctx.log, kv: ctx.kv });
+const waitMs = (ctx: GatewayContext, wait: unknown) => Math.min(Number(wait ?? 0), ctx.config.limits.maxWaitSeconds) * 1000;
+const walletOf = (req: RouteRequest) => req.auth!.walletId;
+
+function serviceRoutes(service: ServiceName): Route[] {
+  const mod = SERVICE_MODULES[service];
+  return [
+    {
+      method: 'POST',
+      path: `/v1/${service}/quote`,
+      auth: true,
+      summary: `Quote a ${service} job`,
+      description: 'Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created' + (service === 'labs' ? '; the relay is not contacted.' : '.'),
+      tags: [service],
+      body: mod.body,
+      bodyErrorCode: (e) => mod.errorCode(e),
+      responses: { 200: { description: 'The price of the job and whether the balance covers it.', schema: Quote } },
+      errors: [...SERVICE_ERRORS[service], 'service_unavailable'],
+      async handler(req, ctx) {
+        return { json: await quoteJob(deps(ctx), service, req.body, walletOf(req)) };
+      },
+    },
+    {
+      method: 'POST',
+      path: `/v1/${service}/jobs`,
+      auth: true,
+      limit: 'jobs',
+      summary: `Create a ${service} job`,
+      description: 'Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.',
+      tags: [service],
+      body: mod.body,
+      bodyErrorCode: (e) => mod.errorCode(e),
+      query: WaitQuery,
+      responses: { 201: { description: 'The job (finished if `wait` allowed it) and the balance after the charge.', schema: JobWithBalance } },
+      errors: [...SERVICE_ERRORS[service], ...PRECHECK_ERRORS[service], 'insufficient_funds', 'rate_limited', 'busy', 'service_unavailable'],
+      async handler(req, ctx) {
+        const walletId = walletOf(req);
+        const created = await submitJob(deps(ctx), service, req.body, walletId);
+        let { job, balance } = created;
+        const ms = waitMs(ctx, req.query.wait);
+        if (ms > 0) {
+          job = await waitForJob(ctx.kv.jobs, job, ms, req.signal);
+          // refunds may have come back while we waited
+          if (job.refunded > 0) balance = (await wallet.balance(ctx.nc, walletId).catch(() => ({ balance }))).balance;
+        }
+        return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+      },
+    },
+  ];
+}
+
+/** The job if it exists and belongs to the caller; another wallet's job is "not found". */
+async function ownJob(ctx: GatewayContext, req: RouteRequest): Promise<JobRecord> {
+  const cur = await readJob(ctx.kv.jobs, req.params.id ?? '');
+  if (!cur || cur.job.walletId !== walletOf(req)) throw new ApiError('not_found', 'no such job');
+  return cur.job;
+}
+
+async function openObject(ctx: GatewayContext, store: string, name: string): Promise<ObjectResult | null> {
+  const os = await new Objm(ctx.nc).open(store);
+  return os.get(name);
+}
+
+/** The object's bytes as they arrive; a broken read surfaces as an error after the last chunk. */
+async function* objectChunks(o: ObjectResult): AsyncIterable<Uint8Array> {
+  for await (const chunk of o.data as unknown as AsyncIterable<Uint8Array>) yield chunk;
+  const err = await o.error;
+  if (err) throw err;
+}
+
+/** `attachment` with an ASCII fallback and the exact UTF-8 name (RFC 6266). */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(filename)}`;
+}
+
+function gone(job: JobRecord): ApiError {
+  return new ApiError('expired', `the results of this job were deleted at the end of their retention (${new Date(job.expiresAt).toISOString()})`);
+}
+
+const jobRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/v1/jobs',
+    auth: true,
+    summary: 'Recent jobs of this key',
+    description: 'Newest first.',
+    tags: ['jobs'],
+    query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 30 })) }, { additionalProperties: true }),
+    responses: { 200: { description: 'The jobs.', schema: T.Object({ jobs: T.Array(T.Ref(Job)) }) } },
+    errors: ['bad_request', 'service_unavailable'],
+    async handler(req, ctx) {
+      const { jobs } = await call<{ jobs: JobRecord[] }>(ctx.nc, subjects.jobs.list, { walletId: walletOf(req), limit: req.query.limit ?? 30 });
+      const now = Date.now();
+      return { json: { jobs: jobs.map((j) => toPublicJob(j, ctx.baseUrl, now)) } };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/jobs/:id',
+    auth: true,
+    summary: 'One job',
+    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling).',
+    tags: ['jobs'],
+    query: WaitQuery,
+    responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },
+    errors: ['bad_request', 'not_found'],
+    async handler(req, ctx) {
+      let job = await ownJob(ctx, req);
+      const ms = waitMs(ctx, req.query.wait);
+      if (ms > 0) job = await waitForJob(ctx.kv.jobs, job, ms, req.signal);
+      const { balance } = await wallet.balance(ctx.nc, job.walletId);
+      return { json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/jobs/:id/results/:key',
+    auth: true,
+    summary: 'Download a result',
+    description: 'The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead.',
+    tags: ['jobs'],
+    query: T.Object({ thumb: T.Optional(T.Literal('1', { description: 'Only `1`; shots only.' })) }, { additionalProperties: true }),
+    responses: { 200: { description: 'The file.', contentType: '*/*', headers: { 'Content-Disposition': 'attachment; filename=...' } } },
+    errors: ['bad_request', 'not_found', 'not_ready', 'expired'],
+    async handler(req, ctx) {
+      const job = await ownJob(ctx, req);
+      const r: ResultRecord | undefined = job.results.find((x) => x.key === req.params.key);
+      if (!r) throw new ApiError('not_found', 'no such result in this job');
+      const thumb = req.query.thumb === '1';
+      if (thumb && job.service !== 'shots') throw new ApiError('not_found', 'thumbnails exist only for shots results');
+      if (r.status === 'pending') throw new ApiError('not_ready', 'the result is still being produced', undefined, { 'retry-after': '2' });
+      if (isExpired(job)) throw gone(job);
+      if (r.status !== 'done' || !r.file) throw new ApiError('not_found', r.oneTime ? 'this result is a fee and has no file' : `the result was not delivered${r.error ? ` (${r.error})` : ''}`);
+      const f = thumb ? r.file.thumb : r.file;
+      if (!f) throw new ApiError('not_found', 'this result has no thumbnail');
+      const o = await openObject(ctx, r.file.store, f.name);
+      if (!o) {
+        // deleted between the check and the read: expiry won, or the store lost it
+        if (isExpired(job, Date.now())) throw gone(job);
+        throw new ApiError('not_found', 'the file is not in the store');
+      }
+      const filename = thumb ? r.file.filename.replace(/\.[^.]+$/, '') + '.thumb.webp' : r.file.filename;
+      return {
+        stream: objectChunks(o),
+        length: o.info.size,
+        headers: { 'content-type': f.contentType, 'content-disposition': contentDisposition(filename), 'cache-control': 'private, no-store' },
+      };
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/jobs/:id/zip',
+    auth: true,
+    summary: 'All screenshots of a completed shots job as a zip',
+    tags: ['jobs'],
+    responses: { 200: { description: 'application/zip', contentType: 'application/zip' } },
+    errors: ['not_found', 'not_ready', 'expired'],
+    async handler(req, ctx) {
+      const job = await ownJob(ctx, req);
+      if (job.service !== 'shots') throw new ApiError('not_found', 'zips exist only for shots jobs');
+      if (!isFinished(job)) throw new ApiError('not_ready', 'the job is not finished yet', undefined, { 'retry-after': '2' });
+      if (isExpired(job)) throw gone(job);
+      const files = job.results.filter((r) => r.status === 'done' && r.file);
+      if (job.status !== 'completed' || !files.length) throw new ApiError('not_found', 'the job delivered no screenshots');
+      const objm = new Objm(ctx.nc);
+      const zip = new yazl.ZipFile();
+      const used = new Set<string>();
+      for (const r of files) {
+        let name = r.file!.filename || r.key;
+        for (let i = 2; used.has(name); i++) name = `${i}-${r.file!.filename}`;
+        used.add(name);
+        // lazily: each object is read from the store only when the zip writer reaches it
+        zip.addReadStreamLazy(name, { compress: false, mtime: new Date(job.finishedAt ?? job.createdAt) }, (cb) => {
+          objm.open(r.file!.store)
+            .then((os) => os.get(r.file!.name))
+            .then((o) => {
+              if (!o) throw new Error(`object ${r.file!.name} is missing`);
+              cb(null, Readable.from(objectChunks(o)));
+            })
+            .catch((e: unknown) => cb(e, undefined as never));
+        });
+      }
+      zip.end();
+      return {
+        stream: zip.outputStream as unknown as AsyncIterable<Uint8Array>,
+        headers: { 'content-type': 'application/zip', 'content-disposition': contentDisposition(`${job.id}.zip`), 'cache-control': 'private, no-store' },
+      };
+    },
+  },
+];
+
+export const routes: Route[] = [...SERVICES.flatMap(serviceRoutes), ...jobRoutes];

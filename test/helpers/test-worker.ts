@@ -14,6 +14,7 @@
 //   node --import tsx test/helpers/test-worker.ts <natsUrl> <consumer> <filterSubject> [ackWaitSeconds] [maxDeliver]
 // It prints `ready` when pulling and `working <jobId> <resultKey> <delivery>` when a task starts.
 import { pathToFileURL } from 'node:url';
+import sharp from 'sharp';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { runWorker, storeResultFile, storeThumb, type TaskContext } from '../../shared/worker.ts';
 import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
@@ -79,7 +80,10 @@ export async function startTestWorker(o: TestWorkerOptions) {
           if (ctx.deliveryCount > 1) break;
         // falls through
         case 'hang':
-          await new Promise((_, reject) => ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true }));
+          await new Promise((_, reject) => {
+            if (ctx.signal.aborted) reject(new Error('stopped'));
+            ctx.signal.addEventListener('abort', () => reject(new Error('stopped')), { once: true });
+          });
           break;
         case 'progress':
           for (const step of ['connecting', 'checking', 'writing report']) {
@@ -92,6 +96,13 @@ export async function startTestWorker(o: TestWorkerOptions) {
           break;
         default:
           break;
+      }
+      if (task.service === 'shots') {
+        // a real (tiny) PNG and WebP thumbnail, like the browser pool stores
+        const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#3366cc' } }).png().toBuffer();
+        const file = await storeResultFile(o.nc, task, png, { contentType: 'image/png', filename: task.resultKey });
+        file.thumb = await storeThumb(o.nc, task, await sharp(png).resize(4).webp().toBuffer());
+        return { file, extra: { worker: 'test' } };
       }
       const file = await storeResultFile(o.nc, task, new TextEncoder().encode(fileContent(task)), {
         contentType: task.params.contentType === undefined ? 'text/plain; charset=utf-8' : String(task.params.contentType),

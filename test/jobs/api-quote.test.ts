@@ -1,0 +1,37 @@
+// Quotes (real HTTP, wallet, supervisor, test workers).
+import t from 'tap';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { Objm } from '@nats-io/obj';
+import { startJobsApi } from './app.ts';
+import { fileContent } from '../helpers/test-worker.ts';
+import { Kvm } from '@nats-io/kv';
+import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
+import { readLedger } from '../../shared/audit.ts';
+
+t.test('a quote is free: priced like the job, nothing charged, written or published', async (t) => {
+  const s = await startJobsApi(t, {}, { workers: false });
+  const { key, walletId } = await s.newWallet(1000);
+  const r = await s.request('POST', '/v1/websitepro/quote', { key, body: { url: `${s.targetUrl}/page`, outputs: ['markdown', 'pdf', 'markdown'] } });
+  t.equal(r.status, 200, r.text);
+  t.same(r.json, { service: 'websitepro', target: '127.0.0.1', cost: 130, eur: 0.013, balance: 1000, sufficient: true, items: [{ key: 'markdown', price: 30 }, { key: 'pdf', price: 100 }] });
+  const poor = await s.newWallet(10);
+  const q2 = await s.request('POST', '/v1/websitepro/quote', { key: poor.key, body: { url: 'http://127.0.0.1:1/', outputs: ['pdf'] } });
+  t.equal(q2.status, 200, 'a quote does not contact the target');
+  t.equal(q2.json.sufficient, false);
+  // validated exactly like creation
+  for (const path of ['/v1/websitepro/quote', '/v1/websitepro/jobs']) {
+    const bad = await s.request('POST', path, { key, body: { url: 'ftp://x', outputs: ['text'] } });
+    t.equal(bad.json?.error?.code, 'bad_url', `${path}: bad_url`);
+    const none = await s.request('POST', path, { key, body: { url: s.targetUrl, outputs: [] } });
+    t.equal(none.json?.error?.code, 'no_output', `${path}: no_output`);
+  }
+  t.equal((await s.request('POST', '/v1/websitepro/quote', { body: { url: s.targetUrl, outputs: ['text'] } })).status, 401);
+  t.equal(await s.balance(walletId), 1000);
+  const jsm = await jetstreamManager(s.nc);
+  t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, 0, 'nothing ever published on JOBS');
+  t.equal((await readLedger(s.nc)).filter((e) => e.walletId === walletId).length, 1, 'only the grant in the ledger');
+  const keys = await (await new Kvm(s.nc).open(BUCKETS.jobs)).keys();
+  const all: string[] = [];
+  for await (const k of keys) all.push(k);
+  t.same(all, [], 'no job written');
+});

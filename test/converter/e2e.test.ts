@@ -1,13 +1,14 @@
 // The whole websitepro path over HTTP: gateway → precheck → charge → supervisor → converter →
 // object store → download; undelivered results refunded; blocked targets refused before any charge.
 import t from 'tap';
+import net from 'node:net';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
 import { ARTICLE } from './pages.ts';
 
 t.test('websitepro end to end', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'converter'], config: { outbound: { allowCidrs: ['127.0.0.1/32'] } } });
+  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'converter'], config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, websitepro: { fetchTimeoutMs: 2000 } } });
   const site = await fixtureServer(t, { '/post': html(ARTICLE), '/to-private': (_q, r) => r.writeHead(302, { location: 'http://127.0.0.2/' }).end() });
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 10_000, 'test');
@@ -47,4 +48,17 @@ t.test('websitepro end to end', async (t) => {
   t.match(rj, { status: 'failed', charged: 0 });
   t.match(rj.results[0], { error: 'blocked_address', refunded: true });
   t.equal(await balance(), before);
+
+  // a server that accepts the connection (so the precheck passes) but never answers
+  const held: net.Socket[] = [];
+  const silent = net.createServer((s) => held.push(s));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => { held.forEach((s) => s.destroy()); silent.close(); });
+  const hang = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`, outputs: ['text', 'markdown'] } });
+  t.equal(hang.status, 201);
+  let hj = hang.json.job;
+  for (let i = 0; i < 10 && (hj.status === 'queued' || hj.status === 'processing'); i++) hj = (await app.request('GET', `/v1/jobs/${hj.id}?wait=25`, { key: k.key })).json.job;
+  t.match(hj, { status: 'failed', charged: 0, refunded: hj.cost });
+  for (const res of hj.results) t.match(res, { status: 'failed', error: 'timeout', refunded: true });
+  t.equal(await balance(), before, 'a target that never answers costs nothing');
 });

@@ -16,6 +16,16 @@ export interface ShotParams {
   options: { fullPage: boolean; retina: boolean; hideCookieBanner: boolean; delay: number };
 }
 
+/** A task's params as the shots plan wrote them; anything else is refused, not retried. */
+export function checkShotParams(p: unknown): ShotParams {
+  const x = p as Partial<ShotParams> | undefined;
+  const ok = !!x && typeof x.url === 'string' && /^https?:\/\//i.test(x.url)
+    && !!x.viewport && Number.isInteger(x.viewport.w) && Number.isInteger(x.viewport.h)
+    && (x.scheme === 'light' || x.scheme === 'dark') && !!x.options && typeof x.options === 'object';
+  if (!ok) throw new TaskFailure('render_failed', 'malformed shots task');
+  return { ...x, options: { fullPage: !!x.options!.fullPage, retina: !!x.options!.retina, hideCookieBanner: !!x.options!.hideCookieBanner, delay: [0, 2, 5].includes(Number(x.options!.delay)) ? Number(x.options!.delay) : 0 } } as ShotParams;
+}
+
 export interface Shot {
   png: Buffer;
   /** The decoded pixels of `png`. */

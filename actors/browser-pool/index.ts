@@ -12,7 +12,7 @@ import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, t
 import { launcherFor } from './launchers/registry.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { effectiveConcurrency, ManagedBrowser, PageTimeout, Slots } from './pool.ts';
-import { captureShot, type ShotParams } from './capture.ts';
+import { captureShot, checkShotParams } from './capture.ts';
 import { Stores, storeShot } from './store.ts';
 import { renderEndpoints } from './render.ts';
 import { startBrowserProxy } from './proxy.ts';
@@ -101,7 +101,7 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     filterSubject: subjects.taskShots(entry.launcher.browserId, entry.version),
     concurrency,
     handle: async ({ task, progress, signal }) => {
-      const p = task.params as unknown as ShotParams;
+      const p = checkShotParams(task.params);
       const release = await slots.acquire(signal);
       try {
         const shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withContext(cfg.pageTimeoutMs, (bctx) =>

@@ -20,3 +20,10 @@ t.test('thumbnails: WebP, 400 px wide, tall shots keep their top', async (t) => 
   const small = await solid(320, 320);
   t.match(await sharp(await makeThumb(small)).metadata(), { width: 320, height: 320 }, 'never enlarged');
 });
+
+t.test('malformed task params are refused as a failure, not retried', async (t) => {
+  const { checkShotParams } = await import('../../actors/browser-pool/capture.ts');
+  t.throws(() => checkShotParams({ url: 'file:///etc/passwd', viewport: { w: 1, h: 1 }, scheme: 'light', options: {} }), { error: 'render_failed' });
+  t.throws(() => checkShotParams(undefined), { error: 'render_failed' });
+  t.match(checkShotParams({ url: 'https://e.com/', viewport: { w: 800, h: 600 }, scheme: 'dark', options: { delay: 7, retina: 1 } }), { options: { delay: 0, retina: true, fullPage: false } });
+});

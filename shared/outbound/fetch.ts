@@ -56,6 +56,7 @@ export async function guardedFetch(raw: string | URL, opts: GuardedFetchOptions)
   let headers = { ...(opts.headers ?? {}) };
   const chain: string[] = [];
   for (let hop = 0; ; hop++) {
+    if (opts.signal?.aborted) throw new OutboundError('timeout', 'fetch aborted', { url: url.href });
     chain.push(url.href);
     const left = deadline - Date.now();
     if (left <= 0) throw new OutboundError('timeout', `fetch took longer than ${timeoutMs} ms`, { url: url.href });
@@ -107,6 +108,7 @@ function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadlin
       done = true;
       clearTimeout(total);
       clearTimeout(connect);
+      opts.signal?.removeEventListener('abort', onAbort);
       req.destroy();
       reject(e);
     };

@@ -151,6 +151,13 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
       finish(r.status);
     };
 
+    /** 413, then close the connection so the client stops sending. */
+    const tooLarge = (message: string) => {
+      const r = errorReply(new ApiError('payload_too_large', message), requestId);
+      send(res, state, r.status, { ...common, ...r.headers }, r.body, true);
+      finish(413);
+    };
+
     if (method === 'OPTIONS' && allowed.size) {
       send(res, state, 204, { ...common, allow: [...allowed, 'OPTIONS'].join(', '), 'access-control-allow-methods': [...allowed, 'OPTIONS'].join(', '), 'access-control-allow-headers': 'authorization, content-type, x-request-id', 'access-control-max-age': '600' }, '');
       finish(204);
@@ -173,17 +180,8 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
       const limitBytes = config.limits.bodyBytes;
       const declared = Number(headers['content-length'] ?? NaN);
       if (Number.isFinite(declared) && declared > limitBytes) {
-        // answer now and close: reading on would only waste the limit
-        const r = errorReply(new ApiError('payload_too_large', `the body is ${declared} bytes; at most ${limitBytes} are accepted`), requestId);
-        if (!state.aborted) {
-          state.done = true;
-          res.cork(() => {
-            res.writeStatus('413 Payload Too Large');
-            for (const [k, v] of Object.entries({ ...common, ...r.headers })) res.writeHeader(k, v);
-            res.end(r.body, true);
-          });
-        }
-        finish(413);
+        // answer now: reading on would only waste the limit
+        tooLarge(`the body is ${declared} bytes; at most ${limitBytes} are accepted`);
         return;
       }
       bodyPromise = readBody(res, state, limitBytes);
@@ -194,18 +192,8 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
       try {
         raw = await bodyPromise;
       } catch (e) {
-        if (e instanceof BodyTooLarge) {
-          const r = errorReply(new ApiError('payload_too_large', `the body is larger than ${config.limits.bodyBytes} bytes`), requestId);
-          if (!state.aborted && !state.done) {
-            state.done = true;
-            res.cork(() => {
-              res.writeStatus('413 Payload Too Large');
-              for (const [k, v] of Object.entries({ ...common, ...r.headers })) res.writeHeader(k, v);
-              res.end(r.body, true);
-            });
-          }
-          finish(413);
-        } else finish(499);
+        if (e instanceof BodyTooLarge) tooLarge(`the body is larger than ${config.limits.bodyBytes} bytes`);
+        else finish(499);
         return;
       }
       try {
@@ -214,7 +202,8 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
           rq.auth = await authenticate(headers.authorization);
           if (route.limit === 'jobs') await limit('jobs', rq.auth.keyHash, config.limits.jobsPerHour, HOUR);
           else await limit('key', rq.auth.keyHash, config.server.keyRequestsPerMinute, MINUTE);
-        } else if (!route.hidden || route.path.startsWith('/account')) {
+        } else if (!route.tags.includes('ops')) {
+          // health and metrics stay unlimited for probes and scrapers
           await limit('ip', ip, config.server.publicRequestsPerMinute, MINUTE);
         }
         if (match!.query) {

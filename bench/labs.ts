@@ -23,7 +23,7 @@ export async function run(): Promise<BenchFigure[]> {
     const c = await p.conn();
     const rtt: number[] = [];
     for (let i = 0; i < 20; i++) rtt.push((await p.req([{ kinds: [1], limit: 1 }], c)).ms);
-    p.closeAll();
+    p.stop();
     const oneRtt = median(rtt);
     const out: BenchFigure[] = [];
     for (const module of ['quick', 'conformance'] as const) {

@@ -8,6 +8,9 @@ import type { CheckedAddress } from '../../shared/services/labs.ts';
 
 export type RelayMsg = unknown[];
 
+/** Bytes one connection may receive before the probe drops it. */
+export const MAX_BYTES_PER_CONNECTION = 32 * 1024 * 1024;
+
 export interface Received {
   msg: RelayMsg;
   at: number;
@@ -48,6 +51,13 @@ export class RelayConn {
   private constructor(readonly ws: WebSocket, private readonly opts: ConnectOptions, readonly connectMs: number, readonly tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null) {
     ws.on('message', (data) => {
       const raw = data.toString();
+      // a relay that floods must not exhaust the prober's memory
+      this.bytes += raw.length;
+      if (this.bytes > MAX_BYTES_PER_CONNECTION) {
+        this.overflow = true;
+        ws.terminate();
+        return;
+      }
       let msg: RelayMsg;
       try {
         const v = JSON.parse(raw);
@@ -122,6 +132,10 @@ export class RelayConn {
       });
     });
   }
+
+  bytes = 0;
+  /** Closed by the probe because the relay sent more than MAX_BYTES_PER_CONNECTION. */
+  overflow = false;
 
   /** Every subscription id this client ever sent a REQ for. */
   readonly reqIds = new Set<string>();

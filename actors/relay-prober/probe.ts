@@ -84,6 +84,7 @@ export class Probe {
   nip11: Nip11Fetch | null = null;
   /** Set during the final clean-up. */
   cleaning = false;
+  stopped = false;
   /** Results of checks already run, by id (dependent checks read them). */
   readonly results = new Map<string, { status: string; details: Record<string, unknown> }>();
   readonly memo = new Map<string, Promise<unknown>>();
@@ -147,6 +148,7 @@ export class Probe {
 
   /** A new connection (counted against the budget). */
   async open(): Promise<RelayConn> {
+    if (this.stopped) throw new Error('the probe was stopped');
     if (this.usage.connections >= BOUNDS.connections) throw new BudgetExceeded(`${BOUNDS.connections} connections`);
     const address = await this.resolve();
     this.usage.connections++;
@@ -354,7 +356,9 @@ export class Probe {
     });
   }
 
-  closeAll() {
+  /** Close every connection; nothing new is opened afterwards (a timed-out run winds down). */
+  stop() {
+    this.stopped = true;
     for (const c of this.conns) c.close();
   }
 

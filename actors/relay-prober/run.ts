@@ -53,6 +53,7 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
     await p.fetchNip11();
     for (const [i, c] of selected.entries()) {
       if (o.signal?.aborted) throw new Error('stopping');
+      if (p.stopped) throw new Error('stopped');
       p.progress(`check ${i + 1}/${selected.length}: ${c.id}`);
       const t0 = performance.now();
       let out;
@@ -89,7 +90,7 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
     cl = await Promise.race([work(), timeout, abort]);
   } finally {
     clearTimeout(timer);
-    p.closeAll();
+    p.stop();
   }
   const finished = new Date();
   const count = (s: string) => checks.filter((c) => c.status === s).length;

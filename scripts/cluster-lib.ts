@@ -297,8 +297,8 @@ export interface System {
   cluster: NatsCluster;
   procs: ActorProcess[];
   gateway(): ActorProcess | undefined;
-  /** Start one more process (another browser-pool, a replacement gateway). */
-  add(name: ProcessName): Promise<ActorProcess>;
+  /** Start one more process (another browser-pool, a replacement gateway), with extra environment. */
+  add(name: ProcessName, env?: Record<string, string>): Promise<ActorProcess>;
   stop(): Promise<void>;
 }
 
@@ -323,8 +323,8 @@ export async function startSystem(o: SystemOptions): Promise<System> {
     cluster,
     procs,
     gateway: () => procs.filter((p) => p.name === 'gateway' && p.child.exitCode === null && p.child.signalCode === null).at(-1),
-    async add(name) {
-      const p = await spawnActor(name, spawnOpts);
+    async add(name, env) {
+      const p = await spawnActor(name, env ? { ...spawnOpts, env: { ...(spawnOpts.env ?? {}), ...env } } : spawnOpts);
       procs.push(p);
       return p;
     },

@@ -48,8 +48,8 @@ export async function startTestSystem(t: Tap, o: Partial<SystemOptions> & { proc
   const sys = await startSystem({
     dataDir: tempDir('payloads-sys-'),
     logLevel: process.env.TEST_LOG_LEVEL ?? 'warn',
-    config: testSystemConfig(o.config ?? {}),
     ...o,
+    config: testSystemConfig(o.config ?? {}),
   });
   t.teardown(() => sys.stop());
   return sys;

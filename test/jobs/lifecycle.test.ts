@@ -1,7 +1,11 @@
 // The job lifecycle at the NATS level: real wallet, real supervisor, the test worker.
 import t from 'tap';
 import { startJobsSystem } from './lib.ts';
-import { OBJECT_STORES } from '../../shared/names.ts';
+import { jetstream } from '@nats-io/jetstream';
+import { OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
+import { commitJob, newJobRecord } from '../../shared/jobs/create.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { readLedger } from '../../shared/audit.ts';
 import { objectName } from '../../shared/protocol/jobs.ts';
 
 t.test('every result delivered: completed, charged in full, files stored', async (t) => {
@@ -99,4 +103,33 @@ t.test('progress is recorded while the task runs and cleared when it is done', a
   const done = await s.job(job.id);
   t.equal(done.status, 'completed');
   t.notOk(done.results[0]!.progress);
+});
+
+t.test('state changes are published on the EVENTS stream for operators', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'text', price: 20 }]);
+  await s.finished(job.id);
+  // an ordered consumer over the whole stream (2.9 has no multi-filter), filtered here
+  const c = await jetstream(s.nc).consumers.get(STREAMS.events);
+  const seen: string[] = [];
+  for (;;) {
+    const m = await c.next({ expires: 1000 });
+    if (!m) break;
+    if (m.subject === subjects.evtJob('websitepro', job.id)) seen.push(m.json<{ event: string }>().event);
+  }
+  t.same(seen, ['created', 'processing', 'completed']);
+});
+
+t.test('compensation: a charge whose job cannot be written is refunded before answering', async (t) => {
+  const s = await startJobsSystem(t);
+  const { walletId } = await s.newWallet(1000);
+  // a job document larger than the server's max payload: the write after the charge fails
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, { blob: 'x'.repeat(2 * 1024 * 1024) }, s.config);
+  await t.rejects(commitJob(s.deps, job), { code: 'internal' });
+  t.equal(await s.balance(walletId), 1000, 'charged and refunded');
+  const mine = (await readLedger(s.nc)).filter((e) => e.walletId === walletId).map((e) => [e.type, e.amount]);
+  t.same(mine, [['grant', 1000], ['charge', -20], ['refund', 20]]);
+  t.same(await s.violations(), []);
 });

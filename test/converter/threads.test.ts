@@ -4,7 +4,7 @@ import t from 'tap';
 import { ConvertPool } from '../../actors/converter/pool.ts';
 import { convert, type ConvertInput } from '../../actors/converter/convert.ts';
 
-const big = `<!doctype html><html><head><title>Big</title></head><body><article><h1>Big</h1>${Array.from({ length: 800 }, (_, i) => `<p>Paragraph ${i} with <a href="/l${i}">a link</a> and <em>some</em> text to parse and convert.</p>`).join('')}</article></body></html>`;
+const big = `<!doctype html><html><head><title>Big</title></head><body><article><h1>Big</h1>${Array.from({ length: 400 }, (_, i) => `<p>Paragraph ${i} with <a href="/l${i}">a link</a> and <em>some</em> text to parse and convert.</p>`).join('')}</article></body></html>`;
 const input: ConvertInput = { body: Buffer.from(big), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['metadata', 'markdown', 'text', 'html'] };
 
 async function maxGapWhile(p: Promise<unknown>): Promise<number> {

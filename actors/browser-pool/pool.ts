@@ -18,13 +18,23 @@ export class Slots {
   private used = 0;
   private waiting: (() => void)[] = [];
   constructor(readonly size: number) {}
+  /** Wait for a free page; an aborted signal gives up the place in the queue and throws. */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     while (this.used >= this.size) {
-      await new Promise<void>((r) => {
-        this.waiting.push(r);
-        signal?.addEventListener('abort', () => r(), { once: true });
+      if (signal?.aborted) throw new SlotWaitAborted();
+      await new Promise<void>((resolve) => {
+        const onAbort = () => {
+          const i = this.waiting.indexOf(wake);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve();
+        };
+        const wake = () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        };
+        this.waiting.push(wake);
+        signal?.addEventListener('abort', onAbort, { once: true });
       });
-      if (signal?.aborted) throw new Error('stopping');
     }
     this.used++;
     let released = false;
@@ -36,6 +46,13 @@ export class Slots {
     };
   }
   get busy() { return this.used; }
+}
+
+export class SlotWaitAborted extends Error {
+  constructor() {
+    super('gave up waiting for a free page');
+    this.name = 'SlotWaitAborted';
+  }
 }
 
 export class PageTimeout extends Error {

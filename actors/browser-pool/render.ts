@@ -47,7 +47,13 @@ async function open(ctx: BrowserContext, url: string, timeoutMs: number, blocked
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
   const run = async <T>(fn: (ctx: BrowserContext) => Promise<T>): Promise<T> => {
-    const release = await slots.acquire();
+    // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
+    let release: () => void;
+    try {
+      release = await slots.acquire(AbortSignal.timeout(Math.min(30000, Math.max(1000, pageTimeoutMs / 2))));
+    } catch {
+      throw new ApiError('busy', 'every page of this browser-pool instance is busy; retry later');
+    }
     try {
       return await browser.withContext(pageTimeoutMs, fn);
     } catch (e) {

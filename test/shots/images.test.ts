@@ -23,7 +23,27 @@ t.test('thumbnails: WebP, 400 px wide, tall shots keep their top', async (t) => 
 
 t.test('malformed task params are refused as a failure, not retried', async (t) => {
   const { checkShotParams } = await import('../../actors/browser-pool/capture.ts');
-  t.throws(() => checkShotParams({ url: 'file:///etc/passwd', viewport: { w: 1, h: 1 }, scheme: 'light', options: {} }), { error: 'render_failed' });
-  t.throws(() => checkShotParams(undefined), { error: 'render_failed' });
+  const failure = (p: unknown) => { try { checkShotParams(p); return 'accepted'; } catch (e) { return (e as { error?: string }).error; } };
+  t.equal(failure({ url: 'file:///etc/passwd', viewport: { w: 1, h: 1 }, scheme: 'light', options: {} }), 'render_failed', 'file: URL');
+  t.equal(failure(undefined), 'render_failed', 'no params');
   t.match(checkShotParams({ url: 'https://e.com/', viewport: { w: 800, h: 600 }, scheme: 'dark', options: { delay: 7, retina: 1 } }), { options: { delay: 0, retina: true, fullPage: false } });
+});
+
+t.test('page slots: a limit, FIFO wake-ups, and a waiter that gives up leaves no hole', async (t) => {
+  const { Slots } = await import('../../actors/browser-pool/pool.ts');
+  const s = new Slots(1);
+  const r1 = await s.acquire();
+  const keepAlive = setTimeout(() => {}, 5000); // AbortSignal.timeout's timer does not hold the loop
+  t.teardown(() => clearTimeout(keepAlive));
+  const gaveUp = s.acquire(AbortSignal.timeout(50)).then(() => 'got', () => 'gave up');
+  const order: string[] = [];
+  const w2 = s.acquire().then((r) => { order.push('w2'); return r; });
+  t.equal(await gaveUp, 'gave up');
+  t.equal(s.busy, 1);
+  r1();
+  const r2 = await w2;
+  t.same(order, ['w2'], 'the remaining waiter got the page released after the other gave up');
+  r2();
+  r2(); // twice is harmless
+  t.equal(s.busy, 0);
 });

@@ -122,9 +122,15 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   async function sweep() {
     const now = Date.now();
     for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
+    const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
-      await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
-      await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
+      // the projection's copy says which step is due; the step itself re-reads the bucket
+      const job = projection.get(id);
+      if (!job) continue;
+      const pending = job.results.some((r) => r.status === 'pending');
+      const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
+      if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
+      if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
     }
     for (const id of projection.expired(Date.now())) await purgeJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
   }

@@ -133,3 +133,22 @@ t.test('a task stuck beyond jobs.stuckSeconds fails as worker_lost and is refund
   t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the stuck task was removed');
   t.same(await s.violations(), []);
 });
+
+t.test('a job left half-settled by a crash (failed, not yet refunded) is settled by the sweep', async (t) => {
+  const s = await startJobsSystem(t, { retention: { sweepSeconds: 0.3 } });
+  const { walletId } = await s.newWallet(1000);
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, {}, s.config);
+  // the state a supervisor leaves when it dies right after recording the failure
+  job.status = 'processing';
+  job.startedAt = Date.now();
+  job.results[0]!.status = 'failed';
+  job.results[0]!.error = 'timeout';
+  await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
+  await createJobRecord(s.deps.kv.jobs, job);
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'failed');
+  t.equal(done.results[0]!.refunded, true);
+  t.equal(done.refunded, 20);
+  t.equal(await s.balance(walletId), 1000);
+  t.same(await s.violations(), []);
+});

@@ -15,13 +15,14 @@ import { CONSUMERS, subjects } from '../../shared/names.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { runWorker, type TaskContext } from '../../shared/worker.ts';
 import { call } from '../../shared/micro.ts';
+import { advertise } from '../../shared/catalogue.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { objectName, TaskFailure, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
 import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
-import { sniffType, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './convert.ts';
+import { sniffType, CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './convert.ts';
 
 export const TEXT_OUTPUTS = ['metadata', 'markdown', 'text', 'html'] as const;
 type Output = TextOutput | 'pdf';
@@ -247,9 +248,19 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     concurrency: config.websitepro.concurrency,
     handle: (tctx) => handleTask(deps, tctx),
   });
+  const ad = await advertise(nc, 'websitepro', ctx.instanceId, () => ({
+    outputs: [
+      ...TEXT_OUTPUTS.map((id) => ({ id, contentType: CONTENT_TYPES[id].contentType })),
+      { id: 'pdf', contentType: 'application/pdf', note: 'printed by a real Chromium in browser-pool (A4, backgrounds)' },
+    ],
+    metadataSchema: '/openapi.json#/components/schemas/PageMetadata',
+    limits: { maxBytes: config.websitepro.maxBytes, fetchTimeoutMs: config.websitepro.fetchTimeoutMs, maxRedirects: config.outbound.maxRedirects },
+    concurrency: config.websitepro.concurrency,
+  }));
   log.info({ threads: size, concurrency: config.websitepro.concurrency }, 'converter started');
   return {
     async stop() {
+      await ad.stop();
       await worker.stop();
       await pool.close();
     },

@@ -53,3 +53,12 @@ t.test('public endpoints', async (t) => {
     await b.stop();
   });
 });
+
+t.test('a running converter advertises websitepro outputs in its live catalogue', async (t) => {
+  const app = await startTestApp(t, { actors: ['converter'] });
+  const r = await app.request('GET', '/v1/services/websitepro');
+  t.equal(r.status, 200);
+  t.same(r.json.outputs.map((o: any) => o.id), ['metadata', 'markdown', 'text', 'html', 'pdf']);
+  t.equal(r.json.instances.length, 1);
+  t.match(r.json.prices, [{ key: 'metadata' }]);
+});

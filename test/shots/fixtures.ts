@@ -17,7 +17,7 @@ export const PAGES: Record<string, string> = {
       const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) { document.getElementById('late').style.height = '700px'; io.disconnect(); } });
       io.observe(document.getElementById('late'));
     </script></body></html>`,
-  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><p style="margin:200px">text</p><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1200)</script></body></html>',
+  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><p style="margin:200px">text</p><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1800)</script></body></html>',
   '/cookies': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
     #cookie-notice{position:fixed;left:0;right:0;bottom:0;height:300px;background:rgb(200,0,0);color:#fff;z-index:9999}</style></head>
     <body><p>content</p><div id="cookie-notice">We use cookies to improve your experience. <button>Accept all cookies</button></div></body></html>`,

@@ -5,17 +5,14 @@ import { testBrowser } from './browsers.ts';
 t.test('chromium: delay waits before the capture', async (t) => {
   const fx = await startFixtures(t);
   const b = await testBrowser(t, 'chromium');
-  // /delayed turns from red to green 1.2 s after load
-  const t0 = Date.now();
+  // /delayed turns from red to green 1.8 s after load
   const now = await b.shoot(fx.url('/delayed'), { viewport: { w: 640, h: 480 } });
-  const quick = Date.now() - t0;
   t.same(await pixel(now.png, 10, 10), [255, 0, 0], 'no delay: still red');
   const t1 = Date.now();
   const later = await b.shoot(fx.url('/delayed'), { viewport: { w: 640, h: 480 }, options: { delay: 2 } });
   const slow = Date.now() - t1;
   t.same(await pixel(later.png, 10, 10), [0, 255, 0], 'delay 2: green');
   t.ok(slow >= 2000, `took ${slow} ms`);
-  t.ok(slow - quick >= 1500, `delay adds about 2 s (${quick} → ${slow} ms)`);
 });
 
 for (const id of ['chromium', 'firefox']) {

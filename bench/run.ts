@@ -80,6 +80,9 @@ async function serviceBench(name: string): Promise<BenchRow[]> {
   }
 }
 
+/** The running cluster, so an interrupt also stops its nats-server. */
+let current: Awaited<ReturnType<typeof startCluster>> | null = null;
+
 export async function main(argv: string[]) {
   const parts: Part[] = argv.length ? argv.filter((a): a is Part => (ALL_PARTS as readonly string[]).includes(a)) : [...ALL_PARTS];
   if (argv.length && parts.length !== argv.length) throw new Error(`usage: bench/run.ts [${ALL_PARTS.join('] [')}]`);
@@ -94,6 +97,7 @@ export async function main(argv: string[]) {
     log('starting nats-server and actor processes');
     // the gateway alone needs only the wallet behind it; the pipeline and memory need every actor
     const cluster = await startCluster(parts.includes('pipeline') || parts.includes('memory') ? {} : { actors: ['wallet'] });
+    current = cluster;
     try {
       const probe = parts.includes('memory') ? await measureIdle(cluster) : null;
       const sampler = cluster.sampleRss();
@@ -119,6 +123,7 @@ export async function main(argv: string[]) {
       }
     } finally {
       await cluster.stop();
+      current = null;
     }
   }
   if (parts.includes('services')) {
@@ -157,7 +162,7 @@ export async function main(argv: string[]) {
 }
 
 if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
-  const stop = () => { void stopAll().finally(() => process.exit(130)); };
+  const stop = () => { void Promise.allSettled([stopAll(), current?.stop()]).finally(() => process.exit(130)); };
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
   // exit when done: a service benchmark's stray handle (an unref'd timer, a pool) must not hold the command open

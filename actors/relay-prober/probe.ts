@@ -236,7 +236,7 @@ export class Probe {
   }
 
   /** REQ → events until EOSE or CLOSED; the subscription is closed after EOSE unless keepOpen. */
-  async req(filters: Record<string, unknown>[], c?: RelayConn, opts: { subId?: string; keepOpen?: boolean; latency?: boolean; timeoutMs?: number; noAuth?: boolean } = {}): Promise<ReqAnswer> {
+  async req(filters: Record<string, unknown>[], c?: RelayConn, opts: { subId?: string; keepOpen?: boolean; latency?: boolean; timeoutMs?: number; noAuth?: boolean; endOnNotice?: boolean } = {}): Promise<ReqAnswer> {
     const conn = c ?? (await this.conn());
     const id = opts.subId ?? this.subId();
     const t0 = performance.now();
@@ -249,8 +249,9 @@ export class Probe {
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
-      const r = await conn.next((m) => (m[0] === 'EVENT' || m[0] === 'EOSE' || m[0] === 'CLOSED') && m[1] === id, left);
+      const r = await conn.next((m) => ((m[0] === 'EVENT' || m[0] === 'EOSE' || m[0] === 'CLOSED') && m[1] === id) || (!!opts.endOnNotice && m[0] === 'NOTICE'), left);
       if (!r) break;
+      if (r.msg[0] === 'NOTICE') break;
       if (r.msg[0] === 'EVENT') {
         events.push(r.msg[2] as Event);
         continue;

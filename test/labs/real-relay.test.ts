@@ -10,7 +10,7 @@ t.teardown(() => relay.close());
 
 t.test('quick', async (t) => {
   const { report, status } = await probe(relay.url, 'quick');
-  for (const id of ['dns', 'tcp', 'websocket', 'nip11-served', 'nip11-cors', 'nip11-fields', 'req-eose', 'publish-ok', 'read-back', 'live-delivery', 'reconnect', 'idle', 'cleanup']) t.equal(status(id), 'pass', id);
+  for (const id of ['dns', 'tcp', 'websocket', 'nip11-served', 'nip11-cors', 'nip11-fields', 'req-eose', 'publish-ok', 'read-back', 'live-delivery', 'reconnect', 'idle', 'cleanup']) t.equal(status(id), 'pass', `${id}: ${report.checks.find((c) => c.id === id)?.message}`);
   t.equal(status('tls'), 'skip', 'ws:// has no TLS');
   t.equal(status('latency'), 'info');
   t.equal(report.relay.software, 'https://github.com/CodyTseng/nostr-relay');

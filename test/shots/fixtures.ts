@@ -21,6 +21,15 @@ export const PAGES: Record<string, string> = {
   '/cookies': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
     #cookie-notice{position:fixed;left:0;right:0;bottom:0;height:300px;background:rgb(200,0,0);color:#fff;z-index:9999}</style></head>
     <body><p>content</p><div id="cookie-notice">We use cookies to improve your experience. <button>Accept all cookies</button></div></body></html>`,
+  // a consent manager autoconsent has a rule for (AdRoll): no fixed position and no consent words,
+  // so only the rule (clicking "reject") can remove it, not the overlay fallback
+  '/cmp': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
+    #adroll_consent_container{position:absolute;left:0;top:0;width:100%;height:400px;background:rgb(0,0,200);color:#fff}</style></head>
+    <body><div id="adroll_consent_container">Ad settings <button id="adroll_consent_accept">OK</button>
+    <button id="adroll_consent_reject">No</button></div>
+    <script>document.getElementById('adroll_consent_reject').addEventListener('click', () => {
+      document.getElementById('adroll_consent_container').remove(); fetch('/rejected'); });</script></body></html>`,
+  '/rejected': 'ok',
   '/blank': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(10,20,30)}</style></head><body></body></html>',
   '/js': '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
   '/slow': '<!doctype html><html><body>slow</body></html>',

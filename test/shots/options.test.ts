@@ -24,9 +24,22 @@ for (const id of ['chromium', 'firefox']) {
     t.equal(shown.extra.cookieBanner, undefined);
     const hidden = await b.shoot(fx.url('/cookies'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
     t.same(await pixel(hidden.png, 400, 550), [255, 255, 255], 'banner gone');
-    t.match(hidden.extra.cookieBanner, { found: true, hidden: true });
+    t.match(hidden.extra.cookieBanner, { found: true, hidden: true }, JSON.stringify(hidden.extra.cookieBanner));
     const none = await b.shoot(fx.url('/plain'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
     t.match(none.extra.cookieBanner, { found: false, hidden: false }, 'a page without a banner reports none');
+  });
+}
+
+for (const id of ['chromium', 'firefox']) {
+  t.test(`${id}: a consent manager known to autoconsent is answered with "reject"`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    const shown = await b.shoot(fx.url('/cmp'), { viewport: { w: 800, h: 600 } });
+    t.same(await pixel(shown.png, 400, 200), [0, 0, 200], 'without the option the banner is on the shot');
+    const hidden = await b.shoot(fx.url('/cmp'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
+    t.same(await pixel(hidden.png, 400, 200), [255, 255, 255], 'banner gone');
+    t.match(hidden.extra.cookieBanner, { found: true, hidden: true, method: 'autoconsent:Adroll' }, JSON.stringify(hidden.extra.cookieBanner));
+    t.equal(fx.hits.get('/rejected'), 1, 'the reject button was clicked');
   });
 }
 

@@ -15,7 +15,7 @@ import { BUCKETS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { newId } from '../../shared/ids.ts';
 import { PAYLOADS_PER_EUR, publicTopup, type Topup, type TopupRecord, type TopupStatus } from '../../shared/protocol/wallet.ts';
-import { createBackend, type InvoiceBackend } from '../../shared/lightning/index.ts';
+import { createBackend, LightningError, type InvoiceBackend } from '../../shared/lightning/index.ts';
 import { createRateProvider, satsFor, type RateProvider } from '../../shared/rates/index.ts';
 import { creditTopup, TOPUP_MAX_CENTS, TOPUP_MIN_CENTS } from './money.ts';
 import type { Ledger } from './ledger.ts';
@@ -203,7 +203,15 @@ export class Topups {
   private async checkOnce(id: string): Promise<void> {
     const r = await this.read(id);
     if (!r || r.rec.status !== 'pending') return;
-    const st = await this.backend.lookupInvoice(r.rec.paymentHash);
+    let st;
+    try {
+      st = await this.backend.lookupInvoice(r.rec.paymentHash);
+    } catch (e) {
+      // A node that no longer knows the invoice (e.g. its database was reset): once the invoice is
+      // past its expiry it can no longer be paid, so the top-up fails. Before that: retry later.
+      if (e instanceof LightningError && e.status === 404 && Date.now() > r.rec.expiresAt + 60_000) return this.finish(id, 'failed', 'the node does not know the invoice');
+      throw e;
+    }
     if (st.state === 'paid') return this.settle(id);
     if (st.state === 'failed') return this.finish(id, 'failed', st.reason);
     // An invoice cannot be paid after its expiry; a little grace covers clock skew with the node.

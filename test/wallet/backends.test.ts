@@ -203,6 +203,8 @@ t.test('lnbits: invoice paid while the wallet polls; a failed payment makes the 
 t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited; unique labels', async (t) => {
   const invoices = new Map<string, { label: string; status: string; msat: number; expires_at: number }>();
   const labels = new Set<string>();
+  let answerExpiresAt: number | undefined;
+  let forgetful = false;
   const server = http.createServer(async (req, res) => {
     if (req.headers.rune !== 'rune-abc') return send(res, 401, { code: 1501, message: 'Not authorized: Not a valid rune' });
     const b = await readJson(req);
@@ -210,12 +212,12 @@ t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited
       if (labels.has(b.label)) return send(res, 500, { code: 900, message: 'Duplicate label' });
       labels.add(b.label);
       const { hash, bolt11 } = makeInvoice(b.amount_msat / 1000, b.description, b.expiry);
-      const expires_at = Math.floor(Date.now() / 1000) + b.expiry;
+      const expires_at = answerExpiresAt ?? Math.floor(Date.now() / 1000) + b.expiry;
       invoices.set(hash, { label: b.label, status: 'unpaid', msat: b.amount_msat, expires_at });
       return send(res, 201, { payment_hash: hash, bolt11, expires_at, payment_secret: randomBytes(32).toString('hex'), created_index: invoices.size });
     }
     if (req.method === 'POST' && req.url === '/v1/listinvoices') {
-      const inv = invoices.get(b.payment_hash);
+      const inv = forgetful ? undefined : invoices.get(b.payment_hash);
       return send(res, 201, { invoices: inv ? [{ label: inv.label, payment_hash: b.payment_hash, status: inv.status, amount_msat: inv.msat, expires_at: inv.expires_at, ...(inv.status === 'paid' ? { amount_received_msat: inv.msat, paid_at: Math.floor(Date.now() / 1000) } : {}) }] : [] });
     }
     send(res, 404, { code: -32601, message: 'Unknown command' });
@@ -235,6 +237,14 @@ t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited
   t.equal(ra.topup.status, 'paid');
   t.equal(rb.topup.status, 'expired');
   t.equal(ra.balance, 15_000);
+
+  // The node forgets an invoice (database reset): pending while it could still be paid, failed after its expiry.
+  answerExpiresAt = Math.floor(Date.now() / 1000) - 120;
+  forgetful = true;
+  const c = await wallet.topupCreate(tn.nc, w, 2);
+  const rc = await waitPaid(tn.nc, w, c.topup.id);
+  t.equal(rc.topup.status, 'failed');
+  t.equal(rc.balance, 15_000);
   t.same((await audit(tn.nc)).violations, []);
 });
 

@@ -7,11 +7,11 @@ import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { nanos, type Subscription } from '@nats-io/nats-core';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
-import { BUCKETS, CONSUMERS, MICRO, STREAMS, subjects } from '../../shared/names.ts';
+import { BUCKETS, CONSUMERS, MICRO, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
 
 /** How many messages one instance works on at once, per consumer. */
@@ -132,7 +132,14 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
     }
-    for (const id of projection.expired(Date.now())) await purgeJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
+    const expired = projection.expired(Date.now());
+    if (expired.length) {
+      const others = await objectsOfJobs(d, Object.values(OBJECT_STORES), expired).catch((err) => {
+        log.warn({ err }, 'sweep: listing stored objects failed; deleting result files only');
+        return new Map<string, { store: string; name: string }[]>();
+      });
+      for (const id of expired) await purgeJob(d, id, others.get(id)).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
+    }
   }
   const timer = setInterval(() => {
     if (sweeping || stopping) return;

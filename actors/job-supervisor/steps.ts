@@ -191,19 +191,41 @@ export async function failTask(d: Deps, jobId: string, resultKey: string, messag
   await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey, at: Date.now(), error: 'worker_lost', message });
 }
 
+/**
+ * Every object under `<jobId>/` in the given stores, for the given jobs: the result files and
+ * whatever else a worker kept for the job (e.g. the converter's per-job index). One listing per
+ * store per sweep.
+ */
+export async function objectsOfJobs(d: Deps, stores: string[], jobIds: string[]): Promise<Map<string, { store: string; name: string }[]>> {
+  const want = new Set(jobIds);
+  const out = new Map<string, { store: string; name: string }[]>();
+  if (!want.size) return out;
+  for (const store of stores) {
+    const os = await d.objm.open(store);
+    for (const info of await os.list()) {
+      if (info.deleted) continue;
+      const jobId = info.name.split('/')[0]!;
+      if (!want.has(jobId)) continue;
+      (out.get(jobId) ?? out.set(jobId, []).get(jobId)!).push({ store, name: info.name });
+    }
+  }
+  return out;
+}
+
 /** Delete a job's stored files after expiresAt and mark it purged. */
-export async function purgeJob(d: Deps, jobId: string): Promise<void> {
+export async function purgeJob(d: Deps, jobId: string, others: { store: string; name: string }[] = []): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   if (!cur || cur.purgedAt !== undefined || Date.now() < cur.expiresAt) return;
+  const targets = [...others];
   for (const r of cur.results) {
     if (!r.file) continue;
-    const os = await d.objm.open(r.file.store);
-    for (const name of [r.file.name, r.file.thumb?.name]) {
-      if (!name) continue;
-      await os.delete(name).catch((e: Error) => {
-        if (!/not found/i.test(e.message)) throw e;
-      });
-    }
+    for (const name of [r.file.name, r.file.thumb?.name]) if (name) targets.push({ store: r.file.store, name });
+  }
+  for (const { store, name } of targets) {
+    const os = await d.objm.open(store);
+    await os.delete(name).catch((e: Error) => {
+      if (!/not found/i.test(e.message)) throw e;
+    });
   }
   const res = await updateJob(d.jobs, jobId, (j) => {
     if (j.purgedAt !== undefined) return false;

@@ -149,6 +149,7 @@ export class Ledger {
           }
           faultPoint('after-ledger-write');
           this.projection.apply(ack.seq, walletId, msg);
+          if (this.known.size > 100_000) this.known.clear(); // only a shortcut: without it the projection is waited for
           this.known.set(walletId, ack.seq);
           return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
         } catch (e) {

@@ -51,7 +51,7 @@ export const gatewayOptions = (): GatewayBenchOptions => quick()
 
 /** The load generator: one child process for the whole benchmark, one autocannon run at a time. */
 export async function startLoadGenerator(env: Record<string, string>) {
-  const p = spawnTs('autocannon', 'bench/lib/load.ts', ['--serve'], env, false, true);
+  const p = spawnTs('autocannon', 'bench/lib/load.ts', ['--serve'], env, true);
   await waitReady(p, /ready/);
   const lines = createInterface({ input: p.child.stdout! })[Symbol.asyncIterator]();
   return {

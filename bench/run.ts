@@ -162,13 +162,17 @@ export async function main(argv: string[]) {
 }
 
 if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
-  const stop = () => { void Promise.allSettled([stopAll(), current?.stop()]).finally(() => process.exit(130)); };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  // one shutdown for every way out: children and the cluster's nats-server are always stopped first
+  let exiting: Promise<void> | null = null;
+  const shutdown = (code: number) => {
+    exiting ??= Promise.allSettled([stopAll(), current?.stop()]).then(() => process.exit(code));
+    return exiting;
+  };
+  process.on('SIGINT', () => void shutdown(130));
+  process.on('SIGTERM', () => void shutdown(143));
   // exit when done: a service benchmark's stray handle (an unref'd timer, a pool) must not hold the command open
-  main(process.argv.slice(2)).then(() => process.exit(0), async (e) => {
+  main(process.argv.slice(2)).then(() => shutdown(0), (e) => {
     console.error(e);
-    await stopAll();
-    process.exit(1);
+    return shutdown(1);
   });
 }

@@ -94,7 +94,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `actors/${name}/index.ts does not exist in this tree yet`);
         continue;
       }
-      const p = spawnTs(name, 'actors/run.ts', [name], env(name), true);
+      const p = spawnTs(name, 'actors/run.ts', [name], env(name));
       try {
         await waitReady(p, null);
         procs.set(name, p);
@@ -103,7 +103,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
       }
     }
-    const gw = spawnTs('gateway', 'actors/run.ts', ['gateway'], env('gateway'), true);
+    const gw = spawnTs('gateway', 'actors/run.ts', ['gateway'], env('gateway'));
     const m = await waitReady(gw, /gateway: (http\S+)/);
     procs.set('gateway', gw);
     cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');

@@ -14,12 +14,16 @@ export interface Proc {
 
 const running = new Set<Proc>();
 
+const ORPHAN_GUARD = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
+
 /** `node --import tsx <script> ...args` from the repository root. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, ipc = false, stdin = false): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
+export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, stdin = false): Proc {
+  // every child has an IPC channel and ends itself when it closes, so a bench that dies (even by
+  // SIGKILL) leaves no actor, baseline or load generator behind
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', 'ipc'],
   });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });

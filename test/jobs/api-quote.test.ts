@@ -3,6 +3,7 @@ import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
+import { advertise } from '../../shared/catalogue.ts';
 import { fileContent } from '../helpers/test-worker.ts';
 import { Kvm } from '@nats-io/kv';
 import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
@@ -34,4 +35,32 @@ t.test('a quote is free: priced like the job, nothing charged, written or publis
   const all: string[] = [];
   for await (const k of keys) all.push(k);
   t.same(all, [], 'no job written');
+});
+
+t.test('labs quote: the relay is not contacted, the dataset fee is listed until paid', async (t) => {
+  const s = await startJobsApi(t, {}, { workers: false });
+  const cat = await advertise(s.nc, 'labs', 'test-prober', () => ({
+    checks: [
+      { id: 'nip01.req', title: 'REQ', module: 'quick', needsDataset: false, selectable: true, basis: { nip: '01', level: 'required' } },
+      { id: 'nip01.filters', title: 'Filters', module: 'conformance', needsDataset: true, selectable: true, basis: { nip: '01', level: 'required' } },
+    ],
+  }));
+  t.teardown(() => cat.stop());
+  const { key, walletId } = await s.newWallet(10_000);
+  // nothing listens on this port: a contact would answer unreachable
+  const relay = 'ws://127.0.0.1:7777';
+  const q = await s.request('POST', '/v1/labs/quote', { key, body: { relay, modules: ['quick', 'conformance'] } });
+  t.equal(q.status, 200, q.text);
+  const p = s.config.pricing.labs;
+  t.same(q.json.items, [{ key: 'quick', price: p.quick }, { key: 'conformance', price: p.conformance }, { key: 'dataset', price: p.dataset, oneTime: true }]);
+  t.equal(q.json.cost, p.quick + p.conformance + p.dataset);
+  t.equal(q.json.target, '127.0.0.1');
+  const quick = await s.request('POST', '/v1/labs/quote', { key, body: { relay, checks: ['nip01.req', 'unknown.check'] } });
+  t.same(quick.json.items, [{ key: 'custom', price: Math.max(p.customMin, p.customPerCheck) }], 'unknown checks ignored, no dataset needed');
+  const none = await s.request('POST', '/v1/labs/quote', { key, body: { relay } });
+  t.equal(none.json.error.code, 'no_checks');
+  const created = await s.request('POST', '/v1/labs/jobs', { key, body: { relay, modules: ['quick'] } });
+  t.equal(created.status, 400, 'creation does contact the relay');
+  t.equal(created.json.error.code, 'unreachable');
+  t.equal(await s.balance(walletId), 10_000, 'nothing charged by quotes or the rejected creation');
 });

@@ -7,7 +7,7 @@ import { verifyEvent, type Event } from 'nostr-tools/pure';
 import { getPow } from 'nostr-tools/nip13';
 import type { CheckInfo, LabsModule } from '../../shared/services/labs.ts';
 import type { CheckStatus, BasisLevel } from '../../shared/schemas/labs-report.ts';
-import { Probe, hasPrefix, isWriteRefusal, ProbeFatal, type OkAnswer, type ProbeTimings } from './probe.ts';
+import { Probe, BudgetExceeded, hasPrefix, isWriteRefusal, ProbeFatal, type OkAnswer, type ProbeTimings } from './probe.ts';
 import type { RelayConn } from './conn.ts';
 
 export interface Outcome {
@@ -301,7 +301,13 @@ const ALL_CHECKS: CheckDef[] = [
       const c1 = await p.open();
       c1.close();
       await c1.waitClose(p.timings.replyTimeoutMs);
-      const c2 = await p.open();
+      let c2;
+      try {
+        c2 = await p.open();
+      } catch (e) {
+        if (e instanceof BudgetExceeded) throw e;
+        return bad(`could not connect again: ${(e as Error).message}`);
+      }
       const r = await p.req([{ kinds: [1], authors: [p.pk], limit: 1 }], c2);
       c2.close();
       if (r.end === 'EOSE') return pass('new connection answers right after a close');

@@ -39,6 +39,16 @@ const cases: Case[] = [
   { name: 'COUNT answered with NOTICE', faults: { countAsNotice: true }, checks: ['nip45-count'], expect: { 'nip45-count': 'fail' } },
   { name: 'AUTH accepts anything', faults: { authAcceptsAnything: true }, auth: true, checks: ['nip42-auth', 'nip42-refusals'], expect: { 'nip42-auth': 'pass', 'nip42-refusals': 'fail' } },
   { name: 'a deletion by a tag also blocks newer versions', faults: { deleteAddrForever: true }, checks: ['delete-a'], expect: { 'delete-a': 'warn' } },
+  { name: 'OK true but nothing stored', faults: { dropWrites: true }, checks: ['publish-ok', 'read-back'], expect: { 'publish-ok': 'pass', 'read-back': 'fail' } },
+  { name: 'no live delivery', faults: { noLive: true }, checks: ['live-delivery', 'kind-ephemeral'], expect: { 'live-delivery': 'fail', 'kind-ephemeral': 'fail' } },
+  { name: 'since/until exclusive', faults: { exclusiveBounds: true }, checks: ['filter-since', 'filter-until', 'filter-bounds'], expect: { 'filter-since': 'pass', 'filter-until': 'pass', 'filter-bounds': 'fail' } },
+  { name: 'limit 0 returns everything', faults: { limitZeroAll: true }, checks: ['filter-limit-zero'], expect: { 'filter-limit-zero': 'warn' } },
+  { name: 'limit applied to live events', faults: { limitLive: true }, checks: ['filter-limit-live'], expect: { 'filter-limit-live': 'fail' } },
+  { name: 'content altered', faults: { mangleContent: true }, checks: ['json-escapes'], expect: { 'json-escapes': 'fail' } },
+  { name: 'duplicate refused as an error', faults: { duplicateRefused: true }, checks: ['duplicate'], expect: { duplicate: 'fail' } },
+  { name: 'advertised limits not enforced', faults: { noLimits: true }, checks: ['limit-content-length', 'limit-event-tags', 'limit-created-at'], expect: { 'limit-content-length': 'warn', 'limit-event-tags': 'warn', 'limit-created-at': 'warn' } },
+  { name: 'REQ closed without a prefix', faults: { reqClosed: true }, checks: ['req-eose'], expect: { 'req-eose': 'fail' } },
+  { name: 'no second connection', faults: { maxConnections: 2 }, checks: ['reconnect'], expect: { reconnect: 'warn' } },
   { name: 'connection dropped when idle', faults: { idleDropMs: 80 }, checks: ['idle'], expect: { idle: 'warn' } },
 ];
 

@@ -18,6 +18,9 @@ import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
 import { startGate, type Gate } from './fixtures/gate.ts';
 import { startPages } from './fixtures/pages.ts';
 
+// two cluster starts and a failover on a shared 2-core machine: more than tap's default 300 s
+t.setTimeout(480_000);
+
 const pages = await startPages();
 t.teardown(() => pages.close());
 

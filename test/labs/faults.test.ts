@@ -46,7 +46,7 @@ const cases: Case[] = [
   { name: 'limit applied to live events', faults: { limitLive: true }, checks: ['filter-limit-live'], expect: { 'filter-limit-live': 'fail' } },
   { name: 'content altered', faults: { mangleContent: true }, checks: ['json-escapes'], expect: { 'json-escapes': 'fail' } },
   { name: 'duplicate refused as an error', faults: { duplicateRefused: true }, checks: ['duplicate'], expect: { duplicate: 'fail' } },
-  { name: 'advertised limits not enforced', faults: { noLimits: true }, checks: ['limit-content-length', 'limit-event-tags', 'limit-created-at'], expect: { 'limit-content-length': 'warn', 'limit-event-tags': 'warn', 'limit-created-at': 'warn' } },
+  { name: 'advertised limits not enforced', faults: { noLimits: true }, checks: ['limit-content-length', 'limit-event-tags', 'limit-created-at', 'limit-message-length'], expect: { 'limit-content-length': 'warn', 'limit-event-tags': 'warn', 'limit-created-at': 'warn', 'limit-message-length': 'warn' } },
   { name: 'REQ closed without a prefix', faults: { reqClosed: true }, checks: ['req-eose'], expect: { 'req-eose': 'fail' } },
   { name: 'no second connection', faults: { maxConnections: 2 }, checks: ['reconnect'], expect: { reconnect: 'warn' } },
   { name: 'connection dropped when idle', faults: { idleDropMs: 80 }, checks: ['idle'], expect: { idle: 'warn' } },

@@ -5,11 +5,11 @@ import { performance } from 'node:perf_hooks';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ApiError, ERRORS, errorDocUrl, type ErrorCode } from '../shared/errors.ts';
+import { ApiError, ERRORS, errorDocUrl } from '../shared/errors.ts';
 import { COMPONENTS } from '../shared/schemas/api.ts';
 import { lookupKey } from '../shared/keys.ts';
 import { hashKey } from '../shared/ids.ts';
-import { takeToken } from '../shared/limits.ts';
+import { takeToken, LocalLimiter } from '../shared/limits.ts';
 import { readBody, send, sendStream, BodyTooLarge, type ResState } from './http.ts';
 import type { GatewayContext, Method, Reply, Route, RouteRequest } from './route.ts';
 import type { Metrics } from './metrics.ts';
@@ -87,10 +87,18 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
     return { walletId: rec.walletId, keyHash };
   }
 
-  async function limit(scope: string, id: string, n: number, period: number, code: ErrorCode = 'rate_limited') {
-    const d = await takeToken(ctx.kv.limits, scope, id, n, period);
-    if (!d.allowed) throw new ApiError(code, `too many requests; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'retry-after': String(d.retryAfter) });
+  const refuse = (retryAfter: number) => new ApiError('rate_limited', `too many requests; retry in ${retryAfter} s`, { retryAfter }, { 'retry-after': String(retryAfter) });
+  // job creation: shared by every gateway through NATS; the rest: per instance, in memory
+  async function limitJobs(keyHash: string) {
+    const d = await takeToken(ctx.kv.limits, 'jobs', keyHash, config.limits.jobsPerHour, HOUR);
+    if (!d.allowed) throw refuse(d.retryAfter);
   }
+  const perKey = new LocalLimiter(config.server.keyRequestsPerMinute, MINUTE);
+  const perIp = new LocalLimiter(config.server.publicRequestsPerMinute, MINUTE);
+  const limitLocal = (l: LocalLimiter, id: string) => {
+    const d = l.take(id);
+    if (!d.allowed) throw refuse(d.retryAfter);
+  };
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const t0 = performance.now();
@@ -200,11 +208,11 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
         const rq: RouteRequest = { method: route.method as Method, path, params, query: {}, body: undefined, headers, requestId, ip, signal: ac.signal };
         if (route.auth) {
           rq.auth = await authenticate(headers.authorization);
-          if (route.limit === 'jobs') await limit('jobs', rq.auth.keyHash, config.limits.jobsPerHour, HOUR);
-          else await limit('key', rq.auth.keyHash, config.server.keyRequestsPerMinute, MINUTE);
+          if (route.limit === 'jobs') await limitJobs(rq.auth.keyHash);
+          else limitLocal(perKey, rq.auth.keyHash);
         } else if (!route.tags.includes('ops')) {
           // health and metrics stay unlimited for probes and scrapers
-          await limit('ip', ip, config.server.publicRequestsPerMinute, MINUTE);
+          limitLocal(perIp, ip);
         }
         if (match!.query) {
           const q: Record<string, string> = {};

@@ -36,3 +36,31 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
   }
   return { allowed: false, retryAfter: 1, remaining: 0 };
 }
+
+/**
+ * The same algorithm in process memory, for limits that protect one gateway instance (public
+ * endpoints per address, ordinary requests per key): no NATS round trip on every request.
+ * Job creation and relay tests use the shared takeToken() above.
+ */
+export class LocalLimiter {
+  private readonly tat = new Map<string, number>();
+  private lastSweep = 0;
+  constructor(private readonly limit: number, private readonly periodMs: number) {}
+
+  take(id: string, now = Date.now()): LimitDecision {
+    const interval = this.periodMs / this.limit;
+    if (now - this.lastSweep > this.periodMs) this.sweep(now);
+    const tat = Math.max(this.tat.get(id) ?? 0, now);
+    const next = tat + interval;
+    if (next - now > this.periodMs + 1e-6) {
+      return { allowed: false, retryAfter: Math.max(1, Math.ceil((next - this.periodMs - now) / 1000)), remaining: 0 };
+    }
+    this.tat.set(id, next);
+    return { allowed: true, retryAfter: 0, remaining: Math.floor((this.periodMs - (next - now)) / interval) };
+  }
+
+  private sweep(now: number) {
+    this.lastSweep = now;
+    for (const [k, v] of this.tat) if (v <= now) this.tat.delete(k);
+  }
+}

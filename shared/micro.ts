@@ -53,6 +53,8 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
       },
     });
   }
+  // the endpoints' subscriptions must reach the server before anyone is told we are up
+  await nc.flush();
   return { stop: async () => { await svc.stop(); } };
 }
 

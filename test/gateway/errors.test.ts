@@ -178,3 +178,16 @@ t.test('job creation limit is shared through NATS: 429 rate_limited with Retry-A
   const r = await app.request('POST', '/v1/websitepro/jobs', { key: other.key, body: { url: 'not a url', outputs: ['metadata'] } });
   t.not(r.status, 429);
 });
+
+t.test('public endpoints are limited per client address: 429 rate_limited with Retry-After', async (t) => {
+  const p = await startPipeline(t, routes, { server: { publicRequestsPerMinute: 2 } });
+  const statuses = [];
+  let last: Response | undefined;
+  for (let i = 0; i < 3; i++) {
+    last = await fetch(`${p.url}/v1/pricing`);
+    statuses.push(last.status);
+  }
+  t.same(statuses, [200, 200, 429]);
+  t.equal(((await last!.json()) as any).error.code, 'rate_limited');
+  t.equal(last!.headers.get('retry-after'), '30');
+});

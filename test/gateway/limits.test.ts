@@ -22,3 +22,13 @@ t.test('GCRA: concurrent takers from two connections never exceed the limit', as
   const results = await Promise.all(Array.from({ length: 40 }, (_, i) => takeToken(i % 2 ? kv1 : kv2, 'c', 'k', 15, 3600_000)));
   t.equal(results.filter((r) => r.allowed).length, 15);
 });
+
+t.test('local limiter: same algorithm in memory, per id', async (t) => {
+  const { LocalLimiter } = await import('../../shared/limits.ts');
+  const l = new LocalLimiter(3, 60_000);
+  const now = 5_000_000;
+  t.same([1, 2, 3, 4].map(() => l.take('a', now).allowed), [true, true, true, false]);
+  t.equal(l.take('a', now).retryAfter, 20);
+  t.ok(l.take('b', now).allowed, 'another id has its own budget');
+  t.ok(l.take('a', now + 20_000).allowed, 'one more after period/N');
+});

@@ -75,7 +75,8 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     up.on('timeout', () => up.destroy(new Error('timeout')));
     up.on('response', (ur) => {
       const out: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.has(k)) out[k] = v;
+      // the guard's own signal header is ours alone: a target must not be able to fake it
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !HOP_BY_HOP.has(k) && k !== 'x-guard-error') out[k] = v;
       res.writeHead(ur.statusCode ?? 502, ur.statusMessage, out);
       ur.pipe(res);
     });

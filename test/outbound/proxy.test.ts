@@ -81,3 +81,13 @@ t.test('a name is resolved once by the proxy (no rebinding)', async (t) => {
   const second = await getVia(p.port, `http://rebind.example.com:${s.port}/`);
   t.equal(second.status, 403, 'the next lookup answers 10.0.0.1 and is refused');
 });
+
+t.test('a target cannot fake the guard signal header', async (t) => {
+  const s = await fixtureServer(t, { '/': html('<p>sly</p>', { 'x-guard-error': 'blocked_address' }) });
+  const p = await startGuardProxy({ allowCidrs: LOOP });
+  t.teardown(() => p.stop());
+  const r = await getVia(p.port, s.url('/'));
+  t.equal(r.status, 200);
+  t.equal(r.body, '<p>sly</p>');
+  t.equal(r.guard, '', 'the upstream x-guard-error is dropped');
+});

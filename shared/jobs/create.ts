@@ -14,7 +14,7 @@ import { SERVICE_MODULES, type Plan, type PlanContext } from '../services/index.
 import { wallet, toEur } from '../protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../protocol/jobs.ts';
 import type { QuoteDoc } from '../schemas/api.ts';
-import { createJobRecord, publishJobEvent } from './store.ts';
+import { createJobRecord, publishJobEvent, readJob } from './store.ts';
 
 export interface JobDeps {
   nc: NatsConnection;
@@ -130,13 +130,21 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
   try {
     await createJobRecord(d.kv.jobs, job);
   } catch (e) {
+    // a write that failed only on the way back (timeout) did happen: then the job stands
+    const written = await readJob(d.kv.jobs, job.id).catch(() => null);
+    if (written && written.job.walletId === walletId && written.job.createdAt === job.createdAt) return afterCommit(d, job, balance);
     d.log.error({ err: e, jobId: job.id }, 'job could not be written after the charge; refunding');
-    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) => {
+    const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
       // the ledger's `audit` shows this charge without a job; an operator must look at it
       d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job');
+      return false;
     });
-    throw new ApiError('internal', 'the job could not be created; the charge was refunded');
+    throw new ApiError('internal', refunded ? 'the job could not be created; the charge was refunded' : 'the job could not be created; the charge will be refunded by an operator', { jobId: job.id });
   }
+  return afterCommit(d, job, balance);
+}
+
+async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise<{ job: JobRecord; balance: number }> {
   // From here the job exists and is charged. If the publish is lost, the supervisor's sweep picks
   // up the queued job; refunding now would give away a job that will still run.
   try {

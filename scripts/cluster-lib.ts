@@ -19,7 +19,26 @@ export const CLUSTER_NAME = 'payloads';
 const live = new Set<ChildProcess>();
 function track(child: ChildProcess) {
   live.add(child);
-  child.once('exit', () => live.delete(child));
+  watchdog().stdin!.write(`+${child.pid}\n`);
+  child.once('exit', () => {
+    live.delete(child);
+    if (!wd?.stdin?.destroyed) wd?.stdin?.write(`-${child.pid}\n`);
+  });
+}
+
+// A detached watchdog that SIGKILLs the tracked pids when this process dies without cleaning up
+// (SIGKILL, a test runner's timeout): its stdin closes then. nats-server has no parent-death signal.
+const WATCHDOG = `const pids = new Set(); let buf = '';
+process.stdin.on('data', (d) => { buf += d; const lines = buf.split('\\n'); buf = lines.pop();
+  for (const l of lines) { if (l[0] === '+') pids.add(Number(l.slice(1))); if (l[0] === '-') pids.delete(Number(l.slice(1))); } });
+process.stdin.on('end', () => { for (const p of pids) { try { process.kill(p, 'SIGKILL'); } catch {} } process.exit(0); });`;
+let wd: ChildProcess | undefined;
+function watchdog(): ChildProcess {
+  if (wd) return wd;
+  wd = spawn(process.execPath, ['-e', WATCHDOG], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  wd.unref();
+  (wd.stdin as unknown as { unref(): void }).unref();
+  return wd;
 }
 process.once('exit', () => {
   for (const c of live) try { c.kill('SIGKILL'); } catch { /* gone */ }

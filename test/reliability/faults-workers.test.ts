@@ -17,6 +17,9 @@ import { startPages } from './fixtures/pages.ts';
 import { startMiniRelay } from '../labs/fixtures/mini-relay.ts';
 import { fastLabs } from '../labs/fixtures/probe.ts';
 
+// a cluster, seven to nine Node processes and Chromium on a shared 2-core machine: more than tap's default 300 s
+t.setTimeout(480_000);
+
 const pages = await startPages();
 const relay = await startMiniRelay({});
 t.teardown(() => pages.close());

@@ -12,6 +12,9 @@ import { runLoad, unfinishedJobs, loadConfig, loadBodies, LOAD_PROCESSES } from 
 import { startPages } from './fixtures/pages.ts';
 import { startMiniRelay } from '../labs/fixtures/mini-relay.ts';
 
+// a cluster, seven to nine Node processes and Chromium on a shared 2-core machine: more than tap's default 300 s
+t.setTimeout(480_000);
+
 const SECONDS = Number(process.env.LOAD_TEST_SECONDS ?? 10);
 
 t.test('bounded load on the cluster: nothing lost, no unexpected 5xx, audit clean', async (t) => {

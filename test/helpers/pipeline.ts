@@ -12,13 +12,13 @@ import { createKey } from '../../shared/keys.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
-export async function startPipeline(t: Tap, routes: Route[], config: Record<string, unknown> = {}) {
+export async function startPipeline(t: Tap, routes: Route[], config: Record<string, unknown> = {}, log: GatewayContext['log'] = testLog()) {
   const tn = await startTestNats(t, config);
   const { uws } = loadNativeUws();
   const kvm = new Kvm(tn.nc);
   const open = (b: string) => kvm.open(b);
   const ctx: GatewayContext = {
-    nc: tn.nc, js: jetstream(tn.nc), config: tn.config, log: testLog(), baseUrl: 'http://localhost', accountUrl: 'http://localhost/account', docsUrl: 'http://localhost/docs/errors',
+    nc: tn.nc, js: jetstream(tn.nc), config: tn.config, log, baseUrl: 'http://localhost', accountUrl: 'http://localhost/account', docsUrl: 'http://localhost/docs/errors',
     kv: { keys: await open(BUCKETS.keys), jobs: await open(BUCKETS.jobs), catalogue: await open(BUCKETS.catalogue), limits: await open(BUCKETS.limits), datasets: await open(BUCKETS.datasets), topups: await open(BUCKETS.topups) },
   };
   const app = uws.App();

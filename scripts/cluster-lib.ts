@@ -170,7 +170,7 @@ export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluste
   return cluster;
 }
 
-/** JetStream in a fresh cluster answers only once the nodes elected a meta leader. */
+/** JetStream in a fresh cluster answers only once the nodes elected a meta leader, and every existing stream a leader. */
 export async function waitForJetStream(url: string, timeoutMs = 30000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
@@ -181,6 +181,11 @@ export async function waitForJetStream(url: string, timeoutMs = 30000): Promise<
       try {
         const jsm = await jetstreamManager(nc, { timeout: 2000 });
         await jsm.getAccountInfo();
+        // after a restart every existing stream must elect its leader again before it answers
+        // (a process that provisions too early times out on streams.info and exits)
+        const names: string[] = [];
+        for await (const n of jsm.streams.names()) names.push(n);
+        for (const n of names) await jsm.streams.info(n);
         return;
       } catch (e) {
         last = e;

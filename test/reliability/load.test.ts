@@ -37,6 +37,11 @@ t.test('bounded load on the cluster: nothing lost, no unexpected 5xx, audit clea
   for (const s of ['websitepro', 'labs', 'shots']) t.ok((report.byService[s] ?? 0) > 0, `${s} jobs among them`);
   t.equal(report.unexpected5xx, 0, 'no 5xx other than 503 busy');
   t.same(report.unfinished, [], 'every created job finished (none lost)');
+  if (report.unfinished.length) {
+    const { Kvm } = await import('@nats-io/kv');
+    const kv = await new Kvm(nc).open('jobs');
+    for (const id of report.unfinished) t.comment(`unfinished ${id}: ${(await kv.get(id))?.string()}`);
+  }
   t.same(await unfinishedJobs(nc), [], 'no unfinished job document');
   const a = await retry(() => audit(nc));
   t.same(a.violations, [], 'money audit clean');

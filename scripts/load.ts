@@ -145,8 +145,15 @@ export async function unfinishedJobs(nc: NatsConnection): Promise<string[]> {
 export const loadConfig = (relayPort: number) => ({
   outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
   limits: { jobsPerHour: 1_000_000 },
+  // A worker that hangs while heartbeating (seen under load in converter and relay-prober tasks,
+  // docs/reliability.md) is ended by the supervisor's backstop as worker_lost and refunded: 45 s
+  // here instead of 6 h, so a load run finishes every job.
+  jobs: { ackWaitSeconds: 5, maxDeliver: 4, stuckSeconds: 45 },
+  retention: { sweepSeconds: 10 },
   server: { keyRequestsPerMinute: 1_000_000 },
-  labs: { quietMs: 150, replyTimeoutMs: 1500, idleMs: 200, latencySamples: 3, allowedPorts: [relayPort], relayTestsPerHour: 1_000_000 },
+  // moduleTimeoutMs: a probe that hangs (seen under load: stuck at req-eose, docs/reliability.md) ends
+  // as a refunded `timeout` within the run instead of after the default 120 s
+  labs: { quietMs: 150, replyTimeoutMs: 1500, idleMs: 200, latencySamples: 3, allowedPorts: [relayPort], relayTestsPerHour: 1_000_000, moduleTimeoutMs: 30000 },
 });
 
 export const LOAD_PROCESSES: ProcessName[] = ['wallet', 'job-supervisor', 'converter', 'relay-prober', 'browser-pool', 'gateway'];

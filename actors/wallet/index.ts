@@ -3,7 +3,8 @@
 import { join } from 'node:path';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { addService } from '../../shared/micro.ts';
-import { MICRO, subjects, token } from '../../shared/names.ts';
+import { Kvm } from '@nats-io/kv';
+import { BUCKETS, MICRO, subjects, token } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
@@ -11,6 +12,7 @@ import { Projection, rowToEntry } from './projection.ts';
 import { charge, refund, grant } from './money.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
+import { startOrphanSweep } from './orphans.ts';
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log: parentLog, instanceId } = ctx;
@@ -20,6 +22,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   await ledger.start();
   const topups = new Topups({ nc, config, log, ledger });
   await topups.start();
+  const orphans = startOrphanSweep({ ledger, projection, jobs: await new Kvm(nc).open(BUCKETS.jobs), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
 
   const service = await addService(nc, {
     name: MICRO.wallet,
@@ -65,6 +68,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   return {
     async stop() {
       await service.stop();
+      await orphans.stop();
       await topups.stop();
       await ledger.stop();
       projection.close();

@@ -113,6 +113,13 @@ export class Projection {
     return { entries: page, next: more ? page.at(-1)!.id : null };
   }
 
+  /** Charges with an id above `afterId` made at or before `until`, oldest first (orphan reconciliation). */
+  chargesAfter(afterId: number, until: number, limit = 500): Row[] {
+    return this.db.select().from(entries)
+      .where(and(eq(entries.type, 'charge'), sql`${entries.id} > ${afterId}`, sql`${entries.at} <= ${until}`))
+      .orderBy(entries.id).limit(limit).all();
+  }
+
   count(): number {
     return this.db.select({ n: sql<number>`count(*)` }).from(entries).get()!.n;
   }

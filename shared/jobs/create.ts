@@ -125,7 +125,24 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
 /** Charge → write (commit point) → publish. Compensates the charge if the write fails. */
 export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobRecord; balance: number }> {
   const walletId = job.walletId;
-  const { balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost });
+  const asked = Date.now();
+  let balance: number;
+  try {
+    ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost }));
+  } catch (e) {
+    // No answer: the charge may or may not be written. If it was, the wallet's orphan sweep
+    // refunds it once no job document appears (actors/wallet/orphans.ts), so "nothing charged" holds.
+    if (e instanceof ApiError && e.code === 'service_unavailable') {
+      throw new ApiError('service_unavailable', 'the wallet did not answer; nothing was charged (a charge that went through without an answer is refunded automatically)', {}, { 'retry-after': '5' });
+    }
+    throw e;
+  }
+  // The orphan sweep refunds charges with no job after the grace: a job written later than half of
+  // it would run unpaid, so a late one is abandoned and refunded here.
+  if (Date.now() - asked > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2) {
+    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) => d.log.warn({ err, jobId: job.id }, 'late charge: refund left to the orphan sweep'));
+    throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
+  }
 
   try {
     await createJobRecord(d.kv.jobs, job);

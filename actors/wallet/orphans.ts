@@ -1,0 +1,52 @@
+// Charges whose job never came to be. The gateway charges, then writes the job document; if the
+// wallet's answer is lost (the wallet died after writing, a timeout), the gateway answers 503
+// ("nothing charged") without knowing whether the charge happened. This sweep makes that true:
+// a charge with no job document `orphanChargeGraceSeconds` after it was made is refunded in full,
+// once (ref `refund:<jobId>:_orphan`). The gateway never writes a job document later than half
+// that grace after it asked for the charge (shared/jobs/create.ts), so the two cannot cross.
+import type { KV } from '@nats-io/kv';
+import type { Logger } from '../../shared/log.ts';
+import type { Ledger } from './ledger.ts';
+import type { Projection } from './projection.ts';
+import { refund } from './money.ts';
+
+export const ORPHAN_RESULT_KEY = '_orphan';
+
+export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number }) {
+  const { ledger, projection, jobs, graceMs, log } = opts;
+  let cursor = 0; // every charge up to this id has been looked at
+  let running: Promise<void> | null = null;
+
+  async function sweep() {
+    for (;;) {
+      const batch = projection.chargesAfter(cursor, Date.now() - graceMs);
+      if (!batch.length) return;
+      for (const c of batch) {
+        const doc = await jobs.get(c.jobId!);
+        if (!doc || doc.operation !== 'PUT') {
+          const rows = projection.forJob(c.walletId, c.jobId!);
+          const refunded = rows.filter((r) => r.type === 'refund').reduce((s, r) => s + r.amount, 0);
+          const owed = -c.amount - refunded;
+          if (owed > 0) {
+            await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
+            log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
+          }
+        }
+        cursor = c.id;
+      }
+    }
+  }
+
+  const tick = () => {
+    running ??= sweep().catch((e) => log.warn({ err: (e as Error).message }, 'orphan sweep failed; retrying next time')).finally(() => { running = null; });
+  };
+  const timer = setInterval(tick, opts.everyMs ?? Math.max(1000, Math.min(30_000, graceMs / 4)));
+  timer.unref();
+  return {
+    tick,
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}

@@ -8,7 +8,7 @@ import { createLogger } from './shared/log.ts';
 import { ACTOR_NAMES, type ActorHandle } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
 import { startGateway } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, newInstanceId, onShutdown } from './shared/runtime.ts';
+import { loadConfigOrExit, rememberNatsUrl, newInstanceId, onShutdown, withRetry } from './shared/runtime.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger('main', config.server.logLevel);
@@ -36,7 +36,7 @@ onShutdown(stopAll);
 try {
   const admin = await connectNats(url, 'main', config.nats.credsFile);
   conns.push(admin);
-  await provision(admin, config);
+  await withRetry('provisioning', () => provision(admin, config), { log });
   for (const name of ACTOR_NAMES) {
     const nc = await connectNats(url, name, config.nats.credsFile);
     conns.push(nc);

@@ -5,7 +5,7 @@ import { ACTOR_NAMES, type ActorName } from '../shared/actor.ts';
 import { connectNats } from '../shared/nats/connect.ts';
 import { provision } from '../shared/nats/provision.ts';
 import { createLogger } from '../shared/log.ts';
-import { loadConfigOrExit, resolveNatsUrl, newInstanceId, onShutdown } from '../shared/runtime.ts';
+import { loadConfigOrExit, resolveNatsUrl, newInstanceId, onShutdown, withRetry } from '../shared/runtime.ts';
 import { startGateway } from '../gateway/index.ts';
 
 const name = process.argv[2] ?? '';
@@ -16,7 +16,7 @@ if (name !== 'gateway' && !(ACTOR_NAMES as readonly string[]).includes(name)) {
 const config = loadConfigOrExit();
 const log = createLogger(name, config.server.logLevel);
 const nc = await connectNats(resolveNatsUrl(config), name, config.nats.credsFile);
-await provision(nc, config);
+await withRetry('provisioning', () => provision(nc, config), { log });
 const instanceId = newInstanceId(name);
 let handle: { stop(): Promise<void> };
 if (name === 'gateway') {

@@ -4,6 +4,7 @@ import { Kvm } from '@nats-io/kv';
 import type { ActorContext } from '../shared/actor.ts';
 import { BUCKETS, subjects } from '../shared/names.ts';
 import { provision } from '../shared/nats/provision.ts';
+import { withRetry } from '../shared/runtime.ts';
 import { ERRORS_PATH } from '../shared/errors.ts';
 import { loadNativeUws } from './uws.ts';
 import { mountRoutes } from './server.ts';
@@ -23,7 +24,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
   const { uws, from } = loadNativeUws();
   const { nc, config, log } = actx;
   let ready = false;
-  await provision(nc, config);
+  await withRetry('provisioning', () => provision(nc, config), { log });
   const kvm = new Kvm(nc);
   const [keys, jobs, catalogue, limits, datasets, topups] = await Promise.all([
     kvm.open(BUCKETS.keys), kvm.open(BUCKETS.jobs), kvm.open(BUCKETS.catalogue),
@@ -33,13 +34,14 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
   const app = uws.App();
 
   let listenSocket: unknown = null;
-  const port: number = await new Promise((resolve, reject) => {
+  // a gateway restarted in place may find its port held for a moment (connections of the one before)
+  const port: number = await withRetry('listen', () => new Promise<number>((resolve, reject) => {
     app.listen(config.server.host, config.server.port, (s) => {
       if (!s) return reject(new Error(`gateway: cannot listen on ${config.server.host}:${config.server.port}`));
       listenSocket = s;
       resolve(uws.us_socket_local_port(s));
     });
-  });
+  }), { timeoutMs: 15_000, log });
   // port 0 picks a free port; the default base URL then names the real one
   const baseUrl = config.server.baseUrl.replace(/:0$/, `:${port}`);
   const ctx: GatewayContext = {

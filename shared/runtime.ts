@@ -51,3 +51,20 @@ export function onShutdown(stop: () => Promise<void>) {
   process.on('SIGINT', () => handler('SIGINT'));
   process.on('SIGTERM', () => handler('SIGTERM'));
 }
+
+/**
+ * Retry a start-up step with backoff: right after a cluster restart JetStream answers "no
+ * responders" or times out until its streams have leaders again.
+ */
+export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log }: { timeoutMs?: number; log?: { warn(o: object, m: string): void } } = {}): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
+    try {
+      return await f();
+    } catch (e) {
+      if (Date.now() + wait > end) throw e;
+      log?.warn({ err: (e as Error).message, retryInMs: wait }, `${what} failed; retrying`);
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

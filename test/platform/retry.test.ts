@@ -1,0 +1,15 @@
+import t from 'tap';
+import { withRetry } from '../../shared/runtime.ts';
+
+t.test('start-up steps are retried with backoff, then give up with the last error', async (t) => {
+  let calls = 0;
+  const v = await withRetry('flaky', async () => {
+    if (++calls < 3) throw new Error(`no responders ${calls}`);
+    return 'ok';
+  }, { timeoutMs: 5000 });
+  t.equal(v, 'ok');
+  t.equal(calls, 3);
+  const t0 = Date.now();
+  await t.rejects(withRetry('down', async () => { throw new Error('still down'); }, { timeoutMs: 1000 }), { message: 'still down' });
+  t.ok(Date.now() - t0 < 2500, 'gives up near its bound');
+});

@@ -14,7 +14,7 @@ export interface TaskContext {
   task: Task;
   /** Report human-readable progress (also heartbeats). */
   progress(text: string): Promise<void>;
-  /** Aborted when the worker stops; long work should give up. */
+  /** Aborted when the worker stops or the task passes its time bound; long work should give up. */
   signal: AbortSignal;
   deliveryCount: number;
 }
@@ -29,6 +29,8 @@ export interface WorkerOptions {
   filterSubject: string;
   concurrency: number;
   handle: (ctx: TaskContext) => Promise<TaskResult>;
+  /** Hard bound of one task (default `jobs.taskTimeoutSeconds`); then it fails as `timeout`. */
+  taskTimeoutMs?: number;
 }
 
 const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
@@ -102,9 +104,23 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       return;
     }
     const hb = setInterval(() => m.working(), heartbeatMs);
+    // every task is bounded, whatever the handler does: a handler that hangs while the heartbeat
+    // keeps the message alive would otherwise hold the job (and its charge) forever
+    const taskAbort = new AbortController();
+    const onStop = () => taskAbort.abort();
+    abort.signal.addEventListener('abort', onStop, { once: true });
+    const limitMs = opts.taskTimeoutMs ?? config.jobs.taskTimeoutSeconds * 1000;
+    let deadline: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      deadline = setTimeout(() => {
+        taskAbort.abort();
+        reject(new TaskFailure('timeout', `the task did not finish within ${Math.round(limitMs / 1000)} s`));
+      }, limitMs);
+    });
+    timedOut.catch(() => { /* raced below; never unhandled */ });
     const ctx: TaskContext = {
       task,
-      signal: abort.signal,
+      signal: taskAbort.signal,
       deliveryCount: m.info.deliveryCount,
       progress: async (text) => {
         m.working();
@@ -114,7 +130,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
     try {
       let outcome: Outcome;
       try {
-        const r = await opts.handle(ctx);
+        const r = await Promise.race([opts.handle(ctx), timedOut]);
         outcome = { v: 1, kind: 'done', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), ...(r.file ? { file: r.file } : {}), ...(r.extra ? { extra: r.extra } : {}) };
       } catch (e) {
         if (!(e instanceof TaskFailure) || abort.signal.aborted) throw e;
@@ -133,6 +149,8 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       }
     } finally {
       clearInterval(hb);
+      clearTimeout(deadline);
+      abort.signal.removeEventListener('abort', onStop);
     }
   }
 

@@ -148,7 +148,9 @@ export const loadConfig = (relayPort: number) => ({
   // A worker that hangs while heartbeating (seen under load in converter and relay-prober tasks,
   // docs/reliability.md) is ended by the supervisor's backstop as worker_lost and refunded: 45 s
   // here instead of 6 h, so a load run finishes every job.
-  jobs: { ackWaitSeconds: 5, maxDeliver: 4, stuckSeconds: 45 },
+  // taskTimeoutSeconds: every task is bounded in the worker runtime, so a hung probe or conversion
+  // fails as `timeout` (refunded) instead of holding its job
+  jobs: { ackWaitSeconds: 5, maxDeliver: 4, stuckSeconds: 45, taskTimeoutSeconds: 40 },
   retention: { sweepSeconds: 10 },
   server: { keyRequestsPerMinute: 1_000_000 },
   // moduleTimeoutMs: a probe that hangs (seen under load: stuck at req-eose, docs/reliability.md) ends

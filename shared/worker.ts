@@ -41,8 +41,14 @@ const jsOf = (nc: NatsConnection) => {
 };
 
 /** Final outcomes carry the message id `outcome:<jobId>:<key>`: a repeat (redelivery, worker_lost race) is dropped by the stream. */
-export async function publishOutcome(nc: NatsConnection, o: Outcome): Promise<void> {
-  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), o.kind === 'progress' ? undefined : { msgID: outcomeMsgId(o.jobId, o.resultKey) });
+/**
+ * `source` separates final outcomes of different origins in the RESULTS dedupe window: a worker's
+ * retry of its own outcome is a duplicate, but the supervisor's `worker_lost` backstop must never be
+ * swallowed by an earlier outcome that got lost. The supervisor keeps the first final outcome.
+ */
+export async function publishOutcome(nc: NatsConnection, o: Outcome, source = 'worker'): Promise<void> {
+  const msgID = source === 'worker' ? outcomeMsgId(o.jobId, o.resultKey) : `${outcomeMsgId(o.jobId, o.resultKey)}:${source}`;
+  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), o.kind === 'progress' ? undefined : { msgID });
 }
 
 /**

@@ -188,7 +188,7 @@ export async function failLostTask(d: Deps, streamSeq: number): Promise<void> {
  * path; the outcome message id makes it lose against a real outcome that got there first.
  */
 export async function failTask(d: Deps, jobId: string, resultKey: string, message: string): Promise<void> {
-  await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey, at: Date.now(), error: 'worker_lost', message });
+  await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey, at: Date.now(), error: 'worker_lost', message }, 'supervisor');
 }
 
 /**

@@ -15,7 +15,7 @@ t.test('a task whose handler hangs while heartbeating fails as timeout at its bo
   });
   t.teardown(() => worker.stop());
   const outcomes: Outcome[] = [];
-  const sub = tn.nc.subscribe(subjects.result('job_t'), { callback: (_e, m) => outcomes.push(m.json<Outcome>()) });
+  const sub = tn.nc.subscribe(subjects.result('job_t'), { callback: (_e, m) => { outcomes.push(m.json<Outcome>()); } });
   t.teardown(() => sub.unsubscribe());
   const task: Task = { v: 1, jobId: 'job_t', service: 'labs', resultKey: 'quick', walletId: 'w', store: OBJECT_STORES.reports, objectName: 'job_t/quick', expiresAt: Date.now() + 60000, params: {} };
   const t0 = Date.now();

@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ApiError, ERRORS, errorDocUrl } from '../shared/errors.ts';
+import { ApiError, errorDocUrl } from '../shared/errors.ts';
 import { COMPONENTS } from '../shared/schemas/api.ts';
 import { lookupKey } from '../shared/keys.ts';
 import { hashKey } from '../shared/ids.ts';
@@ -267,4 +267,3 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
   });
 }
 
-export { ERRORS };

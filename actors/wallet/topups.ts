@@ -224,29 +224,25 @@ export class Topups {
     if (!first || first.rec.status === 'paid') return;
     const res = await creditTopup(this.ledger, first.rec.walletId, id, first.rec.payloads, first.rec.bonusPayloads);
     faultPoint('after-credit');
-    for (;;) {
-      const r = await this.read(id);
-      if (!r || r.rec.status === 'paid') return;
-      const now = Date.now();
-      const rec: TopupRecord = { ...r.rec, status: 'paid', paidAt: now, updatedAt: now, ...(res.entry ? { entryId: res.entry.id } : {}) };
-      try {
-        await this.kv.update(id, JSON.stringify(rec), r.revision);
-      } catch (e) {
-        if (/wrong last sequence/i.test(String((e as Error).message))) continue;
-        throw e;
-      }
-      this.forget(id);
-      this.log.info({ topupId: id, walletId: rec.walletId, payloads: rec.payloads }, 'topup paid');
-      await this.event(rec);
-      return;
-    }
+    const rec = await this.transition(id, (cur) => cur.status === 'paid' ? null : {
+      ...cur, status: 'paid', paidAt: Date.now(), updatedAt: Date.now(), ...(res.entry ? { entryId: res.entry.id } : {}),
+    });
+    if (rec) this.log.info({ topupId: id, walletId: rec.walletId, payloads: rec.payloads }, 'topup paid');
   }
 
   private async finish(id: string, status: Exclude<TopupStatus, 'pending' | 'paid'>, reason?: string): Promise<void> {
+    await this.transition(id, (cur) => cur.status !== 'pending' ? null : { ...cur, status, updatedAt: Date.now(), ...(reason ? { failedReason: reason } : {}) });
+  }
+
+  /**
+   * Move a top-up to its next state with a revision check, re-reading on a conflict; `next` answers
+   * null when there is nothing to do. Announces the new state. Returns it, or null.
+   */
+  private async transition(id: string, next: (cur: TopupRecord) => TopupRecord | null): Promise<TopupRecord | null> {
     for (;;) {
       const r = await this.read(id);
-      if (!r || r.rec.status !== 'pending') return;
-      const rec: TopupRecord = { ...r.rec, status, updatedAt: Date.now(), ...(reason ? { failedReason: reason } : {}) };
+      const rec = r ? next(r.rec) : null;
+      if (!r || !rec) return null;
       try {
         await this.kv.update(id, JSON.stringify(rec), r.revision);
       } catch (e) {
@@ -255,7 +251,7 @@ export class Topups {
       }
       this.forget(id);
       await this.event(rec);
-      return;
+      return rec;
     }
   }
 

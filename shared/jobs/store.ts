@@ -1,10 +1,12 @@
 // The `jobs` bucket: one JobRecord per job id. Every change is a read-modify-write with the
 // entry's revision, retried on conflict, so two writers (gateway, several supervisors) never lose
-// each other's updates.
+// each other's updates. The writes go through shared/nats/cas.ts: on a replicated bucket the
+// server's own revision check lets concurrent writers through (nats-server 2.9).
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, subjects } from '../names.ts';
+import { kvCasPut, isCasConflict } from '../nats/cas.ts';
 import type { JobEvent, JobRecord } from '../protocol/jobs.ts';
 
 export async function openJobsKv(nc: NatsConnection): Promise<KV> {
@@ -30,10 +32,8 @@ export function isJobId(id: string): boolean {
 
 /** Write a new job; fails if the id exists. */
 export async function createJobRecord(kv: KV, job: JobRecord): Promise<number> {
-  return kv.create(job.id, JSON.stringify(job));
+  return kvCasPut(kv, job.id, JSON.stringify(job), 0);
 }
-
-const isConflict = (e: unknown) => /wrong last sequence|key exists|10071/i.test(String((e as Error)?.message ?? e));
 
 /**
  * Apply `mutate` to the current record and write it back with a revision check, retrying on
@@ -52,10 +52,10 @@ export async function updateJob(
     const next = structuredClone(cur.job);
     if (!mutate(next)) return { job: cur.job, changed: false };
     try {
-      await kv.update(id, JSON.stringify(next), cur.revision);
+      await kvCasPut(kv, id, JSON.stringify(next), cur.revision);
       return { job: next, changed: true };
     } catch (e) {
-      if (!isConflict(e)) throw e;
+      if (!isCasConflict(e)) throw e;
       // another writer got there first: read again and re-apply
       await new Promise((r) => setTimeout(r, Math.random() * 5 * (i + 1)));
     }

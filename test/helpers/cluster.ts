@@ -1,8 +1,11 @@
 // Helpers of the reliability tests: the distributed system (scripts/cluster-lib.ts, the same code as
 // `npm run cluster`) with test settings, HTTP against its gateway, and bounded waiting.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startSystem, type System, type ProcessName, type SystemOptions } from '../../scripts/cluster-lib.ts';
-import { tempDir } from './nats.ts';
+import { startSystem, startNatsCluster, type NatsCluster, type System, type ProcessName, type SystemOptions } from '../../scripts/cluster-lib.ts';
+import { connectNats, type NatsConnection } from '../../shared/nats/connect.ts';
+import { provision } from '../../shared/nats/provision.ts';
+import type { Config } from '../../shared/config/index.ts';
+import { tempDir, testConfig } from './nats.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
@@ -53,6 +56,32 @@ export async function startTestSystem(t: Tap, o: Partial<SystemOptions> & { proc
   });
   t.teardown(() => sys.stop());
   return sys;
+}
+
+export interface TestCluster {
+  cluster: NatsCluster;
+  /** Test settings with `nats.replicas` 3 and the cluster's URL; everything provisioned. */
+  config: Config;
+  /** A connection to node `i` only (0..2), or to any node; closed at teardown. */
+  connect(i?: number, name?: string): Promise<NatsConnection>;
+}
+
+/** A throwaway 3-node nats-server cluster (no actors), provisioned with 3 replicas. */
+export async function startTestCluster(t: Tap, overrides: Record<string, unknown> = {}): Promise<TestCluster> {
+  const cluster = await startNatsCluster({ dataDir: tempDir('payloads-cluster-') });
+  const conns: NatsConnection[] = [];
+  t.teardown(async () => {
+    for (const c of conns) await c.close().catch(() => {});
+    await cluster.stop();
+  });
+  const config = testConfig({ ...overrides, nats: { url: cluster.url, replicas: 3 } }, cluster.url);
+  const connect = async (i?: number, name = 'test') => {
+    const c = await connectNats(i === undefined ? cluster.url : cluster.nodes[i]!.url, name);
+    conns.push(c);
+    return c;
+  };
+  await retry(async () => provision(await connect(0, 'provision'), config));
+  return { cluster, config, connect };
 }
 
 export interface HttpAnswer {

@@ -1,0 +1,67 @@
+// Compare-and-set writes that stay compare-and-set on a replicated stream of nats-server 2.9.
+//
+// A KV `update(key, value, revision)`, a KV `create` and any publish with `expect.lastSubjectSequence`
+// are checked by the stream leader against what it has *stored*, not against proposals still in
+// flight. On a replicated (R3) stream of nats-server 2.9, several writers holding the same revision
+// are therefore all accepted, and each later one silently undoes the earlier ones
+// (nats-server#4320). Measured on this machine with Debian's 2.9.10: in 274 of 300 rounds of six
+// concurrent updates on one revision more than one was stored (`node --import tsx scripts/cas-check.ts`).
+// Under the load test this lost a worker's final outcome to a concurrent progress update.
+//
+// The leader does stage the message id of a proposal before proposing it, so every write here
+// also carries the id `cas:<subject>@<base revision>`: of all writes made on one base revision
+// exactly one is stored and the others come back as duplicates, which are reported as a
+// conflict, like a wrong revision. A base revision is a stream sequence, never reused, so the id
+// never collides with a legitimate later write. On a single server (R1) or a fixed server the
+// expected-sequence header alone would do; the id costs one dedupe entry per write.
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import type { Bucket, KV } from '@nats-io/kv';
+
+/** Somebody else wrote first: read again and decide again. */
+export class CasConflict extends Error {
+  constructor(subject: string, base: number) {
+    super(`wrong last sequence: ${subject} moved past revision ${base}`);
+    this.name = 'CasConflict';
+  }
+}
+
+/** A conflict from this module or from the server's own sequence checks (10071, 10164 and the like). */
+export function isCasConflict(e: unknown): boolean {
+  if (e instanceof CasConflict) return true;
+  return /wrong last sequence|key exists|duplicate message conflict|10071/i.test(String((e as Error)?.message ?? e));
+}
+
+export interface CasOptions {
+  headers?: MsgHdrs;
+  timeout?: number;
+}
+
+/**
+ * Publish `data` on `subject` only if the subject's last message is still `base` (0: the subject has
+ * no message yet). Returns the new message's sequence; throws CasConflict when another write got in.
+ */
+export async function casPublish(js: JetStreamClient, subject: string, data: string | Uint8Array, base: number, o: CasOptions = {}): Promise<number> {
+  const ack = await js.publish(subject, data, {
+    msgID: `cas:${subject}@${base}`,
+    expect: { lastSubjectSequence: base },
+    ...(o.headers ? { headers: o.headers } : {}),
+    ...(o.timeout ? { timeout: o.timeout } : {}),
+  });
+  if (ack.duplicate) throw new CasConflict(subject, base);
+  return ack.seq;
+}
+
+/** `kv.update` / `kv.create` (base 0) with the guarantee above. Returns the new revision. */
+export function kvCasPut(kv: KV, key: string, value: string | Uint8Array, base: number): Promise<number> {
+  const b = kv as Bucket;
+  return casPublish(b.js, b.subjectForKey(b.encodeKey(key), true), value, base);
+}
+
+/** `kv.delete(key, { previousSeq: base })` with the guarantee above. */
+export async function kvCasDelete(kv: KV, key: string, base: number): Promise<void> {
+  const b = kv as Bucket;
+  const h = natsHeaders();
+  h.set('KV-Operation', 'DEL');
+  await casPublish(b.js, b.subjectForKey(b.encodeKey(key), true), new Uint8Array(0), base, { headers: h });
+}

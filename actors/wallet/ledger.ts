@@ -2,16 +2,19 @@
 //   1. read the wallet's last message (its sequence S and balance),
 //   2. make sure the projection holds every entry of the wallet up to S,
 //   3. decide from that state (already done? enough money?),
-//   4. publish with `expect.lastSubjectSequence = S` and the business event's msgID.
+//   4. publish only if the wallet's last entry is still S (shared/nats/cas.ts: the expected
+//      subject sequence plus the message id `cas:<subject>@S`, because nats-server 2.9 lets several
+//      writers with the same expected sequence through on a replicated stream).
 // Step 4 fails if anybody wrote to the wallet after step 1, so the decision of step 3 is atomic with
-// the write (no two writers spend one balance, and a business event found absent in step 3 is still
-// absent when written: idempotency beyond the stream's one-day dedupe window). The msgID catches
-// retries inside the window even before step 3.
-import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, JetStreamApiCodes, type JetStreamClient, type JetStreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+// the write: no two writers spend one balance, and a business event (its `ref`) found absent in
+// step 3 is still absent when written, which makes every operation idempotent for ever, not just
+// inside a dedupe window.
+import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
+import { casPublish, isCasConflict } from '../../shared/nats/cas.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 import { Projection, type Row } from './projection.ts';
@@ -135,26 +138,14 @@ export class Ledger {
         const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
         if (msg.balanceAfter < 0) throw new ApiError('internal', 'refusing a ledger entry that makes a balance negative');
         try {
-          const ack = await this.js.publish(subjects.ledger(walletId), JSON.stringify(msg), {
-            msgID: msg.ref,
-            expect: { lastSubjectSequence: head.seq },
-          });
-          if (ack.duplicate) {
-            // Written before (inside the dedupe window) but not seen by the projection check: re-read.
-            this.log.warn({ walletId, ref: msg.ref, seq: ack.seq }, 'ledger: duplicate business event caught by msgID');
-            const orig = await this.jsm.streams.getMessage(STREAMS.ledger, { seq: ack.seq });
-            if (!orig || orig.subject !== subjects.ledger(walletId)) throw new ApiError('bad_request', `${msg.ref} was already used by another wallet`);
-            await this.until(ack.seq, 10000);
-            continue;
-          }
+          const seq = await casPublish(this.js, subjects.ledger(walletId), JSON.stringify(msg), head.seq);
           faultPoint('after-ledger-write');
-          this.projection.apply(ack.seq, walletId, msg);
+          this.projection.apply(seq, walletId, msg);
           if (this.known.size > 100_000) this.known.clear(); // only a shortcut: without it the projection is waited for
-          this.known.set(walletId, ack.seq);
+          this.known.set(walletId, seq);
           return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
         } catch (e) {
-          const wrongSeq = e instanceof JetStreamApiError && (e.code === JetStreamApiCodes.StreamWrongLastSequence || /wrong last sequence/i.test(e.message));
-          if (!wrongSeq) throw e;
+          if (!isCasConflict(e)) throw e;
           // Another instance wrote to this wallet in between: decide again on the new state.
           if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
           await sleep(Math.random() * Math.min(50, 2 + attempt * 2));

@@ -1,7 +1,8 @@
 // Rate limits shared by every gateway instance: GCRA (the generic cell rate algorithm) with its one
 // number per subject, the theoretical arrival time, kept in the `limits` bucket and updated with
-// revision checks. N per period allows a burst of N, then one every period/N.
+// revision checks (shared/nats/cas.ts). N per period allows a burst of N, then one every period/N.
 import type { KV } from '@nats-io/kv';
+import { kvCasPut, isCasConflict } from './nats/cas.ts';
 
 export interface LimitDecision {
   allowed: boolean;
@@ -25,12 +26,11 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
       return { allowed: false, retryAfter: Math.max(1, Math.ceil((next - periodMs - now) / 1000)), remaining: 0 };
     }
     try {
-      if (exists) await kv.update(key, String(next), e!.revision);
-      else if (e) await kv.update(key, String(next), e.revision); // deleted/purged marker
-      else await kv.create(key, String(next));
+      // on the current revision, a deleted/purged marker's included; 0 when the key never existed
+      await kvCasPut(kv, key, String(next), e?.revision ?? 0);
       return { allowed: true, retryAfter: 0, remaining: Math.floor((periodMs - (next - now)) / interval) };
     } catch (err) {
-      if (!/wrong last sequence|key exists|revision/i.test((err as Error).message)) throw err;
+      if (!isCasConflict(err)) throw err;
       // another gateway won the race: read again
     }
   }

@@ -13,6 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
+import { kvCasDelete, isCasConflict } from '../../shared/nats/cas.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -138,7 +139,10 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
       // give the wallet its "first dataset job" back, unless a later job already took the mark
       const mark = await d.datasets.get(cur.walletId);
       if (mark && mark.operation === 'PUT' && mark.value.length && mark.json<DatasetMark>().jobId === jobId) {
-        await d.datasets.delete(cur.walletId, { previousSeq: mark.revision }).catch(() => {});
+        await kvCasDelete(d.datasets, cur.walletId, mark.revision).catch((e) => {
+          // a conflict: a later job took the mark meanwhile, and it stays
+          if (!isCasConflict(e)) d.log.warn({ err: e, jobId, walletId: cur!.walletId }, 'could not give the dataset mark back');
+        });
       }
     }
     cur = res?.job ?? cur;

@@ -13,6 +13,7 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { BUCKETS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
+import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
 import { newId } from '../../shared/ids.ts';
 import { PAYLOADS_PER_EUR, publicTopup, type Topup, type TopupRecord, type TopupStatus } from '../../shared/protocol/wallet.ts';
 import { createBackend, LightningError, type InvoiceBackend } from '../../shared/lightning/index.ts';
@@ -152,7 +153,7 @@ export class Topups {
       bolt11: inv.bolt11, sats, expiresAt: inv.expiresAt, createdAt: now, updatedAt: now,
       backend: this.backend.name, paymentHash: inv.paymentHash, rate,
     };
-    await this.kv.create(id, JSON.stringify(rec));
+    await kvCasPut(this.kv, id, JSON.stringify(rec), 0);
     this.track(rec);
     await this.event(rec);
     return { topup: publicTopup(rec), balance: await this.balance(walletId) };
@@ -244,9 +245,9 @@ export class Topups {
       const rec = r ? next(r.rec) : null;
       if (!r || !rec) return null;
       try {
-        await this.kv.update(id, JSON.stringify(rec), r.revision);
+        await kvCasPut(this.kv, id, JSON.stringify(rec), r.revision);
       } catch (e) {
-        if (/wrong last sequence/i.test(String((e as Error).message))) continue;
+        if (isCasConflict(e)) continue;
         throw e;
       }
       this.forget(id);

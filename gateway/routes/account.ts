@@ -14,6 +14,7 @@ import { Type as T } from '@sinclair/typebox';
 import QRCode from 'qrcode';
 import type { Route, GatewayContext } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
+import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
 import { createKey } from '../../shared/keys.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 
@@ -52,8 +53,9 @@ async function spendChallenge(ctx: GatewayContext, id: string, nonce: string): P
   if (Date.now() > c.expiresAt) throw new ApiError('bad_request', 'the challenge expired; fetch a new one');
   if (powBits(id, nonce) < c.bits) throw new ApiError('bad_request', `the nonce does not give ${c.bits} leading zero bits`);
   try {
-    await ctx.kv.limits.update(powKey(id), JSON.stringify({ ...c, used: true }), e.revision);
-  } catch {
+    await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify({ ...c, used: true }), e.revision);
+  } catch (err) {
+    if (!isCasConflict(err)) throw err;
     throw new ApiError('bad_request', 'this challenge was used already; fetch a new one');
   }
 }
@@ -98,7 +100,7 @@ export const routes: Route[] = [
     async handler(_req, ctx) {
       const id = randomBytes(16).toString('hex');
       const c: Challenge = { bits: ctx.config.wallet.keyPowBits, expiresAt: Date.now() + CHALLENGE_TTL_MS };
-      await ctx.kv.limits.create(powKey(id), JSON.stringify(c));
+      await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify(c), 0);
       return { json: { id, bits: c.bits, expiresAt: c.expiresAt, algorithm: 'sha256("<id>:<nonce>") with <bits> leading zero bits; nonce: decimal digits' }, headers: SECURITY_HEADERS };
     },
   },

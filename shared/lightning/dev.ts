@@ -9,6 +9,7 @@ import { Kvm, KvWatchInclude, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { QueuedIterator } from '@nats-io/nats-core';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { BUCKETS } from '../names.ts';
+import { kvCasPut, isCasConflict } from '../nats/cas.ts';
 import { encodeInvoice } from './bolt11.ts';
 import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceStatus } from './types.ts';
 
@@ -44,7 +45,7 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
   if (ctx.config.server.mode === 'production') throw new LightningError('the dev Lightning backend is refused in production mode');
   const key = devNodeKey(ctx.config.dataDir);
   const kvm = new Kvm(ctx.nc);
-  const kv: KV = await kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas }).catch(async (e: Error) => {
+  const kv: KV = await kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas, allow_direct: false }).catch(async (e: Error) => {
     if (!/already in use/i.test(e.message)) throw e;
     return kvm.open(BUCKETS.devInvoices);
   });
@@ -72,7 +73,7 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
         expirySeconds,
       }, key.secretKey);
       const inv: DevInvoice = { paymentHash: paymentHash.toString('hex'), msat: sats * 1000, bolt11, expiresAt: Math.floor(now / 1000) * 1000 + expirySeconds * 1000, state: 'open' };
-      await kv.create(inv.paymentHash, JSON.stringify(inv));
+      await kvCasPut(kv, inv.paymentHash, JSON.stringify(inv), 0);
       return { bolt11, paymentHash: inv.paymentHash, expiresAt: inv.expiresAt };
     },
     async lookupInvoice(hash): Promise<InvoiceStatus> {
@@ -102,10 +103,10 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
         if (r.inv.state === 'paid') return { alreadyPaid: true };
         if (Date.now() >= r.inv.expiresAt) throw new LightningError('the invoice has expired', 410);
         try {
-          await kv.update(hash, JSON.stringify({ ...r.inv, state: 'paid', paidAt: Date.now() } satisfies DevInvoice), r.revision);
+          await kvCasPut(kv, hash, JSON.stringify({ ...r.inv, state: 'paid', paidAt: Date.now() } satisfies DevInvoice), r.revision);
           return { alreadyPaid: false };
         } catch (e) {
-          if (!/wrong last sequence/i.test(String((e as Error).message))) throw e;
+          if (!isCasConflict(e)) throw e;
         }
       }
     },

@@ -23,8 +23,10 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     { ...common, name: STREAMS.jobs, subjects: [subjects.jobsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
     { ...common, name: STREAMS.tasks, subjects: [subjects.tasksAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
     { ...common, name: STREAMS.results, subjects: [subjects.resultsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
-    // The ledger is the only copy of the money: kept forever, never discarded.
-    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(DAY) },
+    // The ledger is the only copy of the money: kept forever, never discarded. Its writes are
+    // idempotent by their business ref (actors/wallet/ledger.ts), not by the dedupe window, which
+    // only has to outlast writes in flight (shared/nats/cas.ts).
+    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(10 * 60 * 1000) },
     { ...common, name: STREAMS.events, subjects: [subjects.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(DAY), duplicate_window: nanos(60 * 1000) },
   ];
 }
@@ -41,14 +43,23 @@ async function ensureStream(jsm: JetStreamManager, sc: Partial<StreamConfig>): P
   }
 }
 
-/** Make the underlying stream of a bucket or store match age and replicas. */
-async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number, replicas: number) {
+/** Make the underlying stream of a bucket or store match age and replicas (and, for buckets, leader reads). */
+async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number, replicas: number, extra: Partial<StreamConfig> = {}) {
   const info = await jsm.streams.info(name);
-  const want = { max_age: nanos(maxAgeMs), num_replicas: replicas };
-  if (info.config.max_age !== want.max_age || info.config.num_replicas !== want.num_replicas) {
-    await jsm.streams.update(name, { ...info.config, ...want });
+  const want = { max_age: nanos(maxAgeMs), num_replicas: replicas, ...extra };
+  if ((Object.keys(want) as (keyof StreamConfig)[]).some((k) => JSON.stringify(info.config[k] ?? false) !== JSON.stringify(want[k as keyof typeof want]))) {
+    await jsm.streams.update(name, { ...info.config, ...want } as StreamConfig);
   }
 }
+
+/**
+ * Buckets are read from their stream leader, not with direct gets: on a replicated bucket any
+ * replica answers a direct get, and a replica that lags answers with an older revision or "no such
+ * key" (no read-after-write on nats-server 2.9: nats-server#4162, #6557). Every bucket here is
+ * read-modify-written (jobs, top-ups, limits) or read right after it is written (a new API key, a
+ * job just created), so a stale read would be a lost outcome or a wrong 401/404.
+ */
+const BUCKET_READS = { allow_direct: false };
 
 export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; history: number }[] {
   return [
@@ -76,10 +87,10 @@ export async function provision(nc: NatsConnection, cfg: Config): Promise<Provis
   for (const sc of streamConfigs(cfg)) await ensureStream(jsm, sc);
   const kvm = new Kvm(nc);
   for (const b of bucketConfigs(cfg)) {
-    await kvm.create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas }).catch(async (e: Error) => {
+    await kvm.create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas, ...BUCKET_READS }).catch(async (e: Error) => {
       if (!/already in use/i.test(e.message)) throw e;
     });
-    await alignStream(jsm, `KV_${b.name}`, b.ttlMs, cfg.nats.replicas);
+    await alignStream(jsm, `KV_${b.name}`, b.ttlMs, cfg.nats.replicas, BUCKET_READS);
   }
   const objm = new Objm(nc);
   for (const s of storeConfigs(cfg)) {

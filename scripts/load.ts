@@ -4,6 +4,9 @@
 // 5xx other than `503 busy`, and the money audit.
 //   node --import tsx scripts/load.ts            (starts its own 3-node system, 30 s, 16 clients)
 //   LOAD_SECONDS=60 LOAD_CLIENTS=32 node --import tsx scripts/load.ts
+//   LOAD_ECHO=1 LOAD_LOG_LEVEL=info node --import tsx scripts/load.ts   (every actor's log, prefixed)
+// Besides the report it lists every result that failed, with its error: under load on local
+// targets none should.
 import { pathToFileURL } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm } from '@nats-io/kv';
@@ -141,21 +144,29 @@ export async function unfinishedJobs(nc: NatsConnection): Promise<string[]> {
   return out;
 }
 
+/** Every failed result in the `jobs` bucket, as `<jobId>/<key> <service>: <error> (<message>)`. */
+export async function failedResults(nc: NatsConnection): Promise<string[]> {
+  const kv = await new Kvm(nc).open(BUCKETS.jobs);
+  const out: string[] = [];
+  for await (const k of await kv.keys()) {
+    const e = await kv.get(k);
+    if (e?.operation !== 'PUT') continue;
+    const j = e.json<JobRecord>();
+    for (const r of j.results) if (r.status === 'failed') out.push(`${k}/${r.key} ${j.service}: ${r.error}${r.message ? ` (${r.message})` : ''}`);
+  }
+  return out;
+}
+
 /** Settings that keep the per-key and per-relay limits out of a load run (they are tested elsewhere). */
 export const loadConfig = (relayPort: number) => ({
   outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
   limits: { jobsPerHour: 1_000_000 },
-  // A worker that hangs while heartbeating (seen under load in converter and relay-prober tasks,
-  // docs/reliability.md) is ended by the supervisor's backstop as worker_lost and refunded: 45 s
-  // here instead of 6 h, so a load run finishes every job.
-  // taskTimeoutSeconds: every task is bounded in the worker runtime, so a hung probe or conversion
-  // fails as `timeout` (refunded) instead of holding its job
-  jobs: { ackWaitSeconds: 5, maxDeliver: 4, stuckSeconds: 45, taskTimeoutSeconds: 40 },
+  // Short redelivery; the backstops (jobs.stuckSeconds, jobs.taskTimeoutSeconds, labs.moduleTimeoutMs)
+  // keep their defaults, far past a run: a job that does not finish on its own shows up as unfinished.
+  jobs: { ackWaitSeconds: 5, maxDeliver: 4 },
   retention: { sweepSeconds: 10 },
   server: { keyRequestsPerMinute: 1_000_000 },
-  // moduleTimeoutMs: a probe that hangs (seen under load: stuck at req-eose, docs/reliability.md) ends
-  // as a refunded `timeout` within the run instead of after the default 120 s
-  labs: { quietMs: 150, replyTimeoutMs: 1500, idleMs: 200, latencySamples: 3, allowedPorts: [relayPort], relayTestsPerHour: 1_000_000, moduleTimeoutMs: 30000 },
+  labs: { quietMs: 150, replyTimeoutMs: 1500, idleMs: 200, latencySamples: 3, allowedPorts: [relayPort], relayTestsPerHour: 1_000_000 },
 });
 
 export const LOAD_PROCESSES: ProcessName[] = ['wallet', 'job-supervisor', 'converter', 'relay-prober', 'browser-pool', 'gateway'];
@@ -182,7 +193,8 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       processes: LOAD_PROCESSES,
       env: { BROWSERS: 'chromium' },
       config: loadConfig(relay.port),
-      logLevel: 'warn',
+      logLevel: process.env.LOAD_LOG_LEVEL ?? 'warn',
+      echo: process.env.LOAD_ECHO === '1',
     });
     const nc = await connectNats(sys.cluster.url, 'load');
     const keys: string[] = [];
@@ -199,7 +211,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       durationMs: Number(process.env.LOAD_SECONDS ?? 30) * 1000,
     });
     const a = await audit(nc);
-    console.log(JSON.stringify({ ...report, lostInBucket: (await unfinishedJobs(nc)).length, audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs } }, null, 2));
+    console.log(JSON.stringify({ ...report, lostInBucket: (await unfinishedJobs(nc)).length, failedResults: await failedResults(nc), audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs } }, null, 2));
     await nc.close();
   } finally {
     await sys?.stop();

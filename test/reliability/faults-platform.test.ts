@@ -5,24 +5,15 @@
 // After each: no job left unfinished and the money audit clean. NATS faults: faults-nats.test.ts.
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { Kvm } from '@nats-io/kv';
-import { startSystem, type System } from '../../scripts/cluster-lib.ts';
-import { http, until, retry, testSystemConfig } from '../helpers/cluster.ts';
-import { tempDir } from '../helpers/nats.ts';
-import { connectNats, type NatsConnection } from '../../shared/nats/connect.ts';
-import { createKey } from '../../shared/keys.ts';
-import { wallet } from '../../shared/protocol/wallet.ts';
-import { audit, readLedger } from '../../shared/audit.ts';
-import { BUCKETS, STREAMS } from '../../shared/names.ts';
-import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
-import { startGate, type Gate } from './fixtures/gate.ts';
+import { http } from '../helpers/cluster.ts';
+import { startFaultBench } from '../helpers/faults.ts';
+import { readLedger } from '../../shared/audit.ts';
+import { isFinished } from '../../shared/protocol/jobs.ts';
 import { startPages } from './fixtures/pages.ts';
 
 const pages = await startPages();
 t.teardown(() => pages.close());
 
-const GRANT = 1_000_000;
 /** Found by this test (docs/notes/issue-8.md, finding 1): when the wallet dies after writing the
  * charge and before replying, the gateway answers 503 without knowing whether it charged. The
  * wallet's orphan sweep (actors/wallet/orphans.ts) refunds such a charge once no job document
@@ -30,57 +21,19 @@ const GRANT = 1_000_000;
 const ORPHAN_GRACE_SECONDS = 10;
 
 t.test('actor faults on the cluster', async (t) => {
-  const dataDir = tempDir('payloads-platform-');
-  const opts = {
-    dataDir,
-    logLevel: process.env.TEST_LOG_LEVEL ?? 'warn',
-    config: testSystemConfig({ websitepro: { fetchTimeoutMs: 120000 }, wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } }),
-    processes: ['wallet', 'job-supervisor', 'converter', 'gateway'] as const,
-  };
-  let sys: System = await startSystem({ ...opts, processes: [...opts.processes] });
-  t.teardown(() => sys.stop());
-  let base = sys.gateway()!.url!;
-  let nc: NatsConnection = await connectNats(sys.cluster.url, 'faults-platform-test');
-  t.teardown(() => nc.close().catch(() => {}));
-  const { key, walletId } = await createKey(nc, 'admin');
-  await wallet.grant(nc, walletId, GRANT, 'fault test funds', 'faults-platform');
-
-  const create = (url: string) => http(base, 'POST', '/v1/websitepro/jobs', { key, body: { url, outputs: ['metadata'] } });
-  const finished = async (id: string, ms = 90000) => until(`job ${id} finished`, async () => {
-    const r = await http(base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
-    return r.status === 200 && isFinished(r.json.job) ? r.json.job : null;
-  }, ms, 100);
-  const clean = async (when: string, todo: string | false = false) => {
-    const kv = await new Kvm(nc).open(BUCKETS.jobs);
-    const unfinished: string[] = [];
-    for await (const k of await kv.keys()) {
-      const e = await kv.get(k);
-      if (e?.operation === 'PUT' && !isFinished(e.json<JobRecord>())) unfinished.push(k);
-    }
-    t.same(unfinished, [], `${when}: no job left unfinished`);
-    const report = await retry(() => audit(nc));
-    t.same(report.violations, [], `${when}: money audit clean`, { todo });
-    return report;
-  };
-  const gated = async (): Promise<{ gate: Gate; id: string }> => {
-    const gate = await startGate(pages.port);
-    t.teardown(() => gate.close());
-    const r = await create(`http://127.0.0.1:${gate.port}/held`);
-    t.equal(r.status, 201, 'job created');
-    await until('the converter inside the task', async () => gate.working() > 0, 60000);
-    return { gate, id: r.json.job.id };
-  };
+  const b = await startFaultBench(t, { pagesPort: pages.port, name: 'faults-platform', config: { wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } } });
+  const { key, walletId, create, finished, clean, gated } = b;
 
   await t.test('job-supervisor SIGKILLed mid-job: a new one resumes it', async (t) => {
     const { gate, id } = await gated();
-    const sup = sys.procs.find((p) => p.name === 'job-supervisor')!;
+    const sup = b.sys.procs.find((p) => p.name === 'job-supervisor')!;
     t.equal(await sup.kill('SIGKILL'), 'SIGKILL', 'supervisor killed while the job is processing');
     gate.open();
     // the converter finishes and reports; nobody records it until a supervisor runs again
     await sleep(3000);
-    const mid = await http(base, 'GET', `/v1/jobs/${id}`, { key });
+    const mid = await http(b.base, 'GET', `/v1/jobs/${id}`, { key });
     t.notOk(isFinished(mid.json.job), `without a supervisor the job waits (${mid.json.job.status})`);
-    await sys.add('job-supervisor');
+    await b.sys.add('job-supervisor');
     const job = await finished(id);
     t.equal(job.status, 'completed', 'the new supervisor finished the job');
     t.equal(job.results[0].status, 'done', 'its result was delivered');
@@ -93,7 +46,7 @@ t.test('actor faults on the cluster', async (t) => {
       let errors = 0;
       for (;;) {
         try {
-          const r = await http(base, 'GET', `/v1/jobs/${id}?wait=25`, { key, timeoutMs: 35000 });
+          const r = await http(b.base, 'GET', `/v1/jobs/${id}?wait=25`, { key, timeoutMs: 35000 });
           if (r.status === 200 && isFinished(r.json.job)) return { job: r.json.job, errors };
           if (r.status !== 200) errors++;
         } catch {
@@ -103,12 +56,12 @@ t.test('actor faults on the cluster', async (t) => {
       }
     });
     await sleep(1000);
-    const gw = sys.gateway()!;
+    const gw = b.sys.gateway()!;
     t.equal(await gw.kill('SIGKILL'), 'SIGKILL', 'gateway killed under five long polls');
     // A load balancer would send the retries to another gateway: the clients follow `base`.
     // (uWebSockets.js may refuse the dead gateway's port for a while: connections in TIME_WAIT.)
-    const g2 = await sys.add('gateway');
-    base = g2.url!;
+    const g2 = await b.sys.add('gateway');
+    b.base = g2.url!;
     gate.open();
     const results = await Promise.all(polls);
     t.ok(results.every((r) => r.job.id === id && r.job.status === 'completed'), 'every client got the completed job');
@@ -117,15 +70,15 @@ t.test('actor faults on the cluster', async (t) => {
   });
 
   await t.test('wallet killed between writing a charge and answering: no double charge, no lost refund', async (t) => {
-    const before = (await http(base, 'GET', '/v1/balance', { key })).json.balance as number;
-    const healthy = sys.procs.find((p) => p.name === 'wallet' && p.child.exitCode === null && p.child.signalCode === null)!;
+    const before = (await http(b.base, 'GET', '/v1/balance', { key })).json.balance as number;
+    const healthy = b.sys.procs.find((p) => p.name === 'wallet' && p.child.exitCode === null && p.child.signalCode === null)!;
     // the only wallet is one that dies right after its ledger write, before replying
-    const faulty = await sys.add('wallet', { WALLET_FAULT: 'after-ledger-write' });
+    const faulty = await b.sys.add('wallet', { WALLET_FAULT: 'after-ledger-write' });
     await healthy.stop();
     const r = await create(`${pages.url}wallet-dies`);
     t.comment(`answer while the wallet died mid-charge: ${r.status} ${r.json?.error?.code ?? r.json?.job?.status}`);
     t.equal(await faulty.exited, 'SIGKILL', 'the wallet died at its fault point');
-    await sys.add('wallet');
+    await b.sys.add('wallet');
     if (r.status === 201) {
       const job = await finished(r.json.job.id);
       t.equal(job.status, 'completed', 'the job was charged once and completed');
@@ -135,8 +88,8 @@ t.test('actor faults on the cluster', async (t) => {
     // settle: whatever the gateway answered, the ledger must agree with it
     await sleep(2 * ORPHAN_GRACE_SECONDS * 1000 + 2000); // the orphan sweep's grace and a sweep
     const report = await clean('after the wallet crash');
-    const after = (await http(base, 'GET', '/v1/balance', { key })).json.balance as number;
-    const charges = (await readLedger(nc)).filter((e) => e.walletId === walletId && e.type === 'charge');
+    const after = (await http(b.base, 'GET', '/v1/balance', { key })).json.balance as number;
+    const charges = (await readLedger(b.nc)).filter((e) => e.walletId === walletId && e.type === 'charge');
     const byJob = new Map<string, number>();
     for (const c of charges) byJob.set(c.jobId!, (byJob.get(c.jobId!) ?? 0) + 1);
     t.ok([...byJob.values()].every((n) => n === 1), 'no job charged twice');

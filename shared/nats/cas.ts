@@ -13,7 +13,10 @@
 // exactly one is stored and the others come back as duplicates, which are reported as a
 // conflict, like a wrong revision. A base revision is a stream sequence, never reused, so the id
 // never collides with a legitimate later write. On a single server (R1) or a fixed server the
-// expected-sequence header alone would do; the id costs one dedupe entry per write.
+// expected-sequence header alone would do; the id costs one dedupe entry per write (for the
+// stream's dedupe window: 2 min for buckets, 10 min for LEDGER). Should a leader stage an id and
+// then lose the proposal (it stepped down mid-write), writes on that base conflict until the
+// window passes; callers retry with backoff and give up with a retryable error, never a wrong write.
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Bucket, KV } from '@nats-io/kv';

@@ -2,7 +2,7 @@
 // only changed with revision checks. Settlement order, so that a restart at any point loses nothing
 // and credits nothing twice:
 //   1. the backend says "paid" (pushed by subscribe, or found by polling with backoff),
-//   2. the ledger is credited with msgID/ref `topup:<id>` (idempotent, see ledger.ts),
+//   2. the ledger is credited with ref `topup:<id>` (idempotent, see ledger.ts),
 //   3. the document becomes `paid` (revision-checked), and `evt.topup.<id>` is published.
 // Every instance watches the bucket, so pending top-ups of a stopped instance are picked up by the
 // others (or by itself after a restart).
@@ -240,15 +240,18 @@ export class Topups {
    * null when there is nothing to do. Announces the new state. Returns it, or null.
    */
   private async transition(id: string, next: (cur: TopupRecord) => TopupRecord | null): Promise<TopupRecord | null> {
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const r = await this.read(id);
       const rec = r ? next(r.rec) : null;
       if (!r || !rec) return null;
       try {
         await kvCasPut(this.kv, id, JSON.stringify(rec), r.revision);
       } catch (e) {
-        if (isCasConflict(e)) continue;
-        throw e;
+        if (!isCasConflict(e)) throw e;
+        // the watcher and a poll may race on one top-up; both retry, and give up for the next poll
+        if (attempt >= 50) throw new ApiError('service_unavailable', `top-up ${id}: too many concurrent updates`);
+        await new Promise((res) => setTimeout(res, Math.random() * Math.min(200, 5 * (attempt + 1))));
+        continue;
       }
       this.forget(id);
       await this.event(rec);

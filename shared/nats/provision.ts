@@ -53,11 +53,12 @@ async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number
 }
 
 /**
- * Buckets are read from their stream leader, not with direct gets: on a replicated bucket any
+ * Buckets refuse direct gets, so every reader gets the stream leader's answer: on a replicated bucket any
  * replica answers a direct get, and a replica that lags answers with an older revision or "no such
  * key" (no read-after-write on nats-server 2.9: nats-server#4162, #6557). Every bucket here is
  * read-modify-written (jobs, top-ups, limits) or read right after it is written (a new API key, a
- * job just created), so a stale read would be a lost outcome or a wrong 401/404.
+ * job just created), so a stale read would be a lost outcome or a wrong 401/404. (The service's
+ * handles, `kvm.open`, never use direct gets; this covers every other reader too.)
  */
 const BUCKET_READS = { allow_direct: false };
 

@@ -31,7 +31,7 @@ export interface LedgerMessage {
   amount: number;
   balanceAfter: number;
   at: number;
-  /** The business event it records, also its Nats-Msg-Id: `charge:<jobId>`, `refund:<jobId>:<resultKey>`, `topup:<topupId>`, `grant:<id>`. */
+  /** The business event it records, at most once per wallet: `charge:<jobId>`, `refund:<jobId>:<resultKey>`, `topup:<topupId>`, `grant:<id>`. */
   ref: string;
   jobId?: string;
   resultKey?: string;

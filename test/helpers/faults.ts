@@ -47,39 +47,42 @@ export async function startFaultBench(t: Tap, o: { pagesPort: number; name: stri
     config: testSystemConfig({ websitepro: { fetchTimeoutMs: 120000 }, ...o.config }),
     processes: ['wallet', 'job-supervisor', 'converter', 'gateway'] as ProcessName[],
   };
+  let b: FaultBench | undefined;
   const sys = await startSystem(opts);
+  // teardowns run last first: the connection closes, then the (current) system stops
+  t.teardown(() => (b?.sys ?? sys).stop());
   const nc = await connectNats(sys.cluster.url, `${o.name}-test`);
+  t.teardown(() => (b?.nc ?? nc).close().catch(() => {}));
   const { key, walletId } = await createKey(nc, 'admin');
   await wallet.grant(nc, walletId, FAULT_GRANT, 'fault test funds', o.name);
-  const b: FaultBench = {
+  const bench: FaultBench = {
     sys, base: sys.gateway()!.url!, nc, key, walletId, opts,
-    create: (url) => http(b.base, 'POST', '/v1/websitepro/jobs', { key, body: { url, outputs: ['metadata'] } }),
+    create: (url) => http(bench.base, 'POST', '/v1/websitepro/jobs', { key, body: { url, outputs: ['metadata'] } }),
     finished: (id, ms = 90000) => until(`job ${id} finished`, async () => {
-      const r = await http(b.base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
+      const r = await http(bench.base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
       return r.status === 200 && isFinished(r.json.job) ? r.json.job : null;
     }, ms, 100),
     async clean(when) {
-      const kv = await new Kvm(b.nc).open(BUCKETS.jobs);
+      const kv = await new Kvm(bench.nc).open(BUCKETS.jobs);
       const unfinished: string[] = [];
       for await (const k of await kv.keys()) {
         const e = await kv.get(k);
         if (e?.operation === 'PUT' && !isFinished(e.json<JobRecord>())) unfinished.push(k);
       }
       t.same(unfinished, [], `${when}: no job left unfinished`);
-      const report = await retry(() => audit(b.nc));
+      const report = await retry(() => audit(bench.nc));
       t.same(report.violations, [], `${when}: money audit clean`);
       return report;
     },
     async gated() {
       const gate = await startGate(o.pagesPort);
       t.teardown(() => gate.close());
-      const r = await b.create(`http://127.0.0.1:${gate.port}/held`);
+      const r = await bench.create(`http://127.0.0.1:${gate.port}/held`);
       t.equal(r.status, 201, 'job created');
       await until('the converter inside the task', async () => gate.working() > 0, 60000);
       return { gate, id: r.json.job.id };
     },
   };
-  t.teardown(() => b.nc.close().catch(() => {}));
-  t.teardown(() => b.sys.stop());
-  return b;
+  b = bench;
+  return bench;
 }

@@ -3,7 +3,7 @@
 // p50/p99 creation latency, answers by status and code, lost jobs (created but never finished),
 // 5xx other than `503 busy`, and the money audit.
 //   node --import tsx scripts/load.ts            (starts its own 3-node system, 30 s, 16 clients)
-//   LOAD_SECONDS=60 LOAD_CLIENTS=32 node --import tsx scripts/load.ts
+//   LOAD_SECONDS=60 LOAD_CLIENTS=32 LOAD_DRAIN_SECONDS=120 node --import tsx scripts/load.ts
 //   LOAD_ECHO=1 LOAD_LOG_LEVEL=info node --import tsx scripts/load.ts   (every actor's log, prefixed)
 // Besides the report it lists every result that failed, with its error: under load on local
 // targets none should.
@@ -209,9 +209,16 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       bodies: loadBodies(pages.url, relay.url),
       clients: Number(process.env.LOAD_CLIENTS ?? 16),
       durationMs: Number(process.env.LOAD_SECONDS ?? 30) * 1000,
+      drainMs: Number(process.env.LOAD_DRAIN_SECONDS ?? 120) * 1000,
     });
     const a = await audit(nc);
-    console.log(JSON.stringify({ ...report, lostInBucket: (await unfinishedJobs(nc)).length, failedResults: await failedResults(nc), audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs } }, null, 2));
+    // what the unfinished ones are doing: a backlog (queued, pending results) or something stuck
+    const kv = await new Kvm(nc).open(BUCKETS.jobs);
+    const unfinishedNow = await Promise.all((await unfinishedJobs(nc)).map(async (id) => {
+      const j = (await kv.get(id))!.json<JobRecord>();
+      return `${id} ${j.service} ${j.status}, pending: ${j.results.filter((r) => r.status === 'pending').map((r) => `${r.key}${r.progress ? ` (${r.progress})` : ''}`).join(', ')}`;
+    }));
+    console.log(JSON.stringify({ ...report, lostInBucket: unfinishedNow.length, unfinishedNow, failedResults: await failedResults(nc), audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs } }, null, 2));
     await nc.close();
   } finally {
     await sys?.stop();

@@ -2,7 +2,8 @@
 // number per subject, the theoretical arrival time, kept in the `limits` bucket and updated with
 // revision checks (shared/nats/cas.ts). N per period allows a burst of N, then one every period/N.
 import type { KV } from '@nats-io/kv';
-import { kvCasPut, isCasConflict } from './nats/cas.ts';
+import { kvUpdate } from './nats/cas.ts';
+import { ApiError } from './errors.ts';
 
 export interface LimitDecision {
   allowed: boolean;
@@ -14,27 +15,26 @@ export interface LimitDecision {
 const keyOf = (scope: string, id: string) => `rate.${scope}.${id.replace(/[^-\w=]/g, '_')}`;
 
 export async function takeToken(kv: KV, scope: string, id: string, limit: number, periodMs: number, now = Date.now()): Promise<LimitDecision> {
-  const key = keyOf(scope, id);
   const interval = periodMs / limit;
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const e = await kv.get(key);
-    const exists = !!e && e.operation === 'PUT' && e.value.length > 0;
-    const stored = exists ? Number(e!.string()) : 0;
-    const tat = Math.max(stored, now);
-    const next = tat + interval;
-    if (next - now > periodMs + 1e-6) {
-      return { allowed: false, retryAfter: Math.max(1, Math.ceil((next - periodMs - now) / 1000)), remaining: 0 };
-    }
-    try {
-      // on the current revision, a deleted/purged marker's included; 0 when the key never existed
-      await kvCasPut(kv, key, String(next), e?.revision ?? 0);
-      return { allowed: true, retryAfter: 0, remaining: Math.floor((periodMs - (next - now)) / interval) };
-    } catch (err) {
-      if (!isCasConflict(err)) throw err;
-      // another gateway won the race: read again
-    }
+  let decision: LimitDecision = { allowed: false, retryAfter: 1, remaining: 0 };
+  try {
+    // another gateway winning the race makes kvUpdate read again and decide again
+    await kvUpdate(kv, keyOf(scope, id), (e) => {
+      const stored = e && e.operation === 'PUT' && e.value.length ? Number(e.string()) : 0;
+      const next = Math.max(stored, now) + interval;
+      if (next - now > periodMs + 1e-6) {
+        decision = { allowed: false, retryAfter: Math.max(1, Math.ceil((next - periodMs - now) / 1000)), remaining: 0 };
+        return undefined;
+      }
+      decision = { allowed: true, retryAfter: 0, remaining: Math.floor((periodMs - (next - now)) / interval) };
+      return String(next);
+    }, 20);
+  } catch (err) {
+    // too much contention on one counter: refuse for a second rather than fail the request
+    if (!(err instanceof ApiError && err.code === 'service_unavailable')) throw err;
+    decision = { allowed: false, retryAfter: 1, remaining: 0 };
   }
-  return { allowed: false, retryAfter: 1, remaining: 0 };
+  return decision;
 }
 
 /**

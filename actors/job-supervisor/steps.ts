@@ -13,7 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
-import { kvCasPut, kvCasDelete, isCasConflict } from '../../shared/nats/cas.ts';
+import { kvUpdate, kvCasDelete, isCasConflict } from '../../shared/nats/cas.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -83,17 +83,7 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
  * settleJob, so a job giving the mark back can never delete a mark a later job just set.
  */
 async function markDataset(d: Deps, walletId: string, jobId: string): Promise<void> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const cur = await d.datasets.get(walletId);
-    try {
-      await kvCasPut(d.datasets, walletId, JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark), cur?.revision ?? 0);
-      return;
-    } catch (e) {
-      if (!isCasConflict(e)) throw e;
-      await new Promise((res) => setTimeout(res, Math.random() * 5 * (attempt + 1)));
-    }
-  }
-  throw new Error(`dataset mark of ${walletId}: too many concurrent writers`);
+  await kvUpdate(d.datasets, walletId, () => JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark));
 }
 
 /** Record a worker's outcome (or progress) on its result. */

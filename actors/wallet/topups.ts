@@ -13,7 +13,7 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { BUCKETS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
+import { kvCasPut, kvUpdate } from '../../shared/nats/cas.ts';
 import { newId } from '../../shared/ids.ts';
 import { PAYLOADS_PER_EUR, publicTopup, type Topup, type TopupRecord, type TopupStatus } from '../../shared/protocol/wallet.ts';
 import { createBackend, LightningError, type InvoiceBackend } from '../../shared/lightning/index.ts';
@@ -240,23 +240,16 @@ export class Topups {
    * null when there is nothing to do. Announces the new state. Returns it, or null.
    */
   private async transition(id: string, next: (cur: TopupRecord) => TopupRecord | null): Promise<TopupRecord | null> {
-    for (let attempt = 0; ; attempt++) {
-      const r = await this.read(id);
-      const rec = r ? next(r.rec) : null;
-      if (!r || !rec) return null;
-      try {
-        await kvCasPut(this.kv, id, JSON.stringify(rec), r.revision);
-      } catch (e) {
-        if (!isCasConflict(e)) throw e;
-        // the watcher and a poll may race on one top-up; both retry, and give up for the next poll
-        if (attempt >= 50) throw new ApiError('service_unavailable', `top-up ${id}: too many concurrent updates`);
-        await new Promise((res) => setTimeout(res, Math.random() * Math.min(200, 5 * (attempt + 1))));
-        continue;
-      }
-      this.forget(id);
-      await this.event(rec);
-      return rec;
-    }
+    // the watcher and a poll may race on one top-up: the loser re-reads and usually finds nothing to do
+    let rec: TopupRecord | null = null;
+    await kvUpdate(this.kv, id, (e) => {
+      rec = e && e.operation === 'PUT' && e.value.length ? next(e.json<TopupRecord>()) : null;
+      return rec ? JSON.stringify(rec) : undefined;
+    });
+    if (!rec) return null;
+    this.forget(id);
+    await this.event(rec);
+    return rec;
   }
 
   private async event(rec: TopupRecord) {

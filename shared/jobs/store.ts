@@ -6,7 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, subjects } from '../names.ts';
-import { kvCasPut, isCasConflict } from '../nats/cas.ts';
+import { kvCasPut, kvUpdate } from '../nats/cas.ts';
 import type { JobEvent, JobRecord } from '../protocol/jobs.ts';
 
 export async function openJobsKv(nc: NatsConnection): Promise<KV> {
@@ -46,21 +46,21 @@ export async function updateJob(
   mutate: (job: JobRecord) => boolean,
   tries = 50,
 ): Promise<{ job: JobRecord; changed: boolean } | null> {
-  for (let i = 0; i < tries; i++) {
-    const cur = await readJob(kv, id);
-    if (!cur) return null;
-    const next = structuredClone(cur.job);
-    if (!mutate(next)) return { job: cur.job, changed: false };
-    try {
-      await kvCasPut(kv, id, JSON.stringify(next), cur.revision);
-      return { job: next, changed: true };
-    } catch (e) {
-      if (!isCasConflict(e)) throw e;
-      // another writer got there first: read again and re-apply
-      await new Promise((r) => setTimeout(r, Math.random() * 5 * (i + 1)));
+  if (!isJobId(id)) return null;
+  let out: { job: JobRecord; changed: boolean } | null = null;
+  await kvUpdate(kv, id, (e) => {
+    out = null;
+    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+    const cur = e.json<JobRecord>();
+    const next = structuredClone(cur);
+    if (!mutate(next)) {
+      out = { job: cur, changed: false };
+      return undefined;
     }
-  }
-  throw new Error(`job ${id}: too many concurrent updates`);
+    out = { job: next, changed: true };
+    return JSON.stringify(next);
+  }, tries);
+  return out;
 }
 
 /** Sum of the prices of the refunded results: the job's `refunded`, always derived, never counted up. */

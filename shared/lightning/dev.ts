@@ -9,7 +9,7 @@ import { Kvm, KvWatchInclude, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { QueuedIterator } from '@nats-io/nats-core';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { BUCKETS } from '../names.ts';
-import { kvCasPut, isCasConflict } from '../nats/cas.ts';
+import { kvCasPut, kvUpdate } from '../nats/cas.ts';
 import { encodeInvoice } from './bolt11.ts';
 import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceStatus } from './types.ts';
 
@@ -50,8 +50,11 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
     return kvm.open(BUCKETS.devInvoices);
   });
 
-  async function read(hash: string) {
+  function checkHash(hash: string) {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new LightningError('malformed payment hash');
+  }
+  async function read(hash: string) {
+    checkHash(hash);
     const e = await kv.get(hash);
     if (!e || e.operation !== 'PUT') return null;
     return { inv: e.json<DevInvoice>(), revision: e.revision };
@@ -97,18 +100,15 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
       return { stop() { stopped = true; iter?.stop(); } };
     },
     async pay(hash) {
-      for (;;) {
-        const r = await read(hash);
-        if (!r) throw new LightningError(`no dev invoice ${hash}`, 404);
-        if (r.inv.state === 'paid') return { alreadyPaid: true };
-        if (Date.now() >= r.inv.expiresAt) throw new LightningError('the invoice has expired', 410);
-        try {
-          await kvCasPut(kv, hash, JSON.stringify({ ...r.inv, state: 'paid', paidAt: Date.now() } satisfies DevInvoice), r.revision);
-          return { alreadyPaid: false };
-        } catch (e) {
-          if (!isCasConflict(e)) throw e;
-        }
-      }
+      checkHash(hash);
+      const written = await kvUpdate(kv, hash, (e) => {
+        if (!e || e.operation !== 'PUT') throw new LightningError(`no dev invoice ${hash}`, 404);
+        const inv = e.json<DevInvoice>();
+        if (inv.state === 'paid') return undefined;
+        if (Date.now() >= inv.expiresAt) throw new LightningError('the invoice has expired', 410);
+        return JSON.stringify({ ...inv, state: 'paid', paidAt: Date.now() } satisfies DevInvoice);
+      });
+      return { alreadyPaid: written === undefined };
     },
     /** The payee every dev invoice recovers to (tests check signatures against it). */
     get pubkey() { return key.pubkey; },

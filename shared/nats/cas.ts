@@ -24,7 +24,9 @@
 // window passes; callers retry with backoff and give up with a retryable error, never a wrong write.
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
-import type { Bucket, KV } from '@nats-io/kv';
+import type { Bucket, KV, KvEntry } from '@nats-io/kv';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ApiError } from '../errors.ts';
 
 /** Somebody else wrote first: read again and decide again. */
 export class CasConflict extends Error {
@@ -80,4 +82,25 @@ export async function kvCasDelete(kv: KV, key: string, base: number): Promise<vo
   const h = natsHeaders();
   h.set('KV-Operation', 'DEL');
   await casPublish(b.js, b.subjectForKey(b.encodeKey(key), true), new Uint8Array(0), base, { headers: h });
+}
+
+/**
+ * Read-modify-write of one key until it sticks: `next` gets the key's current entry (null: never
+ * written; a DEL marker is passed as it is) and answers the value to write, or undefined to write
+ * nothing. On a conflict it reads again and asks again, with a short random pause. Returns the new
+ * revision, or undefined when `next` wrote nothing. Too much contention ends in a retryable 503.
+ */
+export async function kvUpdate(kv: KV, key: string, next: (cur: KvEntry | null) => string | undefined, tries = 50): Promise<number | undefined> {
+  for (let attempt = 0; attempt < tries; attempt++) {
+    const cur = await kv.get(key);
+    const value = next(cur);
+    if (value === undefined) return undefined;
+    try {
+      return await kvCasPut(kv, key, value, cur?.revision ?? 0);
+    } catch (e) {
+      if (!isCasConflict(e)) throw e;
+      await sleep(Math.random() * Math.min(200, 5 * (attempt + 1)));
+    }
+  }
+  throw new ApiError('service_unavailable', `${key}: too many concurrent updates; retry`);
 }

@@ -5,7 +5,7 @@ import { Kvm } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { startTestCluster } from '../helpers/cluster.ts';
 import { casRounds, WRITES } from '../../scripts/cas-check.ts';
-import { kvCasPut, kvCasDelete, isCasConflict, CasConflict } from '../../shared/nats/cas.ts';
+import { kvCasPut, kvCasDelete, kvUpdate, isCasConflict, CasConflict } from '../../shared/nats/cas.ts';
 
 t.test('one server: create on 0, update on the current revision, conflicts on any other', async (t) => {
   const tn = await startTestNats(t);
@@ -32,4 +32,17 @@ t.test('3-node cluster: of six concurrent writers on one revision exactly one is
   // the server's own check, for the record (a fixed server shows 0 here; Debian's 2.9.10 does not)
   const plain = await casRounds(tc.cluster, 'plain-r3', WRITES.plain, 30);
   t.comment(`plain KV update on this server: ${plain.moreThanOneAccepted}/30 rounds accepted more than one writer`);
+});
+
+t.test('kvUpdate: 3-node cluster, 30 concurrent increments of one counter from every node: none lost', async (t) => {
+  const tc = await startTestCluster(t);
+  const kvs = await Promise.all([0, 1, 2].map(async (i) => {
+    const nc = await tc.connect(i);
+    await new Kvm(nc).create('counter', { replicas: 3, history: 1 }).catch(() => {});
+    return new Kvm(nc).open('counter');
+  }));
+  await Promise.all(Array.from({ length: 30 }, (_, i) => kvUpdate(kvs[i % 3]!, 'n', (e) => String(Number(e?.string() || 0) + 1))));
+  t.equal((await kvs[0]!.get('n'))?.string(), '30', 'the counter is 30');
+  t.equal(await kvUpdate(kvs[1]!, 'n', () => undefined), undefined, 'nothing to write: nothing written');
+  t.equal((await kvs[0]!.get('n'))?.revision, (await kvs[2]!.get('n'))?.revision, 'and the revision stayed');
 });

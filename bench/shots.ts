@@ -10,7 +10,7 @@
 //   SHOTS_BENCH_PAGES     pages open at once for the memory figure (default 4)
 //   SHOTS_BENCH_LEAK      `<few>,<many>` shots for the leak figure (default 50,500; quick 10,60)
 import { readFileSync, readdirSync } from 'node:fs';
-import type { Browser } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { startTestNats } from '../test/helpers/nats.ts';
 import { startFixtures } from '../test/shots/fixtures.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from '../test/shots/pool.ts';
@@ -99,23 +99,26 @@ export async function run(): Promise<BenchFigure[]> {
 
         // memory per concurrent page: browser tree RSS with k pages open minus idle, per page
         const idle = treeRssMb(plain.process()!.pid!);
-        const pages = await Promise.all(Array.from({ length: openPages }, async () => {
-          const p = await plain.newPage();
-          await p.setViewport({ width: vp.w, height: vp.h });
-          await p.goto(url, { waitUntil: 'load' });
-          return p;
-        }));
-        const plainPerPage = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
-        await Promise.all(pages.map((p) => p.close()));
-        const ctxs = await Promise.all(Array.from({ length: openPages }, async () => {
+        // open `openPages` pages of the fixture at once (each from `open`), measure, close them
+        const perPage = async (open: () => Promise<{ page: Page; close(): Promise<void> }>) => {
+          const opened = await Promise.all(Array.from({ length: openPages }, async () => {
+            const o = await open();
+            await o.page.setViewport({ width: vp.w, height: vp.h });
+            await o.page.goto(url, { waitUntil: 'load' });
+            return o;
+          }));
+          const mb = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
+          await Promise.all(opened.map((o) => o.close()));
+          return mb;
+        };
+        const plainPerPage = await perPage(async () => {
+          const page = await plain.newPage();
+          return { page, close: () => page.close() };
+        });
+        const isolatedPerPage = await perPage(async () => {
           const c = await plain.createBrowserContext();
-          const p = await c.newPage();
-          await p.setViewport({ width: vp.w, height: vp.h });
-          await p.goto(url, { waitUntil: 'load' });
-          return c;
-        }));
-        const isolatedPerPage = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
-        await Promise.all(ctxs.map((c) => c.close()));
+          return { page: await c.newPage(), close: () => c.close() };
+        });
         out.push(figure({ name: `shots ${id} memory per concurrent page (own context)`, unit: 'MB', samples: [isolatedPerPage], baselineSamples: [plainPerPage], note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context` }));
 
         // the pool at concurrency 1 and at the configured concurrency

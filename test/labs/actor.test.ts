@@ -2,8 +2,6 @@
 // reports stored in the reports object store (valid labs.report/1), progress reported, fatal
 // errors become clean failures, webhooks delivered signed.
 import t from 'tap';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
@@ -15,6 +13,7 @@ import { start } from '../../actors/relay-prober/index.ts';
 import { verifyWebhook, WEBHOOK_HEADERS } from '../../actors/relay-prober/webhook.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { makeCerts } from './fixtures/certs.ts';
+import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';
 import { fastLabs, validate } from './fixtures/probe.ts';
 
 const certs = makeCerts(30);
@@ -25,19 +24,11 @@ const silent = await startMiniRelay({ silent: true });
 t.teardown(() => relay.close());
 t.teardown(() => silent.close());
 
-const hooks: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
-const rx = createServer({ key: certs.key, cert: certs.cert }, (req, res) => {
-  let body = '';
-  req.on('data', (d) => (body += d));
-  req.on('end', () => {
-    hooks.push({ headers: req.headers, body });
-    res.statusCode = hooks.length === 1 ? 502 : 204; // first attempt fails: retried
-    res.end();
-  });
-});
-await new Promise<void>((r) => rx.listen(0, '127.0.0.1', r));
-t.teardown(() => new Promise<void>((r) => rx.close(() => r())));
-const hookUrl = `https://127.0.0.1:${(rx.address() as AddressInfo).port}/labs`;
+// the first attempt fails (502): the webhook is retried
+const rx = await startWebhookReceiver(certs, [502, 204], '/labs');
+t.teardown(rx.close);
+const hooks = rx.got;
+const hookUrl = rx.url;
 
 const { nc, config } = await startTestNats(t, { labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port, silent.port] } });
 const actor = await start({ nc, config, log: testLog(), instanceId: 'prober-test-1' });

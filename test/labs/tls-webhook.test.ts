@@ -1,9 +1,8 @@
 // TLS checks against a wss:// relay with a test CA, and webhook delivery to a local https receiver:
 // signed (Ed25519 over "<timestamp>.<body>"), retried with backoff, refused for private addresses.
 import t from 'tap';
-import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import { makeCerts } from './fixtures/certs.ts';
+import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { probe, fastConfig } from './fixtures/probe.ts';
 import { deliverWebhook, keyFromSeed, loadWebhookKey, verifyWebhook, WEBHOOK_HEADERS } from '../../actors/relay-prober/webhook.ts';
@@ -31,20 +30,7 @@ t.test('a certificate expiring within 14 days warns', async (t) => {
   t.equal(r.status('tls'), 'warn', r.report.checks[0]!.message);
 });
 
-async function receiver(statuses: number[]) {
-  const got: { headers: Record<string, string | string[] | undefined>; body: string }[] = [];
-  const srv = createServer({ key: certs.key, cert: certs.cert }, (req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      got.push({ headers: req.headers, body });
-      res.statusCode = statuses[got.length - 1] ?? 200;
-      res.end();
-    });
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  return { url: `https://127.0.0.1:${(srv.address() as AddressInfo).port}/hook`, got, close: () => new Promise<void>((r) => srv.close(() => r())) };
-}
+const receiver = (statuses: number[]) => startWebhookReceiver(certs, statuses);
 
 const seed = 'a1'.repeat(32);
 

@@ -3,6 +3,7 @@ import { decode } from 'light-bolt11-decoder';
 import { Kvm } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { NatsConnection } from '@nats-io/nats-core';
 import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
@@ -12,6 +13,13 @@ import { recoverPayee } from '../../shared/lightning/bolt11.ts';
 import { BUCKETS, STREAMS, subjects } from '../../shared/names.ts';
 
 const section = (inv: string, name: string) => decode(inv).sections.find((s) => s.name === name) as { value?: unknown } | undefined;
+
+/** The dev node's record of an invoice, as the node would change it. */
+async function devInvoice(nc: NatsConnection, bolt11: string) {
+  const kv = await new Kvm(nc).open(BUCKETS.devInvoices);
+  const hash = section(bolt11, 'payment_hash')!.value as string;
+  return { kv, hash, inv: (await kv.get(hash))!.json<Record<string, unknown>>() };
+}
 
 t.test('a top-up makes a real, signed BOLT11 invoice that an independent decoder reads', async (t) => {
   const tn = await startTestNats(t, { wallet: { rate: { fixedEurPerBtc: 50000 } } });
@@ -78,9 +86,7 @@ t.test('the backend reports the payment many times, to two instances: credited e
   const w = walletId();
   const { topup } = await wallet.topupCreate(tn.nc, w, 5);
   // The dev node's invoice record, as the node would change it: each put is a settlement notification.
-  const kv = await new Kvm(tn.nc).open(BUCKETS.devInvoices);
-  const hash = section(topup.bolt11!, 'payment_hash')!.value as string;
-  const inv = (await kv.get(hash))!.json<Record<string, unknown>>();
+  const { kv, hash, inv } = await devInvoice(tn.nc, topup.bolt11!);
   for (let i = 0; i < 5; i++) await kv.put(hash, JSON.stringify({ ...inv, state: 'paid', paidAt: Date.now() }));
   let status = 'pending';
   for (let i = 0; i < 100 && status !== 'paid'; i++) {
@@ -100,9 +106,7 @@ t.test('an invoice past its expiry makes the top-up expired; it cannot be paid a
   await startWallet(t, tn);
   const w = walletId();
   const { topup } = await wallet.topupCreate(tn.nc, w, 1);
-  const kv = await new Kvm(tn.nc).open(BUCKETS.devInvoices);
-  const hash = section(topup.bolt11!, 'payment_hash')!.value as string;
-  const inv = (await kv.get(hash))!.json<Record<string, unknown>>();
+  const { kv, hash, inv } = await devInvoice(tn.nc, topup.bolt11!);
   await kv.put(hash, JSON.stringify({ ...inv, expiresAt: Date.now() - 1 }));
   const got = await wallet.topupGet(tn.nc, w, topup.id);
   t.equal(got.topup.status, 'expired');

@@ -36,29 +36,53 @@ export async function advertise(nc: NatsConnection, service: ServiceName, instan
  * per request (a `keys()` listing is a new consumer on the server each time) cost a JetStream API
  * round trip per quote and job creation, and under load one such listing stalled a job creation for
  * over 30 s. Expired entries get no notification (max age), so readers filter by `at` as before.
+ *
+ * A watch alone lags the writes by a moment, so an instance that advertised just before a request
+ * could be missing from the answer. `sync()` closes that gap: it asks the stream for its last
+ * sequence (a stream-info request, no consumer) and waits until the watch has delivered up to it,
+ * so a read sees every write acknowledged before the read began.
  */
 class CatalogueWatch {
   private entries = new Map<string, CatalogueEntry>();
-  readonly ready: Promise<void>;
+  /** Every stream sequence up to this one has been applied (or was gone before the watch saw it). */
+  private applied = 0;
+  private waiters = new Set<{ seq: number; wake: () => void }>();
   readonly ended: Promise<void>;
 
-  constructor(kv: KV) {
-    let markReady!: () => void;
-    this.ready = new Promise<void>((r) => (markReady = r));
+  constructor(private readonly kv: KV) {
     this.ended = (async () => {
-      if ((await kv.status()).values === 0) markReady();
+      const before = (await kv.status()).streamInfo.state.last_seq;
       const w = await kv.watch();
-      // entries may expire between the count and the watch: never wait long for the initial values
-      setTimeout(markReady, 3000).unref();
+      // an empty bucket delivers nothing; otherwise the initial values end with delta 0. Either way
+      // every sequence up to `before` has then been delivered or had expired.
+      if ((await kv.status()).values === 0) this.advance(before);
       for await (const e of w) {
         if (e.operation === 'PUT' && e.value.length) {
           try {
             this.entries.set(e.key, e.json<CatalogueEntry>());
           } catch { /* not an entry: ignored */ }
         } else this.entries.delete(e.key);
-        if (e.isUpdate || e.delta === 0) markReady();
+        this.advance(e.delta === 0 ? Math.max(e.revision, before) : e.revision);
       }
-    })().finally(markReady);
+    })().finally(() => this.advance(Infinity));
+  }
+
+  private advance(seq: number) {
+    if (seq <= this.applied) return;
+    this.applied = seq;
+    for (const w of this.waiters) if (w.seq <= seq) w.wake();
+  }
+
+  /** Wait until the watch has applied every write the stream holds now (at most `maxWaitMs`). */
+  async sync(maxWaitMs = 2000): Promise<void> {
+    const last = (await this.kv.status()).streamInfo.state.last_seq;
+    if (last <= this.applied) return;
+    await new Promise<void>((resolve) => {
+      const waiter = { seq: last, wake: () => { clearTimeout(timer); this.waiters.delete(waiter); resolve(); } };
+      // the newest messages expired before the watch started: nothing more will come for them
+      const timer = setTimeout(() => { waiter.wake(); this.advance(last); }, maxWaitMs);
+      this.waiters.add(waiter);
+    });
   }
 
   live(service: ServiceName, now = Date.now()): CatalogueEntry[] {
@@ -76,7 +100,10 @@ class CatalogueWatch {
 
 const watches = new WeakMap<KV, CatalogueWatch>();
 
-/** Every live entry of a service, from this process's watch of the bucket (started on first use). */
+/**
+ * Every live entry of a service, from this process's watch of the bucket (started on first use).
+ * The answer includes every advertisement acknowledged before the call (see `sync`).
+ */
 export async function readCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
   let w = watches.get(kv);
   if (!w) {
@@ -86,22 +113,6 @@ export async function readCatalogue(kv: KV, service: ServiceName): Promise<Catal
     void fresh.ended.catch(() => {}).finally(() => { if (watches.get(kv) === fresh) watches.delete(kv); });
     w = fresh;
   }
-  await w.ready;
-  const live = w.live(service);
-  // none known: perhaps an instance advertised a moment ago and the watch has not delivered it yet;
-  // this path only runs when the answer would otherwise be "no instance", so it may be slow
-  return live.length ? live : listCatalogue(kv, service);
-}
-
-/** Every live entry of a service, listed from the bucket itself. */
-async function listCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
-  const out: CatalogueEntry[] = [];
-  const keys = await kv.keys(`${service}.>`);
-  for await (const k of keys) {
-    const e = await kv.get(k);
-    if (!e || e.operation !== 'PUT' || !e.value.length) continue;
-    const entry = e.json<CatalogueEntry>();
-    if (Date.now() - entry.at < 3 * REFRESH_MS) out.push(entry);
-  }
-  return out.sort((a, b) => a.instanceId.localeCompare(b.instanceId));
+  await w.sync();
+  return w.live(service);
 }

@@ -41,6 +41,8 @@ export interface LoadReport {
   answers: Record<string, number>;
   /** 5xx answers other than `503 busy` (must be 0). */
   unexpected5xx: number;
+  /** The service, status, code and message of the first few answers that were neither 201 nor `503 busy`. */
+  unexpected: string[];
   finished: Record<string, number>;
   /** Created (201) but not finished by the end of the drain. */
   unfinished: string[];
@@ -57,6 +59,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   const finished: Record<string, number> = {};
   const finishedIds = new Set<string>();
   let unexpected5xx = 0;
+  const unexpected: string[] = [];
   const t0 = Date.now();
   const end = t0 + o.durationMs;
   const follows: Promise<void>[] = [];
@@ -95,8 +98,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
           signal: AbortSignal.timeout(30000),
         });
         status = r.status;
-        const j = (await r.json().catch(() => ({}))) as { job?: { id: string }; error?: { code: string } };
+        const j = (await r.json().catch(() => ({}))) as { job?: { id: string }; error?: { code: string; message?: string } };
         code = j.error?.code ?? '';
+        if (status !== 201 && code !== 'busy' && unexpected.length < 10) unexpected.push(`${service} ${status} ${code}: ${j.error?.message ?? ''}`);
         if (status === 201 && j.job) {
           latencies.push(performance.now() - s);
           created.push({ id: j.job.id, key });
@@ -105,6 +109,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
         }
       } catch (e) {
         code = (e as Error).name === 'TimeoutError' ? 'client_timeout' : 'connection_error';
+        if (unexpected.length < 10) unexpected.push(`${service} ${code}: ${(e as Error).message}`);
       }
       const k = `${status} ${code}`.trim();
       answers[k] = (answers[k] ?? 0) + 1;
@@ -124,6 +129,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
     latencyMs: { p50: round(pct(sorted, 50)), p90: round(pct(sorted, 90)), p99: round(pct(sorted, 99)), max: round(sorted.at(-1) ?? 0) },
     answers,
     unexpected5xx,
+    unexpected,
     finished,
     unfinished: o.follow === false ? [] : created.filter((c) => !finishedIds.has(c.id)).map((c) => c.id),
     byService,

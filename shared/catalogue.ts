@@ -14,6 +14,8 @@ export interface CatalogueEntry {
 }
 
 const REFRESH_MS = 10_000;
+/** How long a first read waits for the watch's initial values before listing the bucket instead. */
+const LOAD_WAIT_MS = 5000;
 
 export async function advertise(nc: NatsConnection, service: ServiceName, instanceId: string, catalogue: () => Record<string, unknown>) {
   const kv = await new Kvm(nc).open(BUCKETS.catalogue);
@@ -47,40 +49,57 @@ class CatalogueWatch {
   /** Every stream sequence up to this one has been applied (or was gone before the watch saw it). */
   private applied = 0;
   private waiters = new Set<{ seq: number; wake: () => void }>();
+  /** Resolves once the watch has delivered the bucket's values as they were when it started. */
+  readonly loaded: Promise<void>;
+  isLoaded = false;
   readonly ended: Promise<void>;
 
   constructor(private readonly kv: KV) {
+    let markLoaded!: () => void;
+    this.loaded = new Promise<void>((r) => (markLoaded = r)).then(() => { this.isLoaded = true; });
     this.ended = (async () => {
       const before = (await kv.status()).streamInfo.state.last_seq;
       const w = await kv.watch();
       // an empty bucket delivers nothing; otherwise the initial values end with delta 0. Either way
       // every sequence up to `before` has then been delivered or had expired.
-      if ((await kv.status()).values === 0) this.advance(before);
+      if ((await kv.status()).values === 0) {
+        this.advance(before);
+        markLoaded();
+      }
       for await (const e of w) {
         if (e.operation === 'PUT' && e.value.length) {
           try {
             this.entries.set(e.key, e.json<CatalogueEntry>());
           } catch { /* not an entry: ignored */ }
         } else this.entries.delete(e.key);
-        this.advance(e.delta === 0 ? Math.max(e.revision, before) : e.revision);
+        if (e.delta === 0) {
+          this.advance(Math.max(e.revision, before));
+          markLoaded();
+        } else this.advance(e.revision);
       }
-    })().finally(() => this.advance(Infinity));
+    })().finally(() => {
+      this.advance(Infinity);
+      markLoaded();
+    });
   }
 
   private advance(seq: number) {
     if (seq <= this.applied) return;
     this.applied = seq;
-    for (const w of this.waiters) if (w.seq <= seq) w.wake();
+    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
   }
 
-  /** Wait until the watch has applied every write the stream holds now (at most `maxWaitMs`). */
+  /**
+   * Wait until the watch has applied every write the stream holds now. Once loaded, every later
+   * write reaches the watch live, so only a lagging server makes this wait: at most `maxWaitMs`,
+   * then the read answers from what has arrived.
+   */
   async sync(maxWaitMs = 2000): Promise<void> {
     const last = (await this.kv.status()).streamInfo.state.last_seq;
     if (last <= this.applied) return;
     await new Promise<void>((resolve) => {
-      const waiter = { seq: last, wake: () => { clearTimeout(timer); this.waiters.delete(waiter); resolve(); } };
-      // the newest messages expired before the watch started: nothing more will come for them
-      const timer = setTimeout(() => { waiter.wake(); this.advance(last); }, maxWaitMs);
+      const timer = setTimeout(() => { this.waiters.delete(waiter); resolve(); }, maxWaitMs);
+      const waiter = { seq: last, wake: () => { clearTimeout(timer); resolve(); } };
       this.waiters.add(waiter);
     });
   }
@@ -113,6 +132,24 @@ export async function readCatalogue(kv: KV, service: ServiceName): Promise<Catal
     void fresh.ended.catch(() => {}).finally(() => { if (watches.get(kv) === fresh) watches.delete(kv); });
     w = fresh;
   }
+  // the first read waits for the watch to load; a server too busy to start it in time gets listed
+  if (!w.isLoaded) {
+    const loaded = await Promise.race([w.loaded.then(() => true), new Promise<false>((r) => setTimeout(r, LOAD_WAIT_MS, false).unref())]);
+    if (!loaded) return listCatalogue(kv, service);
+  }
   await w.sync();
   return w.live(service);
+}
+
+/** Every live entry of a service, listed from the bucket itself (a consumer per call: slow). */
+async function listCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
+  const out: CatalogueEntry[] = [];
+  const keys = await kv.keys(`${service}.>`);
+  for await (const k of keys) {
+    const e = await kv.get(k);
+    if (!e || e.operation !== 'PUT' || !e.value.length) continue;
+    const entry = e.json<CatalogueEntry>();
+    if (Date.now() - entry.at < 3 * REFRESH_MS) out.push(entry);
+  }
+  return out.sort((a, b) => a.instanceId.localeCompare(b.instanceId));
 }

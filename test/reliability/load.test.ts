@@ -37,7 +37,7 @@ t.test('bounded load on the cluster: nothing lost, no unexpected 5xx, audit clea
   t.comment(JSON.stringify(report));
   t.ok(report.created > 0, `${report.created} jobs created (${report.jobsPerSecond}/s, p50 ${report.latencyMs.p50} ms, p99 ${report.latencyMs.p99} ms)`);
   for (const s of ['websitepro', 'labs', 'shots']) t.ok((report.byService[s] ?? 0) > 0, `${s} jobs among them`);
-  t.equal(report.unexpected5xx, 0, 'no 5xx other than 503 busy');
+  t.equal(report.unexpected5xx, 0, `no 5xx other than 503 busy ${JSON.stringify(report.unexpected)}`);
   t.same(report.unfinished, [], 'every created job finished (none lost)');
   const kv = await new Kvm(nc).open(BUCKETS.jobs);
   if (report.unfinished.length) {

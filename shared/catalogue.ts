@@ -49,59 +49,91 @@ class CatalogueWatch {
   /** Every stream sequence up to this one has been applied (or was gone before the watch saw it). */
   private applied = 0;
   private waiters = new Set<{ seq: number; wake: () => void }>();
+  private markLoaded!: () => void;
   /** Resolves once the watch has delivered the bucket's values as they were when it started. */
-  readonly loaded: Promise<void>;
+  readonly loaded = new Promise<void>((r) => (this.markLoaded = r)).then(() => { this.isLoaded = true; });
   isLoaded = false;
+  /** False once the watch has ended (connection closed, an error, or stopped as stuck). */
+  alive = true;
+  private iterator?: { stop(): void };
+  private slowSyncs = 0;
   readonly ended: Promise<void>;
 
   constructor(private readonly kv: KV) {
-    let markLoaded!: () => void;
-    this.loaded = new Promise<void>((r) => (markLoaded = r)).then(() => { this.isLoaded = true; });
-    this.ended = (async () => {
-      const before = (await kv.status()).streamInfo.state.last_seq;
-      const w = await kv.watch();
-      // an empty bucket delivers nothing; otherwise the initial values end with delta 0. Either way
-      // every sequence up to `before` has then been delivered or had expired.
-      if ((await kv.status()).values === 0) {
-        this.advance(before);
-        markLoaded();
-      }
+    this.ended = this.run().finally(() => {
+      this.alive = false;
+      for (const w of this.waiters) w.wake();
+      this.waiters.clear();
+    });
+  }
+
+  private async run() {
+    const before = (await this.kv.status()).streamInfo.state.last_seq;
+    const w = await this.kv.watch();
+    this.iterator = w;
+    try {
+      if (!this.alive) return;
+      // an empty bucket delivers nothing; otherwise the values the watch starts with arrive in stream
+      // order and the last of them has delta 0. Once one at or past `before` (or one with delta 0)
+      // has arrived, every sequence up to `before` has been delivered or had expired.
+      if ((await this.kv.status()).values === 0) this.reach(before, true);
       for await (const e of w) {
         if (e.operation === 'PUT' && e.value.length) {
           try {
             this.entries.set(e.key, e.json<CatalogueEntry>());
           } catch { /* not an entry: ignored */ }
         } else this.entries.delete(e.key);
-        if (e.delta === 0) {
-          this.advance(Math.max(e.revision, before));
-          markLoaded();
-        } else this.advance(e.revision);
+        const caughtUp = e.delta === 0 || e.revision >= before;
+        this.reach(caughtUp ? Math.max(e.revision, before) : e.revision, caughtUp);
       }
-    })().finally(() => {
-      this.advance(Infinity);
-      markLoaded();
-    });
+    } finally {
+      w.stop();
+    }
   }
 
-  private advance(seq: number) {
+  private reach(seq: number, loaded: boolean) {
+    if (loaded) this.markLoaded();
     if (seq <= this.applied) return;
     this.applied = seq;
     for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
   }
 
+  stop() {
+    this.alive = false;
+    this.iterator?.stop();
+  }
+
   /**
-   * Wait until the watch has applied every write the stream holds now. Once loaded, every later
-   * write reaches the watch live, so only a lagging server makes this wait: at most `maxWaitMs`,
-   * then the read answers from what has arrived.
+   * Wait until the watch has applied every write the stream holds now; false if that took over
+   * `maxWaitMs` (the read then answers from what has arrived). Once loaded, every later write
+   * reaches the watch live, so only a lagging server or a watch that lost its consumer (it resets
+   * only after missed heartbeats, about a minute) makes this wait: after two slow syncs in a row the
+   * watch is stopped, and the next read starts a fresh one.
    */
-  async sync(maxWaitMs = 2000): Promise<void> {
-    const last = (await this.kv.status()).streamInfo.state.last_seq;
-    if (last <= this.applied) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { this.waiters.delete(waiter); resolve(); }, maxWaitMs);
-      const waiter = { seq: last, wake: () => { clearTimeout(timer); resolve(); } };
-      this.waiters.add(waiter);
-    });
+  async sync(maxWaitMs = 2000): Promise<boolean> {
+    const timeout = <T>(p: Promise<T>, ms: number) => {
+      let timer: NodeJS.Timeout | undefined;
+      return Promise.race([p, new Promise<'timeout'>((r) => { timer = setTimeout(r, Math.max(0, ms), 'timeout'); })]).finally(() => clearTimeout(timer));
+    };
+    const deadline = Date.now() + maxWaitMs;
+    let synced = false;
+    const status = await timeout(this.kv.status(), maxWaitMs).catch(() => 'timeout' as const);
+    if (status !== 'timeout') {
+      const { last_seq: last, messages } = status.streamInfo.state;
+      // nothing stored (all expired): no message is left to wait for
+      if (messages === 0) this.reach(last, false);
+      synced = last <= this.applied || !this.alive;
+      if (!synced) {
+        let waiter!: { seq: number; wake: () => void };
+        const reached = new Promise<true>((r) => { waiter = { seq: last, wake: () => r(true) }; });
+        this.waiters.add(waiter);
+        synced = (await timeout(reached, deadline - Date.now())) === true;
+        this.waiters.delete(waiter);
+      }
+    }
+    this.slowSyncs = synced ? 0 : this.slowSyncs + 1;
+    if (this.slowSyncs >= 2) this.stop();
+    return synced;
   }
 
   live(service: ServiceName, now = Date.now()): CatalogueEntry[] {
@@ -121,24 +153,26 @@ const watches = new WeakMap<KV, CatalogueWatch>();
 
 /**
  * Every live entry of a service, from this process's watch of the bucket (started on first use).
- * The answer includes every advertisement acknowledged before the call (see `sync`).
+ * The answer includes every advertisement acknowledged before the call (see `sync`). While the
+ * watch is starting (at most 5 s) or after it ended, the bucket is listed instead.
  */
 export async function readCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
   let w = watches.get(kv);
-  if (!w) {
+  if (!w || !w.alive) {
     const fresh = new CatalogueWatch(kv);
     watches.set(kv, fresh);
     // the watch ends with the connection (or an error): the next read starts a new one
     void fresh.ended.catch(() => {}).finally(() => { if (watches.get(kv) === fresh) watches.delete(kv); });
     w = fresh;
   }
-  // the first read waits for the watch to load; a server too busy to start it in time gets listed
   if (!w.isLoaded) {
-    const loaded = await Promise.race([w.loaded.then(() => true), new Promise<false>((r) => setTimeout(r, LOAD_WAIT_MS, false).unref())]);
-    if (!loaded) return listCatalogue(kv, service);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([w.loaded, w.ended.catch(() => {}), new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);
+    clearTimeout(timer);
+    if (!w.isLoaded || !w.alive) return listCatalogue(kv, service);
   }
   await w.sync();
-  return w.live(service);
+  return w.alive ? w.live(service) : listCatalogue(kv, service);
 }
 
 /** Every live entry of a service, listed from the bucket itself (a consumer per call: slow). */

@@ -3,6 +3,7 @@
 // each read waits for the watch to catch up with the stream, so it sees every earlier advertisement.
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { startTestNats } from '../helpers/nats.ts';
 import { startTestCluster } from '../helpers/cluster.ts';
 import { advertise, readCatalogue } from '../../shared/catalogue.ts';
@@ -56,4 +57,20 @@ t.test('a read right after an advertisement sees it, also from another node of a
     if ((await ids(kv, 'shots')).includes(`i${i}`)) missed++;
   }
   t.equal(missed, 0, 'every read reflects the writes acknowledged before it');
+});
+
+t.test('a watch that lost its server-side consumer does not keep reads stale', async (t) => {
+  const tn = await startTestNats(t);
+  const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
+  const a = await advertise(await tn.connect('a'), 'shots', 'a', () => ({}));
+  t.same(await ids(kv, 'shots'), ['a']);
+  const jsm = await jetstreamManager(tn.nc);
+  const watchers = (await jsm.consumers.list(`KV_${BUCKETS.catalogue}`).next());
+  t.equal(watchers.length, 1, 'the watch is the bucket\'s only consumer');
+  await jsm.consumers.delete(`KV_${BUCKETS.catalogue}`, watchers[0]!.name);
+  const b = await advertise(await tn.connect('b'), 'shots', 'b', () => ({}));
+  t.teardown(async () => { await a.stop(); await b.stop(); });
+  await ids(kv, 'shots'); // may answer from the old watch after waiting for it
+  t.same(await ids(kv, 'shots'), ['a', 'b'], 'the next read sees the new instance');
+  t.same(await ids(kv, 'shots'), ['a', 'b'], 'and so does the one after');
 });

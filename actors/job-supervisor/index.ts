@@ -152,12 +152,15 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     version: '1.0.0',
     description: 'Job state: a wallet\'s recent jobs (SQLite projection of the jobs bucket)',
     endpoints: {
-      [subjects.jobs.list]: (req: JobsListRequest) => {
+      [subjects.jobs.list]: async (req: JobsListRequest) => {
         if (typeof req.walletId !== 'string' || !req.walletId) throw new ApiError('bad_request', 'walletId is required');
         const limit = Math.min(100, Math.max(1, Math.trunc(Number(req.limit ?? 30)) || 30));
+        // a job created just before the list is in it
+        await projection.sync();
         return { jobs: projection.list(req.walletId, limit) };
       },
-      [subjects.jobs.get]: (req: JobsGetRequest) => {
+      [subjects.jobs.get]: async (req: JobsGetRequest) => {
+        await projection.sync();
         const job = typeof req.jobId === 'string' ? projection.get(req.jobId) : null;
         if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
         return { job };

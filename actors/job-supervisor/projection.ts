@@ -1,12 +1,13 @@
 // A SQLite (drizzle) projection of the `jobs` bucket: answers "a wallet's recent jobs, newest first"
 // and feeds the sweeps (stale, stuck, expired jobs). It is rebuilt from a KV watch on every start
-// and is never the only copy of anything.
+// (shared/nats/kv-mirror.ts: replaced when it lags or ends) and is never the only copy of anything.
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { sqliteTable, text, integer } from 'drizzle-orm/sqlite-core';
 import { and, desc, eq, inArray, isNull, lte, lt } from 'drizzle-orm';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../../shared/log.ts';
+import { KvMirror } from '../../shared/nats/kv-mirror.ts';
 import type { JobRecord, JobStatus } from '../../shared/protocol/jobs.ts';
 
 export const jobsTable = sqliteTable('jobs', {
@@ -35,8 +36,7 @@ CREATE INDEX IF NOT EXISTS jobs_expiry ON jobs (purged_at, expires_at);
 export class JobProjection {
   private sqlite: Database.Database;
   private db: BetterSQLite3Database;
-  private watcher: { stop(): void } | null = null;
-  private done: Promise<void> = Promise.resolve();
+  private mirror: KvMirror | null = null;
   /** Resolves once every job that existed at start is in the table. */
   ready!: Promise<void>;
 
@@ -48,23 +48,21 @@ export class JobProjection {
   }
 
   async start(kv: KV): Promise<void> {
-    const initial = (await kv.status()).values;
-    let markReady!: () => void;
-    this.ready = new Promise<void>((r) => (markReady = r));
-    if (initial === 0) markReady();
-    const w = await kv.watch();
-    this.watcher = w;
-    this.done = (async () => {
-      for await (const e of w) {
-        try {
-          if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision);
-          else this.db.delete(jobsTable).where(eq(jobsTable.id, e.key)).run();
-        } catch (err) {
-          this.log.error({ err, key: e.key }, 'projection: bad job record skipped');
-        }
-        if (e.isUpdate || e.delta === 0) markReady();
+    // upserts keep the highest revision, so a replaced watch delivering every job again is harmless
+    this.mirror = new KvMirror(kv, (e) => {
+      try {
+        if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision);
+        else this.db.delete(jobsTable).where(eq(jobsTable.id, e.key)).run();
+      } catch (err) {
+        this.log.error({ err, key: e.key }, 'projection: bad job record skipped');
       }
-    })();
+    }, { log: this.log });
+    this.ready = this.mirror.loaded;
+  }
+
+  /** Wait (at most 2 s) until the table holds every job write acknowledged before the call. */
+  async sync(): Promise<void> {
+    await this.mirror?.sync();
   }
 
   upsert(job: JobRecord, revision: number): void {
@@ -116,8 +114,7 @@ export class JobProjection {
   }
 
   async stop(): Promise<void> {
-    this.watcher?.stop();
-    await this.done.catch(() => {});
+    await this.mirror?.stop();
     this.sqlite.close();
   }
 }

@@ -85,7 +85,7 @@ export async function readCatalogue(kv: KV, service: ServiceName): Promise<Catal
   const m = c.mirror;
   if (!m.isLoaded) {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([m.loaded, new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);
+    await Promise.race([m.loaded, m.ended, new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);
     clearTimeout(timer);
     if (!m.isLoaded) return listCatalogue(kv, service);
   }

@@ -3,22 +3,30 @@
 // A watch alone lags the writes by a moment: a reader answering from it could miss a write that was
 // acknowledged just before the read (an instance that advertised, a job just created). `sync()`
 // closes that gap: it asks the stream for its last sequence (a stream-info request, no consumer)
-// and waits until the watch has delivered up to it. A watch that lost its server-side consumer (the
-// ordered consumer resets only after about a minute of missed heartbeats) or that ended is replaced
-// by a fresh one, which delivers every key's last value again; `apply` must be idempotent.
+// and waits until the watch has delivered up to it. A watch that stopped delivering (the ordered
+// consumer resets only after about a minute of missed heartbeats) or that ended is replaced by a
+// fresh one, which delivers every key's last value again: `apply` must be idempotent.
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../log.ts';
 
 export interface KvMirrorOptions {
-  /** How long `sync()` waits for the watch; after two slow syncs in a row the watch is replaced. */
+  /** How long `sync()` waits in all, by default. */
   syncWaitMs?: number;
-  /** Pause before a watch that ended (connection closed, an error) is started again. */
+  /** A watch that delivered nothing for this long while readers waited on it is replaced. */
+  stallMs?: number;
+  /** At most one replacement per this interval. */
+  replaceEveryMs?: number;
+  /** Pause before a watch that ended (an error, a lost consumer) is started again. */
   restartDelayMs?: number;
   log?: Logger;
 }
 
 export class KvMirror {
-  /** Every stream sequence up to this one has been applied (or was gone before the watch saw it). */
+  /**
+   * Every stream sequence up to this one has been applied (or was gone before the watch saw it).
+   * Only moves once the current watch has caught up with the values it started with: during that
+   * replay a later write to a key may not have arrived yet.
+   */
   private applied = 0;
   private waiters = new Set<{ seq: number; wake: () => void }>();
   private markLoaded!: () => void;
@@ -26,13 +34,17 @@ export class KvMirror {
   readonly loaded = new Promise<void>((r) => (this.markLoaded = r)).then(() => { this.isLoaded = true; });
   isLoaded = false;
   private stopped = false;
+  /** The running watch, while one runs. */
   private current?: { stop(): void };
-  private slowSyncs = 0;
-  private replacing = false;
-  private running: Promise<void> = Promise.resolve();
+  /** Since when a reader has waited on the watch without it delivering anything. */
+  private behindSince: number | undefined;
+  private lastReplace = 0;
+  private wakeDelay?: () => void;
+  /** Resolves when the mirror has stopped for good (stop(), or the connection closed). */
+  readonly ended: Promise<void>;
 
   constructor(private readonly kv: KV, private readonly apply: (e: KvWatchEntry) => void, private readonly o: KvMirrorOptions = {}) {
-    this.running = this.loop();
+    this.ended = this.loop();
   }
 
   /** False once stopped, by `stop()` or because the connection closed. */
@@ -40,11 +52,12 @@ export class KvMirror {
     return !this.stopped;
   }
 
-  /** Watch until stopped; a watch that ends or is dropped as stuck is started again. */
+  /** Watch until stopped; a watch that ends or is replaced is started again. */
   private async loop() {
     while (!this.stopped) {
+      let replaced = false;
       try {
-        await this.watchOnce();
+        replaced = await this.watchOnce();
       } catch (err) {
         const name = (err as Error)?.name;
         // the connection is gone for good: nothing to watch any more
@@ -52,67 +65,93 @@ export class KvMirror {
         this.o.log?.warn({ err }, 'kv mirror: watch failed; starting again');
       }
       if (this.stopped) break;
-      if (this.replacing) this.replacing = false;
-      else await new Promise((r) => setTimeout(r, this.o.restartDelayMs ?? 1000).unref());
+      if (!replaced) {
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, this.o.restartDelayMs ?? 1000);
+          this.wakeDelay = () => { clearTimeout(timer); r(); };
+        });
+        this.wakeDelay = undefined;
+      }
     }
     this.stopped = true;
     for (const w of this.waiters) w.wake();
     this.waiters.clear();
   }
 
-  private async watchOnce() {
+  /** One watch, until it ends; true if it was ended by `replace()`. */
+  private async watchOnce(): Promise<boolean> {
     const before = (await this.kv.status()).streamInfo.state.last_seq;
     const w = await this.kv.watch();
-    this.current = w;
+    let replaced = false;
+    const handle = { stop: () => { replaced = true; w.stop(); } };
+    this.current = handle;
+    this.behindSince = undefined;
     try {
-      if (this.stopped) return;
+      if (this.stopped) return false;
       // an empty bucket delivers nothing; otherwise the values the watch starts with arrive in stream
       // order and the last of them has delta 0. Once one at or past `before` (or one with delta 0)
       // has arrived, every sequence up to `before` has been delivered or had expired.
-      if ((await this.kv.status()).values === 0) this.reach(before, true);
+      if ((await this.kv.status()).values === 0) this.caughtUp(before);
       for await (const e of w) {
+        this.behindSince = undefined;
         this.apply(e);
-        const caughtUp = e.delta === 0 || e.revision >= before;
-        this.reach(caughtUp ? Math.max(e.revision, before) : e.revision, caughtUp);
+        if (e.delta === 0 || e.revision >= before) this.caughtUp(Math.max(e.revision, before));
       }
     } finally {
+      if (this.current === handle) this.current = undefined;
       w.stop();
     }
+    return replaced;
   }
 
-  private reach(seq: number, loaded: boolean) {
-    if (loaded) this.markLoaded();
+  private caughtUp(seq: number) {
+    this.markLoaded();
+    this.reach(seq);
+  }
+
+  private reach(seq: number) {
     if (seq <= this.applied) return;
     this.applied = seq;
     for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
   }
 
   /**
-   * Wait until the copy holds every write the stream holds now; false if that took over the wait
-   * (the caller then answers from what has arrived). The second slow sync in a row replaces the
-   * watch and waits once more, for the fresh one.
+   * Wait (at most `maxWaitMs` in all) until the copy holds every write the stream holds now; false
+   * if it does not by then (the caller answers from what has arrived). A watch that delivered
+   * nothing for `stallMs` while readers waited on it is replaced, at most once per `replaceEveryMs`;
+   * one that keeps delivering (a replay, a busy bucket) is left to catch up.
    */
   async sync(maxWaitMs = this.o.syncWaitMs ?? 2000): Promise<boolean> {
     if (this.stopped) return false;
+    const deadline = Date.now() + maxWaitMs;
     const status = await within(this.kv.status(), maxWaitMs).catch(() => 'timeout' as const);
-    let synced = false;
-    let last = 0;
-    if (status !== 'timeout') {
-      const state = status.streamInfo.state;
-      last = state.last_seq;
-      // nothing stored (all expired): no message is left to wait for
-      if (state.messages === 0) this.reach(last, false);
-      synced = await this.reached(last, maxWaitMs);
+    if (status === 'timeout') return false; // the server is slow: not the watch's fault
+    const { last_seq: last, messages } = status.streamInfo.state;
+    // nothing stored (all expired): no message is left to wait for
+    if (messages === 0) this.reach(last);
+    if (last <= this.applied) return true;
+    const stallMs = this.o.stallMs ?? 3000;
+    this.behindSince ??= Date.now();
+    for (;;) {
+      const now = Date.now();
+      const left = deadline - now;
+      if (left <= 0 || this.stopped) return false;
+      // wait for the watch, but no longer than it may stay silent before it counts as stalled
+      const untilStall = (this.behindSince ?? now) + stallMs - now;
+      if (await this.reached(last, untilStall > 0 ? Math.min(left, untilStall) : left)) return true;
+      if (this.behindSince === undefined) this.behindSince = Date.now(); // it delivered: keep waiting
+      else if (Date.now() - this.behindSince >= stallMs) this.replace();
     }
-    this.slowSyncs = synced ? 0 : this.slowSyncs + 1;
-    if (this.slowSyncs >= 2 && !this.stopped) {
-      this.slowSyncs = 0;
-      this.o.log?.warn('kv mirror: the watch lags; replacing it');
-      this.replacing = true;
-      this.current?.stop(); // the loop starts a fresh watch at once
-      if (last) synced = await this.reached(last, maxWaitMs);
-    }
-    return synced;
+  }
+
+  /** Stop a stalled watch so the loop starts a fresh one at once. */
+  private replace() {
+    if (!this.current || Date.now() - this.lastReplace < (this.o.replaceEveryMs ?? 10_000)) return;
+    this.lastReplace = Date.now();
+    this.o.log?.warn('kv mirror: the watch delivers nothing while behind the stream; replacing it');
+    this.current.stop();
+    this.current = undefined;
+    this.behindSince = Date.now(); // the fresh watch gets its own time to deliver
   }
 
   /** Whether the copy reaches `seq` within `ms`. */
@@ -121,15 +160,16 @@ export class KvMirror {
     let waiter!: { seq: number; wake: () => void };
     const p = new Promise<true>((r) => { waiter = { seq, wake: () => r(true) }; });
     this.waiters.add(waiter);
-    const ok = (await within(p, ms)) === true;
+    await within(p, ms);
     this.waiters.delete(waiter);
-    return ok && seq <= this.applied;
+    return seq <= this.applied;
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     this.current?.stop();
-    await this.running;
+    this.wakeDelay?.();
+    await this.ended;
   }
 }
 

@@ -101,7 +101,7 @@ export interface NatsCluster {
 }
 
 export interface ClusterOptions {
-  /** Node stores go under `<dataDir>/cluster/n1..n3`. */
+  /** Node stores go under `<dataDir>/cluster/n1..n3` (`cluster-2/`... for a start tried again on fresh ports). */
   dataDir: string;
   size?: number;
   /** Fixed ports (the `npm run cluster` default); omitted: free ports (tests). */
@@ -112,13 +112,26 @@ export interface ClusterOptions {
 
 export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluster> {
   const size = opts.size ?? 3;
+  const fixed = Boolean(opts.clientPorts && opts.clusterPorts);
+  // free ports are found, then bound by nats-server: another process may take one in between, so
+  // with free ports a start that finds its port taken is tried again on fresh ports and stores
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNatsClusterOnce(opts, size, attempt === 1 ? 'cluster' : `cluster-${attempt}`);
+    } catch (e) {
+      if (fixed || attempt >= 3 || !/address already in use/i.test(String((e as Error).message))) throw e;
+    }
+  }
+}
+
+async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName: string): Promise<NatsCluster> {
   const clientPorts = opts.clientPorts ?? (await Promise.all(Array.from({ length: size }, freePort)));
   const clusterPorts = opts.clusterPorts ?? (await Promise.all(Array.from({ length: size }, freePort)));
   const nodes: ClusterNode[] = Array.from({ length: size }, (_, i) => ({
     name: `n${i + 1}`,
     clientPort: clientPorts[i]!,
     clusterPort: clusterPorts[i]!,
-    storeDir: join(opts.dataDir, 'cluster', `n${i + 1}`),
+    storeDir: join(opts.dataDir, dirName, `n${i + 1}`),
     url: `nats://127.0.0.1:${clientPorts[i]}`,
     handle: null,
   }));
@@ -133,11 +146,12 @@ export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluste
     });
     track(n.handle.process);
   };
-  try {
-    await Promise.all(nodes.map((_, i) => startNode(i)));
-  } catch (e) {
+  // every start settles before a failure is acted on: a node still starting must not be left running
+  const started = await Promise.allSettled(nodes.map((_, i) => startNode(i)));
+  const failed = started.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) {
     await Promise.all(nodes.map((n) => n.handle?.stop('SIGKILL')));
-    throw e;
+    throw failed.reason;
   }
   const url = nodes.map((n) => n.url).join(',');
   const cluster: NatsCluster = {

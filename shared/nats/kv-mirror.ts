@@ -9,15 +9,16 @@
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../log.ts';
 
+/** How long a `sync()` waits in all, by default. */
+const SYNC_WAIT_MS = 2000;
+/** At most one replacement of a stalled watch per this interval. */
+const REPLACE_EVERY_MS = 10_000;
+/** Pause before a watch that ended (an error, a lost consumer) is started again. */
+const RESTART_DELAY_MS = 1000;
+
 export interface KvMirrorOptions {
-  /** How long `sync()` waits in all, by default. */
-  syncWaitMs?: number;
-  /** A watch that delivered nothing for this long while readers waited on it is replaced. */
+  /** A watch that delivered nothing for this long while readers waited on it is replaced (default 3 s). */
   stallMs?: number;
-  /** At most one replacement per this interval. */
-  replaceEveryMs?: number;
-  /** Pause before a watch that ended (an error, a lost consumer) is started again. */
-  restartDelayMs?: number;
   log?: Logger;
 }
 
@@ -67,7 +68,7 @@ export class KvMirror {
       if (this.stopped) break;
       if (!replaced) {
         await new Promise<void>((r) => {
-          const timer = setTimeout(r, this.o.restartDelayMs ?? 1000);
+          const timer = setTimeout(r, RESTART_DELAY_MS);
           this.wakeDelay = () => { clearTimeout(timer); r(); };
         });
         this.wakeDelay = undefined;
@@ -118,10 +119,10 @@ export class KvMirror {
   /**
    * Wait (at most `maxWaitMs` in all) until the copy holds every write the stream holds now; false
    * if it does not by then (the caller answers from what has arrived). A watch that delivered
-   * nothing for `stallMs` while readers waited on it is replaced, at most once per `replaceEveryMs`;
+   * nothing for `stallMs` while readers waited on it is replaced, at most once per 10 s;
    * one that keeps delivering (a replay, a busy bucket) is left to catch up.
    */
-  async sync(maxWaitMs = this.o.syncWaitMs ?? 2000): Promise<boolean> {
+  async sync(maxWaitMs = SYNC_WAIT_MS): Promise<boolean> {
     if (this.stopped) return false;
     const deadline = Date.now() + maxWaitMs;
     const status = await within(this.kv.status(), maxWaitMs).catch(() => 'timeout' as const);
@@ -146,7 +147,7 @@ export class KvMirror {
 
   /** Stop a stalled watch so the loop starts a fresh one at once. */
   private replace() {
-    if (!this.current || Date.now() - this.lastReplace < (this.o.replaceEveryMs ?? 10_000)) return;
+    if (!this.current || Date.now() - this.lastReplace < REPLACE_EVERY_MS) return;
     this.lastReplace = Date.now();
     this.o.log?.warn('kv mirror: the watch delivers nothing while behind the stream; replacing it');
     this.current.stop();

@@ -26,10 +26,10 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
   let ready = false;
   await withRetry('provisioning', () => provision(nc, config), { log });
   const kvm = new Kvm(nc);
-  const [keys, jobs, catalogue, limits, datasets, topups] = await Promise.all([
+  const [keys, jobs, catalogue, limits, datasets, topups] = await withRetry('buckets', () => Promise.all([
     kvm.open(BUCKETS.keys), kvm.open(BUCKETS.jobs), kvm.open(BUCKETS.catalogue),
     kvm.open(BUCKETS.limits), kvm.open(BUCKETS.datasets), kvm.open(BUCKETS.topups),
-  ]);
+  ]), { log });
   const metrics = createMetrics();
   const app = uws.App();
 

@@ -4,7 +4,7 @@
 // by the reliability tests (free ports, temp folders), so both run the same code.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -277,7 +277,11 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   track(child);
   let out = '';
   let url: string | undefined;
+  // everything it prints is kept beside its data, for reading after a failed test or a crash
+  const logFile = createWriteStream(join(dataDir, 'output.log'), { flags: 'a' });
+  logFile.on('error', () => {}); // a full disk must not take the caller down
   const onData = (d: Buffer) => {
+    logFile.write(d);
     const s = d.toString();
     out = (out + s).slice(-8000);
     const m = /gateway: (http\S+)/.exec(s);
@@ -287,6 +291,7 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exited = new Promise<string>((res) => child.once('exit', (code, sig) => res(sig ?? String(code))));
+  child.once('close', () => logFile.end()); // after its output streams closed: nothing is written after the end
   const proc: ActorProcess = {
     name, label, pid: child.pid!, child, exited,
     output: () => out,

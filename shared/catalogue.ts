@@ -5,6 +5,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, catalogueKey, type ServiceName } from './names.ts';
 import { KvMirror } from './nats/kv-mirror.ts';
+import { withRetry } from './runtime.ts';
 
 export interface CatalogueEntry {
   service: ServiceName;
@@ -19,10 +20,11 @@ const REFRESH_MS = 10_000;
 const LOAD_WAIT_MS = 5000;
 
 export async function advertise(nc: NatsConnection, service: ServiceName, instanceId: string, catalogue: () => Record<string, unknown>) {
-  const kv = await new Kvm(nc).open(BUCKETS.catalogue);
+  // at start, right after a cluster (re)start, the bucket may answer "temporarily unavailable" a while
+  const kv = await withRetry('catalogue bucket', () => new Kvm(nc).open(BUCKETS.catalogue));
   const key = catalogueKey(service, instanceId);
   const write = () => kv.put(key, JSON.stringify({ service, instanceId, at: Date.now(), catalogue: catalogue() } satisfies CatalogueEntry));
-  await write();
+  await withRetry('advertising', write);
   const timer = setInterval(() => { write().catch(() => { /* reconnecting; next tick retries */ }); }, REFRESH_MS);
   timer.unref();
   return {

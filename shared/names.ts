@@ -11,6 +11,8 @@ export const STREAMS = {
   results: 'RESULTS',
   ledger: 'LEDGER',
   events: 'EVENTS',
+  /** The server's max-deliveries advisories of TASKS, kept until the supervisor has acted on them. */
+  lostTasks: 'LOST_TASKS',
 } as const;
 
 export const BUCKETS = {
@@ -82,7 +84,7 @@ export const subjects = {
     list: 'jobs.list',
   },
 
-  // JetStream advisories the supervisor watches
+  // JetStream advisories the supervisor acts on (stored in the LOST_TASKS stream)
   advisoryMaxDeliveries: (stream: string, consumer: string) =>
     `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${consumer}`,
 } as const;
@@ -90,6 +92,7 @@ export const subjects = {
 export const CONSUMERS = {
   supervisorJobs: 'job-supervisor',
   supervisorResults: 'job-supervisor-results',
+  supervisorLost: 'job-supervisor-lost',
   converter: 'converter',
   relayProber: 'relay-prober',
   shots: (browserId: string, version: string) => `shots-${token(browserId)}-${token(version)}`,

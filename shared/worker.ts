@@ -9,6 +9,7 @@ import { STREAMS, subjects } from './names.ts';
 import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
 import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';
+import { withRetry } from './runtime.ts';
 
 export interface TaskContext {
   task: Task;
@@ -91,9 +92,12 @@ export async function ensureTaskConsumer(nc: NatsConnection, config: Config, con
 
 export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const { nc, config, log } = opts;
-  await ensureTaskConsumer(nc, config, opts.consumer, opts.filterSubject);
+  // right after a cluster (re)start a consumer may have no leader yet for a few seconds
   const js = jetstream(nc);
-  const consumer = await js.consumers.get(STREAMS.tasks, opts.consumer);
+  const consumer = await withRetry('task consumer', async () => {
+    await ensureTaskConsumer(nc, config, opts.consumer, opts.filterSubject);
+    return js.consumers.get(STREAMS.tasks, opts.consumer);
+  }, { log });
   const abort = new AbortController();
   let running = 0;
   const idle: (() => void)[] = [];

@@ -5,7 +5,7 @@
 import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
-import { nanos, type Subscription } from '@nats-io/nats-core';
+import { nanos } from '@nats-io/nats-core';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { BUCKETS, CONSUMERS, MICRO, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
@@ -13,6 +13,8 @@ import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
+import { withRetry } from '../../shared/runtime.ts';
+import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
@@ -25,10 +27,12 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const kvm = new Kvm(nc);
+  // every JetStream step of the start is retried: right after a cluster (re)start, streams and
+  // consumers answer "temporarily unavailable" until they have leaders again
   const d: Deps = {
     nc, js, jsm, config, log,
-    jobs: await kvm.open(BUCKETS.jobs),
-    datasets: await kvm.open(BUCKETS.datasets),
+    jobs: await withRetry('jobs bucket', () => kvm.open(BUCKETS.jobs), { log }),
+    datasets: await withRetry('datasets bucket', () => kvm.open(BUCKETS.datasets), { log }),
     objm: new Objm(nc),
   };
 
@@ -48,11 +52,12 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   for (const [stream, cfg] of [
     [STREAMS.jobs, consumerCfg(CONSUMERS.supervisorJobs, subjects.jobsAll)],
     [STREAMS.results, consumerCfg(CONSUMERS.supervisorResults, subjects.resultsAll)],
+    [STREAMS.lostTasks, consumerCfg(CONSUMERS.supervisorLost, subjects.advisoryMaxDeliveries(STREAMS.tasks, '*'))],
   ] as const) {
-    await jsm.consumers.add(stream, cfg).catch(async (e: Error) => {
+    await withRetry(`consumer ${cfg.durable_name}`, () => jsm.consumers.add(stream, cfg).catch(async (e: Error) => {
       if (!/already in use|exists/i.test(e.message)) throw e;
-      await jsm.consumers.update(stream, cfg.durable_name, cfg);
-    });
+      return jsm.consumers.update(stream, cfg.durable_name, cfg);
+    }), { log });
   }
 
   const inflight = new Set<Promise<void>>();
@@ -75,8 +80,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   }
 
   async function pump(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<{ iter: ConsumerMessages; done: Promise<void> }> {
-    const consumer = await js.consumers.get(stream, durable);
-    const iter = await consumer.consume({ max_messages: PARALLEL });
+    const consumer = await withRetry(`consumer ${durable}`, () => js.consumers.get(stream, durable), { log });
+    const iter = await consumer.consume({ max_messages: PARALLEL, expires: CONSUME_EXPIRES_MS });
     const slots = new Set<Promise<void>>();
     const done = (async () => {
       for await (const m of iter) {
@@ -98,20 +103,19 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const resultsPump = await pump(STREAMS.results, CONSUMERS.supervisorResults, (m) =>
     run(m, 'outcome', () => recordOutcome(d, m.json<Outcome>())));
 
-  // Exhausted tasks: the server announces them once; one instance (queue group) acts on each.
-  const advisories: Subscription = nc.subscribe(subjects.advisoryMaxDeliveries(STREAMS.tasks, '*'), {
-    queue: MICRO.jobSupervisor,
-    callback: (err, msg) => {
-      if (err) return;
-      let seq = 0;
-      try {
-        seq = Number((msg.json() as { stream_seq?: number }).stream_seq);
-      } catch { /* not JSON */ }
-      if (!seq) return;
-      const p = failLostTask(d, seq).catch((e) => log.error({ err: e, seq }, 'worker_lost handling failed; the sweep will retry'));
-      inflight.add(p);
-      void p.finally(() => inflight.delete(p));
-    },
+  // Exhausted tasks: the server's advisory, stored in LOST_TASKS (shared/nats/provision.ts), so one
+  // published while no supervisor listened is acted on when one comes back.
+  const lostPump = await pump(STREAMS.lostTasks, CONSUMERS.supervisorLost, (m) => {
+    let seq = 0;
+    try {
+      seq = Number(m.json<{ stream_seq?: number }>().stream_seq);
+    } catch { /* not JSON */ }
+    if (!Number.isSafeInteger(seq) || seq <= 0) {
+      log.error({ subject: m.subject, seq: m.seq }, 'unreadable max-deliveries advisory removed');
+      m.term();
+      return Promise.resolve();
+    }
+    return run(m, 'worker_lost', () => failLostTask(d, seq));
   });
 
   // Periodic backstop: lost job.submitted, half-settled jobs (crash between steps), stuck tasks, expiry.
@@ -174,10 +178,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       stopping = true;
       clearInterval(timer);
       await service.stop().catch(() => {});
-      advisories.unsubscribe();
-      await jobsPump.iter.close().catch(() => {});
-      await resultsPump.iter.close().catch(() => {});
-      await Promise.allSettled([jobsPump.done, resultsPump.done, sweeping]);
+      const pumps = [jobsPump, resultsPump, lostPump];
+      for (const p of pumps) await p.iter.close().catch(() => {});
+      await Promise.allSettled([...pumps.map((p) => p.done), sweeping]);
       await Promise.allSettled([...inflight]);
       await projection.stop();
     },

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { addService } from '../../shared/micro.ts';
 import { Kvm } from '@nats-io/kv';
+import { withRetry } from '../../shared/runtime.ts';
 import { BUCKETS, MICRO, subjects, token } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
@@ -22,7 +23,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   await ledger.start();
   const topups = new Topups({ nc, config, log, ledger });
   await topups.start();
-  const orphans = startOrphanSweep({ ledger, projection, jobs: await new Kvm(nc).open(BUCKETS.jobs), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
+  const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
 
   const service = await addService(nc, {
     name: MICRO.wallet,

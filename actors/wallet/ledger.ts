@@ -16,6 +16,8 @@ import { STREAMS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { casPublish, isCasConflict } from '../../shared/nats/cas.ts';
 import type { Logger } from '../../shared/log.ts';
+import { withRetry } from '../../shared/runtime.ts';
+import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 import { Projection, type Row } from './projection.ts';
 import { faultPoint } from './fault.ts';
@@ -63,10 +65,13 @@ export class Ledger {
   /** Starts consuming LEDGER into the projection and resolves once it has caught up with the stream. */
   async start(): Promise<void> {
     this.jsm = await jetstreamManager(this.nc);
-    const info = await this.jsm.streams.info(STREAMS.ledger);
-    const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
-    this.messages = await consumer.consume();
-    const messages = this.messages;
+    // right after a cluster (re)start the stream may answer "temporarily unavailable" for a while
+    const { info, messages } = await withRetry('ledger stream', async () => {
+      const info = await this.jsm!.streams.info(STREAMS.ledger);
+      const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
+      return { info, messages: await consumer.consume({ expires: CONSUME_EXPIRES_MS }) };
+    }, { log: this.log });
+    this.messages = messages;
     this.loop = (async () => {
       for await (const m of messages) {
         try {

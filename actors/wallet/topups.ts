@@ -11,6 +11,7 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection, QueuedIterator } from '@nats-io/nats-core';
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
+import { withRetry } from '../../shared/runtime.ts';
 import { BUCKETS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { kvCasPut, kvUpdate } from '../../shared/nats/cas.ts';
@@ -65,7 +66,7 @@ export class Topups {
   }
 
   async start(): Promise<void> {
-    this.kv = await new Kvm(this.nc).open(BUCKETS.topups);
+    this.kv = await withRetry('topups bucket', () => new Kvm(this.nc).open(BUCKETS.topups), { log: this.log });
     this.backend = await createBackend({ config: this.config, nc: this.nc, log: this.log });
     this.rates = createRateProvider(this.config, this.log);
     this.sub = this.backend.subscribe?.((hash) => {

@@ -28,6 +28,10 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     // only has to outlast writes in flight (shared/nats/cas.ts).
     { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(10 * 60 * 1000) },
     { ...common, name: STREAMS.events, subjects: [subjects.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(DAY), duplicate_window: nanos(60 * 1000) },
+    // A task whose deliveries ran out is announced once, as a core NATS advisory: a supervisor
+    // that is down or reconnecting at that moment would miss it, and the job would wait for the
+    // jobs.stuckSeconds backstop (hours). Stored here, it waits until a supervisor has acted on it.
+    { ...common, name: STREAMS.lostTasks, subjects: [subjects.advisoryMaxDeliveries(STREAMS.tasks, '*')], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY) },
   ];
 }
 

@@ -48,6 +48,31 @@ t.test('deliveries exhausted: worker_lost, refunded, task removed from the queue
   t.same(await s.violations(), []);
 });
 
+t.test('deliveries exhausted while no supervisor runs: the stored advisory is acted on when one starts', async (t) => {
+  const s = await startJobsSystem(t);
+  const w = await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const { job } = await s.submit(walletId, [{ key: 'text', price: 20, behave: 'crash' }, { key: 'markdown', price: 30 }]);
+  for (let i = 0; i < 100 && (await s.job(job.id)).status === 'queued'; i++) await sleep(50);
+  await s.supervisors[0]!.stop();
+  // the core advisory goes out now, with nobody subscribed; the LOST_TASKS stream keeps it
+  const jsm = await jetstreamManager(s.nc);
+  for (let i = 0; i < 300 && (await jsm.streams.info(STREAMS.lostTasks)).state.messages === 0; i++) await sleep(100);
+  t.equal((await jsm.streams.info(STREAMS.lostTasks)).state.messages, 1, 'the advisory is stored');
+  t.ok(w.seen.filter((x) => x.resultKey === 'text').length >= 2, 'the task was retried before it ran out');
+  t.equal((await s.job(job.id)).status, 'processing', 'nothing moves without a supervisor');
+  await s.startSupervisor();
+  // jobs.stuckSeconds is hours: only the stored advisory can finish the job within the wait
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'completed');
+  t.same(done.results.map((r) => [r.key, r.status, r.error ?? null, r.refunded]), [['text', 'failed', 'worker_lost', true], ['markdown', 'done', null, false]]);
+  t.equal(await s.balance(walletId), 1000 - 30);
+  t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the exhausted task was deleted');
+  for (let i = 0; i < 50 && (await jsm.streams.info(STREAMS.lostTasks)).state.messages > 0; i++) await sleep(100);
+  t.equal((await jsm.streams.info(STREAMS.lostTasks)).state.messages, 0, 'the advisory was consumed');
+  t.same(await s.violations(), []);
+});
+
 t.test('a worker process killed mid-task: the task is redelivered to another worker', async (t) => {
   const s = await startJobsSystem(t, { jobs: { ackWaitSeconds: 2, maxDeliver: 3 } });
   const script = fileURLToPath(new URL('../helpers/test-worker.ts', import.meta.url));

@@ -6,6 +6,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp } from 'uWebSockets.js';
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError, errorDocUrl } from '../shared/errors.ts';
+import { isTransientNatsError } from '../shared/nats/transient.ts';
 import { COMPONENTS } from '../shared/schemas/api.ts';
 import { lookupKey } from '../shared/keys.ts';
 import { hashKey } from '../shared/ids.ts';
@@ -152,8 +153,17 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
       log.info({ reqId: requestId, method, path, route: routeLabel, status, ms: Math.round(ms * 10) / 10, ip, aborted: state.aborted || undefined }, 'request');
     };
     const fail = (e: unknown) => {
-      const err = e instanceof ApiError ? e : new ApiError('internal', 'internal error');
-      if (!(e instanceof ApiError)) log.error({ err: e, reqId: requestId, path }, 'handler failed');
+      let err: ApiError;
+      if (e instanceof ApiError) err = e;
+      else if (isTransientNatsError(e)) {
+        // a failover window: NATS did not answer. Every step after a charge handles its own errors
+        // (shared/jobs/create.ts), so nothing was charged by this request.
+        log.warn({ err: e, reqId: requestId, path }, 'NATS did not answer; 503');
+        err = new ApiError('service_unavailable', 'the message system did not answer (failing over); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
+      } else {
+        log.error({ err: e, reqId: requestId, path }, 'handler failed');
+        err = new ApiError('internal', 'internal error');
+      }
       const r = errorReply(err, requestId);
       send(res, state, r.status, { ...common, ...r.headers }, r.body);
       finish(r.status);

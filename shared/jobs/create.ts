@@ -2,12 +2,15 @@
 // design: validate → plan (price) → queue bound → precheck → charge → write the job (the commit
 // point) → publish job.submitted. A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { ApiError } from '../errors.ts';
+import { isTransientNatsError } from '../nats/transient.ts';
+import { isCasConflict } from '../nats/cas.ts';
 import { newId } from '../ids.ts';
 import { STREAMS, subjects, type ServiceName } from '../names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../services/index.ts';
@@ -144,21 +147,50 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
     throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
   }
 
-  try {
-    await createJobRecord(d.kv.jobs, job);
-  } catch (e) {
-    // a write that failed only on the way back (timeout) did happen: then the job stands
-    const written = await readJob(d.kv.jobs, job.id).catch(() => null);
-    if (written && written.job.walletId === walletId && written.job.createdAt === job.createdAt) return afterCommit(d, job, balance);
-    d.log.error({ err: e, jobId: job.id }, 'job could not be written after the charge; refunding');
+  const failure = await storeNewJob(d, job);
+  if (failure) {
+    d.log.error({ err: failure, jobId: job.id }, 'job could not be written after the charge; refunding');
     const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
       // the ledger's `audit` shows this charge without a job; an operator must look at it
       d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job');
       return false;
     });
-    throw new ApiError('internal', refunded ? 'the job could not be created; the charge was refunded' : 'the job could not be created; the charge will be refunded by an operator', { jobId: job.id });
+    if (!refunded) throw new ApiError('internal', 'the job could not be created; the charge will be refunded by an operator', { jobId: job.id });
+    // NATS failing over: nothing charged in the end, worth a retry (the spec's 503)
+    if (isTransientNatsError(failure)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
+    throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
   }
   return afterCommit(d, job, balance);
+}
+
+/** How long a job document write is retried through a failover before the charge is refunded. */
+const STORE_RETRY_MS = 5000;
+
+/**
+ * Write the new job document; undefined once it is stored, else the last error. Retried with
+ * backoff for STORE_RETRY_MS: a failover answers "no responders" or times out for a few seconds.
+ * A retry cannot write twice: the create carries a fixed message id and expects no earlier
+ * revision (shared/nats/cas.ts). A write that failed only on the way back (timeout) did happen:
+ * the read finds it and the job stands.
+ */
+async function storeNewJob(d: JobDeps, job: JobRecord): Promise<unknown> {
+  const until = Date.now() + STORE_RETRY_MS;
+  for (let wait = 200; ; wait = Math.min(wait * 2, 1000)) {
+    let err: unknown;
+    try {
+      await createJobRecord(d.kv.jobs, job);
+      return undefined;
+    } catch (e) {
+      err = e;
+    }
+    const written = await readJob(d.kv.jobs, job.id).catch(() => null);
+    if (written && written.job.walletId === job.walletId && written.job.createdAt === job.createdAt) return undefined;
+    // a conflict is our own earlier try, stored, with the read failing: try again
+    if (!isTransientNatsError(err) && !isCasConflict(err)) return err;
+    if (Date.now() + wait > until) return err;
+    d.log.warn({ err, jobId: job.id, retryInMs: wait }, 'job document not written; retrying');
+    await sleep(wait);
+  }
 }
 
 async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise<{ job: JobRecord; balance: number }> {

@@ -1,19 +1,31 @@
 // Long polling: hold until a job is finished, the time is up or the client goes away. Watches the
 // job's key in the `jobs` bucket, so it wakes on the supervisor's write, on any gateway instance.
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
 import { isFinished, type JobRecord } from '../protocol/jobs.ts';
 import { readJob } from './store.ts';
 
+/** How often a long poll without a watch reads the job. */
+const POLL_MS = 500;
+
 /**
  * Returns the newest record seen (`current` if nothing newer arrived). Resolves early when the
- * job is finished; never throws for timeout or abort.
+ * job is finished; never throws: a job creation that waits has charged already, so a failing
+ * watch must not turn its answer into an error (the client would create the job again).
  */
 export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, signal?: AbortSignal): Promise<JobRecord> {
   if (isFinished(current) || waitMs <= 0 || signal?.aborted) return current;
   let latest = current;
-  const w = await kv.watch({ key: current.id });
+  const deadline = Date.now() + waitMs;
+  let w: Awaited<ReturnType<KV['watch']>>;
+  try {
+    w = await kv.watch({ key: current.id });
+  } catch {
+    // no watch now (a failover: its consumer could not be made): read the job now and then instead
+    return pollJob(kv, current, deadline, signal);
+  }
   const stop = () => w.stop();
-  const timer = setTimeout(stop, waitMs);
+  const timer = setTimeout(stop, Math.max(0, deadline - Date.now()));
   signal?.addEventListener('abort', stop, { once: true });
   try {
     for await (const e of w) {
@@ -21,6 +33,8 @@ export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, sig
       latest = e.json<JobRecord>();
       if (isFinished(latest)) break;
     }
+  } catch {
+    // the watch broke (its consumer lost in a failover): the read below answers
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
@@ -29,6 +43,17 @@ export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, sig
   // a write between the caller's read and the watch start is in the watch's first value; this
   // last read covers a watcher that was stopped before it delivered anything
   if (!isFinished(latest)) {
+    const again = await readJob(kv, current.id).catch(() => null);
+    if (again) latest = again.job;
+  }
+  return latest;
+}
+
+/** Long polling without a watch: a read every POLL_MS until finished, the deadline or the abort. */
+async function pollJob(kv: KV, current: JobRecord, deadline: number, signal?: AbortSignal): Promise<JobRecord> {
+  let latest = current;
+  while (!isFinished(latest) && !signal?.aborted && Date.now() < deadline) {
+    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => {});
     const again = await readJob(kv, current.id).catch(() => null);
     if (again) latest = again.job;
   }

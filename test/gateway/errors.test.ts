@@ -14,6 +14,8 @@ const routes: Route[] = [
   { method: 'POST', path: '/v1/websitepro/jobs', auth: true, limit: 'jobs', tags: [], summary: '', errors: [], body: T.Object({ url: T.String() }), responses: { 201: { description: '' } }, handler: async () => { throw new ApiError('bad_url'); } },
   { method: 'GET', path: '/v1/jobs/:id/results/:key', auth: true, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (req) => ({ json: req.params }) },
   { method: 'GET', path: '/boom', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async () => { throw new Error('secret internals'); } },
+  // a real request on the real server that nobody answers, as in a NATS failover window
+  { method: 'GET', path: '/nats-silent', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (_req, ctx) => { await ctx.nc.request('test.nobody.listens', '', { timeout: 300 }); return { json: {} }; } },
 ];
 
 t.test('error paths answer with the spec status and the error body', async (t) => {
@@ -62,6 +64,14 @@ t.test('error paths answer with the spec status and the error body', async (t) =
     t.equal(r.status, 500);
     t.equal(r.json.error.code, 'internal');
     t.notMatch(r.text, /secret internals/);
+  });
+
+  t.test('NATS not answering (a failover) → 503 service_unavailable with Retry-After, not 500', async (t) => {
+    const r = await app.request('GET', '/nats-silent');
+    t.equal(r.status, 503);
+    t.equal(r.json.error.code, 'service_unavailable');
+    t.equal(r.headers.get('retry-after'), '2');
+    t.match(r.json.error.message, /nothing was charged/);
   });
 
   t.test('unknown path → 404 not_found', async (t) => {

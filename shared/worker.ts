@@ -10,6 +10,7 @@ import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, ty
 import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';
 import { withRetry } from './runtime.ts';
+import { isTransientNatsError } from './nats/transient.ts';
 
 export interface TaskContext {
   task: Task;
@@ -90,6 +91,29 @@ export async function ensureTaskConsumer(nc: NatsConnection, config: Config, con
   }
 }
 
+/** How long a worker keeps trying to report a finished task through a NATS failover. */
+const OUTCOME_RETRY_MS = 15_000;
+
+/**
+ * Publish a task's final outcome, trying again through a failover (the task's heartbeat keeps it
+ * from being redelivered meanwhile): the work is done and its file stored, so a few seconds of
+ * retries are cheaper than doing it again, and a failover must not use up the task's deliveries
+ * until it fails as worker_lost. The fixed message id makes a retry that crosses a stored first try
+ * a duplicate.
+ */
+async function publishFinalOutcome(nc: NatsConnection, o: Outcome, stopping: AbortSignal, log: Logger): Promise<void> {
+  const until = Date.now() + OUTCOME_RETRY_MS;
+  for (let wait = 250; ; wait = Math.min(wait * 2, 2000)) {
+    try {
+      return await publishOutcome(nc, o);
+    } catch (e) {
+      if (!isTransientNatsError(e) || stopping.aborted || Date.now() + wait > until) throw e;
+      log.warn({ err: e, jobId: o.jobId, resultKey: o.resultKey, retryInMs: wait }, 'outcome not published; retrying');
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
 export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const { nc, config, log } = opts;
   // right after a cluster (re)start a consumer may have no leader yet for a few seconds
@@ -147,7 +171,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
         outcome = { v: 1, kind: 'failed', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), error: e.error, message: e.message, ...(e.extra ? { extra: e.extra } : {}) };
       }
       // outcome first, ack second: a crash in between means a redelivery, never a lost result
-      await publishOutcome(nc, outcome);
+      await publishFinalOutcome(nc, outcome, abort.signal, log);
       m.ack();
     } catch (e) {
       if (abort.signal.aborted) {

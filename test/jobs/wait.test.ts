@@ -1,6 +1,7 @@
 // Long polling (shared/jobs/wait.ts) against a real bucket: woken by the write that finishes the
 // job, bounded by its time, and still answering when no watch can be made (a failover).
 import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { openJobsKv, createJobRecord, updateJob } from '../../shared/jobs/store.ts';
@@ -26,9 +27,10 @@ async function setup(t: { teardown(fn: () => unknown): void }) {
 
 t.test('woken by the write that finishes the job', async (t) => {
   const { kv, job, finish } = await setup(t);
-  setTimeout(() => void finish(), 300);
+  const finished = sleep(300).then(finish);
   const t0 = Date.now();
   const got = await waitForJob(kv, job, 10_000);
+  await finished; // the writer's call settles before its connection closes at teardown
   t.equal(got.status, 'completed');
   t.ok(Date.now() - t0 < 9000, 'answered on the write, not at the end of the wait');
 });
@@ -52,8 +54,9 @@ t.test('no watch can be made (its consumer times out in a failover): the job is 
       return typeof v === 'function' ? v.bind(target) : v;
     },
   }) as KV;
-  setTimeout(() => void finish(), 300);
+  const finished = sleep(300).then(finish);
   const got: JobRecord = await waitForJob(failing, job, 10_000);
+  await finished;
   t.equal(watches, 1, 'a watch was tried');
   t.equal(got.status, 'completed', 'the finished job, found by reading');
 });

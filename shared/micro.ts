@@ -3,6 +3,7 @@
 import { Svcm } from '@nats-io/services';
 import type { NatsConnection, Msg } from '@nats-io/nats-core';
 import { ApiError } from './errors.ts';
+import { isTransientNatsError } from './nats/transient.ts';
 import type { Logger } from './log.ts';
 
 export type Handler = (req: any, msg: Msg) => Promise<unknown> | unknown;
@@ -45,8 +46,17 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
             const out = await handler(req, msg);
             msg.respond(JSON.stringify({ ok: out ?? null }));
           } catch (e) {
-            const apiErr = e instanceof ApiError ? e : new ApiError('internal', (e as Error).message);
-            if (!(e instanceof ApiError)) log.error({ err: e, subject }, 'service handler failed');
+            let apiErr: ApiError;
+            if (e instanceof ApiError) apiErr = e;
+            else if (isTransientNatsError(e)) {
+              // the handler's own NATS step met a failover: a passing outage, not a bug. (A write that
+              // timed out may still have happened: callers treat the answer as "unknown", as a timeout.)
+              log.warn({ err: e, subject }, 'service handler: NATS did not answer');
+              apiErr = new ApiError('service_unavailable', `${subject}: the message system did not answer (failing over)`);
+            } else {
+              log.error({ err: e, subject }, 'service handler failed');
+              apiErr = new ApiError('internal', (e as Error).message);
+            }
             msg.respond(JSON.stringify({ error: apiErr.toJSON() }));
           }
         })();

@@ -25,7 +25,7 @@ export interface JobsGetRequest { walletId: string; jobId: string }
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
   const js = jetstream(nc);
-  const jsm = await jetstreamManager(nc);
+  const jsm = await withRetry('JetStream', () => jetstreamManager(nc), { log });
   const kvm = new Kvm(nc);
   // every JetStream step of the start is retried: right after a cluster (re)start, streams and
   // consumers answer "temporarily unavailable" until they have leaders again

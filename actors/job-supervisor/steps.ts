@@ -182,17 +182,23 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
 
 /** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */
 export async function failLostTask(d: Deps, streamSeq: number): Promise<void> {
-  let task: Task;
+  const gone = (e: unknown) => /no message found|not found/i.test((e as Error).message);
+  let task: Task | undefined;
   try {
     const sm = await d.jsm.streams.getMessage(STREAMS.tasks, { seq: streamSeq });
     if (!sm) return;
     task = sm.json<Task>();
   } catch (e) {
-    if (/no message found|not found/i.test((e as Error).message)) return; // already handled
-    throw e;
+    if (gone(e)) return; // already handled
+    if (!(e instanceof SyntaxError)) throw e;
   }
-  await failTask(d, task.jobId, task.resultKey, `the task was delivered ${d.config.jobs.maxDeliver} times and its worker never finished it`);
-  await d.jsm.streams.deleteMessage(STREAMS.tasks, streamSeq, false).catch(() => {});
+  if (task?.jobId && task.resultKey) {
+    await failTask(d, task.jobId, task.resultKey, `the task was delivered ${d.config.jobs.maxDeliver} times and its worker never finished it`);
+  } else {
+    d.log.error({ seq: streamSeq }, 'exhausted task is unreadable; removed without an outcome');
+  }
+  // the advisory is acked only after this: a task left in TASKS would count against limits.queueMax
+  await d.jsm.streams.deleteMessage(STREAMS.tasks, streamSeq, false).catch((e: unknown) => { if (!gone(e)) throw e; });
 }
 
 /**

@@ -64,10 +64,10 @@ export class Ledger {
 
   /** Starts consuming LEDGER into the projection and resolves once it has caught up with the stream. */
   async start(): Promise<void> {
-    this.jsm = await jetstreamManager(this.nc);
     // right after a cluster (re)start the stream may answer "temporarily unavailable" for a while
     const { info, messages } = await withRetry('ledger stream', async () => {
-      const info = await this.jsm!.streams.info(STREAMS.ledger);
+      this.jsm ??= await jetstreamManager(this.nc);
+      const info = await this.jsm.streams.info(STREAMS.ledger);
       const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
       return { info, messages: await consumer.consume({ expires: CONSUME_EXPIRES_MS }) };
     }, { log: this.log });

@@ -9,7 +9,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log.ts';
 import { ApiError } from '../errors.ts';
-import { isTransientNatsError } from '../nats/transient.ts';
+import { isTransientNatsError, transientKind } from '../nats/transient.ts';
 import { isCasConflict } from '../nats/cas.ts';
 import { newId } from '../ids.ts';
 import { STREAMS, subjects, type ServiceName } from '../names.ts';
@@ -147,47 +147,62 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
     throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
   }
 
-  const failure = await storeNewJob(d, job);
-  if (failure) {
-    d.log.error({ err: failure, jobId: job.id }, 'job could not be written after the charge; refunding');
-    const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
-      // the ledger's `audit` shows this charge without a job; an operator must look at it
-      d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job');
-      return false;
-    });
-    if (!refunded) throw new ApiError('internal', 'the job could not be created; the charge will be refunded by an operator', { jobId: job.id });
-    // NATS failing over: nothing charged in the end, worth a retry (the spec's 503)
-    if (isTransientNatsError(failure)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
-    throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
+  const store = await storeNewJob(d, job);
+  if (store.stored) return afterCommit(d, job, balance);
+  if (store.maybe) {
+    // A write timed out and nothing settled whether it was stored: it may still appear. Refunding
+    // now could let a stored job run unpaid; the orphan sweep refunds the charge after its grace
+    // if no document exists by then (actors/wallet/orphans.ts). The client learns the job id.
+    d.log.error({ err: store.err, jobId: job.id }, 'job document may or may not be stored; its charge is left to the orphan sweep');
+    throw new ApiError('service_unavailable', `the job may not have been created (the message system is failing over): look for ${job.id} in GET /v1/jobs before creating it again; if it does not appear, its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
   }
-  return afterCommit(d, job, balance);
+  d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
+  const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
+    // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its
+    // grace (no document was stored), and an operator sees it in the audit until then
+    d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job, left to the orphan sweep');
+    return false;
+  });
+  if (!refunded) throw new ApiError('service_unavailable', `the job could not be created; its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
+  // NATS failing over: nothing charged in the end, worth a retry (the spec's 503)
+  if (isTransientNatsError(store.err)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
+  throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
 }
 
-/** How long a job document write is retried through a failover before the charge is refunded. */
+/** How long a job document write is retried through a failover before the job is given up. */
 const STORE_RETRY_MS = 5000;
+/** Bound of one write of the job document (a failover's timeouts would otherwise take 5 s each). */
+const STORE_TIMEOUT_MS = 2000;
+
+type StoreResult = { stored: true } | { stored: false; err: unknown; maybe: boolean };
 
 /**
- * Write the new job document; undefined once it is stored, else the last error. Retried with
- * backoff for STORE_RETRY_MS: a failover answers "no responders" or times out for a few seconds.
- * A retry cannot write twice: the create carries a fixed message id and expects no earlier
- * revision (shared/nats/cas.ts). A write that failed only on the way back (timeout) did happen:
- * the read finds it and the job stands.
+ * Write the new job document, retried with backoff for STORE_RETRY_MS through a failover. A retry
+ * cannot write twice: the create carries a fixed message id and expects no earlier revision
+ * (shared/nats/cas.ts), so a conflict means an earlier try of ours was stored (job ids are random)
+ * and a later success means none was. `maybe`: a try timed out and nothing settled it since, so
+ * the document may still appear.
  */
-async function storeNewJob(d: JobDeps, job: JobRecord): Promise<unknown> {
+async function storeNewJob(d: JobDeps, job: JobRecord): Promise<StoreResult> {
   const until = Date.now() + STORE_RETRY_MS;
+  let maybe = false;
   for (let wait = 200; ; wait = Math.min(wait * 2, 1000)) {
     let err: unknown;
     try {
-      await createJobRecord(d.kv.jobs, job);
-      return undefined;
+      await createJobRecord(d.kv.jobs, job, STORE_TIMEOUT_MS);
+      return { stored: true };
     } catch (e) {
       err = e;
     }
-    const written = await readJob(d.kv.jobs, job.id).catch(() => null);
-    if (written && written.job.walletId === job.walletId && written.job.createdAt === job.createdAt) return undefined;
-    // a conflict is our own earlier try, stored, with the read failing: try again
-    if (!isTransientNatsError(err) && !isCasConflict(err)) return err;
-    if (Date.now() + wait > until) return err;
+    const kind = transientKind(err);
+    if (kind === 'timeout' || isCasConflict(err)) {
+      maybe = true;
+      const written = await readJob(d.kv.jobs, job.id).catch(() => null);
+      if (written && written.job.walletId === job.walletId && written.job.createdAt === job.createdAt) return { stored: true };
+    } else if (kind === null) {
+      return { stored: false, err, maybe }; // an answer, not an outage: trying again changes nothing
+    }
+    if (Date.now() + wait > until) return { stored: false, err, maybe };
     d.log.warn({ err, jobId: job.id, retryInMs: wait }, 'job document not written; retrying');
     await sleep(wait);
   }

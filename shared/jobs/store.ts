@@ -31,8 +31,8 @@ export function isJobId(id: string): boolean {
 }
 
 /** Write a new job; fails if the id exists. */
-export async function createJobRecord(kv: KV, job: JobRecord): Promise<number> {
-  return kvCasPut(kv, job.id, JSON.stringify(job), 0);
+export async function createJobRecord(kv: KV, job: JobRecord, timeoutMs?: number): Promise<number> {
+  return kvCasPut(kv, job.id, JSON.stringify(job), 0, timeoutMs ? { timeout: timeoutMs } : {});
 }
 
 /**

@@ -27,6 +27,8 @@ export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, sig
   const stop = () => w.stop();
   const timer = setTimeout(stop, Math.max(0, deadline - Date.now()));
   signal?.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted) stop(); // went away while the watch was being made
+  let broken = false;
   try {
     for await (const e of w) {
       if (e.operation !== 'PUT' || !e.value.length) continue;
@@ -34,28 +36,28 @@ export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, sig
       if (isFinished(latest)) break;
     }
   } catch {
-    // the watch broke (its consumer lost in a failover): the read below answers
+    broken = true; // its consumer lost in a failover: reads take over below
   } finally {
     clearTimeout(timer);
     signal?.removeEventListener('abort', stop);
     w.stop();
   }
+  if (isFinished(latest)) return latest;
+  // a watch that ended early (broken, or closed under us) leaves the rest of the time to reads
+  if (broken || Date.now() < deadline - POLL_MS) return pollJob(kv, latest, deadline, signal);
   // a write between the caller's read and the watch start is in the watch's first value; this
   // last read covers a watcher that was stopped before it delivered anything
-  if (!isFinished(latest)) {
-    const again = await readJob(kv, current.id).catch(() => null);
-    if (again) latest = again.job;
-  }
-  return latest;
+  const again = await readJob(kv, current.id).catch(() => null);
+  return again ? again.job : latest;
 }
 
 /** Long polling without a watch: a read every POLL_MS until finished, the deadline or the abort. */
 async function pollJob(kv: KV, current: JobRecord, deadline: number, signal?: AbortSignal): Promise<JobRecord> {
   let latest = current;
-  while (!isFinished(latest) && !signal?.aborted && Date.now() < deadline) {
-    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => {});
+  for (;;) {
     const again = await readJob(kv, current.id).catch(() => null);
     if (again) latest = again.job;
+    if (isFinished(latest) || signal?.aborted || Date.now() >= deadline) return latest;
+    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => {});
   }
-  return latest;
 }

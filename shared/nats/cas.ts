@@ -71,9 +71,9 @@ export async function casPublish(js: JetStreamClient, subject: string, data: str
 }
 
 /** `kv.update` / `kv.create` (base 0) with the guarantee above. Returns the new revision. */
-export function kvCasPut(kv: KV, key: string, value: string | Uint8Array, base: number): Promise<number> {
+export function kvCasPut(kv: KV, key: string, value: string | Uint8Array, base: number, o: CasOptions = {}): Promise<number> {
   const b = kv as Bucket;
-  return casPublish(b.js, b.subjectForKey(b.encodeKey(key), true), value, base);
+  return casPublish(b.js, b.subjectForKey(b.encodeKey(key), true), value, base, o);
 }
 
 /** `kv.delete(key, { previousSeq: base })` with the guarantee above. */

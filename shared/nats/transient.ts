@@ -1,19 +1,28 @@
-// Errors that mean "NATS cannot answer right now" rather than "this request is wrong": a request
-// that timed out, nobody subscribed (a stream without a leader answers no API request), JetStream
-// "temporarily unavailable" (10008, while a stream or consumer elects a leader). They come in
-// failover windows (a NATS node lost, a cluster restarting) and pass within seconds.
+// Errors that mean "NATS cannot answer right now" rather than "this request is wrong". They come in
+// failover windows (a NATS node lost, a cluster restarting) and pass within seconds:
+// - nobody took the request: no responders (a stream without a leader has no subscriber on its
+//   subjects), or JetStream's "temporarily unavailable" (10008, while a stream or consumer elects
+//   a leader). The request had no effect.
+// - a timeout: the request went out and no answer came. It may have had its effect (a write stored
+//   by a leader that died before answering).
+// JetStream-not-enabled-for-the-account (10039), a full stream, a refused request: answers, not outages.
 import { JetStreamApiError } from '@nats-io/jetstream';
 
-const TRANSIENT_NAMES = new Set(['TimeoutError', 'NoRespondersError', 'JetStreamNotEnabled']);
 /** JetStream API error codes that mean "try again": 10008 temporarily unavailable. */
 const TRANSIENT_CODES = new Set([10008]);
 
-/** Whether `e` (or an error it wraps) is a passing unavailability of NATS or JetStream. */
-export function isTransientNatsError(e: unknown): boolean {
+export type TransientKind = 'unanswered' | 'timeout';
+
+/** How `e` (or an error it wraps) is a passing unavailability of NATS; null if it is not one. */
+export function transientKind(e: unknown): TransientKind | null {
   for (let cur = e, depth = 0; cur instanceof Error && depth < 5; cur = cur.cause, depth++) {
-    if (TRANSIENT_NAMES.has(cur.name)) return true;
-    if (cur instanceof JetStreamApiError && (TRANSIENT_CODES.has(cur.code) || cur.status === 503)) return true;
-    if (cur.name === 'RequestError' && /no responders|timeout/i.test(cur.message)) return true;
+    if (cur.name === 'TimeoutError') return 'timeout';
+    if (cur.name === 'NoResponders') return 'unanswered';
+    if (cur instanceof JetStreamApiError) return TRANSIENT_CODES.has(cur.code) ? 'unanswered' : null;
+    // the client wraps these (RequestError, JetStreamNotEnabled): their cause decides
   }
-  return false;
+  return null;
 }
+
+/** Whether `e` is a passing unavailability of NATS (see transientKind). */
+export const isTransientNatsError = (e: unknown): boolean => transientKind(e) !== null;

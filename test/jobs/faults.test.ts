@@ -44,6 +44,8 @@ t.test('deliveries exhausted: worker_lost, refunded, task removed from the queue
   t.ok(seen.every((d, i) => d >= 1 && d <= s.config.jobs.maxDeliver && (i === 0 || d > seen[i - 1]!)), 'delivery counts rise within max_deliver');
   t.equal(await s.balance(walletId), 1000 - 30);
   const jsm = await jetstreamManager(s.nc);
+  // deleted right after the worker_lost outcome is published: poll rather than race it
+  for (let i = 0; i < 50 && (await jsm.streams.info(STREAMS.tasks)).state.messages > 0; i++) await sleep(100);
   t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the exhausted task was deleted');
   t.same(await s.violations(), []);
 });
@@ -67,6 +69,8 @@ t.test('deliveries exhausted while no supervisor runs: the stored advisory is ac
   t.equal(done.status, 'completed');
   t.same(done.results.map((r) => [r.key, r.status, r.error ?? null, r.refunded]), [['text', 'failed', 'worker_lost', true], ['markdown', 'done', null, false]]);
   t.equal(await s.balance(walletId), 1000 - 30);
+  // the task is deleted and the advisory acked after the outcome: poll rather than race them
+  for (let i = 0; i < 50 && (await jsm.streams.info(STREAMS.tasks)).state.messages > 0; i++) await sleep(100);
   t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the exhausted task was deleted');
   for (let i = 0; i < 50 && (await jsm.streams.info(STREAMS.lostTasks)).state.messages > 0; i++) await sleep(100);
   t.equal((await jsm.streams.info(STREAMS.lostTasks)).state.messages, 0, 'the advisory was consumed');

@@ -15,15 +15,19 @@ t.test('the outcome is published once RESULTS is back; the task ran once', async
   // RESULTS gone: a publish on result.* gets no answer, as while the stream elects a leader
   await jsm.streams.delete(STREAMS.results);
   const deliveries: number[] = [];
-  const worker = await runWorker({
-    nc: await tn.connect('worker'), config: tn.config, log: testLog(),
-    consumer: 'outcome-retry-test', filterSubject: subjects.taskLabs, concurrency: 1,
-    handle: async (ctx) => {
-      deliveries.push(ctx.deliveryCount);
-      return { extra: { ok: true } };
-    },
-  });
-  t.teardown(() => worker.stop());
+  // two instances on the task consumer: a redelivery (ack_wait passing without a heartbeat) would
+  // find the idle one
+  for (const name of ['worker-a', 'worker-b']) {
+    const worker = await runWorker({
+      nc: await tn.connect(name), config: tn.config, log: testLog(),
+      consumer: 'outcome-retry-test', filterSubject: subjects.taskLabs, concurrency: 1,
+      handle: async (ctx) => {
+        deliveries.push(ctx.deliveryCount);
+        return { extra: { ok: true } };
+      },
+    });
+    t.teardown(() => worker.stop());
+  }
   const task: Task = { v: 1, jobId: 'job_r', service: 'labs', resultKey: 'quick', walletId: 'w', store: OBJECT_STORES.reports, objectName: 'job_r/quick', expiresAt: Date.now() + 60000, params: {} };
   await jetstream(tn.nc).publish(subjects.taskLabs, JSON.stringify(task), { msgID: taskMsgId('job_r', 'quick') });
   for (let i = 0; i < 100 && deliveries.length === 0; i++) await new Promise((r) => setTimeout(r, 50));

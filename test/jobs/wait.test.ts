@@ -61,6 +61,28 @@ t.test('no watch can be made (its consumer times out in a failover): the job is 
   t.equal(got.status, 'completed', 'the finished job, found by reading');
 });
 
+t.test('a watch that ends early (its consumer lost): the rest of the wait reads the job', async (t) => {
+  const { kv, job, finish } = await setup(t);
+  // the real watch, ended by the server side 100 ms in, as when its consumer goes with a node
+  const ending = new Proxy(kv, {
+    get(target, prop, receiver) {
+      if (prop === 'watch') {
+        return async (o: Parameters<KV['watch']>[0]) => {
+          const w = await target.watch(o);
+          setTimeout(() => w.stop(), 100);
+          return w;
+        };
+      }
+      const v = Reflect.get(target, prop, receiver);
+      return typeof v === 'function' ? v.bind(target) : v;
+    },
+  }) as KV;
+  const finished = sleep(600).then(finish);
+  const got = await waitForJob(ending, job, 10_000);
+  await finished;
+  t.equal(got.status, 'completed', 'found by reading after the watch ended');
+});
+
 t.test('the client goes away: the wait ends at once', async (t) => {
   const { kv, job } = await setup(t);
   const ac = new AbortController();

@@ -16,6 +16,8 @@ export interface CatalogueEntry {
 }
 
 const REFRESH_MS = 10_000;
+/** An entry not refreshed for three rounds belongs to an instance that is gone. */
+const isLive = (entry: CatalogueEntry, now = Date.now()) => now - entry.at < 3 * REFRESH_MS;
 /** How long a first read waits for the watch's initial values before listing the bucket instead. */
 const LOAD_WAIT_MS = 5000;
 
@@ -61,7 +63,7 @@ class CatalogueCopy {
   live(service: ServiceName, now = Date.now()): CatalogueEntry[] {
     const out: CatalogueEntry[] = [];
     for (const [key, entry] of this.entries) {
-      if (now - entry.at >= 3 * REFRESH_MS) {
+      if (!isLive(entry, now)) {
         if (now - entry.at > 10 * REFRESH_MS) this.entries.delete(key); // long gone: forget it
         continue;
       }
@@ -103,7 +105,7 @@ async function listCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEnt
     const e = await kv.get(k);
     if (!e || e.operation !== 'PUT' || !e.value.length) continue;
     const entry = e.json<CatalogueEntry>();
-    if (Date.now() - entry.at < 3 * REFRESH_MS) out.push(entry);
+    if (isLive(entry)) out.push(entry);
   }
   return out.sort((a, b) => a.instanceId.localeCompare(b.instanceId));
 }

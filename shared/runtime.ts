@@ -53,16 +53,17 @@ export function onShutdown(stop: () => Promise<void>) {
 }
 
 /**
- * Retry a start-up step with backoff: right after a cluster restart JetStream answers "no
- * responders" or times out until its streams have leaders again.
+ * Retry a step with backoff (250 ms doubling to 5 s) for `timeoutMs`: right after a cluster restart
+ * or in a failover JetStream answers "no responders" or times out until its streams have leaders
+ * again. `retryIf` limits which errors are tried again (default: any, as at start-up).
  */
-export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log }: { timeoutMs?: number; log?: { warn(o: object, m: string): void } } = {}): Promise<T> {
+export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean } = {}): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
     try {
       return await f();
     } catch (e) {
-      if (Date.now() + wait > end) throw e;
+      if (Date.now() + wait > end || (retryIf && !retryIf(e))) throw e;
       log?.warn({ err: (e as Error).message, retryInMs: wait }, `${what} failed; retrying`);
       await new Promise((r) => setTimeout(r, wait));
     }

@@ -101,17 +101,10 @@ const OUTCOME_RETRY_MS = 15_000;
  * until it fails as worker_lost. The fixed message id makes a retry that crosses a stored first try
  * a duplicate.
  */
-async function publishFinalOutcome(nc: NatsConnection, o: Outcome, stopping: AbortSignal, log: Logger): Promise<void> {
-  const until = Date.now() + OUTCOME_RETRY_MS;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 2000)) {
-    try {
-      return await publishOutcome(nc, o);
-    } catch (e) {
-      if (!isTransientNatsError(e) || stopping.aborted || Date.now() + wait > until) throw e;
-      log.warn({ err: e, jobId: o.jobId, resultKey: o.resultKey, retryInMs: wait }, 'outcome not published; retrying');
-      await new Promise((r) => setTimeout(r, wait));
-    }
-  }
+function publishFinalOutcome(nc: NatsConnection, o: Outcome, stopping: AbortSignal, log: Logger): Promise<void> {
+  return withRetry(`outcome of ${o.jobId}/${o.resultKey}`, () => publishOutcome(nc, o), {
+    timeoutMs: OUTCOME_RETRY_MS, log, retryIf: (e) => isTransientNatsError(e) && !stopping.aborted,
+  });
 }
 
 export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<void> }> {

@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import type { Config } from '../../shared/config/index.ts';
 import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
 import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
-import { CHECKS, cleanup, moduleChecks, percentiles, type CheckDef } from './checks.ts';
+import { CHECKS, cleanup, moduleChecks, percentiles, type CheckDef } from './checks/index.ts';
 
 export type RunModule = 'quick' | 'conformance' | 'custom';
 

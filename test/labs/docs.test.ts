@@ -4,7 +4,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../shared/config/index.ts';
-import { CHECKS } from '../../actors/relay-prober/checks.ts';
+import { CHECKS } from '../../actors/relay-prober/checks/index.ts';
 import { BASIS_LEVELS } from '../../shared/schemas/labs-report.ts';
 
 const doc = readFileSync(join(ROOT, 'docs/labs.md'), 'utf8');

@@ -3,29 +3,33 @@
 import { matchFilter, type Filter } from 'nostr-tools/filter';
 import type { Event } from 'nostr-tools/pure';
 import type { CheckInfo, LabsModule } from '../../../shared/services/labs.ts';
-import type { CheckStatus, BasisLevel } from '../../../shared/schemas/labs-report.ts';
+import type { CheckStatus } from '../../../shared/schemas/labs-report.ts';
 import { isWriteRefusal, ProbeFatal, type OkAnswer, type Probe, type ProbeTimings } from '../probe.ts';
 import type { RelayConn } from '../conn.ts';
+import { RULES, type Rule } from './rules.ts';
 
 export interface Outcome {
   status: CheckStatus;
   message: string;
   details?: Record<string, unknown>;
+  /** The rule this finding was judged by, when softer or different from the check's basis. */
+  rule?: Rule;
 }
 
 export interface CheckDef extends CheckInfo {
   module: LabsModule;
-  basis: { nip: string; section?: string; level: BasisLevel };
+  /** The rule the check tests; its level caps the status (run.ts `judge`). */
+  basis: Rule;
   /** Least number of round trips the check needs (connections, REQ/EVENT/COUNT/AUTH, HTTP). */
   minRoundTrips: number | ((t: ProbeTimings) => number);
   run(p: Probe): Promise<Outcome>;
 }
 
-export const pass = (message: string, details: Record<string, unknown> = {}): Outcome => ({ status: 'pass', message, details });
-export const bad = (message: string, details: Record<string, unknown> = {}): Outcome => ({ status: 'fail', message, details });
-export const skip = (message: string, details: Record<string, unknown> = {}): Outcome => ({ status: 'skip', message, details });
-export const info = (message: string, details: Record<string, unknown> = {}): Outcome => ({ status: 'info', message, details });
-export const warn = (message: string, details: Record<string, unknown> = {}): Outcome => ({ status: 'warn', message, details });
+export const pass = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'pass', message, details, ...(rule ? { rule } : {}) });
+export const bad = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'fail', message, details, ...(rule ? { rule } : {}) });
+export const skip = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'skip', message, details, ...(rule ? { rule } : {}) });
+export const info = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'info', message, details, ...(rule ? { rule } : {}) });
+export const warn = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'warn', message, details, ...(rule ? { rule } : {}) });
 
 export const now = () => Math.floor(Date.now() / 1000);
 export const randHex = () => Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -88,10 +92,13 @@ export const extrasSeen = (p: Probe): { check: string; id: string }[] => {
 };
 
 /** Run filters, compare with what the dataset says must come back. */
-export async function filterCheck(p: Probe, id: string, filters: Filter[], opts: { expectIds?: string[]; describe: string } ) {
+// An event outside the filter breaks the check's MUST; a matching event missing is judged by
+// "the relay SHOULD return events that match the filter" (relays may hold events back), and a
+// superseded version served by "it SHOULD return just the latest one".
+export async function filterCheck(p: Probe, id: string, filters: Filter[], opts: { expectIds?: string[]; describe: string; missingRule?: Rule }) {
   const ds = await dataset(p);
   const r = await p.req(filters as Record<string, unknown>[]);
-  if (r.end !== 'EOSE') return bad(`no EOSE for ${opts.describe} (${r.end ?? 'timeout'}${r.reason ? `: ${r.reason}` : ''})`, { filters, notices: r.notices });
+  if (r.end !== 'EOSE') return bad(`no EOSE for ${opts.describe} (${r.end ?? 'timeout'}${r.reason ? `: ${r.reason}` : ''})`, { filters, notices: r.notices }, r.end === 'CLOSED' ? RULES.reqReturns : RULES.reqAnswered);
   const expected = opts.expectIds ?? ds.visible.filter((e) => filters.some((f) => matchFilter(f, e))).map((e) => e.id);
   const got = r.events.map((e) => e.id);
   const nonMatching = r.events.filter((e) => !filters.some((f) => matchFilter(f, e))).map((e) => e.id);
@@ -100,8 +107,8 @@ export async function filterCheck(p: Probe, id: string, filters: Filter[], opts:
   const unexpected = got.filter((x) => !expected.includes(x) && !nonMatching.includes(x));
   const details = { filters, expected: expected.map(short), returned: got.map(short), missing: missing.map(short), nonMatching: nonMatching.map(short) };
   if (nonMatching.length) return bad(`${opts.describe}: ${nonMatching.length} event(s) returned that do not match the filter`, details);
-  if (missing.length) return bad(`${opts.describe}: ${missing.length} of ${expected.length} matching test event(s) missing`, details);
-  if (unexpected.length) return bad(`${opts.describe}: ${unexpected.length} superseded or unexpected event(s) returned`, details);
+  if (missing.length) return bad(`${opts.describe}: ${missing.length} of ${expected.length} matching test event(s) missing`, details, opts.missingRule ?? RULES.reqReturns);
+  if (unexpected.length) return bad(`${opts.describe}: ${unexpected.length} superseded or unexpected event(s) returned`, details, RULES.replaceableServed);
   return pass(`${opts.describe}: exactly the ${expected.length} matching event(s)`, details);
 }
 
@@ -160,6 +167,7 @@ export async function refusedOrHidden(p: Probe, ev: Event, c?: RelayConn, raw?: 
 }
 
 export type Def = Omit<CheckDef, 'selectable' | 'needsDataset'> & { needsDataset?: boolean; selectable?: boolean };
+export type { Rule };
 export const def = (d: Def): CheckDef => ({ needsDataset: false, selectable: true, ...d });
 
 export function flip(hex: string): string {

@@ -1,8 +1,9 @@
 // NIP-09 deletion requests.
 import { def, pass, bad, skip, now, type CheckDef } from './common.ts';
+import { RULES } from './rules.ts';
 
 export const DELETION_CHECKS: CheckDef[] = [
-  def({ id: 'delete-e', title: 'Deletion by e tag', module: 'conformance', basis: { nip: '09', level: 'recommended' }, minRoundTrips: 4,
+  def({ id: 'delete-e', title: 'Deletion by e tag', module: 'conformance', basis: RULES.deletion, minRoundTrips: 4,
     async run(p) {
       const ev = p.sign({ kind: 1, content: 'labs test: to be deleted' });
       if ((await p.publishAuthed(ev)).ok !== true) return skip('test event not accepted');
@@ -16,7 +17,7 @@ export const DELETION_CHECKS: CheckDef[] = [
       if (d.deletedStillServed) return bad('the deleted event is still served', d);
       return pass(d.deletionRequestServed ? 'deleted; the deletion request is served' : 'deleted (the deletion request itself is not served, which NIP-09 says it should be)', d);
     } }),
-  def({ id: 'delete-a', title: 'Deletion by a tag up to its time', module: 'conformance', basis: { nip: '09', level: 'recommended' }, minRoundTrips: 5,
+  def({ id: 'delete-a', title: 'Deletion by a tag up to its time', module: 'conformance', basis: RULES.deletionA, minRoundTrips: 5,
     async run(p) {
       const t = now();
       const ev = p.sign({ kind: 30078, created_at: t - 5, content: 'labs test: addressable to delete', tags: [['d', 'labs-del']] });
@@ -35,7 +36,7 @@ export const DELETION_CHECKS: CheckDef[] = [
       if (!d.newerServed) return bad('a version newer than the deletion request is refused or hidden too', d);
       return pass('older versions gone, a newer version is kept', d);
     } }),
-  def({ id: 'delete-others', title: "Deletion does not remove someone else's event", module: 'conformance', basis: { nip: '09', level: 'essential' }, minRoundTrips: 3,
+  def({ id: 'delete-others', title: "Deletion does not remove someone else's event", module: 'conformance', basis: RULES.deletion, minRoundTrips: 3,
     async run(p) {
       const other = p.sign({ kind: 1, content: 'labs test: someone else' }, 1);
       if ((await p.publishAuthed(other)).ok !== true) return skip('test event not accepted');

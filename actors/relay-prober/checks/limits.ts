@@ -1,10 +1,11 @@
 // NIP-11 `limitation` values and what the relay actually enforces.
 import { def, pass, bad, skip, info, warn, now, L, dataset, refusedOrHidden, type CheckDef } from './common.ts';
+import { RULES } from './rules.ts';
 import { getPow } from 'nostr-tools/nip13';
 import { hasPrefix, isWriteRefusal } from '../probe.ts';
 
 export const LIMIT_CHECKS: CheckDef[] = [
-  def({ id: 'limit-subscriptions', title: 'max_subscriptions enforced with CLOSED', module: 'conformance', basis: { nip: '11', section: 'limitation.max_subscriptions', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-subscriptions', title: 'max_subscriptions enforced with CLOSED', module: 'conformance', basis: RULES.maxSubscriptions, minRoundTrips: 2,
     async run(p) {
       const max = L(p, 'max_subscriptions');
       if (max === null) return skip('max_subscriptions not advertised');
@@ -26,7 +27,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       if (over.end === 'EOSE') return bad(`subscription ${max + 1} accepted although max_subscriptions is ${max}`, d);
       return bad(`subscription ${max + 1} refused without CLOSED and a prefix`, d);
     } }),
-  def({ id: 'limit-subid-length', title: 'Subscription ids up to 64 characters work; max_subid_length enforced', module: 'conformance', basis: { nip: '01', section: 'REQ (subscription_id)', level: 'required' }, minRoundTrips: 2,
+  def({ id: 'limit-subid-length', title: 'Subscription ids up to 64 characters work; max_subid_length enforced', module: 'conformance', basis: RULES.subidLength, minRoundTrips: 2,
     async run(p) {
       const max = L(p, 'max_subid_length');
       const okLen = Math.min(64, max ?? 64);
@@ -40,7 +41,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       if (over.end === 'EOSE') return warn(`a ${max + 1}-character id is accepted although max_subid_length is ${max}`);
       return pass(`${okLen} accepted, ${max + 1} refused`);
     } }),
-  def({ id: 'limit-max-limit', title: 'max_limit caps results', module: 'conformance', needsDataset: true, basis: { nip: '11', section: 'limitation.max_limit', level: 'convention' }, minRoundTrips: 1,
+  def({ id: 'limit-max-limit', title: 'max_limit caps results', module: 'conformance', needsDataset: true, basis: RULES.maxLimit, minRoundTrips: 1,
     async run(p) {
       const ds = await dataset(p);
       const max = L(p, 'max_limit');
@@ -50,7 +51,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       p.observe('limitation.max_limit', max, r.events.length, r.events.length <= max, 'limit-max-limit');
       return r.events.length <= max ? pass(`${r.events.length} returned`) : bad(`${r.events.length} returned, more than max_limit ${max}`);
     } }),
-  def({ id: 'limit-content-length', title: 'max_content_length enforced', module: 'conformance', basis: { nip: '11', section: 'limitation.max_content_length', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-content-length', title: 'max_content_length enforced', module: 'conformance', basis: RULES.maxContentLength, minRoundTrips: 2,
     async run(p) {
       const max = L(p, 'max_content_length');
       if (max === null) return skip('max_content_length not advertised');
@@ -59,7 +60,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       p.observe('limitation.max_content_length', max, r.refused ? max : `more than ${max}`, r.refused, 'limit-content-length');
       return r.refused ? pass(`content of ${max + 1} refused (${r.how})`) : bad(`content of ${max + 1} characters accepted`);
     } }),
-  def({ id: 'limit-message-length', title: 'max_message_length enforced', module: 'conformance', basis: { nip: '11', section: 'limitation.max_message_length', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-message-length', title: 'max_message_length enforced', module: 'conformance', basis: RULES.maxMessageLength, minRoundTrips: 2,
     async run(p) {
       const max = L(p, 'max_message_length');
       if (max === null) return skip('max_message_length not advertised');
@@ -69,7 +70,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       p.observe('limitation.max_message_length', max, r.refused ? max : `more than ${max}`, r.refused, 'limit-message-length');
       return r.refused ? pass(`a ${JSON.stringify(['EVENT', ev]).length}-byte message refused (${r.how})`) : bad('a message longer than max_message_length accepted');
     } }),
-  def({ id: 'limit-event-tags', title: 'max_event_tags enforced', module: 'conformance', basis: { nip: '11', section: 'limitation.max_event_tags', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-event-tags', title: 'max_event_tags enforced', module: 'conformance', basis: RULES.maxEventTags, minRoundTrips: 2,
     async run(p) {
       const max = L(p, 'max_event_tags');
       if (max === null) return skip('max_event_tags not advertised');
@@ -79,7 +80,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       p.observe('limitation.max_event_tags', max, r.refused ? max : `more than ${max}`, r.refused, 'limit-event-tags');
       return r.refused ? pass(`${max + 3} tags refused (${r.how})`) : bad(`${max + 3} tags accepted`);
     } }),
-  def({ id: 'limit-created-at', title: 'created_at window (seconds relative to now)', module: 'conformance', basis: { nip: '11', section: 'limitation.created_at_lower_limit / created_at_upper_limit', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-created-at', title: 'created_at window (seconds relative to now)', module: 'conformance', basis: RULES.createdAtLimits, minRoundTrips: 2,
     async run(p) {
       const lo = L(p, 'created_at_lower_limit');
       const hi = L(p, 'created_at_upper_limit');
@@ -102,7 +103,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       c.close();
       return allOk ? pass(out.join('; ')) : bad(out.join('; '));
     } }),
-  def({ id: 'limit-pow', title: 'min_pow_difficulty enforced', module: 'conformance', basis: { nip: '13', section: 'limitation.min_pow_difficulty', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-pow', title: 'min_pow_difficulty enforced', module: 'conformance', basis: RULES.minPow, minRoundTrips: 2,
     async run(p) {
       const d = L(p, 'min_pow_difficulty');
       if (!d) return skip('no proof of work required');
@@ -113,7 +114,7 @@ export const LIMIT_CHECKS: CheckDef[] = [
       if (!r.refused) return bad(`an event with ${getPow(ev.id)} bits accepted`);
       return r.a.reason.startsWith('pow:') ? pass(`refused: ${r.a.reason}`) : warn(`refused without the pow: prefix (${r.how})`);
     } }),
-  def({ id: 'limit-auth-writes', title: 'auth_required / restricted_writes match what happens', module: 'conformance', basis: { nip: '11', section: 'limitation.auth_required / restricted_writes', level: 'convention' }, minRoundTrips: 2,
+  def({ id: 'limit-auth-writes', title: 'auth_required / restricted_writes match what happens', module: 'conformance', basis: RULES.authWrites, minRoundTrips: 2,
     async run(p) {
       const c = await p.open();
       const ev = p.sign({ kind: 1, content: 'labs test: unauthenticated write' });

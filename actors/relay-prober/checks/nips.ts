@@ -104,7 +104,7 @@ export const NIP_CHECKS: CheckDef[] = [
       const hll = r.body?.hll;
       if (hll === undefined) return skip('no hll in the COUNT answer (relays may leave it out)', { msg: r.msg });
       const expected = hllEncode(feedPubkey(newHll(), p.pk, computeOffset(ds.refs.pB)));
-      const d = { filter, count: r.body?.count ?? null, hll: typeof hll === 'string' ? hll : hll, expectedHll: expected };
+      const d = { filter, count: r.body?.count ?? null, hll, expectedHll: expected };
       if (typeof hll !== 'string' || !/^[0-9a-f]{512}$/.test(hll)) return bad('hll is not 512 lowercase hex characters (256 registers)', d);
       if (hll !== expected) {
         const differ = Array.from({ length: 256 }, (_, i) => i).filter((i) => hll.slice(2 * i, 2 * i + 2) !== expected.slice(2 * i, 2 * i + 2));

@@ -1,5 +1,5 @@
-// Process plumbing shared by main.ts (everything in one process), actors/run.ts (one actor per
-// process) and the admin CLI: config, the NATS address, signals.
+// Process plumbing shared by the launcher (main.ts) and the admin CLI: config, the NATS address,
+// signals.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';

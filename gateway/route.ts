@@ -12,6 +12,9 @@ import type { Metrics } from './metrics.ts';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
 
+/** `jobs`: job creations per key, shared by all gateways; `key` / `address`: requests per minute per key / client address; `none`: unlimited (probes). */
+export type RateLimit = 'none' | 'key' | 'address' | 'jobs';
+
 export interface RouteRequest {
   method: Method;
   path: string;
@@ -74,8 +77,8 @@ export interface Route {
   responses: Record<number, ResponseDoc>;
   /** Error codes this route can answer with (401 is added for auth routes). */
   errors: ErrorCode[];
-  /** `jobs`: counts against the per-key job-creation limit. */
-  limit?: 'jobs';
+  /** Which limit a request takes a token from (gateway/pipeline/limit.ts); default `key` with auth, `address` without. */
+  rateLimit?: RateLimit;
   /** Not in /openapi.json (HTML pages, metrics). */
   hidden?: boolean;
   handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;

@@ -58,7 +58,7 @@ function serviceRoutes(service: ServiceName): Route[] {
       method: 'POST',
       path: `/v1/${service}/jobs`,
       auth: true,
-      limit: 'jobs',
+      rateLimit: 'jobs',
       summary: `Create a ${service} job`,
       description: 'Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.',
       tags: [service],

@@ -188,7 +188,7 @@ export class Probe {
 
   private onSend(m: unknown[]) {
     const t = m[0];
-    if (t === 'REQ') {
+    if (t === 'REQ' || t === 'NEG-OPEN') {
       if (this.usage.subscriptions >= BOUNDS.subscriptions) throw new BudgetExceeded(`${BOUNDS.subscriptions} subscriptions`);
       this.usage.subscriptions++;
     }
@@ -198,7 +198,7 @@ export class Probe {
       if (this.usage.events >= BOUNDS.events + (this.cleaning ? 2 * this.keys.length : 0)) throw new BudgetExceeded(`${BOUNDS.events} events`);
       this.usage.events++;
     }
-    if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH') this.usage.roundTrips++;
+    if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH' || t === 'NEG-OPEN' || t === 'NEG-MSG') this.usage.roundTrips++;
   }
 
   /** The shared connection; reopened when the relay dropped it. */

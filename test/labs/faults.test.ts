@@ -63,6 +63,9 @@ const cases: Case[] = [
   { name: 'NIP-45 not advertised, COUNT answered with NOTICE', faults: { countAsNotice: true }, nips: [1, 9, 11, 40, 70], checks: ['nip45-count'], expect: { 'nip45-count': 'skip' } },
   { name: 'hll with the wrong offset', faults: { hllWrongOffset: true }, checks: ['nip45-count', 'nip45-hll'], expect: { 'nip45-count': 'pass', 'nip45-hll': 'warn' } },
   { name: 'protected events accepted, NIP-70 not advertised', faults: { acceptProtected: true }, nips: [1, 9, 11, 40, 45], checks: ['nip70-protected'], expect: { 'nip70-protected': 'warn' } },
+  { name: 'NIP-77 advertised, NEG-OPEN answered with NEG-ERR', faults: { negErr: true }, checks: ['nip77-negentropy'], expect: { 'nip77-negentropy': 'warn' } },
+  { name: 'NIP-77 answer leaves an event out', faults: { negWrongSet: true }, checks: ['nip77-negentropy'], expect: { 'nip77-negentropy': 'fail' } },
+  { name: 'NIP-77 not advertised', faults: {}, nips: [1, 9, 11, 40, 45, 70], checks: ['nip77-negentropy'], expect: { 'nip77-negentropy': 'skip' } },
   { name: "another key's protected event accepted after AUTH", faults: { acceptProtected: true }, auth: true, checks: ['nip70-protected-auth'], expect: { 'nip70-protected-auth': 'fail' } },
 ];
 

@@ -1,9 +1,10 @@
 // Optional NIPs: 40 (expiration), 42 (AUTH), 45 (COUNT), 70 (protected events).
-import { def, pass, bad, skip, warn, now, dataset, authChallenge, refusedOrHidden, type CheckDef } from './common.ts';
+import { def, pass, bad, skip, warn, now, short, randHex, dataset, authChallenge, refusedOrHidden, type CheckDef } from './common.ts';
 import { RULES } from './rules.ts';
 import { newHll, feedPubkey, computeOffset, hllEncode } from 'nostr-tools/nip45';
 import { prefixOf, type Probe } from '../probe.ts';
 import type { RelayConn } from '../conn.ts';
+import { loadNip77 } from '../negentropy.ts';
 
 /** COUNT → COUNT, CLOSED, a NOTICE (taken as the answer to it) or nothing. */
 async function count(p: Probe, filter: Record<string, unknown>) {
@@ -111,6 +112,53 @@ export const NIP_CHECKS: CheckDef[] = [
         return bad(`hll registers differ from the ones NIP-45's steps give for the matching events (${differ.length} register(s), e.g. #${differ[0]})`, { ...d, differingRegisters: differ.slice(0, 10) });
       }
       return pass(`hll matches the registers NIP-45's steps give (count ${r.body?.count})`, d);
+    } }),
+  def({ id: 'nip77-negentropy', title: 'Negentropy sync (NEG-OPEN/NEG-MSG) finds what each side lacks', module: 'conformance', needsDataset: true, basis: RULES.negentropy, minRoundTrips: 1,
+    async run(p) {
+      const ds = await dataset(p);
+      if (p.advertisesNip(77) !== true) return skip('NIP-77 not advertised');
+      const { Negentropy, NegentropyStorageVector } = await loadNip77();
+      // the client holds notes 1-4 of the dataset and one event the relay never saw: the relay
+      // must make it need note 5 and learn it has the made-up one
+      const [n1, n2, n3, n4, n5] = ds.notes;
+      const madeUp = { created_at: ds.base - 15, id: randHex() };
+      const storage = new NegentropyStorageVector();
+      for (const e of [n1!, n2!, n3!, n4!, madeUp]) storage.insert(e.created_at, e.id);
+      storage.seal();
+      const neg = new Negentropy(storage);
+      const filter = { authors: [p.pk], kinds: [1], until: ds.base };
+      const c = await p.conn();
+      const sid = p.subId('neg');
+      const have: string[] = [];
+      const need: string[] = [];
+      const n0 = c.notices.length;
+      c.send(['NEG-OPEN', sid, filter, neg.initiate()]);
+      let rounds = 0;
+      for (; rounds < 8; rounds++) {
+        const r = await c.next((m) => ((m[0] === 'NEG-MSG' || m[0] === 'NEG-ERR') && m[1] === sid) || m[0] === 'NOTICE', p.timings.replyTimeoutMs);
+        if (!r || r.msg[0] === 'NOTICE') return bad(r ? `answered with NOTICE "${String(r.msg[1])}" instead of NEG-MSG or NEG-ERR` : 'NEG-OPEN not answered', { notices: c.notices.slice(n0) });
+        if (r.msg[0] === 'NEG-ERR') {
+          const reason = String(r.msg[2] ?? '');
+          p.observe('supported_nips: 77', true, `NEG-ERR: ${reason}`, false, 'nip77-negentropy');
+          if (prefixOf(reason).kind === 'none') return bad(`NEG-ERR without a prefix: "${reason}"`, { reason }, RULES.negentropyError);
+          return warn(`NIP-77 is advertised, but a sync of ${ds.notes.length} test notes was refused: "${reason}"`, { reason }, RULES.negentropyError);
+        }
+        let next: string | null;
+        try {
+          next = neg.reconcile(String(r.msg[2]), (id) => have.push(id), (id) => need.push(id));
+        } catch (e) {
+          c.send(['NEG-CLOSE', sid]);
+          return bad(`NEG-MSG that is not negentropy V1: ${(e as Error).message}`, { msg: String(r.msg[2]).slice(0, 200) });
+        }
+        if (next === null) break;
+        c.send(['NEG-MSG', sid, next]);
+      }
+      c.send(['NEG-CLOSE', sid]);
+      const d = { rounds: rounds + 1, need: need.map(short), have: have.map(short), expectedNeed: [short(n5!.id)], expectedHave: [short(madeUp.id)] };
+      const ok = need.length === 1 && need[0] === n5!.id && have.length === 1 && have[0] === madeUp.id;
+      p.observe('supported_nips: 77', true, ok, ok, 'nip77-negentropy');
+      if (!ok) return bad('the sync did not find exactly the note the client lacks and the event the relay lacks', d);
+      return pass(`in ${rounds + 1} round(s): needs note 5, relay lacks the made-up event`, d);
     } }),
   def({ id: 'nip70-protected', title: 'Protected events refused without AUTH', module: 'conformance', basis: RULES.protectedDefault, minRoundTrips: 2,
     async run(p) {

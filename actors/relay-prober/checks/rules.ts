@@ -2,7 +2,7 @@
 // basis is one of these rules; a finding judged by a softer rule (e.g. a matching event missing:
 // a SHOULD, where an event outside the filter breaks a MUST) carries that rule instead, so the
 // report always shows the quote that decided the level. Quotes are verbatim from
-// nostr-protocol/nips (NIP-01, 09, 11, 40, 42, 45, 70 as read for issue 21).
+// nostr-protocol/nips (NIP-01, 09, 11, 40, 42, 45, 70, 77 as read for issue 21).
 import type { BasisLevel } from '../../../shared/schemas/labs-report.ts';
 
 export interface Rule {
@@ -18,9 +18,10 @@ export interface Rule {
  * Rules judged as a MUST without the word, because they define what the thing is (docs/labs.md):
  * a relay is a WebSocket endpoint; NIP-01 defines `sig` as the signature of `id`, so a message
  * whose signature does not verify is not an event; NIP-42 and NIP-45 define AUTH and COUNT, so a
- * relay that lists the NIP and does not do what it defines does not implement it.
+ * relay that lists the NIP and does not do what it defines does not implement it; NIP-77 likewise
+ * defines the relay's NEG-MSG answer.
  */
-export const DEFINITIONAL: ReadonlySet<string> = new Set(['endpoint', 'tls', 'websocket', 'signature', 'auth', 'count']);
+export const DEFINITIONAL: ReadonlySet<string> = new Set(['endpoint', 'tls', 'websocket', 'signature', 'auth', 'count', 'negentropy']);
 
 const r = (nip: string, section: string | undefined, level: BasisLevel, quote: string, nipOptional = false): Rule => ({ nip, ...(section ? { section } : {}), level, quote, ...(nipOptional ? { nipOptional } : {}) });
 
@@ -97,6 +98,8 @@ export const RULES = {
   count: r('45', undefined, 'required', 'This NIP defines the verb `COUNT`, which accepts a subscription id and filters as specified in [NIP 01](01.md) for the verb `REQ`. Multiple filters are OR\'d together and aggregated into a single count result.', true),
   countRefusal: r('45', undefined, 'required', 'Whenever the relay decides to refuse to fulfill the `COUNT` request, it MUST return a `CLOSED` message.', true),
   hll: r('45', 'HyperLogLog', 'recommended', 'This section describes the steps a relay should take in order to return HLL values to clients.', true),
+  negentropy: r('77', 'High-Level Protocol Description', 'required', '(3) Relay selects the set of events that it has locally that match the filter (or uses a cache). (4) Relay constructs a response and returns it to the client in a `NEG-MSG` message.', true),
+  negentropyError: r('77', 'Nostr Messages', 'recommended', 'Error reasons are the same format as in NIP-01. They should begin with a machine-readable single-word prefix, followed by a `:` and then a human-readable message with more information.', true),
   protectedDefault: r('70', undefined, 'required', 'The default behavior of a relay MUST be to reject any event that contains `["-"]`.', true),
   protectedAuthor: r('70', undefined, 'required', 'Relays that want to accept such events MUST first require that the client perform the [NIP-42](42.md) `AUTH` flow and then check if the authenticated client has the same pubkey as the event being published and only accept the event in that case.', true),
 } satisfies Record<string, Rule>;

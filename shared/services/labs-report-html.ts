@@ -28,7 +28,9 @@ function observed(c: ReportCheck): string {
     const s = typeof v === 'string' ? v : JSON.stringify(v);
     return s.length > 160 ? `${s.slice(0, 157)}…` : s;
   };
-  return `<dl>${keys.map((k) => `<dt>${esc(k)}</dt><dd><code>${esc(show(d[k]))}</code></dd>`).join('')}</dl>`;
+  // open for what a person reads first (fail, warn); folded for the rest
+  const open = c.status === 'fail' || c.status === 'warn' ? ' open' : '';
+  return `<details${open}><summary>what was observed</summary><dl>${keys.map((k) => `<dt>${esc(k)}</dt><dd><code>${esc(show(d[k]))}</code></dd>`).join('')}</dl></details>`;
 }
 
 /** Horizontal bars of p50/p90/p99 per kind of round trip, as inline SVG (no script, no fetch). */
@@ -52,7 +54,7 @@ th{background:#f5f5f7}.score{font-size:2.2rem;font-weight:700}
 .s-pass{background:#d8f5d8}.s-fail{background:#ffd2d2}.s-warn{background:#ffeec2}.s-info{background:#dde8ff}.s-skip{background:#eee}
 blockquote{margin:.2rem 0;padding-left:.6rem;border-left:3px solid #ccc;color:#444;font-size:.9rem}
 dl{margin:0;font-size:.85rem}dt{font-weight:600}dd{margin:0 0 .2rem 0}code{word-break:break-all}
-svg text{font-size:12px}.bar{fill:#4a78c2}.muted{color:#666}`;
+summary{cursor:pointer;font-size:.85rem;color:#444}li{margin:.2rem 0}svg text{font-size:12px}.bar{fill:#4a78c2}.muted{color:#666}`;
 
 export function renderLabsReportHtml(report: LabsReport): string {
   const s = report.summary;
@@ -62,6 +64,10 @@ export function renderLabsReportHtml(report: LabsReport): string {
 <table><thead><tr><th>check</th><th>status</th><th>result and what was observed</th><th>basis</th></tr></thead><tbody>
 ${cs.map((c) => `<tr id="${esc(c.id)}"><td><code>${esc(c.id)}</code><br>${esc(c.title)}</td><td><span class="s s-${esc(c.status)}">${esc(c.status)}</span></td><td>${esc(c.message)}${observed(c)}</td><td>${esc(nipTitle(c.basis.nip))}${c.basis.section ? ` (${esc(c.basis.section)})` : ''}, <b>${esc(c.basis.level)}</b>${c.advertised === false ? ', <span class="muted">not in supported_nips</span>' : ''}${c.basis.quote ? `<blockquote>${esc(c.basis.quote)}</blockquote>` : ''}</td></tr>`).join('\n')}
 </tbody></table>`).join('\n');
+  const attention = report.checks.filter((c) => c.status === 'fail' || c.status === 'warn').sort((a, b) => (a.status === b.status ? 0 : a.status === 'fail' ? -1 : 1));
+  const needs = attention.length
+    ? `<h2>Needs attention</h2><ul>${attention.map((c) => `<li><span class="s s-${esc(c.status)}">${esc(c.status)}</span> <a href="#${esc(c.id)}"><code>${esc(c.id)}</code></a>: ${esc(c.message)}</li>`).join('')}</ul>`
+    : '';
   const avo = report.advertisedVsObserved.length
     ? `<table><thead><tr><th>claim</th><th>advertised</th><th>observed</th><th>agrees</th></tr></thead><tbody>${report.advertisedVsObserved.map((r) => `<tr><td><code>${esc(r.claim)}</code></td><td>${esc(JSON.stringify(r.advertised))}</td><td>${esc(JSON.stringify(r.observed))}</td><td>${r.agrees === null ? '<span class="muted">cannot tell</span>' : r.agrees ? 'yes' : '<b>no</b>'}${r.checkId ? ` (<a href="#${esc(r.checkId)}">${esc(r.checkId)}</a>)` : ''}</td></tr>`).join('')}</tbody></table>`
     : '<p>No NIP-11 claims to compare.</p>';
@@ -75,6 +81,7 @@ ${cs.map((c) => `<tr id="${esc(c.id)}"><td><code>${esc(c.id)}</code><br>${esc(c.
 <p><span class="score">${esc(report.score)}</span> / 100 <span class="muted">(pass + ½ warn over pass, warn and fail)</span></p>
 <p>${counts} · ${esc(s.total)} checks</p>
 <p class="muted">Levels come from the NIPs' own words: MUST can fail, SHOULD and conventions warn, MAY is info; an optional NIP the relay does not list in supported_nips can at most warn.</p>
+${needs}
 <h2>Checks by NIP</h2>
 ${groups}
 <h2>Latency</h2>

@@ -45,3 +45,15 @@ t.test('which requests get HTML', async (t) => {
   t.equal(wantsReportHtml(undefined, undefined), false);
   t.equal(wantsReportHtml(undefined, 'application/json, text/html'), false, 'asks for JSON too: JSON');
 });
+
+t.test('fails and warns are listed first, linked to their rows', async (t) => {
+  const relay = await startMiniRelay({ keepEphemeralMs: 60_000, noCors: true });
+  t.teardown(() => relay.close());
+  const { report } = await probe(relay.url, 'custom', ['nip11-cors', 'kind-ephemeral', 'dns']);
+  const html = renderLabsReportHtml(report);
+  const needs = html.slice(html.indexOf('<h2>Needs attention</h2>'), html.indexOf('<h2>Checks by NIP</h2>'));
+  t.match(needs, /s-fail">fail<\/span> <a href="#nip11-cors">/);
+  t.match(needs, /s-warn">warn<\/span> <a href="#kind-ephemeral">/);
+  t.notMatch(needs, /#dns/, 'a pass is not listed');
+  t.ok(needs.indexOf('nip11-cors') < needs.indexOf('kind-ephemeral'), 'fail before warn');
+});

@@ -48,7 +48,7 @@ export const NIP_CHECKS: CheckDef[] = [
       if (a.ok !== true) return bad(`valid AUTH refused: ${a.reason}`);
       return pass('challenge received; valid AUTH accepted with OK');
     } }),
-  def({ id: 'nip42-refusals', title: 'Bad AUTH events refused (kind, challenge, relay, time)', module: 'conformance', basis: RULES.authVerify, minRoundTrips: 4,
+  def({ id: 'nip42-refusals', title: 'Bad AUTH events refused (kind, challenge, relay, time)', module: 'conformance', basis: RULES.authVerify, minRoundTrips: 5,
     async run(p) {
       // the connection (and challenge) of nip42-auth when it ran; bad AUTH events must be refused
       // whether or not the connection authenticated before
@@ -69,7 +69,10 @@ export const NIP_CHECKS: CheckDef[] = [
       }
       if (accepted.length) return bad(`accepted: ${accepted.join(', ')}`, { accepted });
       if (unanswered.length) return bad(`no OK for: ${unanswered.join(', ')}`, { unanswered });
-      return pass('all four bad AUTH events refused with OK false');
+      // refusals only mean something from a relay that accepts a good AUTH
+      const good = await p.auth(c, challenge, {}, 0);
+      if (good.ok !== true) return skip(`no AUTH is accepted here, not even a valid one (${good.ok === null ? 'no OK' : good.reason}): the refusals say nothing`, { validAuth: { ok: good.ok, reason: good.reason } });
+      return pass('all four bad AUTH events refused with OK false; a valid one accepted');
     } }),
   def({ id: 'nip45-count', title: 'COUNT answered with COUNT or CLOSED', module: 'conformance', needsDataset: true, basis: RULES.count, minRoundTrips: 1,
     async run(p) {

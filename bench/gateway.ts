@@ -31,6 +31,8 @@ export const ENDPOINTS: Endpoint[] = [
   { id: 'pricing', method: 'GET', path: '/v1/pricing', auth: false, label: '(1 client address)' },
   // one address per connection, like many clients: the same entry is no longer contended
   { id: 'pricing-many', method: 'GET', path: '/v1/pricing', auth: false, label: '(1 address per connection)', manyClients: true },
+  { id: 'index', method: 'GET', path: '/v1', auth: false, label: '(1 address per connection)', manyClients: true },
+  { id: 'services', method: 'GET', path: '/v1/services', auth: false, label: '(1 address per connection)', manyClients: true },
   { id: 'balance', method: 'GET', path: '/v1/balance', auth: true },
   { id: 'quote', method: 'POST', path: '/v1/websitepro/quote', auth: true, body: { url: 'https://example.com/article', outputs: ['metadata', 'markdown'] } },
 ];

@@ -12,6 +12,7 @@ import { ConvertPool } from '../actors/converter/pool.ts';
 import { figure, percentile, quick, type BenchFigure, type BenchRow } from './figure.ts';
 import type { Cluster } from './lib/cluster.ts';
 import { startPageServer } from './lib/page.ts';
+import { countTraffic } from './lib/traffic.ts';
 
 export interface PipelineOptions {
   /** Jobs one after another, for latency. */
@@ -98,6 +99,11 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
     }
     if (failures.length) throw new Error(`pipeline warm-up failed: ${failures.join('; ')}`);
 
+    // what one job costs in NATS traffic, jobs one after another with nothing else running
+    const counted = quick() ? 4 : 10;
+    const traffic = await countTraffic(cluster.nats.url, async () => { for (let i = 0; i < counted; i++) await viaPipeline(); });
+    const perJob = (n: number) => n / counted;
+
     const seqPipe: number[] = [];
     const seqDirect: number[] = [];
     // alternate in halves so drift on the machine falls on both
@@ -127,8 +133,17 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
         name: `websitepro metadata jobs/s (${opts.concurrency} in flight)`, unit: 'jobs/s', samples: rpsPipe, baselineSamples: rpsDirect,
         note: `${opts.jobs} jobs per round x ${opts.rounds}; baseline: the same conversions in one process, ${opts.concurrency} in flight; ${note}`,
       }),
+      // a count has no baseline: the direct call makes no NATS traffic at all
+      {
+        name: 'websitepro metadata job: JetStream writes per job', unit: 'writes', value: perJob(traffic.jetstreamWrites), baseline: NaN, ratio: NaN, samples: [perJob(traffic.jetstreamWrites)],
+        note: `${counted} jobs one after another; every stream's (KV, object store) last sequence moved, summed (${Object.entries(traffic.writesByStream).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}); also ${perJob(traffic.jsApi).toFixed(1)} JetStream API calls and ${perJob(traffic.jsAcks).toFixed(1)} acks per job`,
+      },
+      {
+        name: 'websitepro metadata job: core NATS requests per job', unit: 'requests', value: perJob(traffic.coreRequests), baseline: NaN, ratio: NaN, samples: [perJob(traffic.coreRequests)],
+        note: `${counted} jobs; plus ${perJob(traffic.corePublishes).toFixed(1)} core publishes per job; by subject: ${Object.entries(traffic.bySubject).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}`,
+      },
     ];
-    return { rows, raw: { options: opts, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
+    return { rows, raw: { options: opts, traffic: { jobs: counted, ...traffic }, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
   } finally {
     await pool.close();
     await page.close();

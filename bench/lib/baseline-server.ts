@@ -8,10 +8,11 @@
 //       doing no work at all: the limit of the stack.
 // node: a plain node:http server doing the work the gateway does for these routes, with the same
 //       code: the same route handlers from gateway/routes, the same Ajv options and TypeBox schemas,
-//       the same key lookup (with the same 30 s cache), the same GCRA rate-limit read and write in
-//       the `limits` bucket, the same wallet requests over NATS. It leaves out what is not work on
-//       the request: Prometheus metrics, the access log (off at warn level in the gateway too),
-//       OPTIONS/405 handling.
+//       the same auth step (gateway/pipeline/auth.ts: key lookup with its 30 s cache), the same limit
+//       step (gateway/pipeline/limit.ts: LocalLimiter in memory per key or address, the shared
+//       `limits` bucket only for job creation), the same wallet requests over NATS. It leaves out
+//       what is not work on the request: Prometheus metrics, the access log (off at warn level in
+//       the gateway too), OPTIONS/405 handling.
 import { createServer, type IncomingMessage } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -22,14 +23,13 @@ import addFormats from 'ajv-formats';
 import { loadNativeUws } from '../../gateway/uws.ts';
 import { allRoutes } from '../../gateway/routes/index.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
-import type { GatewayContext, Route, RouteRequest } from '../../gateway/route.ts';
+import type { GatewayContext, RateLimit, Route, RouteRequest } from '../../gateway/route.ts';
+import { createAuth } from '../../gateway/pipeline/auth.ts';
+import { createLimit, rateLimitOf } from '../../gateway/pipeline/limit.ts';
 import { statusLine } from '../../gateway/http.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { COMPONENTS } from '../../gateway/schemas.ts';
 import { BUCKETS } from '../../shared/names.ts';
-import { lookupKey } from '../../shared/keys.ts';
-import { hashKey } from '../../shared/ids.ts';
-import { takeToken } from '../../shared/limits.ts';
 import { loadConfig } from '../../shared/config/index.ts';
 import { connectNats } from '../../shared/nats/connect.ts';
 import { createLogger } from '../../shared/log.ts';
@@ -91,27 +91,14 @@ async function plainNode() {
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false });
   (addFormats as unknown as (a: Ajv) => void)(ajv);
   for (const s of COMPONENTS) ajv.addSchema(s);
-  const routes = new Map<string, { route: Route; body?: ValidateFunction }>();
+  const routes = new Map<string, { route: Route; rateLimit: RateLimit; body?: ValidateFunction }>();
   for (const route of allRoutes({ metrics: createMetrics(), isReady: () => true })) {
     if (route.path.includes(':')) continue; // the benchmarked paths have no parameters
-    routes.set(`${route.method} ${route.path}`, { route, ...(route.body ? { body: ajv.compile(route.body) } : {}) });
+    routes.set(`${route.method} ${route.path}`, { route, rateLimit: rateLimitOf(route), ...(route.body ? { body: ajv.compile(route.body) } : {}) });
   }
-  const authCache = new Map<string, { walletId: string; until: number }>();
-  const authenticate = async (header: string | undefined) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!m) throw new ApiError('unauthorized', 'Authorization header missing');
-    const keyHash = hashKey(m[1]!);
-    const hit = authCache.get(keyHash);
-    if (hit && hit.until > Date.now()) return { walletId: hit.walletId, keyHash };
-    const rec = await lookupKey(ctx.kv.keys, m[1]!);
-    if (!rec) throw new ApiError('unauthorized', 'unknown API key');
-    authCache.set(keyHash, { walletId: rec.walletId, until: Date.now() + 30_000 });
-    return { walletId: rec.walletId, keyHash };
-  };
-  const limit = async (scope: string, id: string, n: number, period: number) => {
-    const d = await takeToken(ctx.kv.limits, scope, id, n, period);
-    if (!d.allowed) throw new ApiError('rate_limited', `too many requests; retry in ${d.retryAfter} s`);
-  };
+  // the gateway's own auth and limit steps, so both servers do the same work per request
+  const authenticate = createAuth(ctx.kv.keys);
+  const limit = createLimit(config, ctx.kv.limits);
   // as gateway/server.ts: X-Forwarded-For only when trusted
   const clientIp = (req: IncomingMessage) => {
     const xff = req.headers['x-forwarded-for'];
@@ -142,12 +129,9 @@ async function plainNode() {
         method: route.method, path, params: {}, query: {}, body: undefined,
         headers: req.headers as Record<string, string>, requestId, ip: clientIp(req), signal: new AbortController().signal,
       };
-      if (route.auth) {
-        rq.auth = await authenticate(req.headers.authorization);
-        await limit(route.rateLimit === 'jobs' ? 'jobs' : 'key', rq.auth.keyHash, route.rateLimit === 'jobs' ? config.limits.jobsPerHour : config.server.keyRequestsPerMinute, route.rateLimit === 'jobs' ? 3600_000 : 60_000);
-      } else {
-        await limit('ip', rq.ip, config.server.publicRequestsPerMinute, 60_000);
-      }
+      if (route.auth) rq.auth = await authenticate(req.headers.authorization);
+      const limited = limit(hit.rateLimit, rq.auth?.keyHash, rq.ip);
+      if (limited) await limited;
       if (route.body) {
         let parsed: unknown;
         try { parsed = JSON.parse(raw!.toString('utf8')); } catch { throw new ApiError('bad_request', 'malformed JSON'); }

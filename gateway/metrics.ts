@@ -20,6 +20,16 @@ export function createMetrics() {
       requests.inc(labels);
       latency.observe(labels, seconds);
     },
+    /** One route's observer for a fixed method and status, its label lookups done once (the hot path). */
+    observer(route: string, method: string, status: number) {
+      const labels = { route, method, status: String(status) };
+      const count = requests.labels(labels);
+      const time = latency.labels(labels);
+      return (seconds: number) => {
+        count.inc();
+        time.observe(seconds);
+      };
+    },
     job(service: string, status: string) {
       jobs.inc({ service, status });
     },

@@ -82,6 +82,12 @@ export interface Route {
   errors: ErrorCode[];
   /** Which limit a request takes a token from (gateway/pipeline/limit.ts); default `key` with auth, `address` without. */
   rateLimit?: RateLimit;
+  /**
+   * The answer is the same for every caller and follows from config alone (index, price list): the
+   * gateway builds its bytes and headers once at start and then only limits, adds the request id
+   * and writes them (gateway/pipeline/fixed.ts). The handler must not read the request.
+   */
+  fixedAnswer?: boolean;
   /** Not in /openapi.json (HTML pages, metrics). */
   hidden?: boolean;
   handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;

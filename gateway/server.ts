@@ -16,6 +16,7 @@ import { declaredTooLarge, parseJsonBody, parseQuery } from './pipeline/parse.ts
 import { createValidatorCompiler, validateBody, validateQuery, type Validators } from './pipeline/validate.ts';
 import { asApiError, handle } from './pipeline/handle.ts';
 import { sendError, sendReply } from './pipeline/reply.ts';
+import { buildFixedAnswer, writeFixedAnswer, type FixedAnswer } from './pipeline/fixed.ts';
 
 export interface ServerOptions {
   ctx: GatewayContext;
@@ -27,6 +28,8 @@ export interface ServerOptions {
 interface CompiledRoute extends Validators {
   route: Route;
   rateLimit: RateLimit;
+  /** The precomputed answer of a `fixedAnswer` route, once built, with its metric. */
+  fixed?: { answer: FixedAnswer; observe: (seconds: number) => void };
 }
 
 const REQUEST_ID = /^[\w.-]{1,64}$/;
@@ -40,9 +43,50 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
   const authenticate = createAuth(ctx.kv.keys);
   const limit = createLimit(config, ctx.kv.limits);
   const bodyBytes = config.limits.bodyBytes;
+  for (const r of routes) {
+    if (!r.fixedAnswer) continue;
+    const target = router.find(r.method, r.path)?.target;
+    // until built (or if building failed) the route is served the ordinary way, by its handler
+    if (target) {
+      buildFixedAnswer(r, ctx).then(
+        (answer) => { target.fixed = { answer, observe: metrics.observer(r.path, r.method, answer.status) }; },
+        (err) => log.warn({ err, route: r.path }, 'fixed answer not built; served by the handler'),
+      );
+    }
+  }
+  const logsRequests = log.isLevelEnabled('info');
+
+  /**
+   * The hot path of a `fixedAnswer` GET: only the request id, the limit and the write. False when
+   * the request is not one (or the limit refuses: the ordinary path then answers 429 in the one
+   * error shape, taking no token a second time since a refusal takes none).
+   */
+  const fixedAnswerFor = (res: HttpResponse, req: HttpRequest, t0: number): boolean => {
+    if (req.getMethod() !== 'get') return false;
+    const rawUrl = req.getUrl();
+    const match = router.find('GET', rawUrl);
+    const fixed = match?.target.fixed;
+    if (!fixed) return false;
+    const xff = config.server.trustProxy ? req.getHeader('x-forwarded-for') : '';
+    const ip = xff ? xff.split(',')[0]!.trim() : Buffer.from(res.getRemoteAddressAsText()).toString();
+    try {
+      limit(match.target.rateLimit, undefined, ip);
+    } catch {
+      return false;
+    }
+    const incomingId = req.getHeader('x-request-id');
+    const requestId = incomingId && REQUEST_ID.test(incomingId) ? incomingId : randomUUID();
+    writeFixedAnswer(res, fixed.answer, requestId);
+    const ms = performance.now() - t0;
+    fixed.observe(ms / 1000);
+    if (logsRequests) log.info({ reqId: requestId, method: 'GET', path: decodedPath(rawUrl), route: match.target.route.path, status: fixed.answer.status, ms: Math.round(ms * 10) / 10, ip }, 'request');
+    return true;
+  };
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     const t0 = performance.now();
+    const fixed = fixedAnswerFor(res, req, t0);
+    if (fixed) return;
     const state: ResState = { aborted: false, done: false };
     const ac = new AbortController();
     res.onAborted(() => {

@@ -78,7 +78,7 @@ const Json = (description: string) => ({ description, schema: T.Object({}, { add
 
 export const publicRoutes: Route[] = [
   {
-    method: 'GET', path: '/v1', auth: false, tags: ['public'], summary: 'Index: services and links', errors: ['rate_limited'],
+    method: 'GET', path: '/v1', auth: false, tags: ['public'], summary: 'Index: services and links', errors: ['rate_limited'], fixedAnswer: true,
     responses: { 200: Json('Services and links') },
     handler: async (_req, ctx) => ({
       json: {
@@ -101,7 +101,7 @@ export const publicRoutes: Route[] = [
     }),
   },
   {
-    method: 'GET', path: '/v1/pricing', auth: false, tags: ['public'], summary: 'Price list in Payloads and EUR', errors: ['rate_limited'],
+    method: 'GET', path: '/v1/pricing', auth: false, tags: ['public'], summary: 'Price list in Payloads and EUR', errors: ['rate_limited'], fixedAnswer: true,
     description: 'Every price in Payloads (10000 = 1 EUR) with its EUR value, and the top-up range and bonus tiers.',
     responses: { 200: Json('Price list') },
     handler: async (_req, ctx) => ({ json: pricing(ctx.config) }),

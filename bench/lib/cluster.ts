@@ -13,8 +13,9 @@ import { spawnTs, waitReady, rssMb, type Proc } from './procs.ts';
 
 /**
  * What the bench changes from the defaults, and why:
- * - request rate limits so high they never refuse (the GCRA bucket is still read and written on
- *   every request, as in production; only the refusal is out of the way of a load test);
+ * - request rate limits so high they never refuse (a token is still taken on every request, in
+ *   memory or, for job creation, in the `limits` bucket, as in production; only the refusal is out
+ *   of the way of a load test);
  * - loopback allowed as a target (the pipeline's page lives on 127.0.0.1);
  * - log level warn (one info line per request would measure the terminal, not the gateway);
  * - X-Forwarded-For trusted, so a benchmark can stand for many client addresses from one machine

@@ -31,20 +31,32 @@ its own process and loaded the same way; runs rotate between the three servers.
   machine).
 - **node:http**: a plain \`node:http\` server doing the same work with the same code
   (\`bench/lib/baseline-server.ts\`): the gateway's route handlers from \`gateway/routes\`, Ajv with
-  the gateway's options and the same TypeBox schemas, the API-key lookup in the \`keys\` bucket with
-  the same 30 s cache, the same GCRA rate-limit read and write in the \`limits\` bucket, the same
-  wallet request over NATS. It leaves out Prometheus metrics and OPTIONS/405 handling.
+  the gateway's options and the same TypeBox schemas, the gateway's own auth step
+  (\`gateway/pipeline/auth.ts\`: key lookup in the \`keys\` bucket behind the same 30 s cache) and
+  limit step (\`gateway/pipeline/limit.ts\`: the same \`LocalLimiter\` in memory per key or per client
+  address; the shared \`limits\` bucket only for job creation, as in the gateway), the same wallet
+  request over NATS. It leaves out Prometheus metrics, OPTIONS/405 handling and the gateway's
+  precomputed answers (it runs the route's handler on every request).
 
-Endpoints: \`GET /v1/pricing\` (public: rate limit per client address, price list built from
-config); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
+What each row's baselines do, per endpoint (the gateway's work is the same as node:http's):
+
+| endpoint | gateway and node:http, per request | bare uWS |
+|---|---|---|
+| \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id; the gateway writes bytes built once at start (\`fixedAnswer\`), node:http runs the handler and \`JSON.stringify\` | replays the captured bytes with a fresh request id |
+| \`GET /v1/services\` | per-address \`LocalLimiter\`, the catalogue copy synced with the bucket (one stream-info request), JSON | replays the captured bytes |
+| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, one \`wallet.balance\` request, JSON | replays the captured bytes |
+| \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, \`wallet.balance\` | reads the body, replays the bytes |
+
+Endpoints: \`GET /v1\`, \`GET /v1/pricing\` (public: rate limit per client address, answer built from
+config); \`GET /v1/services\` (public, live catalogue); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
 \`POST /v1/websitepro/quote\` (the same, plus body read, JSON parse, Ajv validation and pricing).
 **req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
 **p99** is the 99th percentile latency of the 2xx answers, from every answer's own time
 (autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,
 which reads 0 for the bare baseline).
 
-The bench raises the request rate limits so they never refuse (the limit entry is still read and
-written per request), allows 127.0.0.1 as a target, and logs at \`warn\` (no access-log line per
+The bench raises the request rate limits so they never refuse (a token is still taken per
+request), allows 127.0.0.1 as a target, and logs at \`warn\` (no access-log line per
 request) - in the gateway and the node:http baseline alike.
 
 ### Pipeline (\`bench/pipeline.ts\`)
@@ -54,6 +66,14 @@ A \`websitepro\` job with the \`metadata\` output for a page served by a \`node:
 \`job.submitted\` → job-supervisor → task → converter → result → supervisor). Baseline: the
 converter's own fetch-and-convert functions called directly in one process, for the same page.
 The ratio is the pipeline's overhead.
+
+**Writes per job** (\`bench/lib/traffic.ts\`): jobs run one after another while a wildcard
+subscription on its own connection counts the traffic. *JetStream writes* is how far every
+stream's last sequence moved (KV buckets and object stores included: a put, a delete marker and a
+stream publish each take one), split by stream in the note; *core requests* are messages with a
+reply subject outside streams, the JetStream API and inboxes (actor-to-actor request/reply, e.g.
+\`wallet.charge\`). JetStream API calls and acks are in the note. A count has no baseline (the direct
+call makes no NATS traffic): the column shows \`-\`.
 
 ### Memory (\`bench/memory.ts\`)
 

@@ -20,6 +20,8 @@ import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
+/** How long a progress line waits before it is written to the job document (see noteProgress). */
+const PROGRESS_DELAY_MS = 250;
 
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
@@ -100,8 +102,47 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
 
   const jobsPump = await pump(STREAMS.jobs, CONSUMERS.supervisorJobs, (m) =>
     run(m, 'dispatch', () => dispatchJob(d, m.json<JobSubmitted>().jobId)));
-  const resultsPump = await pump(STREAMS.results, CONSUMERS.supervisorResults, (m) =>
-    run(m, 'outcome', () => recordOutcome(d, m.json<Outcome>())));
+  // Progress is shown only while a result is pending: each line is written after a short delay,
+  // the newest line per result, and not at all if the result finished meanwhile. A fast task's
+  // progress then costs no write to the job document; a line lost in a crash is only a display.
+  const progressDue = new Map<string, { o: Outcome; timer: NodeJS.Timeout }>();
+  const noteProgress = (o: Outcome) => {
+    const key = `${o.jobId}/${o.resultKey}`;
+    const due = progressDue.get(key);
+    if (due) {
+      due.o = o;
+      return;
+    }
+    const entry = {
+      o,
+      timer: setTimeout(() => {
+        progressDue.delete(key);
+        if (stopping) return;
+        recordOutcome(d, entry.o).catch((err) => log.warn({ err, jobId: o.jobId }, 'progress not recorded'));
+      }, PROGRESS_DELAY_MS),
+    };
+    entry.timer.unref();
+    progressDue.set(key, entry);
+  };
+  const resultsPump = await pump(STREAMS.results, CONSUMERS.supervisorResults, (m) => {
+    let o: Outcome;
+    try {
+      o = m.json<Outcome>();
+    } catch {
+      return run(m, 'outcome', () => recordOutcome(d, m.json<Outcome>())); // unreadable: the usual failure path
+    }
+    if (o?.kind === 'progress') {
+      noteProgress(o);
+      m.ack();
+      return Promise.resolve();
+    }
+    const due = progressDue.get(`${o.jobId}/${o.resultKey}`);
+    if (due) {
+      clearTimeout(due.timer);
+      progressDue.delete(`${o.jobId}/${o.resultKey}`);
+    }
+    return run(m, 'outcome', () => recordOutcome(d, o));
+  });
 
   // Exhausted tasks: the server's advisory, stored in LOST_TASKS (shared/nats/provision.ts), so one
   // published while no supervisor listened is acted on when one comes back.
@@ -174,6 +215,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     async stop() {
       stopping = true;
       clearInterval(timer);
+      for (const { timer: t } of progressDue.values()) clearTimeout(t);
+      progressDue.clear();
       await service.stop().catch(() => {});
       const pumps = [jobsPump, resultsPump, lostPump];
       for (const p of pumps) await p.iter.close().catch(() => {});

@@ -101,6 +101,13 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     if (o.kind === 'done') {
       r.status = 'done';
       if (o.file) r.file = o.file;
+      // the last result delivered and nothing to refund: finish in this same write, the state
+      // settleJob's last step would write next (one JetStream write fewer per job)
+      if (j.status === 'processing' && j.results.every((x) => x.status === 'done')) {
+        j.status = 'completed';
+        j.finishedAt = Date.now();
+        j.refunded = refundedTotal(j);
+      }
     } else {
       r.status = 'failed';
       r.error = o.error;
@@ -112,7 +119,12 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'outcome for an unknown job; dropped');
     return;
   }
-  if (o.kind !== 'progress') await settleJob(d, o.jobId);
+  if (o.kind === 'progress') return;
+  if (res.changed && res.job.status === 'completed') {
+    await publishJobEvent(d.nc, res.job, 'completed');
+    return;
+  }
+  await settleJob(d, o.jobId);
 }
 
 const firstError = (job: JobRecord) => {

@@ -24,6 +24,8 @@ export interface Deps {
   jobs: KV;
   datasets: KV;
   objm: Objm;
+  /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
+  webhooks?: { send(jobId: string): void };
 }
 
 export interface DatasetMark {
@@ -175,9 +177,17 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
     j.finishedAt = Date.now();
     j.refunded = refundedTotal(j);
     if (!delivered) j.error = firstError(j) ?? 'failed';
+    // in the same write as the finish, so a supervisor that dies now leaves it to the sweep
+    if (j.webhook?.state === 'waiting') {
+      j.webhook.state = 'pending';
+      j.webhook.nextAt = j.finishedAt;
+    }
     return true;
   });
-  if (res?.changed) await publishJobEvent(d.nc, res.job, res.job.status);
+  if (res?.changed) {
+    await publishJobEvent(d.nc, res.job, res.job.status);
+    if (res.job.webhook?.state === 'pending') d.webhooks?.send(jobId);
+  }
 }
 
 /** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */

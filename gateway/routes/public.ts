@@ -8,6 +8,15 @@ import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT } from '../../shared/services/shots.ts';
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
 import type { Config } from '../../shared/config/index.ts';
+import { loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
+
+const webhookKeys = new WeakMap<Config, WebhookKey>();
+/** The key every webhook is signed with (the same setting or data-folder file the senders use). */
+function webhooks(config: Config) {
+  let key = webhookKeys.get(config);
+  if (!key) webhookKeys.set(config, (key = loadWebhookKey(config)));
+  return webhookInfo(key, config);
+}
 
 export const API_VERSION = '1';
 
@@ -86,6 +95,7 @@ export const publicRoutes: Route[] = [
         name: 'payloads',
         apiVersion: API_VERSION,
         services: SERVICES.map((s) => ({ name: s, title: SERVICE_MODULES[s].title, description: SERVICE_MODULES[s].description, links: serviceLinks(ctx.baseUrl, s) })),
+        webhooks: webhooks(ctx.config),
         links: {
           self: `${ctx.baseUrl}/v1`,
           pricing: `${ctx.baseUrl}/v1/pricing`,

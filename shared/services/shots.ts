@@ -5,6 +5,7 @@ import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf } from './url.ts';
 import { precheckTarget } from '../outbound/check.ts';
+import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 
 /**
  * Viewport presets (CSS pixels). `fhd`, `qhd`, `hd` are the usual screen sizes; `laptop` (1440x900),
@@ -44,6 +45,7 @@ export const ShotsBody = T.Object({
     hideCookieBanner: T.Optional(T.Boolean()),
     delay: T.Optional(T.Union(DELAYS.map((d) => T.Literal(d)), { description: 'Seconds to wait after load: 0, 2 or 5.' })),
   }, { additionalProperties: false })),
+  webhook: T.Optional(WebhookField),
 }, { $id: 'ShotsBody', additionalProperties: false });
 export type ShotsRequest = Static<typeof ShotsBody>;
 
@@ -103,12 +105,14 @@ export const shots: ServiceModule<ShotsRequest> = {
   retentionSeconds: (c) => c.retention.shots,
   errorCode(err) {
     if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/webhook') return 'bad_webhook';
     if (err.instancePath.startsWith('/viewports')) return 'bad_viewport';
     if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' ? 'bad_request' : 'unknown_browser';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
     const url = parseTargetUrl(body.url);
+    if (body.webhook !== undefined) parseWebhook(body.webhook);
     const vps = (body.viewports?.length ? body.viewports : [DEFAULT_VIEWPORT]).map(parseViewport);
     if (vps.length > VIEWPORT_LIMITS.max) throw new ApiError('bad_viewport', `at most ${VIEWPORT_LIMITS.max} viewports`);
     const viewports = [...new Map(vps.map((v) => [`${v.w}x${v.h}`, v])).values()];
@@ -144,5 +148,6 @@ export const shots: ServiceModule<ShotsRequest> = {
   /** The target resolves to public addresses and accepts a connection (blocked_address, unreachable). */
   async precheck(body, _plan, { config }) {
     await precheckTarget(body.url, config);
+    if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

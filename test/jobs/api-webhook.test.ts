@@ -6,7 +6,10 @@ import t from 'tap';
 import { startJobsApi } from './app.ts';
 import { makeCerts } from '../labs/fixtures/certs.ts';
 import { startWebhookReceiver } from '../labs/fixtures/webhook-receiver.ts';
+import { Kvm } from '@nats-io/kv';
 import { keyFromSeed, verifyWebhook, WEBHOOK_HEADERS } from '../../shared/webhook.ts';
+import { updateJob } from '../../shared/jobs/store.ts';
+import { BUCKETS } from '../../shared/names.ts';
 
 const certs = makeCerts(30);
 t.teardown(() => certs.cleanup());
@@ -106,4 +109,25 @@ t.test('bad webhooks are refused at creation with bad_webhook, nothing charged',
   t.equal(await s.balance(w.walletId), 1000, 'nothing charged');
   const q = await s.request('POST', '/v1/shots/quote', { key: w.key, body: { url: s.targetUrl, browsers: ['testbrowser'], webhook: 'http://x.example/' } });
   t.equal(q.json?.error?.code, 'bad_webhook', 'the quote validates it the same way');
+});
+
+t.test('a delivery whose supervisor died is picked up by the sweep once its claim ends', async (t) => {
+  const s = await startJobsApi(t, { ...hooks, retention: { sweepSeconds: 0.3 } });
+  const w = await s.newWallet(1000);
+  const rx = await startWebhookReceiver(certs, [200]);
+  t.teardown(rx.close);
+  const c = await s.request('POST', '/v1/websitepro/jobs?wait=20', { key: w.key, body: { url: s.targetUrl, outputs: ['text'] } });
+  t.equal(c.json.job.status, 'completed');
+  const id = c.json.job.id;
+  // as a supervisor leaves it when it dies during its first attempt
+  const claimUntil = Date.now() + 1500;
+  const jobs = await new Kvm(s.nc).open(BUCKETS.jobs);
+  await updateJob(jobs, id, (j) => {
+    j.webhook = { url: rx.url, state: 'pending', tries: 0, attempts: [], nextAt: Date.now(), claimedBy: 'a-dead-supervisor', claimUntil };
+    return true;
+  });
+  const r = await until(() => s.request('GET', `/v1/jobs/${id}`, { key: w.key }), (x) => x.json.job.webhook?.state === 'delivered');
+  t.equal(r.json.job.webhook.state, 'delivered');
+  t.equal(rx.got.length, 1, 'sent once');
+  t.ok(r.json.job.webhook.attempts[0].at >= claimUntil, 'not before the dead claim ended');
 });

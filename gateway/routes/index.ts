@@ -1,5 +1,4 @@
-import type { Route } from '../route.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Route, RouteDeps } from '../route.ts';
 import { publicRoutes } from './public.ts';
 import { opsRoutes } from './ops.ts';
 import { routes as walletRoutes } from './wallet.ts';
@@ -7,11 +6,6 @@ import { routes as jobRoutes } from './jobs.ts';
 import { eventsRoute } from './events.ts';
 import { routes as accountRoutes } from './account.ts';
 import { openapiRoute } from '../openapi.ts';
-
-export interface RouteDeps {
-  metrics: Metrics;
-  isReady: () => boolean;
-}
 
 export function allRoutes(deps: RouteDeps): Route[] {
   const routes: Route[] = [...publicRoutes, ...walletRoutes, ...jobRoutes, eventsRoute, ...accountRoutes, ...opsRoutes(deps)];

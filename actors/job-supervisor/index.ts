@@ -13,7 +13,7 @@ import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry } from '../../shared/runtime.ts';
@@ -137,6 +137,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (!job) continue;
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
+      // a result waiting for others whose release was cut short (a crash between the outcome and it)
+      if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq)) await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
     }

@@ -85,6 +85,7 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     refunded: false,
     ...(i.oneTime ? { oneTime: true } : {}),
     ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
+    ...(i.after ? { after: i.after } : {}),
   }));
   return {
     id,

@@ -33,6 +33,8 @@ export interface ResultRecord {
   params?: Record<string, unknown>;
   /** TASKS stream sequence of the published task (lets the sweep remove a stuck one). */
   taskSeq?: number;
+  /** Results this one is made from (shots compare): its task is published once all are done. */
+  after?: string[];
 }
 
 /** One POST of a job's webhook. */

@@ -67,6 +67,29 @@ function resultTable(job: Job, files: Map<string, string>): string {
   return t.toString();
 }
 
+/** `chromium,firefox@128,firefox@115` → the API's browser items (`id` or `{id, versions}`). */
+export function browserItems(list: string[]): (string | { id: string; versions: string[] })[] {
+  const byId = new Map<string, string[] | null>();
+  for (const item of list) {
+    const [id, version] = item.split('@') as [string, string | undefined];
+    const cur = byId.get(id);
+    if (!version) { if (cur === undefined) byId.set(id, null); continue; }
+    byId.set(id, [...(cur ?? []), version]);
+  }
+  return [...byId].map(([id, versions]) => (versions ? { id, versions } : id));
+}
+
+interface DiffSummary { a: string; b: string; differentPercent: number; perceptualPercent: number; regions: { x: number; y: number; w: number; h: number }[]; uncompared: { rowsA: number; rowsB: number } }
+
+/** The compare summaries: one row per pair. */
+function diffTable(diffs: (Result & { compare: DiffSummary })[]): string {
+  const t = new Table({ head: ['a', 'b', 'differ %', 'perceptual %', 'largest regions (x,y wxh)', 'not compared'] });
+  for (const { compare: c } of diffs) {
+    t.push([c.a, c.b, String(c.differentPercent), String(c.perceptualPercent), c.regions.slice(0, 3).map((r) => `${r.x},${r.y} ${r.w}x${r.h}`).join('; ') || '-', c.uncompared.rowsA || c.uncompared.rowsB ? `${c.uncompared.rowsA}/${c.uncompared.rowsB} rows` : '-']);
+  }
+  return t.toString();
+}
+
 /** Follow the job's events with one progress bar per result; download each result when it is done. */
 async function followWithBars(c: PayloadsClient, job: Job, dir: string, io: Io): Promise<{ job: Job; files: Map<string, string> }> {
   const bars = new cliProgress.MultiBar({
@@ -142,30 +165,35 @@ export function program(io: Io): Command {
     });
 
   p.command('shots').argument('<url>').description('screenshots in real browsers; files into --out')
-    .option('-b, --browsers <ids>', 'browser ids, comma-separated (see GET /v1/services/shots)', list, ['chromium'])
+    .option('-b, --browsers <ids>', 'browser ids, comma-separated; id@version for a given version (see GET /v1/services/shots)', list, ['chromium'])
     .option('-v, --viewports <list>', 'WIDTHxHEIGHT or presets (fhd, qhd, hd, laptop, tablet, phone)', list)
     .option('--dark', 'dark scheme (with --light too: both)')
     .option('--light', 'light scheme (the default)')
     .option('--full-page', 'the whole page, not just the viewport')
     .option('--retina', 'device pixel ratio 2')
+    .option('--compare', 'also diff every pair of browsers (same viewport and scheme), priced per pair')
     .option('--webhook <url>', 'https URL to POST the finished job to')
     .option('-o, --out <dir>', 'folder for the PNGs', 'shots')
-    .action(async (url: string, o: { browsers: string[]; viewports?: string[]; dark?: boolean; light?: boolean; fullPage?: boolean; retina?: boolean; webhook?: string; out: string }) => {
+    .action(async (url: string, o: { browsers: string[]; viewports?: string[]; dark?: boolean; light?: boolean; fullPage?: boolean; retina?: boolean; compare?: boolean; webhook?: string; out: string }) => {
       const c = client(io);
       const schemes = [...(o.light || !o.dark ? ['light' as const] : []), ...(o.dark ? ['dark' as const] : [])];
       const { job, balance } = await c.createJob('shots', {
         url,
-        browsers: o.browsers,
+        browsers: browserItems(o.browsers),
         ...(o.viewports ? { viewports: o.viewports } : {}),
         schemes,
-        ...(o.fullPage || o.retina ? { options: { ...(o.fullPage ? { fullPage: true } : {}), ...(o.retina ? { retina: true } : {}) } } : {}),
+        ...(o.fullPage || o.retina || o.compare ? { options: { ...(o.fullPage ? { fullPage: true } : {}), ...(o.retina ? { retina: true } : {}), ...(o.compare ? { compare: true } : {}) } } : {}),
         ...(o.webhook ? { webhook: o.webhook } : {}),
       });
       io.err.write(`job ${job.id}: ${job.results.length} screenshots, ${job.cost} Payloads (balance ${balance})\n`);
       mkdirSync(o.out, { recursive: true });
       const done = await followWithBars(c, job, o.out, io);
       if (json()) io.out.write(JSON.stringify(done.job) + '\n');
-      else io.out.write(resultTable(done.job, done.files) + '\n');
+      else {
+        io.out.write(resultTable(done.job, done.files) + '\n');
+        const diffs = done.job.results.filter((r) => (r as { compare?: unknown }).compare);
+        if (diffs.length) io.out.write(diffTable(diffs as (Result & { compare: DiffSummary })[]) + '\n');
+      }
       if (done.job.status !== 'completed') process.exitCode = EXIT.failed;
     });
 

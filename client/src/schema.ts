@@ -708,6 +708,8 @@ export interface components {
                 hideCookieBanner?: boolean;
                 /** @description Seconds to wait after load: 0, 2 or 5. */
                 delay?: 0 | 2 | 5;
+                /** @description Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair). */
+                compare?: boolean;
             };
             /** @description Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md. */
             webhook?: string;

@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { startJobsApi } from '../jobs/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { runCli, startCli } from './run-cli.ts';
+import { testLog } from '../helpers/nats.ts';
+import { startCompareWorker } from '../../actors/browser-pool/compare.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'payloads-cli-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -74,6 +76,19 @@ t.test('shots: results saved as the events announce them, a table at the end', a
   for (const f of files) t.same(readFileSync(join(out, f)).subarray(0, 4), Buffer.from([0x89, 0x50, 0x4e, 0x47]), `${f} is a PNG`);
   t.match(r.stdout, /testbrowser-2_390x844_dark\.png\s*│\s*done/);
   t.match(r.stderr, /job job_\w+: 4 screenshots, 200 Payloads/);
+});
+
+t.test('shots --compare: the diff summary as a table', async (t) => {
+  const s = await startJobsApi(t);
+  const cw = await startCompareWorker({ nc: await s.connect('compare'), config: s.config, log: testLog() });
+  t.teardown(() => cw.stop());
+  const w = await s.newWallet(1000);
+  const out = join(dir, 'shots-compare');
+  const r = await runCli(['shots', s.targetUrl, '--browsers', 'testbrowser@2,testbrowser@1', '--compare', '--out', out], { PAYLOADS_URL: s.url, PAYLOADS_KEY: w.key });
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /perceptual %/);
+  t.match(r.stdout, /testbrowser-2_1920x1080_light\.png\s*│\s*testbrowser-1_1920x1080_light\.png\s*│\s*0\s*│\s*0\s*│/);
+  t.ok(existsSync(join(out, 'diff_testbrowser-2_vs_testbrowser-1_1920x1080_light.png')), 'the diff image saved');
 });
 
 t.test('topup: prints the invoice and its QR code, waits, reports the payment', async (t) => {

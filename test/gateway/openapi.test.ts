@@ -30,6 +30,8 @@ t.test('/openapi.json is a valid OpenAPI 3.1 document covering the spec', async 
   const events = doc.paths['/v1/jobs/{id}/events'].get;
   t.ok(events.responses['200'].content['text/event-stream'], 'events: text/event-stream');
   t.ok(events.parameters.some((p: any) => p.in === 'header' && p.name === 'Last-Event-ID'), 'events: Last-Event-ID documented');
+  t.equal(doc.components.schemas.ShotsBody.properties.options.properties.compare.type, 'boolean', 'shots options.compare documented');
+  for (const b of ['WebsiteproBody', 'ShotsBody', 'LabsBody']) t.equal(doc.components.schemas[b].properties.webhook.type, 'string', `${b} webhook documented`);
   const create = doc.paths['/v1/shots/jobs'].post;
   for (const status of ['201', '400', '401', '402', '429', '503']) t.ok(create.responses[status], `shots jobs ${status}`);
   t.match(create.responses['400'].description, /unknown_browser/);

@@ -324,7 +324,7 @@ export interface paths {
         };
         /**
          * Download a result
-         * @description The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead.
+         * @description The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead. A `labs` report asked for with `format=html` or `Accept: text/html` (without `application/json`) comes as a readable page rendered from the same JSON; JSON stays the default.
          */
         get: operations["getV1JobsIdResultsKey"];
         put?: never;
@@ -620,9 +620,15 @@ export interface components {
                     nip: string;
                     /** @description Section or rule of the NIP. */
                     section?: string;
-                    /** @description `required`/`essential`: a deviation fails. `recommended`/`convention`: a deviation warns. `measurement`: reported as info. */
-                    level: "required" | "essential" | "recommended" | "convention" | "measurement";
+                    /** @description `required` (a MUST in the NIP): a deviation fails. `recommended` (SHOULD, "expected", "recommended") and `convention` (a definition or NIP-11 claim without a keyword): a deviation warns. `optional` (MAY): reported as info. `measurement`: info. `essential`: not produced any more. */
+                    level: "required" | "recommended" | "convention" | "optional" | "measurement" | "essential";
+                    /** @description The words of the NIP the level comes from, quoted verbatim. */
+                    quote?: string;
+                    /** @description The NIP is optional for a relay: when `supported_nips` does not list it, a deviation is at most `warn` ("offered but broken") and a feature not offered is `skip`. */
+                    nipOptional?: boolean;
                 };
+                /** @description For a check of an optional NIP: whether NIP-11 `supported_nips` lists it (null: no document or no list). */
+                advertised?: boolean | null;
                 durationMs: number;
             }[];
             latency: {
@@ -2712,6 +2718,8 @@ export interface operations {
             query?: {
                 /** @description Only `1`; shots only. */
                 thumb?: "1";
+                /** @description `labs` only: `html` renders the report as a page; `json` (default) the file. */
+                format?: "html" | "json";
             };
             header?: never;
             path: {
@@ -2722,7 +2730,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file. */
+            /** @description The file (a labs report: JSON, or text/html when asked for). */
             200: {
                 headers: {
                     /** @description attachment; filename=... */

@@ -4,3 +4,4 @@ export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobD
 export { waitForJob } from './wait.ts';
 export { toPublicJob, toPublicResult, isExpired, resultPath } from './public.ts';
 export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';
+export { jobEventStream, decodeCursor, type SeenState } from './events.ts';

@@ -16,7 +16,7 @@ const log = createLogger('main', config.server.logLevel);
 let server: NatsServerHandle | undefined;
 let url = config.nats.url;
 if (!url) {
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded' });
+  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval });
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');

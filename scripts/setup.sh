@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 # (sync_interval is an unknown field there) and has the compare-and-set hole of shared/nats/cas.ts.
 # Keep in step with NATS_SERVER_MIN in shared/nats/server.ts.
 NATS_MIN=2.10.27
-DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates)
+# strace: the durability test (test/reliability/fsync-order.test.ts) watches nats-server with it
+DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates strace)
 
 SUDO=""
 as_root() {

@@ -1,7 +1,7 @@
 // Starts a real nats-server with JetStream as a child process: the embedded default of `npm start`,
 // the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -92,18 +92,16 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   let spawnError: Error | undefined;
   child.once('error', (e) => { spawnError = e; });
 
-  // nats-server writes <name>_<pid>.ports once it listens; the folder is fresh, so any one is ours
-  // (its pid is not the child's when bin is a wrapper, e.g. strace in the durability test)
-  const portsFile = () => readdirSync(portsDir).find((f) => f.endsWith('.ports'));
+  // nats-server writes <name>_<pid>.ports once it listens.
+  const portsFile = join(portsDir, `${bin.split('/').pop()}_${child.pid}.ports`);
   const deadline = Date.now() + 15000;
   let clientPort = 0;
   while (Date.now() < deadline) {
     if (spawnError) throw new Error(`nats-server could not be started (${bin}): ${spawnError.message}`);
     if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
-    const file = portsFile();
-    if (file) {
+    if (existsSync(portsFile)) {
       try {
-        const info = JSON.parse(readFileSync(join(portsDir, file), 'utf8')) as { nats: string[] };
+        const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[] };
         clientPort = Number(new URL(info.nats[0]!).port);
         if (clientPort) break;
       } catch { /* partially written */ }

@@ -72,6 +72,7 @@ export class Ledger {
       return { info, messages: await consumer.consume({ expires: CONSUME_EXPIRES_MS }) };
     }, { log: this.log });
     this.messages = messages;
+    const startSeq = info.state.last_seq;
     this.loop = (async () => {
       for await (const m of messages) {
         try {
@@ -81,6 +82,9 @@ export class Ledger {
           this.log.error({ err: e, seq: m.seq }, 'ledger: unreadable entry skipped in projection');
         }
         this.applied = m.seq;
+        // Nothing left to deliver: every entry up to the last sequence seen at start is applied,
+        // even when that last entry no longer exists (deleted, or lost and restored by reconcile.ts)
+        if (m.info.pending === 0 && startSeq > this.applied) this.applied = startSeq;
         if (this.waiters.length) {
           const ready = this.waiters.filter((w) => w.seq <= m.seq);
           this.waiters = this.waiters.filter((w) => w.seq > m.seq);
@@ -88,7 +92,9 @@ export class Ledger {
         }
       }
     })();
-    await this.until(info.state.last_seq, 60000);
+    // a stream whose every entry was deleted delivers nothing: there is nothing to wait for
+    if (info.state.messages > 0) await this.until(startSeq, 60000);
+    else this.applied = Math.max(this.applied, startSeq);
   }
 
   async stop(): Promise<void> {

@@ -113,4 +113,20 @@ export const wallet = {
     call<{ topup: Topup; balance: number; alreadyPaid: boolean }>(nc, subjects.wallet.topupPay, { topupId }, 30000),
   /** Every money invariant across all wallets, jobs and top-ups (shared/audit.ts). */
   audit: (nc: NatsConnection) => call<{ violations: string[]; wallets: number; entries: number; jobs: number; topups: number }>(nc, subjects.wallet.audit, {}, 60000),
+  /** Compare the Lightning node's paid invoices with the ledger now; credits what is missing (actors/wallet/reconcile.ts). */
+  reconcile: (nc: NatsConnection) => call<ReconcileReport>(nc, subjects.wallet.reconcile, {}, 120000),
 };
+
+/** What one reconciliation of the ledger with the Lightning node found and did. */
+export interface ReconcileReport {
+  backend: string;
+  /** Invoices the node lists as paid, and top-up documents looked at. */
+  paidInvoices: number;
+  topups: number;
+  /** Paid at the node, not in the ledger: credited now (once, ref `topup:<id>`). */
+  credited: { topupId: string; walletId: string; payloads: number; paymentHash: string }[];
+  /** Paid at the node, but no top-up has that payment hash (another use of the node, or a lost top-up document). */
+  unknownPaid: { paymentHash: string; paidMsat?: number }[];
+  /** Credited in the ledger, but the node does not list the invoice as paid. Reported, never taken back automatically. */
+  unpaidCredits: { topupId: string; walletId: string; entryId: number; payloads: number; paymentHash: string | null }[];
+}

@@ -3,8 +3,7 @@
 //   2. make sure the projection holds every entry of the wallet up to S,
 //   3. decide from that state (already done? enough money?),
 //   4. publish only if the wallet's last entry is still S (shared/nats/cas.ts: the expected
-//      subject sequence plus the message id `cas:<subject>@S`, because nats-server 2.9 lets several
-//      writers with the same expected sequence through on a replicated stream).
+//      subject sequence, which nats-server >= 2.10 holds on a replicated stream too).
 // Step 4 fails if anybody wrote to the wallet after step 1, so the decision of step 3 is atomic with
 // the write: no two writers spend one balance, and a business event (its `ref`) found absent in
 // step 3 is still absent when written, which makes every operation idempotent for ever, not just

@@ -170,8 +170,8 @@ type StoreResult = { stored: true } | { stored: false; err: unknown; maybe: bool
 
 /**
  * Write the new job document, retried with backoff for STORE_RETRY_MS through a failover. A retry
- * cannot write twice: the create carries a fixed message id and expects no earlier revision
- * (shared/nats/cas.ts), so a conflict means an earlier try of ours was stored (job ids are random)
+ * cannot write twice: the create expects no earlier revision (shared/nats/cas.ts), so a conflict
+ * means an earlier try of ours was stored (job ids are random)
  * and a later success means none was. `maybe`: a try timed out and nothing settled it since, so
  * the document may still appear.
  */

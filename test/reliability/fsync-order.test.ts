@@ -35,7 +35,7 @@ async function run(t: { teardown(fn: () => unknown): void }, syncInterval: strin
   for (let i = 0; i < N; i++) {
     const marker = `fsync-mark-ledger-${i}-${Math.random().toString(36).slice(2, 8)}`;
     const r = await wallet.grant(nc, walletId, 100 + i, marker);
-    ledger.push({ seq: r.entryId, marker });
+    ledger.push({ seq: r.entryId!, marker });
   }
   const jobs = await new Kvm(nc).open(BUCKETS.jobs);
   const jobWrites: { seq: number; marker: string }[] = [];

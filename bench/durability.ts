@@ -6,8 +6,9 @@
 //     wallet in sequence and 8 wallets at once;
 //   job creation latency: gateway/jobs commitJob (charge, job document, job.submitted: 3 stream
 //     writes, each fsynced before its acknowledgement), in sequence.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rmSync } from 'node:fs';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startNatsServer, type NatsServerHandle } from '../shared/nats/server.ts';
@@ -21,8 +22,6 @@ import { newId } from '../shared/ids.ts';
 import { start as startWallet } from '../actors/wallet/index.ts';
 import { commitJob, newJobRecord, type JobDeps } from '../gateway/jobs/index.ts';
 import { figure, median, quick, type BenchRow } from './figure.ts';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 
 interface Side {
   name: string;

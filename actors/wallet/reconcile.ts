@@ -44,14 +44,11 @@ export async function reconcile(o: { ledger: Ledger; topups: Topups; backend: In
     }
     await ledger.synced(t.walletId);
     if (ledger.projection.byRef(t.walletId, ledgerRef.topup(t.id))) continue;
-    // settle() credits and marks paid, but stops at a document already `paid`: a credit lost under
-    // a `paid` document is credited directly (the same idempotent credit settle() makes)
-    if (t.status === 'paid') {
-      const r = await creditTopup(ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
-      if (r.duplicate) continue;
-    } else {
-      await topups.settle(t.id);
-    }
+    // the same idempotent credit as settlement: `duplicate` when the normal path got there first
+    const r = await creditTopup(ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
+    // a document not yet `paid` is moved on by settlement itself (it finds the credit made)
+    if (t.status !== 'paid') await topups.settle(t.id);
+    if (r.duplicate) continue;
     report.credited.push({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, paymentHash: hash });
     log.warn({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status }, 'reconcile: a paid invoice had no credit in the ledger; credited');
   }

@@ -20,6 +20,10 @@ as_root() {
   $SUDO "$@"
 }
 
+# tests (test/platform/setup.test.ts) point these at a temp folder and a fake os-release
+APT_ETC=${PAYLOADS_APT_ETC:-/etc/apt}
+os_codename() { (. "${PAYLOADS_OS_RELEASE:-/etc/os-release}" 2>/dev/null && echo "${VERSION_CODENAME:-}"); }
+
 nats_version() { nats-server --version 2>/dev/null | sed -n 's/^nats-server: v\{0,1\}//p'; }
 nats_ok() { command -v nats-server >/dev/null && dpkg --compare-versions "$(nats_version)" ge "$NATS_MIN"; }
 
@@ -35,9 +39,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   # that runs on Debian 12 (libc6 >= 2.34). The trixie suite is added as an apt source pinned so
   # that nats-server is the ONLY package ever taken from it (priority -1 for everything else):
   # apt-get upgrade then brings Debian's security fixes for nats-server, and nothing else changes.
-  # On a Debian 13 (or newer) machine the pin is harmless: the packages come from its own suite.
-  if [[ " ${missing[*]} " == *" nats-server "* ]] && ! grep -rqs "trixie" /etc/apt/sources.list.d/payloads-trixie.sources; then
-    as_root tee /etc/apt/sources.list.d/payloads-trixie.sources >/dev/null <<'SRC'
+  # Only on Debian 12 (bookworm): a Debian 13 or newer machine has >= 2.10.27 in its own suite, and
+  # there the pin would forbid every package of that suite.
+  if [[ " ${missing[*]} " == *" nats-server "* ]] && [ "$(os_codename)" = bookworm ] && [ ! -f "$APT_ETC/sources.list.d/payloads-trixie.sources" ]; then
+    as_root tee "$APT_ETC/sources.list.d/payloads-trixie.sources" >/dev/null <<'SRC'
 # Added by payloads scripts/setup.sh: only nats-server is taken from here (see preferences.d/payloads-nats-server).
 Types: deb
 URIs: http://deb.debian.org/debian
@@ -45,7 +50,7 @@ Suites: trixie
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-    as_root tee /etc/apt/preferences.d/payloads-nats-server >/dev/null <<'PIN'
+    as_root tee "$APT_ETC/preferences.d/payloads-nats-server" >/dev/null <<'PIN'
 # Added by payloads scripts/setup.sh: nats-server >= 2.10.27 from trixie, nothing else from it.
 Package: nats-server
 Pin: release n=trixie

@@ -89,7 +89,9 @@ t.test('a slow copy catching up on 2000 writes keeps its watch', async (t) => {
   const jsm = await jetstreamManager(tn.nc);
   const [watch] = (await jsm.consumers.list(`KV_${BUCKETS.jobs}`).next()).map((c) => c.name);
   const started = Date.now();
-  const writes = Array.from({ length: 2000 }, (_, i) => writer.put(`k${i % 50}`, String(i)));
+  // every put is fsynced before its acknowledgement (sync_interval: always): 2000 at once queue
+  // behind each other's fsyncs, which on a loaded machine takes longer than the 5 s default timeout
+  const writes = Array.from({ length: 2000 }, (_, i) => writer.put(`k${i % 50}`, String(i), { timeout: 60_000 }));
   const early = m.mirror.sync(20_000); // asked while the writes arrive: waits through the catch-up
   await Promise.all(writes);
   await writer.put('last', 'x');

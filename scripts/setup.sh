@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 # Keep in step with NATS_SERVER_MIN in shared/nats/server.ts.
 NATS_MIN=2.10.27
 # strace: the durability test (test/reliability/fsync-order.test.ts) watches nats-server with it
-DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates strace)
+# python3-cryptography: test/jobs/webhook-docs.test.ts runs the Python verification snippet of docs/webhooks.md
+# (nats-server is not in this list: it is checked by version below)
+DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates strace python3-cryptography)
 
 SUDO=""
 as_root() {

@@ -1,11 +1,12 @@
 // One screenshot: a fresh page in a fresh context, the viewport (or the phone), the colour
 // scheme, navigation, the cookie banner, lazy content for full-page shots, the delay, the PNG,
 // and a retry when the capture came out all one colour.
-import type { BrowserContext, HTTPResponse, Page } from 'puppeteer-core';
+import type { BrowserContext, Page } from 'puppeteer-core';
 import sharp from 'sharp';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { hideCookieBanner, prepareCookieBanner, type CookieBannerReport } from './cookies.ts';
+import { openPage, PageWatch, type PageReport } from './settle.ts';
 
 export interface ShotParams {
   url: string;
@@ -32,7 +33,7 @@ export interface Shot {
   raw: RawImage;
   width: number;
   height: number;
-  extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport };
+  extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport; heightCapped?: boolean } & PageReport;
 }
 
 export interface CaptureEnv {
@@ -46,21 +47,14 @@ export interface CaptureEnv {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const BLOCKED = new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+export { navigationFailure } from './settle.ts';
 
 /**
- * Browser error text → the result's error code. The guard proxy answers a refused CONNECT with
- * 403 (blocked) or 502 (unreachable); Firefox tells them apart, Chromium does not, so for a failed
- * tunnel `blocked` says whether the proxy refused an address meanwhile.
+ * Tallest full-page capture, in device pixels: a GPU texture is at most 16384 px, and past it
+ * Chromium repeats tiles instead of painting the rest. Taller documents are cut at this height
+ * (CSS height = this / device scale factor) and `extra.heightCapped` says so.
  */
-export function navigationFailure(e: unknown, blocked = false): TaskFailure {
-  const m = String((e as Error)?.message ?? e);
-  if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED;
-  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED : new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
-  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|NS_ERROR_ABORT|ERR_INTERNET_DISCONNECTED|ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
-  if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m.split('\n')[0]!.slice(0, 300));
-  return new TaskFailure('render_failed', m.split('\n')[0]!.slice(0, 300));
-}
+export const FULL_PAGE_MAX_DEVICE_PX = 16384;
 
 export interface RawImage { data: Buffer; info: { width: number; height: number; channels: 1 | 2 | 3 | 4 } }
 
@@ -111,16 +105,26 @@ async function loadLazyContent(page: Page, deadline: number) {
 }
 
 export async function captureShot(ctx: BrowserContext, p: ShotParams, env: CaptureEnv): Promise<Shot> {
-  const { launcher } = env;
   const page = await ctx.newPage();
-  const t0 = Date.now();
-  const deadline = t0 + env.navTimeoutMs;
+  const watch = new PageWatch(page);
+  try {
+    return await watch.race(shoot(page, watch, p, env));
+  } finally {
+    await page.close().catch(() => {});
+  }
+}
+
+async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEnv): Promise<Shot> {
+  const { launcher } = env;
+  const deadline = Date.now() + env.navTimeoutMs;
+  let dpr = p.options.retina ? 2 : 1;
   if (launcher.mobile) {
     const m = launcher.mobile;
+    dpr = m.deviceScaleFactor;
     await page.setUserAgent(m.userAgent.replace('{version}', env.version));
     await page.setViewport({ width: m.w, height: m.h, deviceScaleFactor: m.deviceScaleFactor, isMobile: true, hasTouch: true });
   } else {
-    await page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: p.options.retina ? 2 : 1 });
+    await page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: dpr });
   }
   if (launcher.engine === 'chromium') {
     await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]);
@@ -129,17 +133,7 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
   if (p.options.hideCookieBanner) await prepareCookieBanner(page);
 
   await env.progress(`loading ${p.url}`);
-  let resp: HTTPResponse | null;
-  try {
-    resp = await page.goto(p.url, { waitUntil: 'load', timeout: env.navTimeoutMs });
-  } catch (e) {
-    throw navigationFailure(e, env.blockedSince?.(t0));
-  }
-  // the guard proxy answers plain-http requests it refuses itself, with this header
-  const guardError = resp?.headers()['x-guard-error'];
-  if (guardError === 'blocked_address') throw BLOCKED;
-  if (guardError) throw new TaskFailure('unreachable', `${p.url} could not be reached (${guardError})`);
-  await page.waitForNetworkIdle({ idleTime: 200, timeout: 2000 }).catch(() => {});
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince });
 
   const extra: Shot['extra'] = { status: resp?.status(), finalUrl: page.url() };
   if (p.options.hideCookieBanner) {
@@ -155,7 +149,19 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
     await sleep(p.options.delay * 1000);
   }
 
-  const take = async () => Buffer.from(await page.screenshot({ type: 'png', fullPage: p.options.fullPage }));
+  let clip: { x: number; y: number; width: number; height: number } | undefined;
+  if (p.options.fullPage) {
+    const size = await page.evaluate(() => ({
+      w: window.innerWidth,
+      h: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
+    }));
+    const maxCss = Math.floor(FULL_PAGE_MAX_DEVICE_PX / dpr);
+    if (size.h > maxCss) {
+      clip = { x: 0, y: 0, width: size.w, height: maxCss };
+      extra.heightCapped = true;
+    }
+  }
+  const take = async () => Buffer.from(await page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }));
   let png = await take();
   let raw = await decode(png);
   if (isBlankRaw(raw)) {
@@ -165,6 +171,7 @@ export async function captureShot(ctx: BrowserContext, p: ShotParams, env: Captu
     raw = await decode(png);
     if (isBlankRaw(raw)) extra.blank = true;
   }
-  await page.close().catch(() => {});
+  Object.assign(extra, watch.report);
+  if (!extra.dialogs?.length) delete extra.dialogs;
   return { png, raw, width: raw.info.width, height: raw.info.height, extra };
 }

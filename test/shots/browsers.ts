@@ -43,3 +43,15 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
     },
   };
 }
+
+/** The failure a shot ended in (`{error, message}`), or null when it delivered. */
+export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string } | null> {
+  return p.then(() => null, (e: unknown) => e as { error: string; message: string });
+}
+
+/** Milliseconds `fn` took, with its result. */
+export async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t0 = Date.now();
+  const r = await fn();
+  return [r, Date.now() - t0];
+}

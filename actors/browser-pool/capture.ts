@@ -135,7 +135,9 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   await env.progress(`loading ${p.url}`);
   const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince });
 
-  const extra: Shot['extra'] = { status: resp?.status(), finalUrl: page.url() };
+  // the document's own address: over BiDi page.url() can lag a script redirect
+  const finalUrl = await page.evaluate(() => location.href).catch(() => page.url());
+  const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
   if (p.options.hideCookieBanner) {
     await env.progress('hiding the cookie banner');
     extra.cookieBanner = await hideCookieBanner(page);

@@ -35,7 +35,7 @@ async function open(ctx: BrowserContext, url: string, timeoutMs: number, blocked
   const page = await ctx.newPage();
   const watch = new PageWatch(page);
   const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince });
-  return { page, watch, status: resp?.status() ?? null };
+  return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
@@ -72,7 +72,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       return run(async (ctx) => {
         const { page, watch, status } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
-        return { html: await watch.race(page.content()), finalUrl: page.url(), status };
+        return { html: await watch.race(page.content()), finalUrl: await page.evaluate(() => location.href).catch(() => page.url()), status };
       });
     },
   };

@@ -10,7 +10,7 @@ import { TaskFailure } from '../../shared/protocol/jobs.ts';
 export const SETTLE = {
   /** After DOMContentLoaded, the longest wait for the load event: an endless video, frame or
    *  image never fires it, and such a page is captured as it is. */
-  loadCapMs: 10_000,
+  loadCapMs: 6_000,
   /** Web fonts still loading at the load event: waited for this long at most. */
   fontsCapMs: 3_000,
   /** Network counted as settled after this long with no request in flight... */
@@ -64,6 +64,8 @@ export class PageWatch {
   readonly report: Required<Pick<PageReport, 'dialogs'>> & PageReport = { dialogs: [] };
   /** Main-frame document requests so far (the first navigation included). */
   documents = 0;
+  /** The latest main-frame document answer. */
+  mainResponse: HTTPResponse | null = null;
   failure?: TaskFailure;
   private fail!: (f: TaskFailure) => void;
   private readonly failed: Promise<never>;
@@ -91,6 +93,7 @@ export class PageWatch {
     });
     page.on('response', (r: HTTPResponse) => {
       if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
+      this.mainResponse = r;
       const h = r.headers();
       // the guard proxy answers a plain-http request it refuses itself, with this header
       const guard = h['x-guard-error'];
@@ -130,6 +133,24 @@ async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Prom
   }, loadCapMs, fontsCapMs);
 }
 
+/**
+ * Puppeteer's `domcontentloaded` over CDP also waits for every child frame's, so a frame that
+ * never finishes would hold the navigation until its timeout. The main document alone decides:
+ * once its answer arrived, its readyState is polled.
+ */
+async function mainDocumentParsed(page: Page, watch: PageWatch, done: () => boolean): Promise<HTTPResponse | null> {
+  for (;;) {
+    await sleep(250);
+    if (done()) return new Promise<never>(() => {});
+    if (!watch.mainResponse) continue;
+    const state = await Promise.race([
+      page.evaluate(() => (location.href === 'about:blank' ? 'loading' : document.readyState)).catch(() => 'loading'),
+      sleep(1000).then(() => 'loading'),
+    ]);
+    if (state !== 'loading' && !done()) return watch.mainResponse;
+  }
+}
+
 export interface OpenOptions {
   /** Absolute time (ms) by which the page must be settled. */
   deadline: number;
@@ -147,14 +168,19 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   const t0 = Date.now();
   const left = () => Math.max(500, opts.deadline - Date.now());
   let resp: HTTPResponse | null;
+  const navigation = page.goto(url, { waitUntil: 'domcontentloaded', timeout: left() });
+  let parsed = false;
   try {
-    resp = await watch.race(page.goto(url, { waitUntil: 'domcontentloaded', timeout: left() }));
+    resp = await watch.race(Promise.race([navigation, mainDocumentParsed(page, watch, () => parsed)]));
   } catch (e) {
     if (e instanceof TaskFailure) throw e;
     // a download aborts the navigation a moment before or after its answer is seen
     if (!watch.failure) await sleep(100);
     if (watch.failure) throw watch.failure;
     throw navigationFailure(e, opts.blockedSince?.(t0));
+  } finally {
+    parsed = true;
+    navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
   }
   for (let hop = 0; ; hop++) {
     const before = watch.documents;

@@ -86,7 +86,10 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
     res.end(page);
   });
   // WebSocket upgrades are accepted and then held open: a page with an open socket never idles
+  const upgraded = new Set<import('node:stream').Duplex>();
   server.on('upgrade', (req, socket) => {
+    upgraded.add(socket);
+    socket.on('close', () => upgraded.delete(socket));
     const key = String(req.headers['sec-websocket-key'] ?? '');
     const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
@@ -95,7 +98,8 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
   });
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  // upgraded sockets no longer belong to the server: closeAllConnections does not see them
+  t.teardown(() => new Promise<void>((r) => { upgraded.forEach((s) => s.destroy()); server.closeAllConnections(); server.close(() => r()); }));
   return { url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server };
 }
 

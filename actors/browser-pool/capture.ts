@@ -1,7 +1,8 @@
 // One screenshot: a fresh page in a fresh context, the viewport (or the phone), the colour
 // scheme, navigation, the cookie banner, lazy content for full-page shots, the delay, the PNG,
 // and a retry when the capture came out all one colour.
-import type { BrowserContext, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
+import type { PhaseTimes } from './pool.ts';
 import sharp from 'sharp';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
@@ -43,7 +44,11 @@ export interface CaptureEnv {
   progress(text: string): Promise<void>;
   /** From the guard proxy: whether it refused a non-public address since `t`. */
   blockedSince?(t: number): boolean;
+  /** Where the time goes (bench rows). */
+  times?: PhaseTimes;
 }
+
+const noTimes = { time: <T>(_phase: string, fn: () => Promise<T>) => fn() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -104,50 +109,52 @@ async function loadLazyContent(page: Page, deadline: number) {
   await page.waitForNetworkIdle({ idleTime: 300, timeout: Math.max(500, Math.min(3000, deadline - Date.now())) }).catch(() => {});
 }
 
-export async function captureShot(ctx: BrowserContext, p: ShotParams, env: CaptureEnv): Promise<Shot> {
-  const page = await ctx.newPage();
+/** Capture `p` in `page` (a fresh page of a fresh context, closed by the caller's pool). */
+export async function captureShot(page: Page, p: ShotParams, env: CaptureEnv): Promise<Shot> {
   const watch = new PageWatch(page);
-  try {
-    return await watch.race(shoot(page, watch, p, env));
-  } finally {
-    await page.close().catch(() => {});
-  }
+  return watch.race(shoot(page, watch, p, env));
 }
 
 async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEnv): Promise<Shot> {
   const { launcher } = env;
+  const times = env.times ?? noTimes;
   const deadline = Date.now() + env.navTimeoutMs;
+  // progress is published without waiting for its acknowledgement: it is a heartbeat and a
+  // status line, and the shot need not wait for a NATS round trip at every step
+  const progress = (text: string) => void env.progress(text).catch(() => {});
   let dpr = p.options.retina ? 2 : 1;
-  if (launcher.mobile) {
-    const m = launcher.mobile;
-    dpr = m.deviceScaleFactor;
-    await page.setUserAgent(m.userAgent.replace('{version}', env.version));
-    await page.setViewport({ width: m.w, height: m.h, deviceScaleFactor: m.deviceScaleFactor, isMobile: true, hasTouch: true });
-  } else {
-    await page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: dpr });
-  }
-  if (launcher.engine === 'chromium') {
-    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]);
-  }
-  // gecko: the browser itself runs in the scheme (see launchers/firefox.ts)
-  if (p.options.hideCookieBanner) await prepareCookieBanner(page);
+  await times.time('viewport and scheme', async () => {
+    if (launcher.mobile) {
+      const m = launcher.mobile;
+      dpr = m.deviceScaleFactor;
+      await page.setUserAgent(m.userAgent.replace('{version}', env.version));
+      await page.setViewport({ width: m.w, height: m.h, deviceScaleFactor: m.deviceScaleFactor, isMobile: true, hasTouch: true });
+    } else {
+      await page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: dpr });
+    }
+    if (launcher.engine === 'chromium') {
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]);
+    }
+    // gecko: the browser itself runs in the scheme (see launchers/firefox.ts)
+  });
+  if (p.options.hideCookieBanner) await times.time('cookie banner', () => prepareCookieBanner(page));
 
-  await env.progress(`loading ${p.url}`);
-  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince });
+  progress(`loading ${p.url}`);
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times });
 
   // the document's own address: over BiDi page.url() can lag a script redirect
   const finalUrl = await page.evaluate(() => location.href).catch(() => page.url());
   const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
   if (p.options.hideCookieBanner) {
-    await env.progress('hiding the cookie banner');
-    extra.cookieBanner = await hideCookieBanner(page);
+    progress('hiding the cookie banner');
+    extra.cookieBanner = await times.time('cookie banner', () => hideCookieBanner(page));
   }
   if (p.options.fullPage) {
-    await env.progress('loading lazy content');
-    await loadLazyContent(page, deadline);
+    progress('loading lazy content');
+    await times.time('lazy content', () => loadLazyContent(page, deadline));
   }
   if (p.options.delay > 0) {
-    await env.progress(`waiting ${p.options.delay} s`);
+    progress(`waiting ${p.options.delay} s`);
     await sleep(p.options.delay * 1000);
   }
 
@@ -163,15 +170,19 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
       extra.heightCapped = true;
     }
   }
-  const take = async () => Buffer.from(await page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }));
+  const take = () => times.time('screenshot', async () => Buffer.from(await page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage })));
+  const check = (png: Buffer) => times.time('decode and blank check', async () => {
+    const raw = await decode(png);
+    return { raw, blank: isBlankRaw(raw) };
+  });
   let png = await take();
-  let raw = await decode(png);
-  if (isBlankRaw(raw)) {
+  let { raw, blank } = await check(png);
+  if (blank) {
     // a page still painting (fonts, a late script) often comes out empty once
     await sleep(1000);
     png = await take();
-    raw = await decode(png);
-    if (isBlankRaw(raw)) extra.blank = true;
+    ({ raw, blank } = await check(png));
+    if (blank) extra.blank = true;
   }
   Object.assign(extra, watch.report);
   if (!extra.dialogs?.length) delete extra.dialogs;

@@ -1,6 +1,6 @@
 // websitepro's browser work, served as NATS micro endpoints: a PDF of the page (Chromium, A4,
 // backgrounds) written to the object store, and the rendered DOM of a page that needs JavaScript.
-import type { BrowserContext } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { navigationFailure, openPage, PageWatch } from './settle.ts';
@@ -31,8 +31,7 @@ function checkUrl(url: unknown): string {
 }
 
 /** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
-async function open(ctx: BrowserContext, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
-  const page = await ctx.newPage();
+async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
   const watch = new PageWatch(page);
   const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince });
   return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
@@ -40,7 +39,7 @@ async function open(ctx: BrowserContext, url: string, timeoutMs: number, blocked
 
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
-  const run = async <T>(fn: (ctx: BrowserContext) => Promise<T>): Promise<T> => {
+  const run = async <T>(fn: (page: Page) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
     try {
@@ -49,7 +48,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       throw new ApiError('busy', 'every page of this browser-pool instance is busy; retry later');
     }
     try {
-      return await browser.withContext(pageTimeoutMs, fn);
+      return await browser.withPage(pageTimeoutMs, fn);
     } catch (e) {
       throw toApiError(e);
     } finally {
@@ -60,8 +59,8 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     async renderPdf(req: RenderPdfRequest): Promise<RenderPdfReply> {
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
-      const pdf = await run(async (ctx) => {
-        const { page, watch } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
+      const pdf = await run(async (page) => {
+        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
         await page.emulateMediaType('print');
         return Buffer.from(await watch.race(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
       });
@@ -70,8 +69,8 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     },
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
-      return run(async (ctx) => {
-        const { page, watch, status } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
+      return run(async (page) => {
+        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
         return { html: await watch.race(page.content()), finalUrl: await page.evaluate(() => location.href).catch(() => page.url()), status };
       });
     },

@@ -5,6 +5,7 @@
 // websitepro's PDF / rendered-HTML endpoints. The rule is described in docs/shots.md.
 import type { HTTPRequest, HTTPResponse, Page } from 'puppeteer-core';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
+import type { PhaseTimes } from './pool.ts';
 
 /** The settle rule (docs/shots.md, "When a page counts as loaded"). */
 export const SETTLE = {
@@ -156,6 +157,7 @@ export interface OpenOptions {
   deadline: number;
   /** From the guard proxy: whether it refused a non-public address since `t`. */
   blockedSince?(t: number): boolean;
+  times?: PhaseTimes;
 }
 
 /**
@@ -168,6 +170,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   const t0 = Date.now();
   const left = () => Math.max(500, opts.deadline - Date.now());
   let resp: HTTPResponse | null;
+  const tNav = performance.now();
   const navigation = page.goto(url, { waitUntil: 'domcontentloaded', timeout: left() });
   let parsed = false;
   try {
@@ -181,7 +184,9 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   } finally {
     parsed = true;
     navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
+    opts.times?.add('navigation (to DOMContentLoaded)', performance.now() - tNav);
   }
+  const tSettle = performance.now();
   for (let hop = 0; ; hop++) {
     const before = watch.documents;
     let state: LoadState | 'stuck' | 'moved';
@@ -213,6 +218,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     // a hop refused by the guard over https leaves Chromium on its error page
     if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url())) throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
   }
+  opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
   if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
   return resp;
 }

@@ -39,7 +39,7 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
         scheme: p.scheme ?? 'light',
         options: { fullPage: false, retina: false, hideCookieBanner: false, delay: 0, ...(p.options ?? {}) },
       };
-      return managed(params.scheme).withContext(timeoutMs, (ctx) => captureShot(ctx, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, progress: async () => {} }));
+      return managed(params.scheme).withPage(timeoutMs, (page) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, progress: async () => {} }));
     },
   };
 }

@@ -14,7 +14,8 @@ export const SETTLE = {
   loadCapMs: 6_000,
   /** Web fonts still loading at the load event: waited for this long at most. */
   fontsCapMs: 3_000,
-  /** Network counted as settled after this long with no request in flight... */
+  /** Network counted as settled after this long with no request in flight (counted from the
+   *  last request that started or ended, not from the load event)... */
   quietMs: 200,
   /** ...or after this long anyway: long polls, open sockets and fetch loops never go quiet. */
   quietCapMs: 2_000,
@@ -67,6 +68,9 @@ export class PageWatch {
   documents = 0;
   /** The latest main-frame document answer. */
   mainResponse: HTTPResponse | null = null;
+  /** Requests in flight, and when the network last started or ended one (ms). */
+  private inflight = new Set<HTTPRequest>();
+  private lastActivity = Date.now();
   failure?: TaskFailure;
   private fail!: (f: TaskFailure) => void;
   private readonly failed: Promise<never>;
@@ -91,7 +95,15 @@ export class PageWatch {
     });
     page.on('request', (r: HTTPRequest) => {
       if (r.isNavigationRequest() && r.frame() === page.mainFrame()) this.documents++;
+      this.inflight.add(r);
+      this.lastActivity = Date.now();
     });
+    const ended = (r: HTTPRequest) => {
+      this.inflight.delete(r);
+      this.lastActivity = Date.now();
+    };
+    page.on('requestfinished', ended);
+    page.on('requestfailed', ended);
     page.on('response', (r: HTTPResponse) => {
       if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
       this.mainResponse = r;
@@ -108,6 +120,19 @@ export class PageWatch {
     page.on('error', (e: Error) => this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)));
   }
 
+  /**
+   * Until no request has been in flight for `quietMs`, counted from the network's last activity
+   * (so time already spent waiting for the load event counts), or `capMs` at most.
+   */
+  async quiet(quietMs: number, capMs: number): Promise<void> {
+    const until = Date.now() + capMs;
+    for (;;) {
+      const idleFor = this.inflight.size ? 0 : Date.now() - this.lastActivity;
+      if (idleFor >= quietMs || Date.now() >= until) return;
+      await sleep(Math.max(10, Math.min(until - Date.now(), this.inflight.size ? 50 : quietMs - idleFor)));
+    }
+  }
+
   /** `p`, or the page's failure if that comes first. */
   race<T>(p: Promise<T>): Promise<T> {
     return Promise.race([p, this.failed]);
@@ -121,18 +146,27 @@ interface LoadState {
   refresh: number | null;
 }
 
-/** In the page: the load event (capped), fonts (capped), and a pending meta refresh. */
+/**
+ * In the page: the load event (capped), fonts (capped), and a pending meta refresh. Sent as text:
+ * a function would be compiled by the TypeScript loader, which may wrap inner functions in a
+ * `__name()` helper that does not exist in the page.
+ */
+const WAIT_LOAD = `(async (loadCap, fontsCap) => {
+  const capped = (p, ms) => Promise.race([p, new Promise((r) => setTimeout(() => r('cap'), ms))]);
+  const loaded = document.readyState === 'complete'
+    || (await capped(new Promise((r) => addEventListener('load', () => r('load'), { once: true })), loadCap)) !== 'cap';
+  if (document.fonts && document.fonts.status !== 'loaded') await capped(document.fonts.ready, fontsCap);
+  const meta = document.querySelector('meta[http-equiv="refresh" i]');
+  const refresh = meta ? Number.parseFloat(meta.content) : Number.NaN;
+  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null };
+})`;
+
 async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Promise<LoadState> {
-  return page.evaluate(async (loadCap: number, fontsCap: number) => {
-    const capped = <T>(p: Promise<T>, ms: number) => Promise.race([p, new Promise<'cap'>((r) => setTimeout(() => r('cap'), ms))]);
-    const loaded = document.readyState === 'complete'
-      || (await capped(new Promise((r) => addEventListener('load', () => r('load'), { once: true })), loadCap)) !== 'cap';
-    if (document.fonts && document.fonts.status !== 'loaded') await capped(document.fonts.ready, fontsCap);
-    const meta = document.querySelector('meta[http-equiv="refresh" i]') as HTMLMetaElement | null;
-    const refresh = meta ? Number.parseFloat(meta.content) : Number.NaN;
-    return { loaded, refresh: Number.isFinite(refresh) ? refresh : null };
-  }, loadCapMs, fontsCapMs);
+  return page.evaluate(`${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`) as Promise<LoadState>;
 }
+
+/** The page's document went away under a script of ours: it navigated by itself. */
+const MOVED = /context was destroyed|navigat|detached|Cannot find context|No realm|DiscardedBrowsingContext|no such frame/i;
 
 /**
  * Puppeteer's `domcontentloaded` over CDP also waits for every child frame's, so a frame that
@@ -196,9 +230,10 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
         waitLoad(page, loadCap, Math.min(SETTLE.fontsCapMs, left())),
         sleep(loadCap + SETTLE.fontsCapMs + SETTLE.stuckMs).then(() => 'stuck' as const),
       ]));
+
     } catch (e) {
       if (e instanceof TaskFailure) throw e;
-      // the document went away under the script: the page moved on by itself
+      if (!MOVED.test(String((e as Error)?.message))) throw new TaskFailure('render_failed', `the page could not be inspected: ${cut(String((e as Error)?.message ?? e))}`);
       state = 'moved';
     }
     if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
@@ -208,9 +243,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
         if (e instanceof TaskFailure) throw e;
       });
     } else {
-      await watch.race(page.waitForNetworkIdle({ idleTime: SETTLE.quietMs, timeout: Math.min(SETTLE.quietCapMs, left()) })).catch((e: unknown) => {
-        if (e instanceof TaskFailure) throw e;
-      });
+      await watch.race(watch.quiet(SETTLE.quietMs, Math.min(SETTLE.quietCapMs, left())));
     }
     if (watch.documents === before && state !== 'moved') break;
     if (hop >= SETTLE.maxHops) break;

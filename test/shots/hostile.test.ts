@@ -1,8 +1,6 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
 import { failureOf, testBrowser, timed } from './browsers.ts';
-import { stripeColour } from './hostile-fixtures.ts';
-import { FULL_PAGE_MAX_DEVICE_PX } from '../../actors/browser-pool/capture.ts';
 
 // Pages that attack the browser: the page is given up on, the browser stays, the next task works.
 // The page timeout is 10 s here; the bound asserted is generous for a loaded machine.
@@ -39,18 +37,5 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
     t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');
     t.equal(b.managed().launches, 1, 'the browser survived');
-  });
-
-  t.test(`${id}: a 30 000 px page with fullPage is cut at the documented height, painted to the end`, async (t) => {
-    const fx = await startFixtures(t);
-    const b = await testBrowser(t, id, { timeoutMs: 60000 });
-    const shot = await b.shoot(fx.url('/very-tall'), { viewport: { w: 400, h: 700 }, options: { fullPage: true } });
-    t.same([shot.width, shot.height], [400, FULL_PAGE_MAX_DEVICE_PX]);
-    t.equal(shot.extra.heightCapped, true);
-    // every 1000 px stripe has its own colour: a repeated tile past a texture limit would show
-    for (const k of [0, 8, 15, 16]) t.same(await pixel(shot.png, 200, k * 1000 + 300), stripeColour(k), `stripe ${k}`);
-    const retina = await b.shoot(fx.url('/very-tall'), { viewport: { w: 400, h: 700 }, options: { fullPage: true, retina: true } });
-    t.same([retina.width, retina.height], [800, FULL_PAGE_MAX_DEVICE_PX], 'the cap is in device pixels');
-    t.same(await pixel(retina.png, 200, 2 * 8000 + 100), stripeColour(8));
   });
 }

@@ -26,12 +26,12 @@ export async function run(): Promise<BenchFigure[]> {
     const direct: number[] = [];
     let directPeak = mb();
     const bodies = pages.map((p) => Buffer.from(p));
-    for (let i = 0; i < 2; i++) convert({ body: bodies[i % bodies.length]!, contentType: 'text/html', status: 200, url: urls[0]!, finalUrl: urls[0]!, redirects: [], rendered: false, outputs: ['metadata', 'markdown'] });
+    for (let i = 0; i < 2; i++) await convert({ body: bodies[i % bodies.length]!, contentType: 'text/html', status: 200, url: urls[0]!, finalUrl: urls[0]!, redirects: [], rendered: false, outputs: ['metadata', 'markdown'] });
     for (let r = 0; r < rounds; r++) {
       const c0 = process.cpuUsage();
       for (let i = 0; i < perRound; i++) {
         const u = urls[i % urls.length]!;
-        convert({ body: bodies[i % bodies.length]!, contentType: 'text/html; charset=utf-8', status: 200, url: u, finalUrl: u, redirects: [], rendered: false, outputs: ['metadata', 'markdown'] });
+        await convert({ body: bodies[i % bodies.length]!, contentType: 'text/html; charset=utf-8', status: 200, url: u, finalUrl: u, redirects: [], rendered: false, outputs: ['metadata', 'markdown'] });
         directPeak = Math.max(directPeak, mb());
       }
       direct.push(round2(perRound / cpuSeconds(c0)));

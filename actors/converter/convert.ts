@@ -2,8 +2,9 @@
 // serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
 import { JSDOM } from 'jsdom';
 import { Readability } from '@mozilla/readability';
-import TurndownService from 'turndown';
-import { gfm } from '@joplin/turndown-plugin-gfm';
+import { markdownOf } from './markdown.ts';
+import { flattenLayoutTables } from './tables.ts';
+import { isPdf, readPdf, pdfMarkdown, pdfMetadata, pdfText, type PdfContent } from './pdf.ts';
 import createDOMPurify from 'dompurify';
 import { decodeBody } from './charset.ts';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
@@ -60,10 +61,41 @@ export function sniffType(body: Uint8Array, declared: string): string {
   return mt;
 }
 
-export function convert(input: ConvertInput): ConvertResult {
+export async function convert(input: ConvertInput): Promise<ConvertResult> {
   const mt = sniffType(input.body, input.contentType);
   if (isHtmlType(mt)) return convertHtml(input, mt);
+  if (isPdf(mt)) return { outputs: await convertPdf(input, mt) };
   return { outputs: convertOther(input, mt) };
+}
+
+// ---------------------------------------------------------------- PDF targets
+
+async function convertPdf(input: ConvertInput, mt: string): Promise<Partial<Record<TextOutput, OutputFile | OutputFailure>>> {
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  let pdf: PdfContent | null = null;
+  let why = '';
+  try {
+    pdf = await readPdf(input.body);
+  } catch (e) {
+    why = (e as Error).message;
+  }
+  const text = pdf ? pdfText(pdf) : '';
+  for (const o of input.outputs) {
+    if (o === 'metadata') {
+      const words = countWords(text);
+      const meta = { ...emptyMetadata(input, mt, null), ...(pdf ? pdfMetadata(pdf) : {}), wordCount: words, readingTimeMinutes: readingTime(words), favicon: new URL('/favicon.ico', input.finalUrl).href };
+      if (!pdf) meta.warnings.push(`the PDF could not be read: ${why}`);
+      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
+    } else if (!pdf) {
+      out[o] = { ok: false, error: 'conversion_failed', message: `the PDF could not be read: ${why}` };
+    } else if (!text.trim()) {
+      // a scanned PDF has pictures of text only; there is no OCR here
+      out[o] = { ok: false, error: 'unsupported_content', message: 'the PDF has no text layer (scanned pages?)' };
+    } else if (o === 'text') out.text = file('text', text);
+    else if (o === 'markdown') out.markdown = file('markdown', pdfMarkdown(pdf));
+    else if (o === 'html') out.html = file('html', htmlDocument(pdf.title, pdf.language, pdf.pages.filter(Boolean).map((pg) => pg.split(/\n{2,}/).map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>')}</p>`).join('\n')).join('\n<hr>\n')));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- non-HTML targets
@@ -100,7 +132,9 @@ function convertOther(input: ConvertInput, mt: string): Partial<Record<TextOutpu
       out.text = file('text', text.endsWith('\n') ? text : `${text}\n`);
     } else if (o === 'markdown') {
       const fence = '`'.repeat(Math.max(3, longestRun(text, '`') + 1));
-      out.markdown = file('markdown', isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/markdown' ? text : `${fence}\n${text}\n${fence}\n`);
+      // JSON is code; plain text and Markdown pass through as they are; CSV stays a fenced block
+      const body = isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/csv' ? `${fence}csv\n${text}\n${fence}\n` : text.endsWith('\n') ? text : `${text}\n`;
+      out.markdown = file('markdown', body);
     } else if (o === 'html') {
       out.html = file('html', htmlDocument(null, null, `<pre>${escapeHtml(text)}</pre>`));
     }
@@ -116,8 +150,18 @@ function longestRun(s: string, ch: string): number {
 
 // ---------------------------------------------------------------- HTML
 
+const failure = (e: unknown, what: string): OutputFailure => ({ ok: false, error: 'conversion_failed', message: `${what}: ${((e as Error)?.message ?? String(e)).split('\n')[0]}` });
+
+/**
+ * One parse, then every output on its own: a step that throws costs only the outputs that need it.
+ * Metadata needs nothing but the parsed page (page facts, and Readability's metadata when it runs),
+ * so it comes out of any HTML that parses.
+ */
 function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const { text: source, charset } = decodeBody(input.body, input.contentType);
+  const want = new Set(input.outputs);
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
   const doms: JSDOM[] = [];
   const parse = () => {
     const d = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
@@ -125,33 +169,82 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     return d;
   };
   try {
-    const dom = parse();
+    let dom: JSDOM;
+    try {
+      dom = parse();
+    } catch (e) {
+      failAll(failure(e, 'the page does not parse as HTML'));
+      return { outputs: out };
+    }
     const doc = dom.window.document;
+    const warnings = [...(input.warnings ?? [])];
     if (input.detectJs && !input.rendered) {
-      const why = needsJavaScript(doc);
+      const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    const keep = prepareDoc(doc);
-    const facts = collectPageFacts(doc, input);
+    const keep = guard(() => prepareDoc(doc), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
+    const facts = guard(() => collectPageFacts(doc, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    guard(() => removeDebris(doc), undefined);
     // Readability changes the document it reads; the page facts are taken first, and the rare
     // fallback (no article found) parses the page again instead of every page paying for a copy
-    const main = mainContent(doc, keep, () => {
-      const d = parse().window.document;
-      prepareDoc(d);
-      return d;
-    });
-    const title = titleOf(main, facts.title);
-    const root = prepare(main.root);
-    dropTitleHeading(root, title);
-    const want = new Set(input.outputs);
-    const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
-    if (want.has('metadata')) out.metadata = file('metadata', JSON.stringify(buildMetadata(input, mt, charset, facts, main), null, 2));
-    if (want.has('markdown')) out.markdown = file('markdown', toMarkdown(root, title));
-    if (want.has('text')) out.text = file('text', toText(root, title));
-    if (want.has('html')) out.html = file('html', sanitize(dom, root, title, facts.language));
+    let main: MainContent | null = null;
+    let mainError: unknown = null;
+    try {
+      main = mainContent(doc, keep, () => {
+        const d = parse().window.document;
+        guard(() => prepareDoc(d), []);
+        guard(() => removeDebris(d), undefined);
+        return d;
+      });
+    } catch (e) {
+      mainError = e;
+    }
+    const title = main?.title ?? facts.title;
+    if (want.has('metadata')) {
+      try {
+        out.metadata = file('metadata', JSON.stringify(buildMetadata({ ...input, warnings }, mt, charset, facts, main), null, 2));
+      } catch (e) {
+        out.metadata = failure(e, 'metadata');
+      }
+    }
+    if (!main) {
+      failAll(failure(mainError, 'main content'));
+      return { outputs: out };
+    }
+    let root: Element;
+    try {
+      root = prepare(main.root);
+      dropTitleHeading(root, title);
+    } catch (e) {
+      failAll(failure(e, 'content clean-up'));
+      return { outputs: out };
+    }
+    const each: [TextOutput, () => string][] = [
+      ['markdown', () => toMarkdown(root, title)],
+      ['text', () => toText(root, title)],
+      ['html', () => sanitize(dom, root, title, main.lang ?? facts.language)],
+    ];
+    for (const [o, make] of each) {
+      if (!want.has(o)) continue;
+      try {
+        out[o] = file(o, make());
+      } catch (e) {
+        out[o] = failure(e, o);
+      }
+    }
     return { outputs: out };
   } finally {
     for (const d of doms) d.window.close();
+  }
+}
+
+/** Run a step that may fail without failing the outputs that do not need it. */
+function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
+  try {
+    return fn();
+  } catch (e) {
+    onError?.(e);
+    return fallback;
   }
 }
 
@@ -316,15 +409,20 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
   const firstImg = [...doc.querySelectorAll('article img[src], main img[src], img[src]')].map((i) => i.getAttribute('src')!).find((s) => !s.startsWith('data:'));
   const timeEl = doc.querySelector('article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]');
   const publisher = ldFirst('publisher');
+  const ldString = (...keys: string[]) => {
+    for (const o of ld) for (const k of keys) if (typeof o[k] === 'string' && clean(o[k] as string)) return clean(o[k] as string);
+    return null;
+  };
+  // fallbacks after Readability, in this order: JSON-LD, Open Graph, Twitter, <meta> (docs/websitepro.md)
   return {
-    title: clean(openGraph.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
-    description: meta('meta[name="description" i]') ?? clean(openGraph.description) ?? clean(twitter.description),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]) ?? clean(openGraph.locale),
+    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
+    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('meta[name="description" i]'),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]),
     canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
-    author: meta('meta[name="author" i]') ?? clean(openGraph['article:author']) ?? nameOf(ldFirst('author')) ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
-    publishedTime: clean(openGraph['article:published_time']) ?? clean(String(ldFirst('datePublished') ?? '')) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
-    modifiedTime: clean(openGraph['article:modified_time']) ?? clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph.updated_time),
-    siteName: clean(openGraph.site_name) ?? nameOf(publisher),
+    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('meta[name="author" i]') ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
+    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
+    modifiedTime: clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
+    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('meta[name="application-name" i]'),
     keywords: (meta('meta[name="keywords" i]') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     robots: meta('meta[name="robots" i]'),
     favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
@@ -383,10 +481,19 @@ function markCodeLanguages(doc: Document): string[] {
   return [...classes];
 }
 
+interface ReadabilityInternals {
+  _metadata?: { title?: string; byline?: string; excerpt?: string; siteName?: string; publishedTime?: string };
+  _articleTitle?: string;
+  _articleByline?: string;
+  _articleLang?: string;
+}
+
 function mainContent(doc: Document, keep: string[], fresh: () => Document): MainContent {
   let article: ReturnType<Readability<Element>['parse']> = null;
+  let reader: Readability<Element> | null = null;
   try {
-    article = new Readability<Element>(doc, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 }).parse();
+    reader = new Readability<Element>(doc, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 });
+    article = reader.parse();
   } catch {
     article = null;
   }
@@ -394,11 +501,30 @@ function mainContent(doc: Document, keep: string[], fresh: () => Document): Main
   if (article?.content && text.length >= 80) {
     return { root: article.content, fromReadability: true, byline: clean(article.byline), siteName: clean(article.siteName), excerpt: clean(article.excerpt), publishedTime: clean(article.publishedTime), title: clean(article.title), lang: clean(article.lang) };
   }
-  // No article found: the whole body, minus what is clearly not content
+  // No article: Readability still read the page's metadata before it gave up (JSON-LD, meta
+  // tags, the cleaned <title>); keep that, so the reference order holds on every page
+  const r = (reader ?? {}) as ReadabilityInternals;
+  const m = r._metadata ?? {};
   const d = fresh();
   const body = d.body ?? d.createElement('body');
   body.querySelectorAll('script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]').forEach((n) => n.remove());
-  return { root: body, fromReadability: false, byline: null, siteName: null, excerpt: null, publishedTime: null, title: null, lang: null };
+  return { root: body, fromReadability: false, byline: clean(m.byline ?? r._articleByline), siteName: clean(m.siteName), excerpt: clean(m.excerpt), publishedTime: clean(m.publishedTime), title: clean(r._articleTitle ?? m.title), lang: null };
+}
+
+/** Cookie banners, consent walls, "[edit]" links, heading permalinks: page furniture, never content. */
+function removeDebris(doc: Document) {
+  const furniture = '[id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [class*="gdpr" i], [aria-modal="true"], [role="dialog"], [role="alertdialog"], .skip-link, a[href="#content"], a[href="#main"], a[href="#main-content"]';
+  for (const el of doc.querySelectorAll(furniture)) {
+    // a class name is a weak signal: only small boxes go, so an article about cookies stays
+    if (el.isConnected && el !== doc.body && el !== doc.documentElement && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) el.remove();
+  }
+  doc.querySelectorAll('.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor, a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]').forEach((n) => n.remove());
+  for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
+    if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
+  }
+  for (const el of doc.querySelectorAll('a, span, button')) {
+    if (/^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '') && el.closest('h1, h2, h3, h4, h5, h6, .mw-headline, header')) el.remove();
+  }
 }
 
 function isTrackingPixel(img: Element): boolean {
@@ -421,23 +547,9 @@ function prepare(root: Element): Element {
     }
   }
   for (const a of r.querySelectorAll('a[href^="data:" i]')) a.removeAttribute('href');
+  flattenLayoutTables(r);
   return r;
 }
-
-let turndown: TurndownService | null = null;
-function getTurndown(): TurndownService {
-  if (turndown) return turndown;
-  const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' });
-  td.use(gfm);
-  td.remove(['script', 'style', 'noscript', 'iframe', 'form', 'button', 'input', 'select', 'textarea'] as never);
-  // links whose href was removed (javascript:, data:) keep only their text
-  td.addRule('hrefless', { filter: (n) => n.nodeName === 'A' && !(n as Element).getAttribute('href'), replacement: (c) => c });
-  turndown = td;
-  return td;
-}
-
-/** The document's title (page facts first: og:title or <title>; Readability's guess last). */
-const titleOf = (main: MainContent, pageTitle: string | null) => pageTitle ?? main.title;
 
 /** The title becomes the first heading of every output; drop a leading heading that only repeats it. */
 function dropTitleHeading(root: Element, title: string | null) {
@@ -447,7 +559,7 @@ function dropTitleHeading(root: Element, title: string | null) {
 }
 
 function toMarkdown(root: Element, title: string | null): string {
-  let md = getTurndown().turndown(root as unknown as HTMLElement).trim();
+  let md = markdownOf(root).trim();
   md = tasks(md.replace(/\n{3,}/g, '\n\n'), '[x]', '[ ]');
   return `${title ? `# ${title.replace(/\n/g, ' ')}\n\n` : ''}${md}\n`;
 }
@@ -547,17 +659,28 @@ function emptyMetadata(input: ConvertInput, mt: string, charset: string | null):
   };
 }
 
-function buildMetadata(input: ConvertInput, mt: string, charset: string, f: PageFacts, main: MainContent): PageMetadataDoc {
-  const words = countWords(main.root.textContent ?? '');
+/** Facts that need nothing but <title> and <html lang>, for when collectPageFacts itself failed. */
+function basicFacts(doc: Document, input: ConvertInput): PageFacts {
+  const { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images } = emptyMetadata(input, 'text/html', null);
+  return { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images, language: clean(doc.documentElement?.getAttribute('lang')), favicon: new URL('/favicon.ico', input.finalUrl).href };
+}
+
+/**
+ * Readability is the reference for title, byline, excerpt, language, published time and site
+ * name (it reads JSON-LD and meta tags itself); where it has nothing, the page facts' own chain
+ * (JSON-LD, Open Graph, Twitter, <meta>) fills in.
+ */
+function buildMetadata(input: ConvertInput, mt: string, charset: string, f: PageFacts, main: MainContent | null): PageMetadataDoc {
+  const words = main ? countWords(main.root.textContent ?? '') : 0;
   return {
     ...emptyMetadata(input, mt, charset),
     ...f,
-    title: f.title ?? main.title,
-    description: f.description ?? main.excerpt,
-    language: f.language ?? main.lang,
-    author: f.author ?? main.byline,
-    publishedTime: f.publishedTime ?? main.publishedTime,
-    siteName: f.siteName ?? main.siteName,
+    title: main?.title ?? f.title,
+    description: main?.excerpt ?? f.description,
+    language: main?.lang ?? f.language,
+    author: main?.byline ?? f.author,
+    publishedTime: main?.publishedTime ?? f.publishedTime,
+    siteName: main?.siteName ?? f.siteName,
     wordCount: words,
     readingTimeMinutes: readingTime(words),
   };

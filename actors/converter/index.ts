@@ -121,22 +121,38 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   if (text.length) {
     await ctx.progress('converting');
     let result: ConvertResult;
+    let last: ConvertInput = { ...base, detectJs: true };
     try {
-      result = await deps.pool.run({ ...base, detectJs: true });
+      result = await deps.pool.run(last);
       if (result.needsJavaScript) {
         const reason = result.reason;
         const rendered = await renderInBrowser(deps, res.url).catch((e: Error) => e);
         if (rendered instanceof Error) {
           base.warnings!.push(`the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`);
-          result = await deps.pool.run(base);
+          last = base;
         } else {
           await ctx.progress('converting the rendered page');
-          result = await deps.pool.run({ ...base, body: Buffer.from(rendered.html, 'utf8'), contentType: 'text/html; charset=utf-8', finalUrl: rendered.finalUrl || res.url, rendered: true });
+          last = { ...base, body: Buffer.from(rendered.html, 'utf8'), contentType: 'text/html; charset=utf-8', finalUrl: rendered.finalUrl || res.url, rendered: true };
         }
+        result = await deps.pool.run(last);
       }
     } catch (e) {
       const f = e instanceof ConversionError ? { error: e.code, message: e.message } : { error: 'conversion_failed', message: (e as Error).message };
       result = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
+      // The thread died on the whole job (a crash, a heap limit): try each output alone, so the one
+      // that kills it fails by itself and the others are delivered. A timeout is not retried: the
+      // task's own time limit would not allow it.
+      if (f.error === 'conversion_failed' && text.length > 1) {
+        await ctx.progress('converting each output alone');
+        for (const o of text) {
+          try {
+            const one = await deps.pool.run({ ...last, detectJs: false, outputs: [o] });
+            if (!one.needsJavaScript && one.outputs[o]) result.outputs[o] = one.outputs[o];
+          } catch (e2) {
+            result.outputs[o] = { ok: false, ...(e2 instanceof ConversionError ? { error: e2.code, message: e2.message } : { error: 'conversion_failed', message: (e2 as Error).message }) };
+          }
+        }
+      }
     }
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
     for (const o of text) {

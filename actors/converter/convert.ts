@@ -513,7 +513,13 @@ function mainContent(doc: Document, keep: string[], fresh: () => Document): Main
 
 /** Cookie banners, consent walls, "[edit]" links, heading permalinks: page furniture, never content. */
 function removeDebris(doc: Document) {
-  const furniture = '[id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [class*="gdpr" i], [aria-modal="true"], [role="dialog"], [role="alertdialog"], .skip-link, a[href="#content"], a[href="#main"], a[href="#main-content"]';
+  const furniture = [
+    '[id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [class*="gdpr" i], [aria-modal="true"], [role="dialog"], [role="alertdialog"]',
+    '.skip-link, a[href="#content"], a[href="#main"], a[href="#main-content"]',
+    // advertising slots, paywall and meter messages, "was this helpful" and "report a problem" boxes
+    '[class*="advert" i], [id*="advert" i], [class*="ad-slot" i], [class*="ad-container" i], [class*="ad-unit" i], .adsbygoogle, [data-ad-slot], [id^="google_ads"]',
+    '[class*="paywall" i], [id*="paywall" i], [class*="meter-" i], [class*="feedback" i]',
+  ].join(', ');
   for (const el of doc.querySelectorAll(furniture)) {
     // a class name is a weak signal: only small boxes go, so an article about cookies stays
     if (el.isConnected && el !== doc.body && el !== doc.documentElement && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) el.remove();

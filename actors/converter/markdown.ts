@@ -36,6 +36,21 @@ function build(): TurndownService {
       return `[${text.replace(/\n+/g, ' ')}](${href.replace(/[()]/g, (c) => encodeURIComponent(c))}${title ? ` "${title.replace(/"/g, '\\"')}"` : ''})`;
     },
   });
+  // "- item" and "1. item" with one space (turndown pads markers to four columns), nested
+  // content indented under the text
+  td.addRule('listItem', {
+    filter: 'li',
+    replacement: (content, n) => {
+      const parent = n.parentNode as Element | null;
+      let prefix = '- ';
+      if (parent?.nodeName === 'OL') {
+        const start = Number(parent.getAttribute('start') ?? 1) || 1;
+        prefix = `${start + [...parent.children].indexOf(n as Element)}. `;
+      }
+      const body = content.replace(/^\n+/, '').replace(/\n+$/, '\n').replace(/\n(?!$)/g, `\n${' '.repeat(prefix.length)}`);
+      return prefix + body + (n.nextSibling && !body.endsWith('\n') ? '\n' : '');
+    },
+  });
   td.addRule('tableCell', {
     filter: (n) => CELL_TAGS.has(n.nodeName),
     replacement: (content, n) => {

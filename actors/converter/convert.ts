@@ -234,7 +234,8 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     }
     return { outputs: out };
   } finally {
-    for (const d of doms) d.window.close();
+    // closing a pathologically deep document can itself overflow the stack; the outputs are made
+    for (const d of doms) guard(() => d.window.close(), undefined);
   }
 }
 

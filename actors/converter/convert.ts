@@ -1,6 +1,6 @@
 // Page → outputs, pure and synchronous (runs inside a worker thread, see pool.ts). One jsdom parse
 // serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
-import { JSDOM } from 'jsdom';
+import { JSDOM, type DOMWindow } from 'jsdom';
 import { Readability } from '@mozilla/readability';
 import { markdownOf } from './markdown.ts';
 import { flattenLayoutTables } from './tables.ts';
@@ -162,21 +162,15 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const want = new Set(input.outputs);
   const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
   const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
-  const doms: JSDOM[] = [];
-  const parse = () => {
-    const d = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
-    doms.push(d);
-    return d;
-  };
+  const parse = () => parseHtml(source, input.finalUrl);
   try {
-    let dom: JSDOM;
+    let doc: Document;
     try {
-      dom = parse();
+      doc = parse();
     } catch (e) {
       failAll(failure(e, 'the page does not parse as HTML'));
       return { outputs: out };
     }
-    const doc = dom.window.document;
     const warnings = [...(input.warnings ?? [])];
     if (input.detectJs && !input.rendered) {
       const why = guard(() => needsJavaScript(doc), null);
@@ -191,7 +185,7 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     let mainError: unknown = null;
     try {
       main = mainContent(doc, keep, () => {
-        const d = parse().window.document;
+        const d = parse();
         guard(() => prepareDoc(d), []);
         guard(() => removeDebris(d), undefined);
         return d;
@@ -222,7 +216,7 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     const each: [TextOutput, () => string][] = [
       ['markdown', () => toMarkdown(root, title)],
       ['text', () => toText(root, title)],
-      ['html', () => sanitize(dom, root, title, main.lang ?? facts.language)],
+      ['html', () => sanitize(root, title, main.lang ?? facts.language)],
     ];
     for (const [o, make] of each) {
       if (!want.has(o)) continue;
@@ -234,9 +228,35 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     }
     return { outputs: out };
   } finally {
-    // closing a pathologically deep document can itself overflow the stack; the outputs are made
-    for (const d of doms) guard(() => d.window.close(), undefined);
+    // nothing to close: documents of the shared window are garbage once unreferenced
   }
+}
+
+/**
+ * One jsdom window per thread, and every page parsed into a new document of it with DOMParser:
+ * making a window costs about as much as parsing a page (docs/performance.md). The document's own
+ * URL is the window's, so the page's base URL is set with a <base>: the page's first <base href>
+ * made absolute against the final URL (dropped when it is not http(s)), else the final URL.
+ */
+let sharedWindow: DOMWindow | null = null;
+function parseHtml(source: string, url: string): Document {
+  sharedWindow ??= new JSDOM('', { url: 'https://converter.invalid/' }).window;
+  const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
+  const bases = [...doc.querySelectorAll('base[href]')];
+  let base: string = url;
+  if (bases[0]) {
+    try {
+      const b = new URL(bases[0].getAttribute('href')!.trim(), url);
+      if (b.protocol === 'http:' || b.protocol === 'https:') base = b.href;
+    } catch {
+      /* an unparsable <base> is ignored, as browsers do */
+    }
+  }
+  for (const b of doc.querySelectorAll('base')) b.remove();
+  const el = doc.createElement('base');
+  el.setAttribute('href', base);
+  (doc.head ?? doc.documentElement).prepend(el);
+  return doc;
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */
@@ -268,15 +288,30 @@ export function needsJavaScript(doc: Document): string | null {
   if (!body) return null;
   const scripts = doc.querySelectorAll('script[src], script:not([type]), script[type="module"], script[type="text/javascript"]').length;
   if (!scripts) return null;
-  const clone = body.cloneNode(true) as HTMLElement;
-  clone.querySelectorAll('script, style, noscript, template, svg').forEach((n) => n.remove());
-  const text = (clone.textContent ?? '').replace(/\s+/g, ' ').trim();
+  const text = visibleText(body, 200);
   const mount = body.querySelector('#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]');
   const mountEmpty = mount ? (mount.textContent ?? '').trim().length < 20 : false;
   const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) => /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''));
   if (text.length < 200 && (mountEmpty || noscriptAsks)) return `static HTML has ${text.length} characters of text and an empty application mount point`;
   if (text.length < 40) return `static HTML has ${text.length} characters of text and ${scripts} scripts`;
   return null;
+}
+
+const INVISIBLE = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'SVG', 'svg']);
+/** Whitespace-collapsed text outside scripts, styles and the like; stops once past `enough` characters. */
+function visibleText(root: Element, enough: number): string {
+  let text = '';
+  const walk = (n: Node): boolean => {
+    for (let c = n.firstChild; c; c = c.nextSibling) {
+      if (c.nodeType === 3) {
+        text += c.nodeValue;
+        if (text.length > enough * 4 && text.replace(/\s+/g, ' ').trim().length > enough) return true;
+      } else if (c.nodeType === 1 && !INVISIBLE.has((c as Element).tagName) && walk(c)) return true;
+    }
+    return false;
+  };
+  walk(root);
+  return text.replace(/\s+/g, ' ').trim();
 }
 
 const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
@@ -529,8 +564,8 @@ function removeDebris(doc: Document) {
   for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
     if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
   }
-  for (const el of doc.querySelectorAll('a, span, button')) {
-    if (/^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '') && el.closest('h1, h2, h3, h4, h5, h6, .mw-headline, header')) el.remove();
+  for (const el of doc.querySelectorAll(':is(h1, h2, h3, h4, h5, h6) :is(a, span, button)')) {
+    if (el.isConnected && /^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '')) el.remove();
   }
 }
 
@@ -543,7 +578,8 @@ function isTrackingPixel(img: Element): boolean {
 
 /** Shared clean-up for every content output: no base64 blobs, no pixels, no scripts. */
 function prepare(root: Element): Element {
-  const r = root.cloneNode(true) as Element;
+  // in place: the main content is a tree of its own by now (metadata has counted its words)
+  const r = root;
   r.querySelectorAll('script, style, noscript, template, link, meta').forEach((n) => n.remove());
   for (const img of r.querySelectorAll('img')) {
     const src = img.getAttribute('src') ?? '';
@@ -617,8 +653,10 @@ export function toText(root: Element, title: string | null): string {
   return tasks(`${parts.join('\n\n')}\n`, '[x]', '[ ]');
 }
 
-function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string | null): string {
-  const purify = createDOMPurify(dom.window as never);
+let purifier: ReturnType<typeof createDOMPurify> | null = null;
+function getPurifier() {
+  if (purifier) return purifier;
+  const purify = createDOMPurify(sharedWindow as never);
   purify.addHook('uponSanitizeElement', (node, data) => {
     if (data.tagName === 'img' && isTrackingPixel(node as Element)) node.parentNode?.removeChild(node);
   });
@@ -634,13 +672,18 @@ function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string 
     }
     if (el.tagName === 'A' && el.getAttribute('href')) el.setAttribute('rel', 'noopener noreferrer nofollow');
   });
+  purifier = purify;
+  return purify;
+}
+
+function sanitize(root: Element, title: string | null, lang: string | null): string {
+  const purify = getPurifier();
   const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
     FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
     FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id'],
     ALLOW_DATA_ATTR: false,
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   }) as string;
-  purify.removeAllHooks();
   return htmlDocument(title, lang, clean);
 }
 

@@ -286,9 +286,11 @@ function prepareDoc(doc: Document): string[] {
 export function needsJavaScript(doc: Document): string | null {
   const body = doc.body;
   if (!body) return null;
+  const text = visibleText(body, 200);
+  // a page with text is converted as it is, whatever its scripts do later
+  if (text.length >= 200) return null;
   const scripts = doc.querySelectorAll('script[src], script:not([type]), script[type="module"], script[type="text/javascript"]').length;
   if (!scripts) return null;
-  const text = visibleText(body, 200);
   const mount = body.querySelector('#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]');
   const mountEmpty = mount ? (mount.textContent ?? '').trim().length < 20 : false;
   const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) => /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''));
@@ -547,19 +549,28 @@ function mainContent(doc: Document, keep: string[], fresh: () => Document): Main
   return { root: body, fromReadability: false, byline: clean(m.byline ?? r._articleByline), siteName: clean(m.siteName), excerpt: clean(m.excerpt), publishedTime: clean(m.publishedTime), title: clean(r._articleTitle ?? m.title), lang: null };
 }
 
-/** Cookie banners, consent walls, "[edit]" links, heading permalinks: page furniture, never content. */
+// Furniture told by id or class: cookie and consent boxes, advertising slots, paywall and meter
+// messages, "was this helpful" / "report a problem" boxes
+const FURNITURE_NAME = /cookie|consent|gdpr|advert|ad-slot|ad-container|ad-unit|adsbygoogle|google_ads|paywall|meter-|feedback/i;
+const SKIP_LINKS = new Set(['#content', '#main', '#main-content']);
+
+/** Cookie banners, consent walls, ads, "[edit]" links, heading permalinks: page furniture, never content. */
 function removeDebris(doc: Document) {
-  const furniture = [
-    '[id*="cookie" i], [class*="cookie" i], [id*="consent" i], [class*="consent" i], [class*="gdpr" i], [aria-modal="true"], [role="dialog"], [role="alertdialog"]',
-    '.skip-link, a[href="#content"], a[href="#main"], a[href="#main-content"]',
-    // advertising slots, paywall and meter messages, "was this helpful" and "report a problem" boxes
-    '[class*="advert" i], [id*="advert" i], [class*="ad-slot" i], [class*="ad-container" i], [class*="ad-unit" i], .adsbygoogle, [data-ad-slot], [id^="google_ads"]',
-    '[class*="paywall" i], [id*="paywall" i], [class*="meter-" i], [class*="feedback" i]',
-  ].join(', ');
-  for (const el of doc.querySelectorAll(furniture)) {
-    // a class name is a weak signal: only small boxes go, so an article about cookies stays
-    if (el.isConnected && el !== doc.body && el !== doc.documentElement && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) el.remove();
-  }
+  // one walk over the elements: a selector list of case-insensitive substring matches costs
+  // nwsapi ten times as much (docs/performance.md)
+  const doomed: Element[] = [];
+  const walk = (parent: Element) => {
+    for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
+      const name = `${el.id} ${el.getAttribute('class') ?? ''}`;
+      const role = el.getAttribute('role');
+      const furniture = FURNITURE_NAME.test(name) || el.hasAttribute('data-ad-slot') || role === 'dialog' || role === 'alertdialog' || el.getAttribute('aria-modal') === 'true' || (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
+      // a class name is a weak signal: only small boxes go, so an article about cookies stays
+      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) doomed.push(el);
+      else walk(el);
+    }
+  };
+  if (doc.documentElement) walk(doc.documentElement);
+  for (const el of doomed) el.remove();
   doc.querySelectorAll('.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor, a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]').forEach((n) => n.remove());
   for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
     if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();

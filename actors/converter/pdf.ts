@@ -1,6 +1,5 @@
 // A PDF target: its text (pdf.js through unpdf) for text and markdown, its document information
 // for metadata. The PDF itself is the `pdf` result (index.ts); nothing here renders pages.
-import { getDocumentProxy, extractText, getMeta } from 'unpdf';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
 
 export const isPdf = (mt: string) => mt === 'application/pdf' || mt === 'application/x-pdf';
@@ -29,6 +28,8 @@ export function pdfDate(v: unknown): string | null {
 }
 
 export async function readPdf(body: Uint8Array): Promise<PdfContent> {
+  // loaded on the first PDF only: pdf.js is a few MB of code every conversion thread would carry
+  const { getDocumentProxy, extractText, getMeta } = await import('unpdf');
   // pdf.js takes ownership of (detaches) the buffer it is given: hand it a copy
   const doc = await getDocumentProxy(new Uint8Array(body));
   try {

@@ -1,7 +1,7 @@
 // websitepro converter benchmark.
 // Speed and memory: pages per CPU-second for metadata + markdown through the whole pipeline
-// (JetStream task → converter actor → guarded fetch → worker thread → object store → outcome), in a
-// child process of its own (bench/lib/converter-pipeline.ts), against the libraries it is built on
+// (JetStream task → converter actor → guarded fetch → worker thread → object store → outcome), the
+// actor in a process of its own (bench/lib/converter-pipeline.ts, converter-actor.ts), against the libraries it is built on
 // called directly the way their READMEs show (jsdom, Readability, turndown + GFM; same pages, as
 // many threads as the converter's pool), also a child process of its own
 // (bench/lib/converter-direct.ts). Peak RSS of each process is compared the same way.
@@ -54,9 +54,9 @@ export async function run(): Promise<BenchFigure[]> {
   return [
     figure({
       name: 'websitepro pages/s per core (metadata+markdown)', unit: 'pages/s/core', samples: piped.flatMap((m) => m.perCore.map(round2)), baselineSamples: direct.flatMap((m) => m.perCore.map(round2)),
-      note: `${perRound} pages per round (${pages.length} different: corpus HTML pages and the older bench pages), ${threads} thread(s) each; per core = pages per CPU-second of the process, all its threads; pipeline = converter actor + harness + fixture server in one process (nats-server not counted); baseline = jsdom + Readability + turndown/GFM called directly; pipeline wall-clock pages/s: ${piped.flatMap((m) => m.wall ?? []).map(round2).join(', ')}${failed ? `; ${failed} jobs failed` : ''}`,
+      note: `${perRound} pages per round (${pages.length} different: corpus HTML pages and the older bench pages), ${threads} thread(s) each; per core = pages per CPU-second of the process, all its threads; pipeline = the converter actor's own process (web server, harness playing the supervisor and nats-server not counted: other machines in production); baseline = jsdom + Readability + turndown/GFM called directly; pipeline wall-clock pages/s: ${piped.flatMap((m) => m.wall ?? []).map(round2).join(', ')}${failed ? `; ${failed} jobs failed` : ''}`,
     }),
-    figure({ name: 'websitepro converter peak RSS', unit: 'MB', samples: piped.map((m) => round2(m.peakMb)), baselineSamples: direct.map((m) => round2(m.peakMb)), note: `peak VmRSS of the pipeline process against the direct-libraries process, ${threads} thread(s) each, same pages` }),
+    figure({ name: 'websitepro converter peak RSS', unit: 'MB', samples: piped.map((m) => round2(m.peakMb)), baselineSamples: direct.map((m) => round2(m.peakMb)), note: `peak VmRSS of the converter actor's process against the direct-libraries process, ${threads} thread(s) each, same pages` }),
     figure({ name: 'websitepro corpus pass rate', unit: 'share of pages', samples: [round3(q.passRate)], baselineSamples: [1], note: `${q.passed} of ${q.pages} corpus pages pass every check (convert() directly; the JavaScript page is judged in test/converter/corpus.test.ts with Chromium); baseline 1 = all` }),
     figure({ name: 'websitepro corpus text recall', unit: 'recall', samples: [round3(q.recall)], baselineSamples: [round3(quality.readability.recall)], note: 'word-bag recall of the text output against the expected main text; baseline: Readability textContent on the same pages' }),
     figure({ name: 'websitepro corpus text precision', unit: 'precision', samples: [round3(q.precision)], baselineSamples: [round3(quality.readability.precision)], note: 'word-bag precision of the text output against the expected main text; baseline: Readability textContent on the same pages' }),

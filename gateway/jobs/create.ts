@@ -85,6 +85,7 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     refunded: false,
     ...(i.oneTime ? { oneTime: true } : {}),
     ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
+    ...(i.after ? { after: i.after } : {}),
   }));
   return {
     id,
@@ -98,6 +99,8 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     createdAt: now,
     expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
     results,
+    // labs sends its reports per result from the prober; the other services once, when the job ends
+    ...(service !== 'labs' && typeof request.webhook === 'string' ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } } : {}),
   };
 }
 

@@ -28,7 +28,7 @@ import { createAuth } from '../../gateway/pipeline/auth.ts';
 import { createLimit, rateLimitOf } from '../../gateway/pipeline/limit.ts';
 import { statusLine } from '../../gateway/http.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { COMPONENTS } from '../../gateway/schemas.ts';
+import { COMPONENTS } from '../../shared/schemas/api.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import { loadConfig } from '../../shared/config/index.ts';
 import { connectNats } from '../../shared/nats/connect.ts';

@@ -8,6 +8,7 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Config } from '../shared/config/index.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ErrorCode } from '../shared/errors.ts';
+import type { Metrics } from './metrics.ts';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
 
@@ -42,6 +43,12 @@ export interface GatewayContext {
   accountUrl: string;
   docsUrl: string;
   kv: { keys: KV; jobs: KV; catalogue: KV; limits: KV; datasets: KV; topups: KV };
+}
+
+/** What route modules that build their routes at start (ops) are given. */
+export interface RouteDeps {
+  metrics: Metrics;
+  isReady: () => boolean;
 }
 
 export interface ResponseDoc {

@@ -157,7 +157,7 @@ export function mountRoutes(app: TemplatedApp, opts: ServerOptions) {
       if (e instanceof ApiError) err = e;
       else if (isTransientNatsError(e)) {
         // a failover window: NATS did not answer. Every step after a charge handles its own errors
-        // (shared/jobs/create.ts), so nothing was charged by this request.
+        // (gateway/jobs/create.ts), so nothing was charged by this request.
         log.warn({ err: e, reqId: requestId, path }, 'NATS did not answer; 503');
         err = new ApiError('service_unavailable', 'the message system did not answer (failing over); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
       } else {

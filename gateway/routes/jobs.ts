@@ -11,10 +11,8 @@ import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { call } from '../../shared/micro.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, type JobDeps } from '../../shared/jobs/create.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { toPublicJob, isExpired } from '../../shared/jobs/public.ts';
-import { waitForJob } from '../../shared/jobs/wait.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */

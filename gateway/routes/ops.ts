@@ -1,6 +1,5 @@
 // Operator endpoints: health, readiness, Prometheus metrics, and the errors page.
-import type { Route } from '../route.ts';
-import type { RouteDeps } from './index.ts';
+import type { Route, RouteDeps } from '../route.ts';
 import { ApiError, ERRORS_PATH } from '../../shared/errors.ts';
 import { errorsPage } from '../pages/errors.ts';
 

@@ -2,8 +2,8 @@
 // job's key in the `jobs` bucket, so it wakes on the supervisor's write, on any gateway instance.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
-import { isFinished, type JobRecord } from '../protocol/jobs.ts';
-import { readJob } from './store.ts';
+import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
+import { readJob } from '../../shared/jobs/store.ts';
 
 /** How often a long poll without a watch reads the job. */
 const POLL_MS = 500;

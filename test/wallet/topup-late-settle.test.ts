@@ -9,7 +9,7 @@ import { Kvm } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { encodeInvoice } from '../../shared/lightning/bolt11.ts';
+import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
 import { audit } from '../../shared/audit.ts';
 
 const nodeKey = secp256k1.utils.randomSecretKey();

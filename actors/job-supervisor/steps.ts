@@ -10,10 +10,10 @@ import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
+import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
-import { kvUpdate, kvCasDelete, isCasConflict } from '../../shared/nats/cas.ts';
+import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -24,11 +24,6 @@ export interface Deps {
   jobs: KV;
   datasets: KV;
   objm: Objm;
-}
-
-export interface DatasetMark {
-  jobId: string;
-  at: number;
 }
 
 /** Fan a job out: one task per result that needs work; results without work are done at once. */
@@ -59,10 +54,6 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
     const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(job.id, r.key) });
     if (!ack.duplicate) seqs.set(r.key, ack.seq);
   }
-  const workless = job.results.filter((r) => r.status === 'pending' && !r.subject);
-  for (const r of workless) {
-    if (r.key === 'dataset') await markDataset(d, job.walletId, job.id);
-  }
   const res = await updateJob(d.jobs, jobId, (j) => {
     if (j.status !== 'queued') return false;
     j.status = 'processing';
@@ -76,14 +67,6 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   });
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'processing');
   await settleJob(d, jobId);
-}
-
-/**
- * Mark the wallet's dataset fee as taken by this job. A compare-and-set like the clean-up in
- * settleJob, so a job giving the mark back can never delete a mark a later job just set.
- */
-async function markDataset(d: Deps, walletId: string, jobId: string): Promise<void> {
-  await kvUpdate(d.datasets, walletId, () => JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark));
 }
 
 /** Record a worker's outcome (or progress) on its result. */
@@ -115,7 +98,10 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   if (o.kind !== 'progress') await settleJob(d, o.jobId);
 }
 
-const firstError = (job: JobRecord) => {
+/** The results a result without work is paid for: the dataset's users for the fee, else every result with work. */
+const servedResults = (job: Pick<JobRecord, 'results'>, r: ResultRecord) => (isDatasetFee(r) ? datasetUsers(job) : job.results.filter((x) => x.subject));
+
+const firstError = (job: Pick<JobRecord, 'results'>) => {
   const errs = job.results.filter((r) => r.status === 'failed' && r.error && r.subject).map((r) => r.error!);
   return errs[0] ?? job.results.find((r) => r.error)?.error;
 };
@@ -129,30 +115,22 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
   if (!cur || isFinished(cur) || cur.status === 'queued') return;
   if (cur.results.some((r) => r.status === 'pending')) return;
 
-  const hasTasks = cur.results.some((r) => r.subject);
-  if (hasTasks && !cur.results.some((r) => r.subject && r.status === 'done') && cur.results.some((r) => !r.subject && r.status === 'done')) {
-    const reason = firstError(cur) ?? 'not_delivered';
+  // A result without work (the dataset fee) is kept only if a result it served was delivered:
+  // otherwise it fails and is refunded below, and the wallet's dataset mark is given back.
+  const unused = cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
+  if (unused.length) {
     const res = await updateJob(d.jobs, jobId, (j) => {
       let changed = false;
       for (const r of j.results) {
-        if (r.subject || r.status !== 'done') continue;
+        if (r.subject || r.status !== 'done' || servedResults(j, r).some((x) => x.status === 'done')) continue;
+        const served = servedResults(j, r);
         r.status = 'failed';
-        r.error = reason;
-        r.message = 'nothing else of the job was delivered, so this fee is refunded';
+        r.error = firstError({ results: served }) ?? firstError(j) ?? 'not_delivered';
+        r.message = isDatasetFee(r) ? 'no result that needed the test dataset was delivered, so this fee is refunded' : 'nothing else of the job was delivered, so this fee is refunded';
         changed = true;
       }
       return changed;
     });
-    if (res?.changed && cur.results.some((r) => r.key === 'dataset' && !r.subject)) {
-      // give the wallet its "first dataset job" back, unless a later job already took the mark
-      const mark = await d.datasets.get(cur.walletId);
-      if (mark && mark.operation === 'PUT' && mark.value.length && mark.json<DatasetMark>().jobId === jobId) {
-        await kvCasDelete(d.datasets, cur.walletId, mark.revision).catch((e) => {
-          // a conflict: a later job took the mark meanwhile, and it stays
-          if (!isCasConflict(e)) d.log.warn({ err: e, jobId, walletId: cur!.walletId }, 'could not give the dataset mark back');
-        });
-      }
-    }
     cur = res?.job ?? cur;
   }
 
@@ -167,6 +145,11 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
       return true;
     });
   }
+
+  // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
+  // before the job is finished, so a crash in between is repaired by the sweep's next settle
+  const fee = cur.results.find(isDatasetFee);
+  if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
 
   const res = await updateJob(d.jobs, jobId, (j) => {
     if (isFinished(j) || j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;

@@ -24,6 +24,8 @@ export interface ResultRecord {
   /** Longer human text for `error`. */
   message?: string;
   oneTime?: boolean;
+  /** labs: this result uses the test dataset (the `dataset` fee is refunded unless one such result is delivered). */
+  needsDataset?: boolean;
   progress?: string;
   file?: StoredFile;
   /** Small service-specific facts shown on the result (e.g. shots: cookieBanner, blank). */

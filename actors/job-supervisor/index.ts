@@ -11,7 +11,9 @@ import { BUCKETS, CONSUMERS, MICRO, OBJECT_STORES, STREAMS, subjects } from '../
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, type Deps } from './steps.ts';
+import { readCatalogue } from '../../shared/catalogue.ts';
+import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { JobProjection } from './projection.ts';
 import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
@@ -123,8 +125,23 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const sweepMs = Math.max(200, config.retention.sweepSeconds * 1000);
   // A queued job not dispatched after this long lost its job.submitted (gateway died after the write).
   const staleQueuedMs = Math.min(30_000, 10 * sweepMs);
+  // When each service last had a live worker instance in the catalogue, as this instance saw it
+  // (from its own start: a supervisor just started gives workers the full noWorkerSeconds).
+  const catalogueKv = await withRetry('catalogue bucket', () => kvm.open(BUCKETS.catalogue), { log });
+  const startedAt = Date.now();
+  const workerSeen = new Map<ServiceName, number>();
+  async function workerlessServices(now: number): Promise<Set<ServiceName>> {
+    const gone = new Set<ServiceName>();
+    for (const s of SERVICES) {
+      const live = await readCatalogue(catalogueKv, s).then((e) => e.length > 0, () => true); // unknown: assume alive
+      if (live) workerSeen.set(s, now);
+      else if (now - (workerSeen.get(s) ?? startedAt) > config.jobs.noWorkerSeconds * 1000) gone.add(s);
+    }
+    return gone;
+  }
   async function sweep() {
     const now = Date.now();
+    const workerless = await workerlessServices(now);
     for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
@@ -135,6 +152,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
+      else if (pending && workerless.has(job.service)) await failWorkerlessJob(d, id, config.jobs.noWorkerSeconds).catch((err) => log.warn({ err, id }, 'sweep: no-worker check failed'));
     }
     const expired = projection.expired(Date.now());
     if (expired.length) {

@@ -236,6 +236,23 @@ export async function purgeJob(d: Deps, jobId: string, others: { store: string; 
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'purged');
 }
 
+/**
+ * A job whose service has had no live worker instance for jobs.noWorkerSeconds: its pending results
+ * fail as worker_lost (refunded) now, not after jobs.stuckSeconds. Their tasks are removed first, so
+ * a worker that comes back does not do work already refunded (a late real outcome still loses
+ * against the worker_lost outcome id).
+ */
+export async function failWorkerlessJob(d: Deps, jobId: string, goneSeconds: number): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  if (!cur || cur.status !== 'processing') return;
+  for (const r of cur.results) {
+    if (r.status !== 'pending' || !r.subject) continue;
+    d.log.warn({ jobId, resultKey: r.key, service: cur.service }, 'no worker of the service is running; failing as worker_lost');
+    if (r.taskSeq) await d.jsm.streams.deleteMessage(STREAMS.tasks, r.taskSeq, false).catch(() => {});
+    await failTask(d, jobId, r.key, `no ${cur.service} worker has been running for ${goneSeconds} s`);
+  }
+}
+
 /** Backstop for a job stuck with pending results long after its tasks went out. */
 export async function failStuckJob(d: Deps, jobId: string): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;

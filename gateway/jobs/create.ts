@@ -12,7 +12,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { isTransientNatsError, transientKind } from '../../shared/nats/transient.ts';
 import { isCasConflict } from '../../shared/nats/cas.ts';
 import { newId } from '../../shared/ids.ts';
-import { STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
+import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, toEur } from '../../shared/protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
@@ -64,6 +64,21 @@ export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
   const queued = await unfinishedTasks(d.nc);
   if (queued + newTasks > d.config.limits.queueMax) {
     throw new ApiError('busy', `the job queue is full (${queued} unfinished tasks); retry later`, undefined, { 'Retry-After': '30' });
+  }
+}
+
+/**
+ * No job-supervisor instance answering its micro service ping: a job created now would stay queued,
+ * charged, until one comes back. Refused with 503 before any charge instead.
+ */
+export async function checkSupervisor(d: Pick<JobDeps, 'nc'>, timeoutMs = 2000): Promise<void> {
+  try {
+    await d.nc.request(`$SRV.PING.${MICRO.jobSupervisor}`, '', { timeout: timeoutMs });
+  } catch (e) {
+    if (isTransientNatsError(e) || /no responders|timeout/i.test(String((e as Error)?.message))) {
+      throw new ApiError('service_unavailable', 'no job-supervisor instance is running; nothing was charged', {}, { 'retry-after': '5' });
+    }
+    throw e;
   }
 }
 
@@ -121,6 +136,7 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
+  await checkSupervisor(d);
   await checkQueue(d, plan.items.filter((i) => i.task).length);
   await mod.precheck?.(body, plan, ctx);
 

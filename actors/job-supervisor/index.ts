@@ -13,10 +13,14 @@ import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, type Deps } from './steps.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
+import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { JobProjection } from './projection.ts';
 import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
+
+/** Every how many sweeps the stores are listed to find delivered results whose file is gone. */
+const LOST_FILE_EVERY_SWEEPS = 10;
 
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
@@ -139,9 +143,29 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     }
     return gone;
   }
+  // Delivered results whose file is no longer in its store: one listing per store every few sweeps
+  // (each lost file is reported; loseResult checks the store again before refunding).
+  let sweeps = 0;
+  async function findLostFiles(now: number) {
+    const ids = projection.keptFiles(now);
+    const files: { jobId: string; key: string; store: string; name: string }[] = [];
+    for (const id of ids) {
+      for (const r of projection.get(id)?.results ?? []) if (r.status === 'done' && r.file) files.push({ jobId: id, key: r.key, store: r.file.store, name: r.file.name });
+    }
+    const present = new Map<string, Set<string>>();
+    for (const store of new Set(files.map((f) => f.store))) {
+      const os = await d.objm.open(store);
+      present.set(store, new Set((await os.list()).filter((o) => !o.deleted).map((o) => o.name)));
+    }
+    for (const f of files) {
+      if (present.get(f.store)?.has(f.name)) continue;
+      await reportLostFile(nc, f.jobId, f.key, 'the stored file was not found by the supervisor\'s sweep').catch((err) => log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'));
+    }
+  }
   async function sweep() {
     const now = Date.now();
     const workerless = await workerlessServices(now);
+    if (sweeps++ % LOST_FILE_EVERY_SWEEPS === 0) await findLostFiles(now).catch((err) => log.warn({ err }, 'sweep: lost-file check failed'));
     for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {

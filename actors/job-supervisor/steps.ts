@@ -71,6 +71,7 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
 
 /** Record a worker's outcome (or progress) on its result. */
 export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
+  if (o.kind === 'lost') return loseResult(d, o.jobId, o.resultKey, o.message);
   const res = await updateJob(d.jobs, o.jobId, (j) => {
     const r = j.results.find((x) => x.key === o.resultKey);
     if (!r || r.status !== 'pending') return false;
@@ -112,7 +113,9 @@ const firstError = (job: Pick<JobRecord, 'results'>) => {
  */
 export async function settleJob(d: Deps, jobId: string): Promise<void> {
   let cur = (await readJob(d.jobs, jobId))?.job;
-  if (!cur || isFinished(cur) || cur.status === 'queued') return;
+  if (!cur || cur.status === 'queued') return;
+  // a finished job is settled again only when a delivered result was lost since (loseResult)
+  if (isFinished(cur) && !cur.results.some((r) => r.status === 'failed' && !r.refunded)) return;
   if (cur.results.some((r) => r.status === 'pending')) return;
 
   // A result without work (the dataset fee) is kept only if a result it served was delivered:
@@ -152,15 +155,47 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
   if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
 
   const res = await updateJob(d.jobs, jobId, (j) => {
-    if (isFinished(j) || j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
+    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
     const delivered = j.results.some((r) => r.status === 'done');
-    j.status = delivered ? 'completed' : 'failed';
-    j.finishedAt = Date.now();
+    const status = delivered ? 'completed' : 'failed';
+    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return false;
+    j.status = status;
+    j.finishedAt ??= Date.now();
     j.refunded = refundedTotal(j);
     if (!delivered) j.error = firstError(j) ?? 'failed';
     return true;
   });
   if (res?.changed) await publishJobEvent(d.nc, res.job, res.job.status);
+}
+
+/**
+ * A delivered result whose stored file is gone: checked in the store here (a report is only a
+ * hint), then failed as worker_lost and refunded once through settleJob, like any failed result.
+ * A job whose every result is lost becomes `failed` (nothing delivered, nothing charged); a
+ * dataset fee whose only user was lost is refunded too. Files deleted by expiry are not lost.
+ */
+export async function loseResult(d: Deps, jobId: string, resultKey: string, message?: string): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  const r = cur?.results.find((x) => x.key === resultKey);
+  if (!cur || !r || r.status !== 'done' || !r.file) return;
+  if (cur.purgedAt !== undefined || Date.now() >= cur.expiresAt) return;
+  const os = await d.objm.open(r.file.store);
+  const info = await os.info(r.file.name); // a store failure throws: the report is retried, not acted on
+  if (info && !info.deleted) {
+    d.log.warn({ jobId, resultKey }, 'a result reported lost is in its store; nothing done');
+    return;
+  }
+  const res = await updateJob(d.jobs, jobId, (j) => {
+    const x = j.results.find((y) => y.key === resultKey);
+    if (!x || x.status !== 'done' || !x.file || j.purgedAt !== undefined) return false;
+    x.status = 'failed';
+    x.error = 'worker_lost';
+    x.message = (message ?? 'the stored file of this result was lost') + '; the result is refunded';
+    delete x.file;
+    return true;
+  });
+  if (res?.changed) d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+  await settleJob(d, jobId);
 }
 
 /** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */

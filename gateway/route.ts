@@ -10,7 +10,13 @@ import type { Logger } from '../shared/log.ts';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { Metrics } from './metrics.ts';
 
+/** The API's major version, in /v1 and /openapi.json. */
+export const API_VERSION = '1';
+
 export type Method = 'GET' | 'POST' | 'DELETE';
+
+/** `jobs`: job creations per key, shared by all gateways; `key` / `address`: requests per minute per key / client address; `none`: unlimited (probes). */
+export type RateLimit = 'none' | 'key' | 'address' | 'jobs';
 
 export interface RouteRequest {
   method: Method;
@@ -74,8 +80,8 @@ export interface Route {
   responses: Record<number, ResponseDoc>;
   /** Error codes this route can answer with (401 is added for auth routes). */
   errors: ErrorCode[];
-  /** `jobs`: counts against the per-key job-creation limit. */
-  limit?: 'jobs';
+  /** Which limit a request takes a token from (gateway/pipeline/limit.ts); default `key` with auth, `address` without. */
+  rateLimit?: RateLimit;
   /** Not in /openapi.json (HTML pages, metrics). */
   hidden?: boolean;
   handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;

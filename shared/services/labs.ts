@@ -123,7 +123,7 @@ export const labs: ServiceModule<LabsRequest> = {
         throw e;
       }
     }
-    // All customers together: GCRA over one hour, revision-checked in the limits bucket.
+    // All customers together: exact over any rolling hour, revision-checked in the limits bucket.
     const kv = await new Kvm(nc).open(BUCKETS.limits);
     const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);
     if (!d.allowed) throw new ApiError('relay_busy', `${relay.host} was tested ${config.labs.relayTestsPerHour} times in the last hour; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });

@@ -147,7 +147,9 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   let markClaimed = false;
   const fee = job.results.find(isDatasetFee);
   if (fee) {
-    markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id)) !== null;
+    // a job document appears within half the orphan grace of its charge, or never (see commitJob)
+    const staleMs = 2 * d.config.wallet.orphanChargeGraceSeconds * 1000;
+    markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
     if (!markClaimed) {
       const results = job.results.filter((r) => r !== fee);
       job = { ...job, results, cost: results.reduce((s, r) => s + r.price, 0) };

@@ -40,11 +40,14 @@ const holder = (e: { operation: string; value: Uint8Array; json<T>(): T } | null
 /**
  * Claim the wallet's mark for `jobId`. Returns the mark's revision, or null when another job holds
  * it (that job carries the fee). Compare-and-set on the revision read, so two claims never both win.
+ * A mark older than `staleMs` whose job has no document (its gateway died between the claim and
+ * the job's write) is taken over: left alone, the wallet would never pay the fee again.
  */
-export async function claimDatasetMark(kv: KV, walletId: string, jobId: string): Promise<number | null> {
+export async function claimDatasetMark(kv: KV, walletId: string, jobId: string, stale?: { jobs: KV; staleMs: number }): Promise<number | null> {
   for (let attempt = 0; attempt < 30; attempt++) {
     const cur = await kv.get(walletId);
-    if (holder(cur) !== null) return null;
+    const held = holder(cur);
+    if (held !== null && !(held && stale && (await isAbandoned(cur!, held, stale)))) return null;
     try {
       return await kvCasPut(kv, walletId, JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark), cur?.revision ?? 0);
     } catch (e) {
@@ -53,6 +56,16 @@ export async function claimDatasetMark(kv: KV, walletId: string, jobId: string):
     }
   }
   throw new ApiError('service_unavailable', 'too many concurrent job creations of this wallet; retry', {}, { 'retry-after': '1' });
+}
+
+async function isAbandoned(mark: { json<T>(): T }, heldBy: string, stale: { jobs: KV; staleMs: number }): Promise<boolean> {
+  let at = 0;
+  try {
+    at = Number(mark.json<Partial<DatasetMark>>().at) || 0;
+  } catch { /* unreadable: treated as old */ }
+  if (Date.now() - at < stale.staleMs) return false;
+  const doc = await stale.jobs.get(heldBy);
+  return !doc || doc.operation !== 'PUT' || !doc.value.length;
 }
 
 /** Give the mark back if `jobId` holds it; a mark held by another job is left alone. Idempotent. */

@@ -61,3 +61,26 @@ t.test('the fee is refunded when only results without the dataset were delivered
   t.match(nextDone.results.find((r) => r.key === 'dataset'), { status: 'done', refunded: false }, 'and keeps it once the dataset was used');
   t.same(await s.violations(), []);
 });
+
+t.test('a mark left by a job that was never written is taken over once it is old; a recent one is respected', async (t) => {
+  const s = await startJobsSystem(t, { wallet: { orphanChargeGraceSeconds: 1 } });
+  await s.startWorker();
+  const { walletId } = await s.newWallet(10_000);
+  // a gateway claimed the mark and died before charging: no job document exists
+  await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: 'job_neverwritten', at: Date.now() }));
+  const early = await s.submit(walletId, [conformance, fee], 'labs');
+  t.same(early.job.results.map((r) => r.key), ['conformance'], 'inside 2x the orphan grace the mark is respected');
+  await new Promise((r) => setTimeout(r, 2100));
+  const late = await s.submit(walletId, [conformance, fee], 'labs');
+  t.same(late.job.results.map((r) => r.key), ['conformance', 'dataset'], 'then taken over: the wallet pays the fee');
+  const mark = await s.deps.kv.datasets.get(walletId);
+  t.equal(mark?.json<{ jobId: string }>().jobId, late.job.id);
+  await s.finished(early.job.id);
+  await s.finished(late.job.id);
+  // a mark whose job exists is never taken over, however old
+  await new Promise((r) => setTimeout(r, 2100));
+  const third = await s.submit(walletId, [conformance, fee], 'labs');
+  t.same(third.job.results.map((r) => r.key), ['conformance'], 'a live holder keeps it');
+  await s.finished(third.job.id);
+  t.same(await s.violations(), []);
+});

@@ -147,8 +147,9 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   let markClaimed = false;
   const fee = job.results.find(isDatasetFee);
   if (fee) {
-    // a job document appears within half the orphan grace of its charge, or never (see commitJob)
-    const staleMs = 2 * d.config.wallet.orphanChargeGraceSeconds * 1000;
+    // a job document is written within half the orphan grace of the charge plus the store's retries,
+    // or never (see commitJob): a mark older than that without its job is abandoned
+    const staleMs = d.config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
     markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
     if (!markClaimed) {
       const results = job.results.filter((r) => r !== fee);

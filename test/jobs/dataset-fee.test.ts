@@ -62,7 +62,7 @@ t.test('the fee is refunded when only results without the dataset were delivered
   t.same(await s.violations(), []);
 });
 
-t.test('a mark left by a job that was never written is taken over once it is old; a recent one is respected', async (t) => {
+t.test('a mark left by a job that was never written is taken over once it is old; a recent one, or one whose job exists, is respected', async (t) => {
   const s = await startJobsSystem(t, { wallet: { orphanChargeGraceSeconds: 1 } });
   await s.startWorker();
   const { walletId } = await s.newWallet(10_000);
@@ -70,7 +70,7 @@ t.test('a mark left by a job that was never written is taken over once it is old
   await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: 'job_neverwritten', at: Date.now() }));
   const early = await s.submit(walletId, [conformance, fee], 'labs');
   t.same(early.job.results.map((r) => r.key), ['conformance'], 'inside 2x the orphan grace the mark is respected');
-  await new Promise((r) => setTimeout(r, 2100));
+  await new Promise((r) => setTimeout(r, 15_200)); // the grace (1 s) and twice the store's retries (14 s)
   const late = await s.submit(walletId, [conformance, fee], 'labs');
   t.same(late.job.results.map((r) => r.key), ['conformance', 'dataset'], 'then taken over: the wallet pays the fee');
   const mark = await s.deps.kv.datasets.get(walletId);
@@ -78,7 +78,7 @@ t.test('a mark left by a job that was never written is taken over once it is old
   await s.finished(early.job.id);
   await s.finished(late.job.id);
   // a mark whose job exists is never taken over, however old
-  await new Promise((r) => setTimeout(r, 2100));
+  await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: late.job.id, at: Date.now() - 3600_000 }));
   const third = await s.submit(walletId, [conformance, fee], 'labs');
   t.same(third.job.results.map((r) => r.key), ['conformance'], 'a live holder keeps it');
   await s.finished(third.job.id);

@@ -277,14 +277,14 @@ export async function purgeJob(d: Deps, jobId: string, others: { store: string; 
  * a worker that comes back does not do work already refunded (a late real outcome still loses
  * against the worker_lost outcome id).
  */
-export async function failWorkerlessJob(d: Deps, jobId: string, goneSeconds: number): Promise<void> {
+export async function failWorkerlessJob(d: Deps, jobId: string, goneSeconds: number, gone: (r: ResultRecord) => boolean = () => true): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   if (!cur || cur.status !== 'processing') return;
   for (const r of cur.results) {
-    if (r.status !== 'pending' || !r.subject) continue;
-    d.log.warn({ jobId, resultKey: r.key, service: cur.service }, 'no worker of the service is running; failing as worker_lost');
+    if (r.status !== 'pending' || !r.subject || !gone(r)) continue;
+    d.log.warn({ jobId, resultKey: r.key, service: cur.service }, 'no worker for this result is running; failing as worker_lost');
     if (r.taskSeq) await d.jsm.streams.deleteMessage(STREAMS.tasks, r.taskSeq, false).catch(() => {});
-    await failTask(d, jobId, r.key, `no ${cur.service} worker has been running for ${goneSeconds} s`);
+    await failTask(d, jobId, r.key, `no ${cur.service} worker for this result has been running for ${goneSeconds} s`);
   }
 }
 

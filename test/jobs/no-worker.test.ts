@@ -61,3 +61,30 @@ t.test('every worker of the service gone after creation: worker_lost and refunde
   t.equal((await wallet.balance(app.nc, k.walletId)).balance, 1000, 'all refunded');
   t.same((await audit(app.nc)).violations, []);
 });
+
+t.test('shots: the pool of one browser gone while another pool runs: only that browser\'s results fail', async (t) => {
+  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor'], config: { jobs: { noWorkerSeconds: 2 }, retention: { sweepSeconds: 0.3 } } });
+  const offer = (id: string) => ({ browsers: [{ id, name: id, engine: 'chromium', versions: ['1'] }] });
+  const poolA = await advertise(app.nc, 'shots', 'pool-a', () => offer('alpha'));
+  t.teardown(() => poolA.stop());
+  const poolB = await advertise(app.nc, 'shots', 'pool-b', () => offer('beta'));
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 1000, 'test');
+  const r = await app.request('POST', '/v1/shots/jobs', { key: k.key, body: { url, browsers: ['alpha', 'beta'] } });
+  t.equal(r.status, 201, r.text);
+  await poolB.stop(); // no worker serves beta any more; alpha's pool is alive (just slow)
+  let job = r.json.job;
+  const beta = () => job.results.find((x: { key: string }) => x.key.startsWith('beta'));
+  for (let i = 0; i < 40 && beta().status === 'pending'; i++) {
+    await new Promise((res) => setTimeout(res, 250));
+    job = (await app.request('GET', `/v1/jobs/${job.id}`, { key: k.key })).json.job;
+  }
+  t.match(beta(), { status: 'failed', error: 'worker_lost' }, 'beta failed (refunded when the job settles)');
+  t.match(job.results.find((x: { key: string }) => x.key.startsWith('alpha')), { status: 'pending' }, 'alpha still waits for its live pool');
+  t.equal(job.status, 'processing');
+  await poolA.stop();
+  for (let i = 0; i < 10 && job.status === 'processing'; i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=5`, { key: k.key })).json.job;
+  t.match(job, { status: 'failed', charged: 0 }, 'alpha\'s pool gone too: the job fails and costs nothing');
+  t.equal((await wallet.balance(app.nc, k.walletId)).balance, 1000);
+  t.same((await audit(app.nc)).violations, []);
+});

@@ -220,7 +220,11 @@ const jobRoutes: Route[] = [
           objm.open(r.file!.store)
             .then((os) => os.get(r.file!.name))
             .then((o) => {
-              if (!o) throw new Error(`object ${r.file!.name} is missing`);
+              if (!o) {
+                // the zip is already streaming and breaks off; the lost result is refunded (shared/jobs/lost.ts)
+                void reportLostFile(ctx.nc, job.id, r.key, 'the stored file was not found while zipping').catch(() => {});
+                throw new Error(`object ${r.file!.name} is missing`);
+              }
               cb(null, Readable.from(objectChunks(o)));
             })
             .catch((e: unknown) => cb(e, undefined as never));

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(nats-server chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates)
+# python3-cryptography: test/jobs/webhook-docs.test.ts runs the Python verification snippet of docs/webhooks.md
+DEBS=(nats-server chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates python3-cryptography)
 missing=()
 for p in "${DEBS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

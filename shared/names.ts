@@ -47,6 +47,8 @@ export const subjects = {
   taskLabs: 'task.labs',
   taskShots: (browserId: string, version: string) => `task.shots.${token(browserId)}.${token(version)}`,
   taskShotsAll: 'task.shots.>',
+  /** shots options.compare: one task per pair of screenshots, published once both are stored. */
+  taskCompare: 'task.compare',
 
   // RESULTS stream: outcomes and progress reported by workers
   resultsAll: 'result.>',
@@ -95,6 +97,7 @@ export const CONSUMERS = {
   supervisorLost: 'job-supervisor-lost',
   converter: 'converter',
   relayProber: 'relay-prober',
+  compare: 'compare',
   shots: (browserId: string, version: string) => `shots-${token(browserId)}-${token(version)}`,
 } as const;
 

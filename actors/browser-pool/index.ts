@@ -17,6 +17,7 @@ import { captureShot, checkShotParams } from './capture.ts';
 import { Stores, storeShot } from './store.ts';
 import { renderEndpoints } from './render.ts';
 import { startBrowserProxy } from './proxy.ts';
+import { startCompareWorker } from './compare.ts';
 
 /** One launched browser version; per-scheme browsers for launchers that need them (Firefox). */
 export class BrowserEntry {
@@ -121,6 +122,9 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     },
   })));
 
+  // options.compare: the diffs of pairs of stored shots (no browser needed; any instance takes them)
+  workers.push(await startCompareWorker({ nc, config, log }));
+
   let service: RunningService | undefined;
   const printer = entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
   if (printer) {
@@ -140,7 +144,7 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     browsers: offers,
     presets: VIEWPORT_PRESETS,
     limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
-    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true },
+    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true, compare: true },
   }));
   log.info({ instanceId, concurrency, browsers: offers.map((o) => `${o.id}:${o.versions.join('/')}`) }, 'browser-pool ready');
 

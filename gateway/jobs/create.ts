@@ -102,6 +102,7 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     ...(i.oneTime ? { oneTime: true } : {}),
     ...(i.needsDataset !== undefined ? { needsDataset: i.needsDataset } : {}),
     ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
+    ...(i.after ? { after: i.after } : {}),
   }));
   return {
     id,
@@ -115,6 +116,8 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     createdAt: now,
     expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
     results,
+    // labs sends its reports per result from the prober; the other services once, when the job ends
+    ...(service !== 'labs' && typeof request.webhook === 'string' ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } } : {}),
   };
 }
 

@@ -47,5 +47,9 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
   };
   if (job.error) out.error = job.error;
   if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
+  if (job.webhook) {
+    const w = job.webhook;
+    out.webhook = { url: w.url, state: w.state, tries: w.tries, attempts: w.attempts, ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}) };
+  }
   return out;
 }

@@ -8,6 +8,7 @@ export const ServerConfig = T.Object({
   logLevel: T.String({ default: 'info', description: 'pino level (env LOG_LEVEL).' }),
   publicRequestsPerMinute: T.Integer({ minimum: 1, default: 600, description: 'Requests per minute per client address to public endpoints.' }),
   keyRequestsPerMinute: T.Integer({ minimum: 1, default: 1200, description: 'Requests per minute per key to authenticated endpoints other than job creation.' }),
+  eventsHeartbeatSeconds: T.Number({ exclusiveMinimum: 0, default: 15, description: 'Seconds between heartbeat comments on a job\'s event stream (GET /v1/jobs/{id}/events).' }),
   trustProxy: T.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
 }, { default: {} });
 

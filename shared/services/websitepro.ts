@@ -4,6 +4,7 @@ import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
+import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
@@ -11,6 +12,7 @@ export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 export const WebsiteproBody = T.Object({
   url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
   outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), { minItems: 1, maxItems: 5, description: 'Outputs to produce; duplicates count once.' }),
+  webhook: T.Optional(WebhookField),
 }, { $id: 'WebsiteproBody', additionalProperties: false });
 export type WebsiteproRequest = Static<typeof WebsiteproBody>;
 
@@ -25,10 +27,12 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs') return 'no_output';
     if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
     if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
     const url = parseTargetUrl(body.url);
+    if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
@@ -45,5 +49,6 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   // blocked_address / unreachable before any charge; the worker checks every hop again
   async precheck(body, _plan, { config }) {
     await precheckTarget(body.url, config);
+    if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

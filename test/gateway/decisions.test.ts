@@ -5,7 +5,7 @@ import t from 'tap';
 import { startJobsApi } from '../jobs/app.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { labsCatalogue } from '../../actors/relay-prober/index.ts';
-import { keyFromSeed } from '../../actors/relay-prober/webhook.ts';
+import { keyFromSeed } from '../../shared/webhook.ts';
 
 const s = await startJobsApi(t, { wallet: { keyPowBits: 4 } });
 const ad = await advertise(s.nc, 'labs', 'decisions-test', () => labsCatalogue(s.config, keyFromSeed('c3'.repeat(32))));

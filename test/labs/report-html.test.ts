@@ -4,7 +4,7 @@ import t from 'tap';
 import { startTestRelay, defaultInfo } from './fixtures/relay.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { probe } from './fixtures/probe.ts';
-import { renderLabsReportHtml, wantsReportHtml, reportPageReply } from '../../shared/services/labs-report-html.ts';
+import { renderLabsReportHtml, wantsReportHtml, reportPageReply } from '../../gateway/jobs/labs-report-html.ts';
 
 t.test('a report as a page: summary, score, checks by NIP with quotes, latency chart, claims table', async (t) => {
   const relay = await startMiniRelay({ keepEphemeralMs: 60_000 });

@@ -5,7 +5,7 @@ import { makeCerts } from './fixtures/certs.ts';
 import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { probe, fastConfig } from './fixtures/probe.ts';
-import { deliverWebhook, keyFromSeed, loadWebhookKey, verifyWebhook, WEBHOOK_HEADERS } from '../../actors/relay-prober/webhook.ts';
+import { deliverWebhook, keyFromSeed, loadWebhookKey, verifyWebhook, WEBHOOK_HEADERS } from '../../shared/webhook.ts';
 
 const certs = makeCerts(30);
 t.teardown(() => certs.cleanup());

@@ -2,7 +2,7 @@
 // small probes several checks use.
 import { matchFilter, type Filter } from 'nostr-tools/filter';
 import type { Event } from 'nostr-tools/pure';
-import type { CheckInfo, LabsModule } from '../../../shared/services/labs.ts';
+import type { CheckInfo, LabsModule } from '../../../shared/services/index.ts';
 import type { CheckStatus } from '../../../shared/schemas/labs-report.ts';
 import { isWriteRefusal, ProbeFatal, type OkAnswer, type Probe, type ProbeTimings } from '../probe.ts';
 import type { RelayConn } from '../conn.ts';

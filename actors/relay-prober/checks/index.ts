@@ -3,7 +3,7 @@
 // benchmark compares the real count with that). `run` returns the observed status; the runner
 // turns a `fail` of a recommended/convention check into `warn` (only required/essential can fail).
 // One file per group of checks; this file only orders them.
-import type { CheckInfo, LabsModule } from '../../../shared/services/labs.ts';
+import type { CheckInfo, LabsModule } from '../../../shared/services/index.ts';
 import type { CheckDef } from './common.ts';
 import { QUICK_CHECKS } from './quick.ts';
 import { filterChecks } from './filters.ts';
@@ -13,7 +13,7 @@ import { DELETION_CHECKS } from './deletion.ts';
 import { LIMIT_CHECKS } from './limits.ts';
 import { NIP_CHECKS } from './nips.ts';
 
-export { cleanup } from './cleanup.ts';
+export { cleanup, cleanupAfterStop } from './cleanup.ts';
 export { percentiles, flip, dataset, type CheckDef, type Outcome, type Dataset } from './common.ts';
 
 const ALL_CHECKS: CheckDef[] = [...QUICK_CHECKS, ...filterChecks(), ...KIND_CHECKS, ...MESSAGE_CHECKS, ...DELETION_CHECKS, ...LIMIT_CHECKS, ...NIP_CHECKS];

@@ -1,22 +1,68 @@
-// Webhook delivery of finished reports: a signed JSON POST to the customer's https URL, through the
-// outbound check (connects to the checked address; redirects are not followed), retried with
-// exponential backoff. Signature: Ed25519 over `<timestamp>.<body>` with the service key whose
-// public half is published in the labs catalogue (webhook.publicKey).
+// Webhooks of every service (labs reports from the relay-prober, finished websitepro and shots jobs
+// from the job-supervisor): a signed JSON POST to the customer's https URL, through the outbound
+// guard (connects to the checked address; redirects are not followed), retried with exponential
+// backoff. One key signs them all: Ed25519 over `<timestamp>.<body>`; its public half is published
+// in the catalogues (webhook.publicKey) and in docs/webhooks.md is how to verify it.
 import { createPrivateKey, createPublicKey, sign, verify, randomBytes, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
-import type { Config } from '../../shared/config/index.ts';
-import { checkAddress } from '../../shared/services/index.ts';
+import type { Config } from './config/index.ts';
+import { Type as T } from '@sinclair/typebox';
+import { ApiError } from './errors.ts';
+import { resolvePinned, toApiError } from './outbound/index.ts';
 
 export const WEBHOOK_HEADERS = {
-  signature: 'X-Labs-Signature',
-  timestamp: 'X-Labs-Timestamp',
-  publicKey: 'X-Labs-Key',
-  delivery: 'X-Labs-Delivery',
-  attempt: 'X-Labs-Attempt',
+  signature: 'X-Payloads-Signature',
+  timestamp: 'X-Payloads-Timestamp',
+  publicKey: 'X-Payloads-Key',
+  delivery: 'X-Payloads-Delivery',
+  attempt: 'X-Payloads-Attempt',
 } as const;
+
+/** What a catalogue publishes about the webhooks of its service. */
+export const webhookInfo = (key: WebhookKey, config: Config) => ({
+  publicKey: key.publicKeyHex,
+  algorithm: 'ed25519',
+  signed: `<${WEBHOOK_HEADERS.timestamp}>.<body>`,
+  headers: WEBHOOK_HEADERS,
+  retries: config.labs.webhookRetries,
+  docs: 'docs/webhooks.md',
+});
+
+/** The `webhook` field of every service's job body. */
+export const WebhookField = T.String({ maxLength: 2048, description: 'Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md.' });
+
+/** A webhook address as the API accepts it: https, a host, no credentials (bad_webhook otherwise). */
+export function parseWebhook(raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ApiError('bad_webhook', 'webhook is not a valid URL');
+  }
+  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password) throw new ApiError('bad_webhook', 'webhook must be a public https:// URL without credentials');
+  return u;
+}
+
+/** Job creation's check of a webhook host: it resolves to public addresses only (not contacted). */
+export async function precheckWebhook(raw: string, config: Config): Promise<void> {
+  try {
+    await checkWebhookAddress(parseWebhook(raw).hostname, config);
+  } catch (e) {
+    if (e instanceof ApiError) throw new ApiError('bad_webhook', `webhook: ${e.message}`);
+    throw e;
+  }
+}
+
+async function checkWebhookAddress(hostname: string, config: Config) {
+  try {
+    return await resolvePinned(hostname, { allowCidrs: config.outbound.allowCidrs, timeoutMs: config.outbound.checkTimeoutMs });
+  } catch (e) {
+    throw toApiError(e);
+  }
+}
 
 export interface WebhookKey {
   privateKey: KeyObject;
@@ -53,7 +99,7 @@ export function signBody(key: WebhookKey, timestamp: number, body: string): stri
   return sign(null, Buffer.from(`${timestamp}.${body}`), key.privateKey).toString('hex');
 }
 
-/** What a receiver does (documented in docs/labs.md). */
+/** What a receiver does (docs/webhooks.md; the client's verifyWebhook is the same). */
 export function verifyWebhook(publicKeyHex: string, timestamp: string, body: string, signatureHex: string): boolean {
   const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' });
   return verify(null, Buffer.from(`${timestamp}.${body}`), pub, Buffer.from(signatureHex, 'hex'));
@@ -66,14 +112,27 @@ export interface DeliveryResult {
   error: string | null;
 }
 
-const retryable = (status: number) => status >= 500 || status === 408 || status === 429;
+export const retryableStatus = (status: number) => status >= 500 || status === 408 || status === 429;
 
-async function postOnce(url: URL, body: string, headers: Record<string, string>, config: Config, ca?: SecureContextOptions['ca']): Promise<number> {
-  const address = await checkAddress(url.hostname, config);
+/** Headers of one signed attempt. */
+export function signedHeaders(key: WebhookKey, body: string, deliveryId: string, attempt: number, now = Date.now()): Record<string, string> {
+  const ts = Math.floor(now / 1000);
+  return {
+    [WEBHOOK_HEADERS.signature]: signBody(key, ts, body),
+    [WEBHOOK_HEADERS.timestamp]: String(ts),
+    [WEBHOOK_HEADERS.publicKey]: key.publicKeyHex,
+    [WEBHOOK_HEADERS.delivery]: deliveryId,
+    [WEBHOOK_HEADERS.attempt]: String(attempt),
+  };
+}
+
+/** One POST through the outbound guard; the HTTP status, or throws (network, TLS, blocked_address). */
+export async function postWebhook(url: URL, body: string, headers: Record<string, string>, config: Config, ca?: SecureContextOptions['ca']): Promise<number> {
+  const address = await checkWebhookAddress(url.hostname, config);
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': 'payloads-labs webhook', ...headers },
+      headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': 'payloads webhook', ...headers },
       lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family))) as never,
       ca,
       timeout: config.labs.webhookTimeoutMs,
@@ -106,18 +165,11 @@ export async function deliverWebhook(o: {
       await new Promise((r) => setTimeout(r, o.config.labs.webhookBackoffMs * 2 ** (i - 1)));
       if (o.signal?.aborted) break;
     }
-    const ts = Math.floor(Date.now() / 1000);
-    const headers = {
-      [WEBHOOK_HEADERS.signature]: signBody(o.key, ts, body),
-      [WEBHOOK_HEADERS.timestamp]: String(ts),
-      [WEBHOOK_HEADERS.publicKey]: o.key.publicKeyHex,
-      [WEBHOOK_HEADERS.delivery]: o.deliveryId,
-      [WEBHOOK_HEADERS.attempt]: String(i + 1),
-    };
+    const headers = signedHeaders(o.key, body, o.deliveryId, i + 1);
     try {
-      const status = await postOnce(url, body, headers, o.config, o.ca);
+      const status = await postWebhook(url, body, headers, o.config, o.ca);
       last = { delivered: status >= 200 && status < 300, attempts: i + 1, status, error: null };
-      if (last.delivered || !retryable(status)) return last;
+      if (last.delivered || !retryableStatus(status)) return last;
     } catch (e) {
       last = { delivered: false, attempts: i + 1, status: null, error: (e as Error).message };
       // a blocked address does not become public by waiting

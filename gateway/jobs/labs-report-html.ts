@@ -3,7 +3,7 @@
 // advertised-versus-observed table. Rendered from the stored JSON on download (the JSON stays the
 // stored file and the default answer). Everything from the report is escaped: messages and NIP-11
 // fields come from the relay under test.
-import type { LabsReport, ReportCheck } from '../schemas/labs-report.ts';
+import type { LabsReport, ReportCheck } from '../../shared/schemas/labs-report.ts';
 
 const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 

@@ -17,7 +17,7 @@ import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuc
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
-import { mergeOffers } from '../../shared/services/shots.ts';
+import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry } from '../../shared/runtime.ts';

@@ -35,7 +35,7 @@ const log = createLogger(names.length === 1 ? names[0]! : 'main', config.server.
 let server: NatsServerHandle | undefined;
 let url: string;
 if (everything && !config.nats.url) {
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded' });
+  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval });
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');

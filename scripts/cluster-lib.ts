@@ -108,6 +108,8 @@ export interface ClusterOptions {
   clientPorts?: number[];
   clusterPorts?: number[];
   bin?: string;
+  /** JetStream sync_interval of every node (default 'always': fsync before acknowledging). */
+  syncInterval?: string;
 }
 
 export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluster> {
@@ -143,6 +145,7 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       serverName: `${CLUSTER_NAME}-${n.name}`,
       cluster: { name: CLUSTER_NAME, port: n.clusterPort, routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`) },
       ...(opts.bin ? { bin: opts.bin } : {}),
+      ...(opts.syncInterval ? { syncInterval: opts.syncInterval } : {}),
     });
     track(n.handle.process);
   };

@@ -76,6 +76,7 @@ export const subjects = {
     topupGet: 'wallet.topup.get',
     topupPay: 'wallet.topup.pay',
     audit: 'wallet.audit',
+    reconcile: 'wallet.reconcile',
   },
   browser: {
     renderPdf: 'browser.render.pdf',

@@ -147,6 +147,22 @@ export async function postWebhook(url: URL, body: string, headers: Record<string
   });
 }
 
+/** The header names labs webhooks carried before every service had webhooks; labs deliveries send
+ *  them too, with the same values, so receivers written against them keep verifying. */
+const LEGACY_LABS_HEADERS: Record<string, string> = {
+  [WEBHOOK_HEADERS.signature]: 'X-Labs-Signature',
+  [WEBHOOK_HEADERS.timestamp]: 'X-Labs-Timestamp',
+  [WEBHOOK_HEADERS.publicKey]: 'X-Labs-Key',
+  [WEBHOOK_HEADERS.delivery]: 'X-Labs-Delivery',
+  [WEBHOOK_HEADERS.attempt]: 'X-Labs-Attempt',
+};
+
+export const withLegacyLabsHeaders = (headers: Record<string, string>): Record<string, string> => ({
+  ...headers,
+  ...Object.fromEntries(Object.entries(headers).filter(([k]) => k in LEGACY_LABS_HEADERS).map(([k, v]) => [LEGACY_LABS_HEADERS[k], v])),
+});
+
+/** A labs report's delivery with retries (the supervisor delivers websitepro and shots jobs). */
 export async function deliverWebhook(o: {
   url: string;
   payload: unknown;
@@ -165,7 +181,7 @@ export async function deliverWebhook(o: {
       await new Promise((r) => setTimeout(r, o.config.labs.webhookBackoffMs * 2 ** (i - 1)));
       if (o.signal?.aborted) break;
     }
-    const headers = signedHeaders(o.key, body, o.deliveryId, i + 1);
+    const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1));
     try {
       const status = await postWebhook(url, body, headers, o.config, o.ca);
       last = { delivered: status >= 200 && status < 300, attempts: i + 1, status, error: null };

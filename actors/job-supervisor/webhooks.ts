@@ -9,7 +9,7 @@ import { readJob, updateJob } from '../../shared/jobs/store.ts';
 import { postWebhook, retryableStatus, signedHeaders, loadWebhookKey, type WebhookKey } from '../../shared/webhook.ts';
 import { WEBHOOK_ATTEMPTS_KEPT, type JobRecord, type WebhookAttempt } from '../../shared/protocol/jobs.ts';
 // the one mapping to the public Job document, so the webhook carries what GET /v1/jobs/{id} shows
-import { toPublicJob } from '../../gateway/jobs/index.ts';
+import { toPublicJob } from '../../shared/protocol/public-job.ts';
 import type { Deps } from './steps.ts';
 
 export interface WebhookSender {

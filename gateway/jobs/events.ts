@@ -10,7 +10,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
 import { isFinished, type JobRecord, type JobStatus, type ResultStatus } from '../../shared/protocol/jobs.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { toPublicJob, toPublicResult } from './public.ts';
+import { toPublicJob, toPublicResult } from '../../shared/protocol/public-job.ts';
 
 const JOB_LETTER: Record<JobStatus, string> = { queued: 'q', processing: 'p', completed: 'c', failed: 'f' };
 const RESULT_LETTER: Record<ResultStatus, string> = { pending: 'p', done: 'd', failed: 'f' };

@@ -50,6 +50,10 @@ t.test('webhook: retried after a 503, signature verifies', async (t) => {
   t.ok(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body, h(WEBHOOK_HEADERS.signature)), 'signature verifies');
   t.notOk(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body.replace('quick', 'quack'), h(WEBHOOK_HEADERS.signature)), 'a changed body does not verify');
   t.equal(JSON.parse(last.body).jobId, 'j1');
+  // receivers written before every service had webhooks read the X-Labs-* names: still sent, same values
+  for (const [name, legacy] of [[WEBHOOK_HEADERS.signature, 'X-Labs-Signature'], [WEBHOOK_HEADERS.timestamp, 'X-Labs-Timestamp'], [WEBHOOK_HEADERS.publicKey, 'X-Labs-Key'], [WEBHOOK_HEADERS.delivery, 'X-Labs-Delivery'], [WEBHOOK_HEADERS.attempt, 'X-Labs-Attempt']]) {
+    t.equal(h(legacy!), h(name!), `${legacy} carries ${name}`);
+  }
 });
 
 t.test('webhook: gives up after the configured retries', async (t) => {

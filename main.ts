@@ -8,7 +8,7 @@ import { createLogger } from './shared/log.ts';
 import { ACTOR_NAMES, type ActorHandle } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
 import { startGateway } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, newInstanceId, onShutdown, withRetry } from './shared/runtime.ts';
+import { loadConfigOrExit, rememberNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
 
 const config = loadConfigOrExit();
 const log = createLogger('main', config.server.logLevel);
@@ -16,7 +16,10 @@ const log = createLogger('main', config.server.logLevel);
 let server: NatsServerHandle | undefined;
 let url = config.nats.url;
 if (!url) {
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded' });
+  // its own process group: Ctrl-C reaches only this process, which stops the server last
+  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', ownProcessGroup: true });
+  const proc = server.process;
+  onProcessExit(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');
@@ -24,13 +27,17 @@ if (!url) {
 
 const conns: NatsConnection[] = [];
 const handles: { name: string; handle: ActorHandle }[] = [];
-const stopAll = async () => {
-  for (const { name, handle } of handles.reverse()) {
-    await handle.stop().catch((e) => log.error({ err: e, name }, 'stop failed'));
-  }
-  for (const c of conns) await c.drain().catch(() => {});
-  await server?.stop();
-};
+const stopOf = (names: string[]) => () => Promise.all(handles.filter((h) => names.includes(h.name)).map(({ name, handle }) =>
+  handle.stop().catch((e) => log.error({ err: e, name }, 'stop failed'))));
+// Order and deadlines (8.5 s in all, under onShutdown's 9 s): first no new requests, then the
+// workers (their tasks are redelivered if cut short), then money and jobs, then NATS itself.
+const stopAll = () => runStopSteps([
+  { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
+  { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
+  { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
+  { what: 'NATS connections', deadlineMs: 1000, run: () => Promise.all(conns.map((c) => c.drain().catch(() => c.close()))) },
+  ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) } satisfies StopStep] : []),
+], log);
 onShutdown(stopAll);
 
 try {

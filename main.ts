@@ -1,21 +1,40 @@
-// The embedded default: one command runs everything on one machine. Starts a local nats-server
-// with JetStream (unless NATS_URL is set), every actor and the gateway, in this process.
+// The one launcher: `node --import tsx main.ts [name ...]` runs the named units (actors and the
+// gateway, from one registry) in this process. With no name it is the embedded default: every unit,
+// and a local nats-server with JetStream unless NATS_URL is set. With names (the Procfile, the
+// cluster command) NATS_URL or the embedded server's data folder names the servers, and the process
+// reports `{ready: name}` over IPC when started, so a parent knows when it may use it.
 import { join } from 'node:path';
 import { startNatsServer, type NatsServerHandle } from './shared/nats/server.ts';
 import { connectNats, type NatsConnection } from './shared/nats/connect.ts';
 import { provision } from './shared/nats/provision.ts';
 import { createLogger } from './shared/log.ts';
-import { ACTOR_NAMES, type ActorHandle } from './shared/actor.ts';
+import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
-import { startGateway } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
+import type { GatewayHandle } from './gateway/index.ts';
+import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
+
+/** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
+const UNITS: Record<string, () => Promise<{ start: ActorStart }>> = {
+  ...ACTORS,
+  gateway: () => import('./gateway/index.ts').then((m) => ({ start: m.startGateway })),
+};
+const UNIT_NAMES = [...ACTOR_NAMES, 'gateway'];
+
+const asked = process.argv.slice(2);
+const unknown = asked.filter((n) => !UNIT_NAMES.includes(n));
+if (unknown.length) {
+  console.error(`unknown unit ${unknown.join(', ')}; usage: main.ts [${UNIT_NAMES.join('|')} ...] (none: all)`);
+  process.exit(2);
+}
+const everything = asked.length === 0;
+const names = everything ? UNIT_NAMES : UNIT_NAMES.filter((n) => asked.includes(n));
 
 const config = loadConfigOrExit();
-const log = createLogger('main', config.server.logLevel);
+const log = createLogger(names.length === 1 ? names[0]! : 'main', config.server.logLevel);
 
 let server: NatsServerHandle | undefined;
-let url = config.nats.url;
-if (!url) {
+let url: string;
+if (everything && !config.nats.url) {
   // its own process group: Ctrl-C reaches only this process, which stops the server last
   server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', ownProcessGroup: true });
   const proc = server.process;
@@ -23,38 +42,51 @@ if (!url) {
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');
+} else {
+  url = resolveNatsUrl(config);
 }
 
 const conns: NatsConnection[] = [];
-const handles: { name: string; handle: ActorHandle }[] = [];
-const stopOf = (names: string[]) => () => Promise.all(handles.filter((h) => names.includes(h.name)).map(({ name, handle }) =>
+const handles: { name: string; handle: ActorHandle; instanceId: string }[] = [];
+const stopOf = (units: string[]) => () => Promise.all(handles.filter((h) => units.includes(h.name)).map(({ name, handle }) =>
   handle.stop().catch((e) => log.error({ err: e, name }, 'stop failed'))));
 // Order and deadlines (8.5 s in all, under onShutdown's 9 s): first no new requests, then the
-// workers (their tasks are redelivered if cut short), then money and jobs, then NATS itself.
+// workers (their tasks are redelivered if cut short), then money and jobs, then NATS itself. A
+// step past its deadline is left behind: with NATS gone first (systemd signals every process of
+// the service) drains and consumer stops would otherwise wait for ever. One unit alone (the
+// cluster's processes) gets the units' whole share.
+const unitSteps: StopStep[] = names.length === 1
+  ? [{ what: names[0]!, deadlineMs: 5500, run: stopOf(names) }]
+  : [
+      { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
+      { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
+      { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
+    ];
 const stopAll = () => runStopSteps([
-  { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
-  { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
-  { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
+  ...unitSteps,
   { what: 'NATS connections', deadlineMs: 1000, run: () => Promise.all(conns.map((c) => c.drain().catch(() => c.close()))) },
-  ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) } satisfies StopStep] : []),
+  ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) }] : []),
 ], log);
 onShutdown(stopAll);
 
 try {
-  const admin = await connectNats(url, 'main', config.nats.credsFile);
-  conns.push(admin);
-  await withRetry('provisioning', () => provision(admin, config), { log });
-  for (const name of ACTOR_NAMES) {
+  for (const name of names) {
     const nc = await connectNats(url, name, config.nats.credsFile);
     conns.push(nc);
-    const { start } = await ACTORS[name]();
-    handles.push({ name, handle: await start({ nc, config, log: log.child({ actor: name }), instanceId: newInstanceId(name) }) });
+    // once, before the first unit: streams, buckets and stores exist before anything uses them
+    if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });
+    const { start } = await UNITS[name]!();
+    const instanceId = newInstanceId(name);
+    handles.push({ name, instanceId, handle: await start({ nc, config, log: names.length === 1 ? log : log.child({ actor: name }), instanceId }) });
+    log.info({ instanceId }, `${name} started`);
   }
-  const gnc = await connectNats(url, 'gateway', config.nats.credsFile);
-  conns.push(gnc);
-  const gw = await startGateway({ nc: gnc, config, log: log.child({ actor: 'gateway' }), instanceId: newInstanceId('gateway') });
-  handles.push({ name: 'gateway', handle: gw });
-  console.log(`\nPayloads is running.\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`);
+  const gw = handles.find((h) => h.name === 'gateway')?.handle as GatewayHandle | undefined;
+  if (everything && gw) {
+    console.log(`\nPayloads is running.\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`);
+  } else if (gw) {
+    console.log(`gateway: ${gw.url}`);
+  }
+  for (const { name, instanceId } of handles) process.send?.({ ready: name, instanceId });
 } catch (e) {
   log.error({ err: e }, 'start failed');
   await stopAll();

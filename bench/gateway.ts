@@ -1,7 +1,7 @@
 // Gateway throughput and tail latency against two baselines, measured in the same run:
 //   bare uWS  - a uWebSockets.js handler replaying the gateway's own bytes (the limit of the stack)
 //   node:http - a plain node:http server doing the same work with the same code (bench/lib/baseline-server.ts)
-// The gateway (actors/run.ts gateway), the wallet actor, both baselines and the load generator
+// The gateway (main.ts gateway), the wallet actor, both baselines and the load generator
 // (autocannon, bench/lib/load.ts) are separate processes; runs alternate between the three servers
 // so drift on this shared machine spreads over all of them.
 import { writeFileSync } from 'node:fs';

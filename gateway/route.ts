@@ -8,8 +8,12 @@ import type { JetStreamClient } from '@nats-io/jetstream';
 import type { Config } from '../shared/config/index.ts';
 import type { Logger } from '../shared/log.ts';
 import type { ErrorCode } from '../shared/errors.ts';
+import type { Metrics } from './metrics.ts';
 
 export type Method = 'GET' | 'POST' | 'DELETE';
+
+/** `jobs`: job creations per key, shared by all gateways; `key` / `address`: requests per minute per key / client address; `none`: unlimited (probes). */
+export type RateLimit = 'none' | 'key' | 'address' | 'jobs';
 
 export interface RouteRequest {
   method: Method;
@@ -44,6 +48,12 @@ export interface GatewayContext {
   kv: { keys: KV; jobs: KV; catalogue: KV; limits: KV; datasets: KV; topups: KV };
 }
 
+/** What route modules that build their routes at start (ops) are given. */
+export interface RouteDeps {
+  metrics: Metrics;
+  isReady: () => boolean;
+}
+
 export interface ResponseDoc {
   description: string;
   schema?: TSchema;
@@ -67,8 +77,8 @@ export interface Route {
   responses: Record<number, ResponseDoc>;
   /** Error codes this route can answer with (401 is added for auth routes). */
   errors: ErrorCode[];
-  /** `jobs`: counts against the per-key job-creation limit. */
-  limit?: 'jobs';
+  /** Which limit a request takes a token from (gateway/pipeline/limit.ts); default `key` with auth, `address` without. */
+  rateLimit?: RateLimit;
   /** Not in /openapi.json (HTML pages, metrics). */
   hidden?: boolean;
   handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;

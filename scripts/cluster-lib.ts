@@ -1,5 +1,5 @@
 // The distributed system on one machine: a 3-node NATS cluster (real nats-server processes with
-// routes, JetStream replicated 3 times) and every actor in its own `node actors/run.ts <name>`
+// routes, JetStream replicated 3 times) and every actor in its own `node main.ts <name>`
 // process. Used by `npm run cluster` (fixed ports 4222-4224 / 6222-6224, like config/cluster/) and
 // by the reliability tests (free ports, temp folders), so both run the same code.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -261,7 +261,7 @@ export interface SpawnOptions {
 
 const counters = new Map<string, number>();
 
-/** Start `node --import tsx actors/run.ts <name>` and wait until it reports ready over IPC. */
+/** Start `node --import tsx main.ts <name>` and wait until it reports ready over IPC. */
 export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<ActorProcess> {
   const n = (counters.get(name) ?? 0) + 1;
   counters.set(name, n);
@@ -281,7 +281,7 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   if (name === 'gateway' && !o.env?.BASE_URL && !process.env.BASE_URL) delete env.BASE_URL;
   // its own process group: a terminal's Ctrl-C reaches only the launcher, which stops the actors
   // first and the NATS nodes last (ORPHAN_GUARD and the watchdog cover the launcher's death)
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, 'actors', 'run.ts'), name], {
+  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, 'main.ts'), name], {
     cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true,
   });
   track(child, 'actor');

@@ -1,5 +1,5 @@
 // The contract every actor implements: one entry point that takes a NATS connection and config
-// and returns a handle to stop it. The same actor runs alone (actors/run.ts) or with all others (main.ts).
+// and returns a handle to stop it. The launcher (main.ts) runs one actor per process or all of them together.
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';

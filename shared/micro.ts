@@ -1,6 +1,10 @@
 // Request/reply over NATS micro services. Errors travel as {error: {code, message, ...}} and are
-// rebuilt on the caller's side as the same ApiError, so callers branch on the code.
+// rebuilt on the caller's side as the same ApiError, so callers branch on the code. Every endpoint
+// is declared with its schemas in shared/protocol/; a request the declaration refuses is answered
+// bad_request without reaching the handler.
 import { Svcm } from '@nats-io/services';
+import { TypeCompiler } from '@sinclair/typebox/compiler';
+import type { Endpoint, ReplyOf, RequestOf, ServiceApi } from './protocol/endpoint.ts';
 import type { NatsConnection, Msg } from '@nats-io/nats-core';
 import { ApiError } from './errors.ts';
 import { isTransientNatsError } from './nats/transient.ts';
@@ -9,10 +13,10 @@ import type { Logger } from './log.ts';
 export type Handler = (req: any, msg: Msg) => Promise<unknown> | unknown;
 
 export interface ServiceDef {
-  name: string;
+  /** The declared service (shared/protocol/): its name, description and endpoints with their schemas. */
+  api: ServiceApi;
   version: string;
-  description: string;
-  /** subject → handler. The subject doubles as the endpoint name. */
+  /** subject → handler, one per declared endpoint. The subject doubles as the endpoint name. */
   endpoints: Record<string, Handler>;
   /** Queue group; default: the service name (instances share the work). */
   queue?: string;
@@ -31,8 +35,14 @@ interface MicroService {
 
 export async function addService(nc: NatsConnection, def: ServiceDef, log: Logger): Promise<RunningService> {
   const svcm = new Svcm(nc as never) as unknown as { add(cfg: object): Promise<MicroService> };
-  const svc = await svcm.add({ name: def.name, version: def.version, description: def.description, queue: def.queue ?? def.name, metadata: def.metadata });
+  const declared = new Map(def.api.endpoints.map((e) => [e.subject, e]));
+  const undeclared = Object.keys(def.endpoints).filter((s) => !declared.has(s));
+  const unserved = [...declared.keys()].filter((s) => !(s in def.endpoints));
+  if (undeclared.length || unserved.length) throw new Error(`service ${def.api.service}: endpoints without a declaration (${undeclared.join(', ') || 'none'}) or declared and not served (${unserved.join(', ') || 'none'})`);
+  const name = def.api.service;
+  const svc = await svcm.add({ name, version: def.version, description: def.api.description, queue: def.queue ?? name, metadata: def.metadata });
   for (const [subject, handler] of Object.entries(def.endpoints)) {
+    const check = TypeCompiler.Compile(declared.get(subject)!.request);
     svc.addEndpoint(subject.replaceAll('.', '-'), {
       subject,
       handler: (err, msg) => {
@@ -42,7 +52,7 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
         }
         void (async () => {
           try {
-            const req = msg.data.length ? msg.json() : {};
+            const req = parseRequest(msg, check);
             const out = await handler(req, msg);
             msg.respond(JSON.stringify({ ok: out ?? null }));
           } catch (e) {
@@ -68,6 +78,21 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
   return { stop: async () => { await svc.stop(); } };
 }
 
+/** The request as JSON, checked against its declaration; bad_request names the first violation. */
+function parseRequest(msg: Msg, check: { Check(v: unknown): boolean; Errors(v: unknown): { First(): { path: string; message: string } | undefined } }): unknown {
+  let req: unknown;
+  try {
+    req = msg.data.length ? msg.json() : {};
+  } catch {
+    throw new ApiError('bad_request', 'the request is not JSON');
+  }
+  if (!check.Check(req)) {
+    const first = check.Errors(req).First();
+    throw new ApiError('bad_request', `request${first?.path ? first.path.replaceAll('/', '.') : ''}: ${first?.message ?? 'does not match the schema'}`);
+  }
+  return req;
+}
+
 /** Call a service endpoint; throws ApiError (`service_unavailable` when nobody answers). */
 export async function call<T>(nc: NatsConnection, subject: string, payload: unknown, timeoutMs = 10000): Promise<T> {
   let msg: Msg;
@@ -83,3 +108,6 @@ export async function call<T>(nc: NatsConnection, subject: string, payload: unkn
   if (body.error) throw ApiError.fromJSON(body.error);
   return body.ok as T;
 }
+
+/** The typed caller of a declared endpoint: throws ApiError as the service answered it. */
+export const client = <E extends Endpoint>(e: E) => (nc: NatsConnection, req: RequestOf<E>): Promise<ReplyOf<E>> => call<ReplyOf<E>>(nc, e.subject, req, e.timeoutMs);

@@ -1,9 +1,10 @@
-// Process plumbing shared by main.ts (everything in one process), actors/run.ts (one actor per
-// process) and the admin CLI: config, the NATS address, signals.
+// Process plumbing shared by the launcher (main.ts) and the admin CLI: config, the NATS address,
+// signals.
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
+import { setTimeout as timer } from 'node:timers/promises';
 import { loadConfig, ConfigError, type Config } from './config/index.ts';
 
 export function loadConfigOrExit(): Config {
@@ -115,6 +116,9 @@ export function onShutdown(stop: () => Promise<unknown>, { deadlineMs = STOP_DEA
   process.on('SIGHUP', () => handler('SIGHUP'));
 }
 
+/** The one sleep: resolves after `ms`, or rejects with an AbortError when `signal` aborts first. */
+export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timer(ms, undefined, signal ? { signal } : undefined);
+
 /**
  * Retry a step with backoff (250 ms doubling to 5 s) for `timeoutMs`: right after a cluster restart
  * or in a failover JetStream answers "no responders" or times out until its streams have leaders
@@ -128,7 +132,7 @@ export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutM
     } catch (e) {
       if (Date.now() + wait > end || (retryIf && !retryIf(e))) throw e;
       log?.warn({ err: (e as Error).message, retryInMs: wait }, `${what} failed; retrying`);
-      await new Promise((r) => setTimeout(r, wait));
+      await sleep(wait);
     }
   }
 }

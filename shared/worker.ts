@@ -9,7 +9,7 @@ import { STREAMS, subjects } from './names.ts';
 import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
 import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';
-import { withRetry } from './runtime.ts';
+import { withRetry, sleep } from './runtime.ts';
 import { isTransientNatsError } from './nats/transient.ts';
 
 export interface TaskContext {
@@ -194,7 +194,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       } catch (e) {
         if (abort.signal.aborted) break;
         log.warn({ err: e }, 'pull failed; retrying');
-        await new Promise((r) => setTimeout(r, 1000));
+        await sleep(1000);
         continue;
       }
       if (!m) continue;
@@ -217,7 +217,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       idle.splice(0).forEach((r) => r());
       await loop;
       const t0 = Date.now();
-      while (running > 0 && Date.now() - t0 < 10000) await new Promise((r) => setTimeout(r, 50));
+      while (running > 0 && Date.now() - t0 < 10000) await sleep(50);
     },
   };
 }

@@ -5,7 +5,8 @@
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
-import { CONSUMERS, MICRO, subjects } from '../../shared/names.ts';
+import { BROWSER_POOL_API } from '../../shared/protocol/browser-pool.ts';
+import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
 import { runWorker } from '../../shared/worker.ts';
 import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/shots.ts';
@@ -125,9 +126,8 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
   if (printer) {
     const r = renderEndpoints({ browser: printer.browserFor('light'), slots, stores, pageTimeoutMs: cfg.pageTimeoutMs, blockedSince: proxy.blockedSince });
     service = await addService(nc, {
-      name: MICRO.browserPool,
+      api: BROWSER_POOL_API,
       version: '1.0.0',
-      description: 'Real browsers: PDF printing and JavaScript rendering for websitepro',
       endpoints: {
         [subjects.browser.renderPdf]: (req) => r.renderPdf(req),
         [subjects.browser.renderHtml]: (req) => r.renderHtml(req),

@@ -7,10 +7,12 @@ import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { nanos } from '@nats-io/nats-core';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
-import { BUCKETS, CONSUMERS, MICRO, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
+import { BUCKETS, CONSUMERS, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
+import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
+import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
 import { withRetry } from '../../shared/runtime.ts';
@@ -19,8 +21,6 @@ import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
 
-export interface JobsListRequest { walletId: string; limit?: number }
-export interface JobsGetRequest { walletId: string; jobId: string }
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
@@ -152,20 +152,17 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   timer.unref();
 
   const service: RunningService = await addService(nc, {
-    name: MICRO.jobSupervisor,
+    api: JOB_SUPERVISOR_API,
     version: '1.0.0',
-    description: 'Job state: a wallet\'s recent jobs (SQLite projection of the jobs bucket)',
     endpoints: {
-      [subjects.jobs.list]: async (req: JobsListRequest) => {
-        if (typeof req.walletId !== 'string' || !req.walletId) throw new ApiError('bad_request', 'walletId is required');
-        const limit = Math.min(100, Math.max(1, Math.trunc(Number(req.limit ?? 30)) || 30));
+      [subjects.jobs.list]: async (req: RequestOf<typeof jobsApi.list>) => {
         // a job created just before the list is in it
         await projection.sync();
-        return { jobs: projection.list(req.walletId, limit) };
+        return { jobs: projection.list(req.walletId, req.limit ?? 30) };
       },
-      [subjects.jobs.get]: async (req: JobsGetRequest) => {
+      [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
         await projection.sync();
-        const job = typeof req.jobId === 'string' ? projection.get(req.jobId) : null;
+        const job = projection.get(req.jobId);
         if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
         return { job };
       },

@@ -5,9 +5,9 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { addService } from '../../shared/micro.ts';
 import { Kvm } from '@nats-io/kv';
 import { withRetry } from '../../shared/runtime.ts';
-import { BUCKETS, MICRO, subjects, token } from '../../shared/names.ts';
-import { ApiError } from '../../shared/errors.ts';
-import { TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
+import { BUCKETS, subjects, token } from '../../shared/names.ts';
+import { TRANSACTIONS_PAGE, WALLET_API, type walletApi } from '../../shared/protocol/wallet.ts';
+import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
 import { Projection, rowToEntry } from './projection.ts';
 import { charge, refund, grant } from './money.ts';
@@ -26,9 +26,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
 
   const service = await addService(nc, {
-    name: MICRO.wallet,
+    api: WALLET_API,
     version: '1.0.0',
-    description: 'Balances, the ledger, top-ups and the Lightning backend',
     endpoints: {
       [subjects.wallet.charge]: async (r: { walletId: unknown; jobId: unknown; amount: unknown }) => {
         const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount);
@@ -42,14 +41,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
         const head = await ledger.head(checkWalletId(r.walletId));
         return { balance: head.balance };
       },
-      [subjects.wallet.transactions]: async (r: { walletId: unknown; before?: unknown; limit?: unknown }) => {
+      [subjects.wallet.transactions]: async (r: RequestOf<typeof walletApi.transactions>) => {
         const walletId = checkWalletId(r.walletId);
-        const before = r.before === undefined || r.before === null ? undefined : Number(r.before);
-        if (before !== undefined && (!Number.isSafeInteger(before) || before < 0)) throw new ApiError('bad_request', 'before must be a non-negative integer');
-        const limit = r.limit === undefined || r.limit === null ? TRANSACTIONS_PAGE : Number(r.limit);
-        if (!Number.isSafeInteger(limit) || limit < 1 || limit > TRANSACTIONS_PAGE) throw new ApiError('bad_request', `limit must be 1..${TRANSACTIONS_PAGE}`);
         const head = await ledger.synced(walletId);
-        const page = projection.page(walletId, before, limit);
+        const page = projection.page(walletId, r.before ?? undefined, r.limit ?? TRANSACTIONS_PAGE);
         return { entries: page.entries.map(rowToEntry), next: page.next, balance: head.balance };
       },
       [subjects.wallet.grant]: async (r: { walletId: unknown; amount: unknown; reason: unknown; grantId?: unknown }) => {

@@ -3,7 +3,7 @@
 // ("nothing charged") without knowing whether the charge happened. This sweep makes that true:
 // a charge with no job document `orphanChargeGraceSeconds` after it was made is refunded in full,
 // once (ref `refund:<jobId>:_orphan`). The gateway never writes a job document later than half
-// that grace after it asked for the charge (shared/jobs/create.ts), so the two cannot cross.
+// that grace after it asked for the charge (gateway/jobs/create.ts), so the two cannot cross.
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../../shared/log.ts';
 import type { Ledger } from './ledger.ts';

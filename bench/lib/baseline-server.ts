@@ -144,7 +144,7 @@ async function plainNode() {
       };
       if (route.auth) {
         rq.auth = await authenticate(req.headers.authorization);
-        await limit(route.limit === 'jobs' ? 'jobs' : 'key', rq.auth.keyHash, route.limit === 'jobs' ? config.limits.jobsPerHour : config.server.keyRequestsPerMinute, route.limit === 'jobs' ? 3600_000 : 60_000);
+        await limit(route.rateLimit === 'jobs' ? 'jobs' : 'key', rq.auth.keyHash, route.rateLimit === 'jobs' ? config.limits.jobsPerHour : config.server.keyRequestsPerMinute, route.rateLimit === 'jobs' ? 3600_000 : 60_000);
       } else {
         await limit('ip', rq.ip, config.server.publicRequestsPerMinute, 60_000);
       }

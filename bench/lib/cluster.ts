@@ -1,5 +1,5 @@
 // The system under test, one process per actor as in the Procfile: a throwaway nats-server started
-// by the bench, then `node --import tsx actors/run.ts <name>` for the gateway and each actor that
+// by the bench, then `node --import tsx main.ts <name>` for the gateway and each actor that
 // exists in this tree, all pointed at it with NATS_URL and one bench config file.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,7 +94,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `actors/${name}/index.ts does not exist in this tree yet`);
         continue;
       }
-      const p = spawnTs(name, 'actors/run.ts', [name], env(name));
+      const p = spawnTs(name, 'main.ts', [name], env(name));
       try {
         await waitReady(p, null);
         procs.set(name, p);
@@ -103,7 +103,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
       }
     }
-    const gw = spawnTs('gateway', 'actors/run.ts', ['gateway'], env('gateway'));
+    const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'));
     const m = await waitReady(gw, /gateway: (http\S+)/);
     procs.set('gateway', gw);
     cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');

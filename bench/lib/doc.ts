@@ -19,7 +19,7 @@ else runs on it; ratios are what to compare between runs.
 
 ### Gateway (\`bench/gateway.ts\`)
 
-The gateway runs as its own process (\`node --import tsx actors/run.ts gateway\`), with the wallet
+The gateway runs as its own process (\`node --import tsx main.ts gateway\`), with the wallet
 actor in another, against a throwaway \`nats-server\` started by the bench. Load comes from
 autocannon in a separate child process (\`bench/lib/load.ts\`), 1 request in flight per connection,
 one API key (and wallet) per connection. Each endpoint is measured against two baselines, each also

@@ -1,4 +1,4 @@
-// Child processes of the benchmark: actors (actors/run.ts), baseline servers, the load generator.
+// Child processes of the benchmark: actors (main.ts), baseline servers, the load generator.
 // Every process started here is remembered and stopped by its own pid at the end.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';

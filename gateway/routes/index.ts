@@ -1,16 +1,10 @@
-import type { Route } from '../route.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Route, RouteDeps } from '../route.ts';
 import { publicRoutes } from './public.ts';
 import { opsRoutes } from './ops.ts';
 import { routes as walletRoutes } from './wallet.ts';
 import { routes as jobRoutes } from './jobs.ts';
 import { routes as accountRoutes } from './account.ts';
 import { openapiRoute } from '../openapi.ts';
-
-export interface RouteDeps {
-  metrics: Metrics;
-  isReady: () => boolean;
-}
 
 export function allRoutes(deps: RouteDeps): Route[] {
   const routes: Route[] = [...publicRoutes, ...walletRoutes, ...jobRoutes, ...accountRoutes, ...opsRoutes(deps)];

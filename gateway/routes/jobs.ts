@@ -6,15 +6,13 @@ import { Objm, type ObjectResult } from '@nats-io/obj';
 import yazl from 'yazl';
 import type { GatewayContext, Route, RouteRequest } from '../route.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
-import { SERVICES, subjects, type ServiceName } from '../../shared/names.ts';
+import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
-import { call } from '../../shared/micro.ts';
+import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, type JobDeps } from '../../shared/jobs/create.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { toPublicJob, isExpired } from '../../shared/jobs/public.ts';
-import { waitForJob } from '../../shared/jobs/wait.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
@@ -60,7 +58,7 @@ function serviceRoutes(service: ServiceName): Route[] {
       method: 'POST',
       path: `/v1/${service}/jobs`,
       auth: true,
-      limit: 'jobs',
+      rateLimit: 'jobs',
       summary: `Create a ${service} job`,
       description: 'Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.',
       tags: [service],
@@ -126,7 +124,7 @@ const jobRoutes: Route[] = [
     responses: { 200: { description: 'The jobs.', schema: T.Object({ jobs: T.Array(T.Ref(Job)) }) } },
     errors: ['bad_request', 'service_unavailable'],
     async handler(req, ctx) {
-      const { jobs } = await call<{ jobs: JobRecord[] }>(ctx.nc, subjects.jobs.list, { walletId: walletOf(req), limit: req.query.limit ?? 30 });
+      const { jobs } = await jobsService.list(ctx.nc, { walletId: walletOf(req), limit: req.query.limit ?? 30 });
       const now = Date.now();
       return { json: { jobs: jobs.map((j) => toPublicJob(j, ctx.baseUrl, now)) } };
     },

@@ -25,7 +25,7 @@
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import type { Bucket, KV, KvEntry } from '@nats-io/kv';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../runtime.ts';
 import { ApiError } from '../errors.ts';
 
 /** Somebody else wrote first: read again and decide again. */

@@ -2,7 +2,7 @@
 // resolves to public addresses only, and that address accepts a TCP connection.
 import net from 'node:net';
 import { ApiError } from '../errors.ts';
-import { parseTargetUrl } from '../services/url.ts';
+import { parseTargetUrl } from './url.ts';
 import { OutboundError, resolvePinned, type Resolver, type PinnedAddress } from './resolve.ts';
 
 export interface PrecheckConfig {

@@ -1,8 +1,10 @@
-// The wallet actor's service endpoints: request and reply shapes, and the typed client every other
-// actor and the gateway use. Only the wallet writes the ledger.
+// The wallet actor's service endpoints: request and reply schemas, declared once, and the typed
+// client every other actor and the gateway use. Only the wallet writes the ledger.
 import type { NatsConnection } from '@nats-io/nats-core';
-import { call } from '../micro.ts';
-import { subjects } from '../names.ts';
+import { Type as T } from '@sinclair/typebox';
+import { MICRO, subjects } from '../names.ts';
+import { client } from '../micro.ts';
+import { endpoint, stored, type RequestOf, type ServiceApi } from './endpoint.ts';
 
 export const PAYLOADS_PER_EUR = 10000;
 export const UNIT = 'payloads';
@@ -90,27 +92,63 @@ export function publicTopup(r: TopupRecord): Topup {
   return t;
 }
 
-export interface ChargeRequest { walletId: string; jobId: string; amount: number }
-export interface RefundRequest { walletId: string; jobId: string; resultKey: string; amount: number }
+const WalletId = T.String({ description: 'w_…' });
+const Moved = T.Object({ balance: T.Integer(), entryId: T.Union([T.Integer(), T.Null()]), duplicate: T.Boolean() });
+const TopupReply = T.Object({ topup: stored<Topup>('Topup'), balance: T.Integer() });
+
+export const walletApi = {
+  charge: endpoint({
+    subject: subjects.wallet.charge, summary: 'Debit a job\'s full cost; idempotent per jobId; insufficient_funds with needed/balance/topup',
+    request: T.Object({ walletId: WalletId, jobId: T.String(), amount: T.Integer() }), reply: Moved,
+  }),
+  refund: endpoint({
+    subject: subjects.wallet.refund, summary: 'Give back one undelivered result; idempotent per (jobId, resultKey)',
+    request: T.Object({ walletId: WalletId, jobId: T.String(), resultKey: T.String(), amount: T.Integer() }), reply: Moved,
+  }),
+  balance: endpoint({ subject: subjects.wallet.balance, summary: 'A wallet\'s balance', request: T.Object({ walletId: WalletId }), reply: T.Object({ balance: T.Integer() }) }),
+  transactions: endpoint({
+    subject: subjects.wallet.transactions, summary: `A page of ledger entries, newest first (at most ${TRANSACTIONS_PAGE})`,
+    request: T.Object({ walletId: WalletId, before: T.Optional(T.Union([T.Integer({ minimum: 0 }), T.Null()])), limit: T.Optional(T.Union([T.Integer({ minimum: 1, maximum: TRANSACTIONS_PAGE }), T.Null()])) }),
+    reply: T.Object({ entries: T.Array(stored<LedgerEntry>('LedgerEntry')), next: T.Union([T.Integer(), T.Null()]), balance: T.Integer() }),
+  }),
+  grant: endpoint({
+    subject: subjects.wallet.grant, summary: 'Operator grant; the same grantId again is a retry, not a second grant',
+    request: T.Object({ walletId: WalletId, amount: T.Integer(), reason: T.String(), grantId: T.Optional(T.String()) }), reply: Moved,
+  }),
+  topupCreate: endpoint({ subject: subjects.wallet.topupCreate, summary: 'A Lightning invoice for a top-up in EUR', request: T.Object({ walletId: WalletId, eur: T.Number() }), reply: TopupReply, timeoutMs: 30_000 }),
+  topupGet: endpoint({ subject: subjects.wallet.topupGet, summary: 'A top-up of this wallet (not_found for another\'s)', request: T.Object({ walletId: WalletId, topupId: T.String() }), reply: TopupReply }),
+  topupPay: endpoint({
+    subject: subjects.wallet.topupPay, summary: 'dev Lightning backend only: settle a top-up\'s invoice',
+    request: T.Object({ topupId: T.String() }), reply: T.Object({ topup: stored<Topup>('Topup'), balance: T.Integer(), alreadyPaid: T.Boolean() }), timeoutMs: 30_000,
+  }),
+  audit: endpoint({
+    subject: subjects.wallet.audit, summary: 'Every money invariant across all wallets, jobs and top-ups (shared/audit.ts)',
+    request: T.Object({}), reply: T.Object({ violations: T.Array(T.String()), wallets: T.Integer(), entries: T.Integer(), jobs: T.Integer(), topups: T.Integer() }), timeoutMs: 60_000,
+  }),
+};
+
+export const WALLET_API: ServiceApi = { service: MICRO.wallet, description: 'Balances, the ledger, top-ups and the Lightning backend', endpoints: Object.values(walletApi) };
+
+export type ChargeRequest = RequestOf<typeof walletApi.charge>;
+export type RefundRequest = RequestOf<typeof walletApi.refund>;
+
+const c = {
+  charge: client(walletApi.charge), refund: client(walletApi.refund), balance: client(walletApi.balance), transactions: client(walletApi.transactions),
+  grant: client(walletApi.grant), topupCreate: client(walletApi.topupCreate), topupGet: client(walletApi.topupGet), topupPay: client(walletApi.topupPay), audit: client(walletApi.audit),
+};
 
 export const wallet = {
   /** Debit a job's full cost; idempotent per jobId. Throws insufficient_funds with needed/balance/topup. */
-  charge: (nc: NatsConnection, r: ChargeRequest) => call<{ balance: number; entryId: number }>(nc, subjects.wallet.charge, r),
+  charge: (nc: NatsConnection, r: ChargeRequest) => c.charge(nc, r),
   /** Give back one undelivered result; idempotent per (jobId, resultKey). */
-  refund: (nc: NatsConnection, r: RefundRequest) => call<{ balance: number; entryId: number | null }>(nc, subjects.wallet.refund, r),
-  balance: (nc: NatsConnection, walletId: string) => call<{ balance: number }>(nc, subjects.wallet.balance, { walletId }),
-  transactions: (nc: NatsConnection, walletId: string, before?: number, limit?: number) =>
-    call<{ entries: LedgerEntry[]; next: number | null }>(nc, subjects.wallet.transactions, { walletId, before, limit }),
+  refund: (nc: NatsConnection, r: RefundRequest) => c.refund(nc, r),
+  balance: (nc: NatsConnection, walletId: string) => c.balance(nc, { walletId }),
+  transactions: (nc: NatsConnection, walletId: string, before?: number, limit?: number) => c.transactions(nc, { walletId, before, limit }),
   /** Operator grant; the same `grantId` again is the same grant (a retry), not a second one. */
-  grant: (nc: NatsConnection, walletId: string, amount: number, reason: string, grantId?: string) =>
-    call<{ balance: number; entryId: number }>(nc, subjects.wallet.grant, { walletId, amount, reason, grantId }),
-  topupCreate: (nc: NatsConnection, walletId: string, eur: number) =>
-    call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupCreate, { walletId, eur }, 30000),
-  topupGet: (nc: NatsConnection, walletId: string, topupId: string) =>
-    call<{ topup: Topup; balance: number }>(nc, subjects.wallet.topupGet, { walletId, topupId }),
+  grant: (nc: NatsConnection, walletId: string, amount: number, reason: string, grantId?: string) => c.grant(nc, { walletId, amount, reason, grantId }),
+  topupCreate: (nc: NatsConnection, walletId: string, eur: number) => c.topupCreate(nc, { walletId, eur }),
+  topupGet: (nc: NatsConnection, walletId: string, topupId: string) => c.topupGet(nc, { walletId, topupId }),
   /** dev Lightning backend only: the operator settles a top-up's invoice. */
-  topupPay: (nc: NatsConnection, topupId: string) =>
-    call<{ topup: Topup; balance: number; alreadyPaid: boolean }>(nc, subjects.wallet.topupPay, { topupId }, 30000),
-  /** Every money invariant across all wallets, jobs and top-ups (shared/audit.ts). */
-  audit: (nc: NatsConnection) => call<{ violations: string[]; wallets: number; entries: number; jobs: number; topups: number }>(nc, subjects.wallet.audit, {}, 60000),
+  topupPay: (nc: NatsConnection, topupId: string) => c.topupPay(nc, { topupId }),
+  audit: (nc: NatsConnection) => c.audit(nc, {}),
 };

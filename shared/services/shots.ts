@@ -3,8 +3,7 @@ import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
-import { parseTargetUrl, hostOf } from './url.ts';
-import { precheckTarget } from '../outbound/check.ts';
+import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 
 /**
  * Viewport presets (CSS pixels). `fhd`, `qhd`, `hd` are the usual screen sizes; `laptop` (1440x900),

@@ -2,8 +2,7 @@ import { Type as T, type Static } from '@sinclair/typebox';
 import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import type { ServiceModule } from './types.ts';
-import { parseTargetUrl, hostOf } from './url.ts';
-import { precheckTarget } from '../outbound/check.ts';
+import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];

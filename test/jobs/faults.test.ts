@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startJobsSystem } from './lib.ts';
 import { STREAMS, subjects } from '../../shared/names.ts';
-import { newJobRecord } from '../../shared/jobs/create.ts';
+import { newJobRecord } from '../../gateway/jobs/create.ts';
 import { createJobRecord } from '../../shared/jobs/store.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 

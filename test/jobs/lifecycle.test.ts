@@ -3,7 +3,7 @@ import t from 'tap';
 import { startJobsSystem } from './lib.ts';
 import { jetstream } from '@nats-io/jetstream';
 import { OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
-import { commitJob, newJobRecord } from '../../shared/jobs/create.ts';
+import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { readLedger } from '../../shared/audit.ts';
 import { objectName } from '../../shared/protocol/jobs.ts';

@@ -1,4 +1,4 @@
-// The job document cannot be written after the charge, as in a NATS failover (shared/jobs/create.ts):
+// The job document cannot be written after the charge, as in a NATS failover (gateway/jobs/create.ts):
 // - nobody takes the write ("no responders": the bucket's stream has no leader): it was not
 //   stored, so the charge is refunded at once and the answer is 503;
 // - the write times out (it went out, no answer): it may still be stored, so the charge is left to
@@ -10,7 +10,7 @@ import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startJobsSystem } from './lib.ts';
 import { BUCKETS, subjects } from '../../shared/names.ts';
-import { commitJob, newJobRecord } from '../../shared/jobs/create.ts';
+import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { provision } from '../../shared/nats/provision.ts';
 import { readLedger } from '../../shared/audit.ts';

@@ -1,12 +1,12 @@
-// Long polling (shared/jobs/wait.ts) against a real bucket: woken by the write that finishes the
+// Long polling (gateway/jobs/wait.ts) against a real bucket: woken by the write that finishes the
 // job, bounded by its time, and still answering when no watch can be made (a failover).
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { KV } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { openJobsKv, createJobRecord, updateJob } from '../../shared/jobs/store.ts';
-import { newJobRecord } from '../../shared/jobs/create.ts';
-import { waitForJob } from '../../shared/jobs/wait.ts';
+import { newJobRecord } from '../../gateway/jobs/create.ts';
+import { waitForJob } from '../../gateway/jobs/wait.ts';
 import { subjects } from '../../shared/names.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 

@@ -1,4 +1,4 @@
-// Shared by the crash tests: the wallet as its own process (actors/run.ts), killed with SIGKILL.
+// Shared by the crash tests: the wallet as its own process (main.ts wallet), killed with SIGKILL.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TestNats } from '../helpers/nats.ts';
@@ -8,7 +8,7 @@ import { ROOT } from '../../shared/config/index.ts';
 type Tap = { teardown(fn: () => unknown): void };
 
 export async function spawnWallet(t: Tap, tn: TestNats, dataDir: string, fault = ''): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'actors/run.ts', 'wallet'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', 'wallet'], {
     cwd: ROOT,
     env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: dataDir, LOG_LEVEL: 'warn', WALLET_FAULT: fault, CONFIG_FILE: '' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],

@@ -13,8 +13,8 @@ import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
-import { encodeInvoice } from '../../shared/lightning/bolt11.ts';
-import { createBackend, LightningError } from '../../shared/lightning/index.ts';
+import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
+import { createBackend, LightningError } from '../../actors/wallet/lightning/index.ts';
 import { testConfig } from '../helpers/nats.ts';
 
 type Tap = { teardown(fn: () => unknown): void };

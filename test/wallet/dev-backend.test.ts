@@ -3,7 +3,7 @@
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
 import { startTestNats, testLog } from '../helpers/nats.ts';
-import { createDevBackend } from '../../shared/lightning/dev.ts';
+import { createDevBackend } from '../../actors/wallet/lightning/dev.ts';
 import { BUCKETS } from '../../shared/names.ts';
 
 t.test('dev backend: pay once, again is a no-op; unknown 404, expired 410, malformed refused', async (t) => {

@@ -4,8 +4,8 @@ import http from 'node:http';
 import { startTestNats, testConfig, testLog } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { createExchangesRate, median } from '../../shared/rates/exchanges.ts';
-import { satsFor } from '../../shared/rates/types.ts';
+import { createExchangesRate, median } from '../../actors/wallet/rates/exchanges.ts';
+import { satsFor } from '../../actors/wallet/rates/types.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 

@@ -8,8 +8,8 @@ import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
-import { devNodeKey } from '../../shared/lightning/dev.ts';
-import { recoverPayee } from '../../shared/lightning/bolt11.ts';
+import { devNodeKey } from '../../actors/wallet/lightning/dev.ts';
+import { recoverPayee } from '../../actors/wallet/lightning/bolt11.ts';
 import { BUCKETS, STREAMS, subjects } from '../../shared/names.ts';
 
 const section = (inv: string, name: string) => decode(inv).sections.find((s) => s.name === name) as { value?: unknown } | undefined;

@@ -1,9 +1,9 @@
 // Long polling: hold until a job is finished, the time is up or the client goes away. Watches the
 // job's key in the `jobs` bucket, so it wakes on the supervisor's write, on any gateway instance.
-import { setTimeout as sleep } from 'node:timers/promises';
+import { sleep } from '../../shared/runtime.ts';
 import type { KV } from '@nats-io/kv';
-import { isFinished, type JobRecord } from '../protocol/jobs.ts';
-import { readJob } from './store.ts';
+import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
+import { readJob } from '../../shared/jobs/store.ts';
 
 /** How often a long poll without a watch reads the job. */
 const POLL_MS = 500;
@@ -58,6 +58,6 @@ async function pollJob(kv: KV, current: JobRecord, deadline: number, signal?: Ab
     const again = await readJob(kv, current.id).catch(() => null);
     if (again) latest = again.job;
     if (isFinished(latest) || signal?.aborted || Date.now() >= deadline) return latest;
-    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), undefined, { signal }).catch(() => {});
+    await sleep(Math.min(POLL_MS, Math.max(0, deadline - Date.now())), signal).catch(() => {});
   }
 }

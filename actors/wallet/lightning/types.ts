@@ -1,8 +1,8 @@
 // The invoice-backend contract. One file per backend implements it; index.ts picks one by name
 // from config (wallet.lightning.backend).
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { Config } from '../config/index.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../../../shared/config/index.ts';
+import type { Logger } from '../../../shared/log.ts';
 
 export type InvoiceState = 'open' | 'paid' | 'expired' | 'failed';
 

@@ -2,22 +2,22 @@
 // design: validate → plan (price) → queue bound → precheck → charge → write the job (the commit
 // point) → publish job.submitted. A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
-import type { Config } from '../config/index.ts';
-import type { Logger } from '../log.ts';
-import { ApiError } from '../errors.ts';
-import { isTransientNatsError, transientKind } from '../nats/transient.ts';
-import { isCasConflict } from '../nats/cas.ts';
-import { newId } from '../ids.ts';
-import { STREAMS, subjects, type ServiceName } from '../names.ts';
-import { SERVICE_MODULES, type Plan, type PlanContext } from '../services/index.ts';
-import { wallet, toEur } from '../protocol/wallet.ts';
-import type { JobRecord, JobSubmitted, ResultRecord } from '../protocol/jobs.ts';
-import type { QuoteDoc } from '../schemas/api.ts';
-import { createJobRecord, publishJobEvent, readJob } from './store.ts';
+import type { Config } from '../../shared/config/index.ts';
+import type { Logger } from '../../shared/log.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { isTransientNatsError, transientKind } from '../../shared/nats/transient.ts';
+import { isCasConflict } from '../../shared/nats/cas.ts';
+import { newId } from '../../shared/ids.ts';
+import { STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
+import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
+import { wallet, toEur } from '../../shared/protocol/wallet.ts';
+import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
+import type { QuoteDoc } from '../../shared/schemas/api.ts';
+import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
+import { withRetry, sleep } from '../../shared/runtime.ts';
 
 export interface JobDeps {
   nc: NatsConnection;
@@ -71,16 +71,8 @@ export async function refundWholeJob(nc: NatsConnection, walletId: string, jobId
   let balance: number | null = null;
   for (const i of items) {
     if (i.price <= 0) continue;
-    // idempotent per (jobId, key) on the wallet side, so retrying is safe
-    for (let attempt = 0; ; attempt++) {
-      try {
-        balance = (await wallet.refund(nc, { walletId, jobId, resultKey: i.key, amount: i.price })).balance;
-        break;
-      } catch (e) {
-        if (attempt >= 4) throw e;
-        await new Promise((r) => setTimeout(r, 200 * 2 ** attempt));
-      }
-    }
+    // idempotent per (jobId, key) on the wallet side, so retrying is safe; 5 tries over ~4 s
+    balance = (await withRetry('refund', () => wallet.refund(nc, { walletId, jobId, resultKey: i.key, amount: i.price }), { timeoutMs: 4_000 })).balance;
   }
   return balance;
 }

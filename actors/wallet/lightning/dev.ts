@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { Kvm, KvWatchInclude, type KV, type KvWatchEntry } from '@nats-io/kv';
 import type { QueuedIterator } from '@nats-io/nats-core';
 import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { BUCKETS } from '../names.ts';
-import { kvCasPut, kvUpdate } from '../nats/cas.ts';
+import { BUCKETS } from '../../../shared/names.ts';
+import { kvCasPut, kvUpdate } from '../../../shared/nats/cas.ts';
 import { encodeInvoice } from './bolt11.ts';
 import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceStatus } from './types.ts';
 

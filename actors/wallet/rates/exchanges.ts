@@ -1,7 +1,7 @@
 // Public exchange tickers (documented, keyless endpoints). Asks all of them at once, drops answers
 // that are absurd, stale or far from the others, takes the median of the rest, caches it briefly.
-import type { Config } from '../config/index.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../../../shared/config/index.ts';
+import type { Logger } from '../../../shared/log.ts';
 import { RateError, type Rate, type RateProvider } from './types.ts';
 
 type Kind = 'kraken' | 'bitstamp' | 'coinbase' | 'bitfinex';

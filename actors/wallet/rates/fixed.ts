@@ -1,5 +1,5 @@
 // A fixed rate from config: development and tests only (refused in production mode by loadConfig).
-import type { Config } from '../config/index.ts';
+import type { Config } from '../../../shared/config/index.ts';
 import type { RateProvider } from './types.ts';
 
 export function createFixedRate(config: Config): RateProvider {

@@ -1,6 +1,6 @@
 // The registry of rate providers: config names one (wallet.rate.provider).
-import type { Config } from '../config/index.ts';
-import type { Logger } from '../log.ts';
+import type { Config } from '../../../shared/config/index.ts';
+import type { Logger } from '../../../shared/log.ts';
 import type { RateProvider } from './types.ts';
 import { createFixedRate } from './fixed.ts';
 import { createExchangesRate } from './exchanges.ts';

@@ -1,0 +1,5 @@
+// The gateway's job logic, used only by the job routes: quote and create (charge, document, publish,
+// refund on failure), the long poll, and the mapping of a stored job to the API's Job.
+export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobDeps } from './create.ts';
+export { waitForJob } from './wait.ts';
+export { toPublicJob, toPublicResult, isExpired, resultPath } from './public.ts';

@@ -1,0 +1,21 @@
+// Running the route's handler, and turning whatever it throws into the API's error: an ApiError as
+// it is; NATS not answering (a failover window) into 503 with Retry-After; anything else into a
+// 500 that shows no internals (the log has them).
+import { ApiError } from '../../shared/errors.ts';
+import { isTransientNatsError } from '../../shared/nats/transient.ts';
+import type { Logger } from '../../shared/log.ts';
+import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
+
+export const handle = (route: Route, rq: RouteRequest, ctx: GatewayContext): Promise<Reply> => route.handler(rq, ctx);
+
+export function asApiError(e: unknown, log: Logger, requestId: string, path: string): ApiError {
+  if (e instanceof ApiError) return e;
+  if (isTransientNatsError(e)) {
+    // every step after a charge handles its own errors (gateway/jobs/create.ts), so nothing was
+    // charged by this request
+    log.warn({ err: e, reqId: requestId, path }, 'NATS did not answer; 503');
+    return new ApiError('service_unavailable', 'the message system did not answer (failing over); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
+  }
+  log.error({ err: e, reqId: requestId, path }, 'handler failed');
+  return new ApiError('internal', 'internal error');
+}

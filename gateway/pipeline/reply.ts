@@ -1,0 +1,21 @@
+// Writing the answer: a route's Reply (JSON, bytes, or a stream with backpressure), or an error in
+// the one error shape `{error: {code, message, docs, requestId, ...}}`. Returns the status sent.
+import type { HttpResponse } from 'uWebSockets.js';
+import { errorDocUrl, type ApiError } from '../../shared/errors.ts';
+import { send, sendStream, type ResState } from '../http.ts';
+import type { Reply } from '../route.ts';
+
+export async function sendReply(res: HttpResponse, state: ResState, head: boolean, common: Record<string, string>, reply: Reply): Promise<number> {
+  const status = reply.status ?? 200;
+  if ('json' in reply) send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, JSON.stringify(reply.json));
+  else if ('stream' in reply) await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
+  else send(res, state, status, { ...common, ...reply.headers }, head ? '' : reply.body);
+  return status;
+}
+
+/** `close`: end the connection after it (a body too large, so the client stops sending). */
+export function sendError(res: HttpResponse, state: ResState, common: Record<string, string>, e: ApiError, baseUrl: string, close = false): number {
+  const body = JSON.stringify({ error: { ...e.toJSON(), docs: errorDocUrl(baseUrl, e.code), requestId: common['x-request-id'] } });
+  send(res, state, e.status, { ...common, 'content-type': 'application/json', ...e.headers }, body, close);
+  return e.status;
+}

@@ -1,0 +1,23 @@
+// The job supervisor's service endpoints: reads of its SQLite projection of the jobs bucket.
+import { Type as T } from '@sinclair/typebox';
+import { MICRO, subjects } from '../names.ts';
+import type { JobRecord } from './jobs.ts';
+import { client } from '../micro.ts';
+import { endpoint, stored, type ServiceApi } from './endpoint.ts';
+
+export const jobsApi = {
+  list: endpoint({
+    subject: subjects.jobs.list, summary: 'A wallet\'s most recent jobs, newest first; includes a job created just before',
+    request: T.Object({ walletId: T.String({ minLength: 1 }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 30 })) }),
+    reply: T.Object({ jobs: T.Array(stored<JobRecord>('JobRecord')) }),
+  }),
+  get: endpoint({
+    subject: subjects.jobs.get, summary: 'One job of a wallet (not_found for another wallet\'s)',
+    request: T.Object({ walletId: T.String({ minLength: 1 }), jobId: T.String() }),
+    reply: T.Object({ job: stored<JobRecord>('JobRecord') }),
+  }),
+};
+
+export const JOB_SUPERVISOR_API: ServiceApi = { service: MICRO.jobSupervisor, description: 'Job state: a wallet\'s recent jobs (SQLite projection of the jobs bucket)', endpoints: Object.values(jobsApi) };
+
+export const jobsService = { list: client(jobsApi.list), get: client(jobsApi.get) };

@@ -124,9 +124,9 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timer(
  * or in a failover JetStream answers "no responders" or times out until its streams have leaders
  * again. `retryIf` limits which errors are tried again (default: any, as at start-up).
  */
-export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean } = {}): Promise<T> {
+export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf, maxPauseMs = 5000 }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean; maxPauseMs?: number } = {}): Promise<T> {
   const end = Date.now() + timeoutMs;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
+  for (let wait = Math.min(250, maxPauseMs); ; wait = Math.min(wait * 2, maxPauseMs)) {
     try {
       return await f();
     } catch (e) {

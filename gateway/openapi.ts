@@ -3,8 +3,8 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { Route } from './route.ts';
 import { ERRORS, type ErrorCode } from '../shared/errors.ts';
-import { COMPONENTS } from '../shared/schemas/api.ts';
-import { API_VERSION } from './routes/public.ts';
+import { COMPONENTS } from './schemas.ts';
+import { API_VERSION } from './route.ts';
 import { PageMetadata } from '../shared/schemas/metadata.ts';
 import { LabsReport } from '../shared/schemas/labs-report.ts';
 

@@ -10,6 +10,9 @@ import type { Logger } from '../shared/log.ts';
 import type { ErrorCode } from '../shared/errors.ts';
 import type { Metrics } from './metrics.ts';
 
+/** The API's major version, in /v1 and /openapi.json. */
+export const API_VERSION = '1';
+
 export type Method = 'GET' | 'POST' | 'DELETE';
 
 /** `jobs`: job creations per key, shared by all gateways; `key` / `address`: requests per minute per key / client address; `none`: unlimited (probes). */

@@ -109,5 +109,5 @@ export async function call<T>(nc: NatsConnection, subject: string, payload: unkn
   return body.ok as T;
 }
 
-/** The typed caller of a declared endpoint: throws ApiError as the service answered it. */
-export const client = <E extends Endpoint>(e: E) => (nc: NatsConnection, req: RequestOf<E>): Promise<ReplyOf<E>> => call<ReplyOf<E>>(nc, e.subject, req, e.timeoutMs);
+/** The typed caller of a declared endpoint: throws ApiError as the service answered it. `timeoutMs` overrides the declared wait. */
+export const client = <E extends Endpoint>(e: E) => (nc: NatsConnection, req: RequestOf<E>, timeoutMs = e.timeoutMs): Promise<ReplyOf<E>> => call<ReplyOf<E>>(nc, e.subject, req, timeoutMs);

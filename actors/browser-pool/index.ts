@@ -9,7 +9,7 @@ import { BROWSER_POOL_API } from '../../shared/protocol/browser-pool.ts';
 import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
 import { runWorker } from '../../shared/worker.ts';
-import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/shots.ts';
+import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/index.ts';
 import { launcherFor } from './launchers/registry.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { effectiveConcurrency, ManagedBrowser, PageTimeout, Slots } from './pool.ts';

@@ -4,7 +4,7 @@
 import WebSocket from 'ws';
 import { matchFilters, type Filter } from 'nostr-tools/filter';
 import type { SecureContextOptions } from 'node:tls';
-import type { CheckedAddress } from '../../shared/services/labs.ts';
+import type { CheckedAddress } from '../../shared/services/index.ts';
 
 export type RelayMsg = unknown[];
 

@@ -6,7 +6,7 @@ import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { runWorker, storeResultFile, type TaskContext, type TaskResult } from '../../shared/worker.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { advertise } from '../../shared/catalogue.ts';
-import { LABS_MODULES } from '../../shared/services/labs.ts';
+import { LABS_MODULES } from '../../shared/services/index.ts';
 import { LABS_REPORT_SCHEMA_ID } from '../../shared/schemas/labs-report.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import type { Config } from '../../shared/config/index.ts';

@@ -5,7 +5,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
 import { finalizeEvent, generateSecretKey, getPublicKey, type Event, type EventTemplate } from 'nostr-tools/pure';
-import { checkAddress, type CheckedAddress } from '../../shared/services/labs.ts';
+import { checkAddress, type CheckedAddress } from '../../shared/services/index.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { RelayConn, ConnectError, type Received, type RelayMsg } from './conn.ts';
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { request } from 'node:https';
 import type { SecureContextOptions } from 'node:tls';
 import type { Config } from '../../shared/config/index.ts';
-import { checkAddress } from '../../shared/services/labs.ts';
+import { checkAddress } from '../../shared/services/index.ts';
 
 export const WEBHOOK_HEADERS = {
   signature: 'X-Labs-Signature',

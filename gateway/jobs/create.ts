@@ -15,7 +15,7 @@ import { STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
-import type { QuoteDoc } from '../../shared/schemas/api.ts';
+import type { QuoteDoc } from '../schemas.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 

@@ -1,6 +1,6 @@
 // The one mapping from the stored JobRecord to the public Job document of spec 2.1 / 2.2.
 import type { JobRecord, ResultRecord } from '../../shared/protocol/jobs.ts';
-import type { JobDoc, ResultDoc } from '../../shared/schemas/api.ts';
+import type { JobDoc, ResultDoc } from '../schemas.ts';
 
 export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
 

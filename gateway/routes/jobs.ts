@@ -13,7 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
+import { Quote, JobWithBalance, Job } from '../schemas.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
 const SERVICE_ERRORS: Record<ServiceName, ErrorCode[]> = {

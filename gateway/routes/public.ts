@@ -1,15 +1,14 @@
 // Public endpoints (spec 4.1): index, pricing, services and their live catalogues.
 import { Type as T } from '@sinclair/typebox';
-import type { Route, GatewayContext } from '../route.ts';
+import { API_VERSION, type Route, type GatewayContext } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { SERVICES, isService, type ServiceName } from '../../shared/names.ts';
 import { readCatalogue, type CatalogueEntry } from '../../shared/catalogue.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
-import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT } from '../../shared/services/shots.ts';
+import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT } from '../../shared/services/index.ts';
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
 import type { Config } from '../../shared/config/index.ts';
 
-export const API_VERSION = '1';
 
 const serviceLinks = (base: string, s: ServiceName) => ({
   catalogue: `${base}/v1/services/${s}`,

@@ -2,6 +2,7 @@
 // page with JavaScript). Only instances with a browser that can print offer them.
 import { Type as T } from '@sinclair/typebox';
 import { MICRO, subjects } from '../names.ts';
+import { client } from '../micro.ts';
 import { endpoint, type ServiceApi } from './endpoint.ts';
 
 export const browserApi = {
@@ -18,3 +19,6 @@ export const browserApi = {
 };
 
 export const BROWSER_POOL_API: ServiceApi = { service: MICRO.browserPool, description: 'Real browsers: PDF printing and JavaScript rendering for websitepro', endpoints: Object.values(browserApi) };
+
+/** The typed clients (the converter's calls pass their own wait, from shots.pageTimeoutMs). */
+export const browserService = { renderPdf: client(browserApi.renderPdf), renderHtml: client(browserApi.renderHtml) };

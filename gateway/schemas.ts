@@ -1,7 +1,7 @@
 // TypeBox schemas of the API's documents (spec section 2). The gateway validates with them (Ajv),
 // TypeScript types come from them, and /openapi.json is generated from them.
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
-import { ERROR_CODES } from '../errors.ts';
+import { ERROR_CODES } from '../shared/errors.ts';
 
 const Ms = (description: string) => T.Integer({ description: `${description} (Unix time, ms)` });
 

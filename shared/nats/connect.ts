@@ -34,7 +34,9 @@ function leaveServerWithoutQuorum(nc: NatsConnection) {
   const timer = setInterval(() => {
     if (asking || nc.isClosed() || nc.isDraining()) return;
     asking = true;
-    nc.request('$JS.API.INFO', '', { timeout: 2000 }).then((m) => {
+    // stream names: answered by the meta leader only (account info is answered by any server,
+    // a cut-off one included, so it says nothing about quorum)
+    nc.request('$JS.API.STREAM.NAMES', '{"offset":0}', { timeout: 2000 }).then((m) => {
       const body = m.json<{ error?: { code: number; err_code?: number } }>();
       // JetStream not enabled for this account: nothing to watch
       if (body.error?.err_code === 10039) clearInterval(timer);

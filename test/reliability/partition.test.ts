@@ -142,11 +142,32 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
     const leader = await ledgerLeader();
     const minority = (leader + 1) % 3;
     t.comment(`cutting ${cluster.nodes[minority]!.name} off; LEDGER leader ${cluster.nodes[leader]!.name}`);
+    // a connection of its own, on the node about to be cut off: it must move to the majority
+    const minorityServer = cluster.nodes[minority]!.url.replace('nats://', '');
+    // the client picks a server of its list at random: connect until it picked the minority's
+    let onMinority = await connectNats(cluster.url, 'on-minority');
+    for (let i = 0; i < 30 && onMinority.getServer() !== minorityServer; i++) {
+      await onMinority.close();
+      onMinority = await connectNats(cluster.url, 'on-minority');
+    }
+    t.teardown(() => onMinority.close().catch(() => {}));
+    t.equal(onMinority.getServer(), minorityServer, 'a client connected to the node to be cut off');
+    let movedAfterMs = -1;
     await underLoad('split-2-1', async () => {
       await cluster.cut(minority);
+      const cutAt = Date.now();
+      const watch = (async () => {
+        while (Date.now() - cutAt < FAULT_MS) {
+          if (onMinority.getServer() !== minorityServer) { movedAfterMs = Date.now() - cutAt; return; }
+          await sleep(250);
+        }
+      })();
       await sleep(FAULT_MS);
+      await watch;
       await cluster.heal(minority);
     });
+    t.ok(movedAfterMs >= 0, `the client left the node without quorum ${movedAfterMs} ms after the cut`);
+    t.comment(`client moved off the minority node after ${movedAfterMs} ms`);
     await nothingLost('after the 2/1 split');
   });
 

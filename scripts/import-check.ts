@@ -7,8 +7,6 @@ import { readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 
 export const CHECKED = ['actors', 'gateway', 'shared', 'admin'];
-/** Files left as they are for now: relay-prober/checks.ts is being split into checks/ (issue 21). */
-const AROUND_INDEX_PENDING = new Set(['actors/relay-prober/checks.ts']);
 const IMPORT = /(?:^|[\s;])(?:import|export)\s+(?:type\s+)?(?:[^'";]*?\sfrom\s+)?['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function sourceFiles(dir: string): string[] {
@@ -102,7 +100,7 @@ export function importProblems(root: string, folders = CHECKED): string[] {
       if (file.startsWith('shared/') && /^(actors|gateway)\//.test(d)) problems.push(`shared/ imports upward: ${file} -> ${d}`);
       // a folder with an index.ts is entered through it only (from outside the folder)
       const folder = dirname(d);
-      if (basename(d) !== 'index.ts' && existsSync(join(root, folder, 'index.ts')) && !isWithin(dirname(file), folder) && !AROUND_INDEX_PENDING.has(file)) {
+      if (basename(d) !== 'index.ts' && existsSync(join(root, folder, 'index.ts')) && !isWithin(dirname(file), folder)) {
         problems.push(`imports around ${folder}/index.ts: ${file} -> ${d}`);
       }
     }

@@ -10,7 +10,7 @@ import { LABS_MODULES } from '../../shared/services/index.ts';
 import { LABS_REPORT_SCHEMA_ID } from '../../shared/schemas/labs-report.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import type { Config } from '../../shared/config/index.ts';
-import { CHECKS, checkInfo } from './checks.ts';
+import { CHECKS, checkInfo } from './checks/index.ts';
 import { BOUNDS, ProbeFatal, TEST_MARKER, CLIENT_TAG } from './probe.ts';
 import { runModule, type RunModule } from './run.ts';
 import { deliverWebhook, loadWebhookKey, WEBHOOK_HEADERS, type WebhookKey } from './webhook.ts';

@@ -64,8 +64,27 @@ export interface ProbeTimings {
   connectTimeoutMs: number;
 }
 
-export const hasPrefix = (reason: string) => /^[a-z][a-z0-9-]*: ?/.test(reason);
-export const isWriteRefusal = (reason: string) => /^(restricted|auth-required|blocked|pow|payment-required|mute):/.test(reason);
+/** NIP-01's standard prefixes plus those other NIPs define (42: auth-required, restricted). */
+export const STANDARD_PREFIXES = ['duplicate', 'pow', 'blocked', 'rate-limited', 'invalid', 'error', 'unsupported', 'restricted', 'auth-required', 'mute', 'payment-required'];
+
+/**
+ * The machine-readable prefix of an OK/CLOSED message: `none`, a `standard` one, a standard word in
+ * other letters (`case`: "ERROR:"), or some `other` single word. Prefixes are compared as written:
+ * NIP-01 lists them in lower case and clients match them literally (e.g. `auth-required:`).
+ */
+export function prefixOf(reason: string): { kind: 'none' | 'standard' | 'case' | 'other'; word: string | null } {
+  const m = /^([A-Za-z][A-Za-z0-9_-]*):/.exec(reason);
+  if (!m) return { kind: 'none', word: null };
+  const word = m[1]!;
+  if (STANDARD_PREFIXES.includes(word)) return { kind: 'standard', word };
+  if (STANDARD_PREFIXES.includes(word.toLowerCase())) return { kind: 'case', word };
+  return { kind: 'other', word };
+}
+
+/** Has a machine-readable single-word prefix (what NIP-01's MUST asks), whatever its case. */
+export const hasPrefix = (reason: string) => prefixOf(reason).kind !== 'none';
+// what the relay means matters here, not its spelling: "RESTRICTED:" is still a refusal
+export const isWriteRefusal = (reason: string) => /^(restricted|auth-required|blocked|pow|payment-required|mute):/i.test(reason);
 
 let subCounter = 0;
 
@@ -81,6 +100,8 @@ export class Probe {
   /** Stored test events per pubkey (deleted at the end). */
   readonly stored = new Map<string, Event>();
   readonly deleted = new Set<string>();
+  /** Storable test events sent without an OK in time: perhaps stored, so deleted too. */
+  readonly unconfirmed = new Map<string, Event>();
   nip11: Nip11Fetch | null = null;
   /** Set during the final clean-up. */
   cleaning = false;
@@ -147,8 +168,8 @@ export class Probe {
   }
 
   /** A new connection (counted against the budget). */
-  async open(): Promise<RelayConn> {
-    if (this.stopped) throw new Error('the probe was stopped');
+  async open(opts: { forCleanup?: boolean } = {}): Promise<RelayConn> {
+    if (this.stopped && !opts.forCleanup) throw new Error('the probe was stopped');
     if (this.usage.connections >= BOUNDS.connections) throw new BudgetExceeded(`${BOUNDS.connections} connections`);
     const address = await this.resolve();
     this.usage.connections++;
@@ -167,16 +188,17 @@ export class Probe {
 
   private onSend(m: unknown[]) {
     const t = m[0];
-    if (t === 'REQ') {
+    if (t === 'REQ' || t === 'NEG-OPEN') {
       if (this.usage.subscriptions >= BOUNDS.subscriptions) throw new BudgetExceeded(`${BOUNDS.subscriptions} subscriptions`);
       this.usage.subscriptions++;
     }
     if (t === 'EVENT') {
       // the final NIP-09 clean-up (one request per key) is always allowed
-      if (this.usage.events >= BOUNDS.events + (this.cleaning ? this.keys.length : 0)) throw new BudgetExceeded(`${BOUNDS.events} events`);
+      // (twice: the end-of-module clean-up may be cut short and run again after a stop)
+      if (this.usage.events >= BOUNDS.events + (this.cleaning ? 2 * this.keys.length : 0)) throw new BudgetExceeded(`${BOUNDS.events} events`);
       this.usage.events++;
     }
-    if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH') this.usage.roundTrips++;
+    if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH' || t === 'NEG-OPEN' || t === 'NEG-MSG') this.usage.roundTrips++;
   }
 
   /** The shared connection; reopened when the relay dropped it. */
@@ -204,10 +226,14 @@ export class Probe {
     else conn.send(['EVENT', ev]);
     const r = await conn.next((m) => m[0] === 'OK' && m[1] === ev.id, this.timings.replyTimeoutMs);
     const ms = performance.now() - t0;
-    if (!r) return { ok: null, reason: '', msg: null, ms };
+    const storable = !(ev.kind >= 20000 && ev.kind < 30000) && ev.kind !== 5 && !opts.raw;
+    if (!r) {
+      if (storable) this.unconfirmed.set(ev.id, ev);
+      return { ok: null, reason: '', msg: null, ms };
+    }
     const ok = r.msg[2] === true;
     if (opts.latency) this.latency.ok.push(ms);
-    if (ok && !(ev.kind >= 20000 && ev.kind < 30000) && ev.kind !== 5 && !opts.raw) this.stored.set(ev.id, ev);
+    if (ok && storable) this.stored.set(ev.id, ev);
     return { ok, reason: typeof r.msg[3] === 'string' ? r.msg[3] : '', msg: r.msg, ms };
   }
 
@@ -215,7 +241,7 @@ export class Probe {
   async publishAuthed(ev: Event, c?: RelayConn): Promise<OkAnswer> {
     const conn = c ?? (await this.conn());
     let a = await this.publish(ev, conn);
-    if (a.ok === false && a.reason.startsWith('auth-required:')) {
+    if (a.ok === false && /^auth-required:/i.test(a.reason)) {
       const ch = conn.challenge ?? (await conn.next((m) => m[0] === 'AUTH', this.timings.quietMs))?.msg[1];
       if (typeof ch === 'string' && !conn.authed) {
         const auth = await this.auth(conn, ch);
@@ -262,7 +288,7 @@ export class Probe {
     }
     const ms = performance.now() - t0;
     // a relay that wants NIP-42 first: authenticate with the throwaway key once, then ask again
-    if (end === 'CLOSED' && reason.startsWith('auth-required:') && conn.challenge && !opts.noAuth && !conn.authed) {
+    if (end === 'CLOSED' && /^auth-required:/i.test(reason) && conn.challenge && !opts.noAuth && !conn.authed) {
       const a = await this.auth(conn, conn.challenge);
       conn.authed = a.ok === true;
       if (conn.authed) return this.req(filters, conn, { ...opts, noAuth: true });

@@ -5,7 +5,8 @@ import addFormats from 'ajv-formats';
 import type { Config } from '../../shared/config/index.ts';
 import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
 import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
-import { CHECKS, cleanup, moduleChecks, percentiles, type CheckDef } from './checks.ts';
+import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type Outcome } from './checks/index.ts';
+import type { CheckStatus } from '../../shared/schemas/labs-report.ts';
 
 export type RunModule = 'quick' | 'conformance' | 'custom';
 
@@ -37,6 +38,29 @@ export const minRoundTrips = (checks: CheckDef[], timings: ProbeTimings) => 3 /*
 
 const strict = (level: string) => level === 'required' || level === 'essential';
 
+/**
+ * The severity model (docs/labs.md): the rule a finding was judged by caps its status. MUST can
+ * fail; SHOULD and conventions warn at most; MAY and measurements are info. A check of an optional
+ * NIP the relay does not list in `supported_nips` warns at most ("offered but broken"); one the
+ * relay does list and fails is a fail and goes into the advertised-versus-observed table.
+ */
+export function judge(c: CheckDef, out: Outcome, p: Probe): { status: CheckStatus; message: string; basis: CheckDef['basis']; advertised?: boolean | null } {
+  const basis = out.rule ?? c.basis;
+  const advertised = basis.nipOptional ? p.advertisesNip(Number(basis.nip)) : undefined;
+  let status = out.status;
+  let message = out.message;
+  if (basis.level === 'measurement' && status !== 'skip') status = 'info';
+  else if (basis.level === 'optional' && (status === 'fail' || status === 'warn')) status = 'info';
+  else if (status === 'fail' && !strict(basis.level)) status = 'warn';
+  else if (status === 'fail' && basis.nipOptional && advertised !== true) {
+    status = 'warn';
+    message = `offered but broken (NIP-${basis.nip} is not in supported_nips): ${message}`;
+  } else if (status === 'fail' && basis.nipOptional) {
+    p.observe(`supported_nips: ${Number(basis.nip)}`, true, `${c.id} failed`, false, c.id);
+  }
+  return { status, message, basis, ...(basis.nipOptional ? { advertised: advertised ?? null } : {}) };
+}
+
 export async function runModule(o: RunOptions): Promise<{ report: LabsReport; probe: Probe }> {
   const p = new Probe(o.url, o.config, { ca: o.ca, timings: o.timings, progress: o.progress });
   const selected = selectChecks(o.module, o.checks);
@@ -67,11 +91,9 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
           out = { status: 'skip' as const, message: `could not run: ${(e as Error).message}`, details: {} };
         }
       }
-      let status = out.status;
-      if (c.basis.level === 'measurement' && status !== 'skip') status = 'info';
-      else if (status === 'fail' && !strict(c.basis.level)) status = 'warn';
-      p.results.set(c.id, { status, details: out.details ?? {} });
-      checks.push({ id: c.id, title: c.title, status, message: out.message, details: out.details ?? {}, basis: c.basis, durationMs: Math.round(performance.now() - t0) });
+      const v = judge(c, out, p);
+      p.results.set(c.id, { status: v.status, details: out.details ?? {} });
+      checks.push({ id: c.id, title: c.title, status: v.status, message: v.message, details: out.details ?? {}, basis: v.basis, ...(v.advertised !== undefined ? { advertised: v.advertised } : {}), durationMs: Math.round(performance.now() - t0) });
     }
     const cl = await cleanup(p);
     if (cl.stored) {
@@ -88,6 +110,12 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
   let cl: Awaited<ReturnType<typeof work>>;
   try {
     cl = await Promise.race([work(), timeout, abort]);
+  } catch (e) {
+    // a run that stopped early (timeout, fatal error, actor stopping) still removes what it published
+    p.stop();
+    const done = await cleanupAfterStop(p, Math.min(20_000, 2 * o.config.labs.replyTimeoutMs + p.timings.connectTimeoutMs));
+    if (done) o.log?.warn({ relay: p.url.href, deleted: p.deleted.size, remaining: done.remaining.length }, 'test events deleted after the module stopped early');
+    throw e;
   } finally {
     clearTimeout(timer);
     p.stop();

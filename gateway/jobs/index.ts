@@ -3,3 +3,4 @@
 export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobDeps } from './create.ts';
 export { waitForJob } from './wait.ts';
 export { toPublicJob, toPublicResult, isExpired, resultPath } from './public.ts';
+export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';

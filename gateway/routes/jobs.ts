@@ -11,7 +11,7 @@ import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, type JobDeps } from '../jobs/index.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { Quote, JobWithBalance, Job } from '../schemas.ts';
 
@@ -152,10 +152,13 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id/results/:key',
     auth: true,
     summary: 'Download a result',
-    description: 'The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead.',
+    description: 'The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead. A `labs` report asked for with `format=html` or `Accept: text/html` (without `application/json`) comes as a readable page rendered from the same JSON; JSON stays the default.',
     tags: ['jobs'],
-    query: T.Object({ thumb: T.Optional(T.Literal('1', { description: 'Only `1`; shots only.' })) }, { additionalProperties: true }),
-    responses: { 200: { description: 'The file.', contentType: '*/*', headers: { 'Content-Disposition': 'attachment; filename=...' } } },
+    query: T.Object({
+      thumb: T.Optional(T.Literal('1', { description: 'Only `1`; shots only.' })),
+      format: T.Optional(T.Union([T.Literal('html'), T.Literal('json')], { description: '`labs` only: `html` renders the report as a page; `json` (default) the file.' })),
+    }, { additionalProperties: true }),
+    responses: { 200: { description: 'The file (a labs report: JSON, or text/html when asked for).', contentType: '*/*', headers: { 'Content-Disposition': 'attachment; filename=...' } } },
     errors: ['bad_request', 'not_found', 'not_ready', 'expired'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
@@ -174,6 +177,7 @@ const jobRoutes: Route[] = [
         if (isExpired(job, Date.now())) throw gone(job);
         throw new ApiError('not_found', 'the file is not in the store');
       }
+      if (job.service === 'labs' && wantsReportHtml(req.query.format, req.headers.accept)) return reportPageReply(await readAll(objectChunks(o)));
       const filename = thumb ? r.file.filename.replace(/\.[^.]+$/, '') + '.thumb.webp' : r.file.filename;
       return {
         stream: objectChunks(o),
@@ -225,3 +229,10 @@ const jobRoutes: Route[] = [
 ];
 
 export const routes: Route[] = [...SERVICES.flatMap(serviceRoutes), ...jobRoutes];
+
+/** A stored labs report in memory (reports are JSON of some kilobytes) to render it. */
+async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  for await (const c of chunks) parts.push(c);
+  return Buffer.concat(parts);
+}

@@ -7,13 +7,19 @@ export const LABS_REPORT_SCHEMA_ID = 'labs.report/1';
 export const CHECK_STATUSES = ['pass', 'fail', 'warn', 'skip', 'info'] as const;
 export type CheckStatus = (typeof CHECK_STATUSES)[number];
 
-export const BASIS_LEVELS = ['required', 'essential', 'recommended', 'convention', 'measurement'] as const;
+// The level comes from the NIP's own words (docs/labs.md, "Severity model"): MUST → required,
+// SHOULD / "expected" / "recommended" → recommended, a definition or a relay's own NIP-11 claim
+// without a keyword → convention, MAY → optional. `essential` is no longer produced (kept so
+// reports written before the severity model still validate).
+export const BASIS_LEVELS = ['required', 'recommended', 'convention', 'optional', 'measurement', 'essential'] as const;
 export type BasisLevel = (typeof BASIS_LEVELS)[number];
 
 export const Basis = T.Object({
   nip: T.String({ description: 'NIP number (e.g. "01"), or "transport" for DNS/TCP/TLS/WebSocket.' }),
   section: T.Optional(T.String({ description: 'Section or rule of the NIP.' })),
-  level: T.Union(BASIS_LEVELS.map((l) => T.Literal(l)), { description: '`required`/`essential`: a deviation fails. `recommended`/`convention`: a deviation warns. `measurement`: reported as info.' }),
+  level: T.Union(BASIS_LEVELS.map((l) => T.Literal(l)), { description: '`required` (a MUST in the NIP): a deviation fails. `recommended` (SHOULD, "expected", "recommended") and `convention` (a definition or NIP-11 claim without a keyword): a deviation warns. `optional` (MAY): reported as info. `measurement`: info. `essential`: not produced any more.' }),
+  quote: T.Optional(T.String({ description: 'The words of the NIP the level comes from, quoted verbatim.' })),
+  nipOptional: T.Optional(T.Boolean({ description: 'The NIP is optional for a relay: when `supported_nips` does not list it, a deviation is at most `warn` ("offered but broken") and a feature not offered is `skip`.' })),
 }, { additionalProperties: false });
 
 export const Percentiles = T.Object({
@@ -28,6 +34,7 @@ export const ReportCheck = T.Object({
   message: T.String(),
   details: T.Record(T.String(), T.Unknown()),
   basis: Basis,
+  advertised: T.Optional(T.Union([T.Boolean(), T.Null()], { description: 'For a check of an optional NIP: whether NIP-11 `supported_nips` lists it (null: no document or no list).' })),
   durationMs: T.Integer({ minimum: 0 }),
 }, { additionalProperties: false });
 
@@ -81,4 +88,5 @@ export const LabsReport = T.Object({
 
 export type LabsReport = Static<typeof LabsReport>;
 export type ReportCheck = Static<typeof ReportCheck>;
+export type BasisT = Static<typeof Basis>;
 export type PercentilesT = Static<typeof Percentiles>;

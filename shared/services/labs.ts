@@ -26,7 +26,7 @@ export interface CheckInfo {
   module: LabsModule;
   needsDataset: boolean;
   selectable: boolean;
-  basis: { nip: string; section?: string; level: string };
+  basis: { nip: string; section?: string; level: string; quote?: string; nipOptional?: boolean };
 }
 
 export type CheckedAddress = PinnedAddress;

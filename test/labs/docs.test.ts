@@ -4,8 +4,9 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../shared/config/index.ts';
-import { CHECKS } from '../../actors/relay-prober/checks.ts';
+import { CHECKS } from '../../actors/relay-prober/checks/index.ts';
 import { BASIS_LEVELS } from '../../shared/schemas/labs-report.ts';
+import { RULES, DEFINITIONAL } from '../../actors/relay-prober/checks/rules.ts';
 
 const doc = readFileSync(join(ROOT, 'docs/labs.md'), 'utf8');
 
@@ -21,4 +22,26 @@ t.test('catalogue sanity', async (t) => {
     'ok-format', 'closed-prefix', 'event-subid', 'close-stops', 'subid-replace', 'subid-per-conn', 'bad-signature', 'bad-id', 'json-escapes', 'empty-tags', 'duplicate',
     'filter-limit-zero', 'filter-order', 'filter-limit-live', 'filter-nonmatching', 'kind-replaceable', 'kind-addressable', 'kind-ephemeral', 'delete-e', 'delete-a', 'delete-others',
     'nip40-expiration', 'nip42-auth', 'nip42-refusals', 'nip45-count', 'nip70-protected']) t.ok(ids.has(id), id);
+});
+
+// The severity model: every level is justified by the NIP's own words, quoted in the basis.
+t.test('every rule quotes the words its level comes from', async (t) => {
+  const keyword: Record<string, RegExp> = {
+    required: /\bMUST\b|\bmust\b/,
+    recommended: /\bSHOULD\b|\bshould\b|expected|recommended/,
+    optional: /\bMAY\b|\bcan also\b/,
+  };
+  for (const [name, r] of Object.entries(RULES)) {
+    t.ok(r.quote.length > 10, `${name} has a quote`);
+    const k = keyword[r.level];
+    if (k && !DEFINITIONAL.has(name)) t.match(r.quote, k, `${name} (${r.level}) quotes its keyword`);
+    if (r.level !== 'required') t.notMatch(r.quote, /\bMUST\b/, `${name} (${r.level}) does not quote a MUST`);
+  }
+  for (const c of CHECKS) t.ok(c.basis.quote, `${c.id} has a quote`);
+  t.notOk(CHECKS.some((c) => c.basis.level === 'essential'), 'no check uses the retired level essential');
+});
+
+t.test('the severity model is written down', async (t) => {
+  t.match(doc, /## Severity model/);
+  for (const [name, r] of Object.entries(RULES)) t.ok(doc.includes(r.quote.slice(0, 40)), `${name}: quoted in docs/labs.md`);
 });

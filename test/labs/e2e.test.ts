@@ -44,6 +44,21 @@ t.test('labs end to end', async (t) => {
   }
   t.equal(job.charged, job.cost);
 
+  // the same report as a page: format=html or a browser's Accept; JSON stays the default
+  const quickPath = new URL(byKey.quick.url).pathname;
+  const page = await app.request('GET', `${quickPath}?format=html`, { key: k.key });
+  t.equal(page.status, 200, page.text.slice(0, 200));
+  t.match(page.headers.get('content-type'), /^text\/html/);
+  t.match(page.text, /<h3>NIP-01/);
+  t.match(page.text, /<span class="score">\d+<\/span>/);
+  const browser = await app.request('GET', quickPath, { key: k.key, headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+  t.match(browser.headers.get('content-type'), /^text\/html/);
+  const plain = await app.request('GET', quickPath, { key: k.key, headers: { accept: '*/*' } });
+  t.match(plain.headers.get('content-type'), /json/);
+  t.ok(validate(plain.json));
+  const badFormat = await app.request('GET', `${quickPath}?format=pdf`, { key: k.key });
+  t.equal(badFormat.status, 400, 'an unknown format is refused');
+
   const q2 = await app.request('POST', '/v1/labs/quote', { key: k.key, body: { relay: relay.url, modules: ['conformance'] } });
   t.same(q2.json.items.map((i: { key: string }) => i.key), ['conformance'], 'no second dataset fee');
 

@@ -4,7 +4,7 @@ import t from 'tap';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { probe } from './fixtures/probe.ts';
 import { BOUNDS } from '../../actors/relay-prober/probe.ts';
-import { moduleChecks } from '../../actors/relay-prober/checks.ts';
+import { moduleChecks } from '../../actors/relay-prober/checks/index.ts';
 
 const relay = await startMiniRelay({}, { auth: true });
 t.teardown(() => relay.close());

@@ -127,7 +127,8 @@ export async function startNetnsCluster(dataDir: string): Promise<NetCluster> {
       chmodSync(wrapper, 0o755);
       const routes = nodes.filter((o) => o !== n).map((o) => `"nats-route://${o.addr}:6222"`).join(', ');
       n.handle = await startNatsServer({
-        storeDir: join(dir, 'store'), port: 4222, serverName: `payloads-${n.name}`, bin: wrapper,
+        // ownProcessGroup: under setpriv --pdeathsig, so a test process killed hard takes its nodes along
+        storeDir: join(dir, 'store'), port: 4222, serverName: `payloads-${n.name}`, bin: wrapper, ownProcessGroup: true,
         // no_advertise: clients must not learn 127.0.0.1:4222 of another namespace (on the host it is someone else's port)
         extra: `cluster { name: "payloads", host: "${n.addr}", port: 6222, no_advertise: true, routes: [${routes}] }`,
       });

@@ -36,7 +36,7 @@ let server: NatsServerHandle | undefined;
 let url: string;
 if (everything && !config.nats.url) {
   // its own process group: Ctrl-C reaches only this process, which stops the server last
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', ownProcessGroup: true });
+  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval, ownProcessGroup: true });
   const proc = server.process;
   onProcessExit(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   url = server.url;

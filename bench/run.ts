@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark, bounded and local, then one table (stdout and
 // docs/performance.md) and the JSON behind it (bench/results/latest.json).
-//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [services]   (default: all)
+//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [services]   (default: all)
 // Env: BENCH_QUICK=1 short runs; BENCH_OUT=<file> JSON elsewhere; BENCH_DOCS=1|0 force or forbid
 // rewriting docs/performance.md (default: only a full, non-quick run of every part rewrites it).
 import { execFileSync } from 'node:child_process';
@@ -15,7 +15,7 @@ import { stopAll } from './lib/procs.ts';
 import { runGatewayBench } from './gateway.ts';
 import { measureIdle, memoryFigures } from './memory.ts';
 
-const ALL_PARTS = ['gateway', 'pipeline', 'memory', 'services'] as const;
+const ALL_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'services'] as const;
 type Part = (typeof ALL_PARTS)[number];
 const SERVICE_BENCHES = ['converter', 'shots', 'labs'] as const;
 
@@ -125,6 +125,13 @@ export async function main(argv: string[]) {
       await cluster.stop();
       current = null;
     }
+  }
+  if (parts.includes('durability')) {
+    log('durability (sync_interval always vs 2m)');
+    const { runDurabilityBench } = await import('./durability.ts');
+    const d = await runDurabilityBench();
+    rows.push(...d.rows);
+    raw.durability = d.raw;
   }
   if (parts.includes('services')) {
     for (const s of SERVICE_BENCHES) {

@@ -15,7 +15,9 @@ import { startTestNats } from '../test/helpers/nats.ts';
 import { startFixtures } from '../test/shots/fixtures.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from '../test/shots/pool.ts';
 import { launcherFor } from '../actors/browser-pool/launchers/registry.ts';
-import { figure, quick, type BenchFigure } from './figure.ts';
+import { startBrowserProxy } from '../actors/browser-pool/proxy.ts';
+import { testLog } from '../test/helpers/nats.ts';
+import { figure, median, quick, type BenchFigure } from './figure.ts';
 
 const envInt = (name: string, def: number) => {
   const v = Number(process.env[name]);
@@ -51,17 +53,23 @@ export function treeRssMb(root: number, exclude: number[] = []): number {
 
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
-async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }): Promise<number> {
+/**
+ * The baseline: a warm browser, a page per shot, goto until load, a PNG, close. With `ownContext`
+ * each shot gets its own context (the pool's isolation) made on demand, for the context's row.
+ */
+async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, ownContext = false): Promise<number> {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < n) {
       next++;
-      const page = await browser.newPage();
+      const ctx = ownContext ? await browser.createBrowserContext() : undefined;
+      const page = await (ctx ?? browser).newPage();
       await page.setViewport({ width: vp.w, height: vp.h });
       await page.goto(url, { waitUntil: 'load' });
       await page.screenshot({ type: 'png' });
       await page.close();
+      await ctx?.close();
     }
   }));
   return round1(n / ((performance.now() - t0) / 60000));
@@ -85,17 +93,29 @@ export async function run(): Promise<BenchFigure[]> {
 
     for (const id of ids) {
       const launcher = launcherFor(id);
-      // the baseline: a warm browser, a page per shot, nothing else
+      // the baseline: a warm browser, a page per shot, nothing else; and the same loop through
+      // the guard proxy, for the proxy's own cost (it is part of the product and stays on)
       const plain = await launcher.launch({});
+      const proxy = await startBrowserProxy(tn.config, testLog());
+      const proxied = await launcher.launch({ proxy: proxy.address });
       try {
         await plainLoop(plain, url, 2, 1, vp); // warm
+        await plainLoop(proxied, url, 2, 1, vp);
         const configured = tn.config.shots.concurrency;
         const base1: number[] = [];
         const baseC: number[] = [];
+        const viaProxy: number[] = [];
+        const ownContext: number[] = [];
         for (let r = 0; r < rounds; r++) {
           base1.push(await plainLoop(plain, url, n, 1, vp));
           baseC.push(await plainLoop(plain, url, n, configured, vp));
+          viaProxy.push(await plainLoop(proxied, url, n, 1, vp));
+          ownContext.push(await plainLoop(plain, url, n, 1, vp, true));
         }
+        await proxied.close().catch(() => {});
+        await proxy.stop();
+        out.push(figure({ name: `shots ${id} plain loop through the guard proxy, per minute`, unit: 'shots/min', samples: viaProxy, baselineSamples: base1, note: 'the plain loop with every request through the outbound guard proxy (resolve, check, dial); baseline: the plain loop without it' }));
+        out.push(figure({ name: `shots ${id} plain loop with a new context per shot, per minute`, unit: 'shots/min', samples: ownContext, baselineSamples: base1, note: 'the plain loop creating and closing an isolated context per shot on demand; baseline: the plain loop (default context)' }));
 
         // memory per concurrent page: browser tree RSS with k pages open minus idle, per page
         const idle = treeRssMb(plain.process()!.pid!);
@@ -127,7 +147,9 @@ export async function run(): Promise<BenchFigure[]> {
           const version = pool.stats().browsers[0]!.versions[0]!;
           const browserId = pool.stats().browsers[0]!.id;
           const samples: number[] = [];
+          let wallMs = 0;
           for (let r = -1; r < rounds; r++) {
+            if (r === 0) pool.phases.reset();
             const jobId = newJobId();
             const o = watchOutcomes(tn.nc, jobId);
             const count = r < 0 ? 2 : n; // round -1 warms the consumer and the browser
@@ -137,9 +159,25 @@ export async function run(): Promise<BenchFigure[]> {
             o.stop();
             const failed = [...got.values()].filter((x) => x.kind !== 'done').length;
             if (failed) throw new Error(`${failed} shots failed`);
-            if (r >= 0) samples.push(round1(count / ((performance.now() - t0) / 60000)));
+            if (r >= 0) {
+              samples.push(round1(count / ((performance.now() - t0) / 60000)));
+              wallMs += performance.now() - t0;
+            }
           }
+          const phases = pool.phases.perShot();
           await pool.stop();
+          if (c === 1) {
+            // where one shot's time goes, each step against the plain loop's whole shot
+            const plainMs = round1(60000 / median(base1));
+            const perShot = round1(wallMs / (n * rounds));
+            let inSteps = 0;
+            for (const [phase, ms] of Object.entries(phases)) {
+              inSteps += ms;
+              out.push(figure({ name: `shots ${id} c=1 step: ${phase}`, unit: 'ms/shot', samples: [ms], baselineSamples: [plainMs], note: 'mean ms per shot in this step inside the actor; baseline: one whole shot of the plain loop' }));
+            }
+            out.push(figure({ name: `shots ${id} c=1 step: the rest (task pull, outcome, ack, hand-offs)`, unit: 'ms/shot', samples: [round1(Math.max(0, perShot - inSteps))], baselineSamples: [plainMs], note: 'wall time per shot minus the steps above (thumbnail and upload overlap the next shot, so this can read low)' }));
+            log(`${id} c=1 steps (ms/shot, plain shot ${plainMs}, actor shot ${perShot}): ${JSON.stringify(phases)}`);
+          }
           out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: c === 1 ? base1 : baseC, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, network idle, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop, warm browser, ${c} page(s) at once` }));
           log(`${id} c=${c}: ${samples.join(', ')} shots/min vs plain ${(c === 1 ? base1 : baseC).join(', ')}`);
         }

@@ -3,7 +3,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { Route } from './route.ts';
 import { ERRORS, type ErrorCode } from '../shared/errors.ts';
-import { COMPONENTS } from './schemas.ts';
+import { COMPONENTS } from '../shared/schemas/api.ts';
 import { API_VERSION } from './route.ts';
 import { PageMetadata } from '../shared/schemas/metadata.ts';
 import { LabsReport } from '../shared/schemas/labs-report.ts';
@@ -43,6 +43,7 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
     for (const [name, s] of Object.entries(q?.properties ?? {})) {
       params.push({ name, in: 'query', required: q?.required?.includes(name) ?? false, schema: clean(s), ...(s.description ? { description: s.description } : {}) });
     }
+    for (const [name, description] of Object.entries(r.requestHeaders ?? {})) params.push({ name, in: 'header', required: false, description, schema: { type: 'string' } });
     const responses: Record<string, unknown> = {};
     for (const [status, doc] of Object.entries(r.responses)) {
       responses[status] = {

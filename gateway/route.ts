@@ -77,6 +77,8 @@ export interface Route {
   /** Maps a body schema violation to the spec's code (default bad_request). */
   bodyErrorCode?: (err: ErrorObject) => ErrorCode;
   query?: TSchema;
+  /** Request headers the route reads, documented as header parameters. */
+  requestHeaders?: Record<string, string>;
   responses: Record<number, ResponseDoc>;
   /** Error codes this route can answer with (401 is added for auth routes). */
   errors: ErrorCode[];

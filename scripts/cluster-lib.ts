@@ -114,6 +114,8 @@ export interface ClusterOptions {
   clientPorts?: number[];
   clusterPorts?: number[];
   bin?: string;
+  /** JetStream sync_interval of every node (default 'always': fsync before acknowledging). */
+  syncInterval?: string;
 }
 
 export async function startNatsCluster(opts: ClusterOptions): Promise<NatsCluster> {
@@ -151,6 +153,7 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       ...(opts.bin ? { bin: opts.bin } : {}),
       // a terminal's Ctrl-C must not take the nodes down under the actors still stopping
       ownProcessGroup: true,
+      ...(opts.syncInterval ? { syncInterval: opts.syncInterval } : {}),
     });
     track(n.handle.process, 'nats');
   };

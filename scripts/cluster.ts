@@ -40,6 +40,7 @@ try {
     ...(randomPorts ? {} : { clientPorts: DEFAULT_CLIENT_PORTS, clusterPorts: DEFAULT_CLUSTER_PORTS }),
     processes,
     replicas: 3,
+    syncInterval: config.nats.syncInterval,
     port: config.server.port,
     logLevel: config.server.logLevel,
     echo: true,

@@ -98,6 +98,9 @@ export function importProblems(root: string, folders = CHECKED): string[] {
   for (const [file, deps] of graph) {
     for (const d of deps) {
       if (file.startsWith('shared/') && /^(actors|gateway)\//.test(d)) problems.push(`shared/ imports upward: ${file} -> ${d}`);
+      if (file.startsWith('actors/') && d.startsWith('gateway/')) problems.push(`an actor imports the gateway: ${file} -> ${d}`);
+      if (file.startsWith('gateway/') && d.startsWith('actors/')) problems.push(`the gateway imports an actor: ${file} -> ${d}`);
+      if (file.split('/').length > 2 && file.startsWith('actors/') && d.startsWith('actors/') && file.split('/')[1] !== d.split('/')[1]) problems.push(`an actor imports another: ${file} -> ${d}`);
       // a folder with an index.ts is entered through it only (from outside the folder)
       const folder = dirname(d);
       if (basename(d) !== 'index.ts' && existsSync(join(root, folder, 'index.ts')) && !isWithin(dirname(file), folder)) {

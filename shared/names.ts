@@ -47,6 +47,8 @@ export const subjects = {
   taskLabs: 'task.labs',
   taskShots: (browserId: string, version: string) => `task.shots.${token(browserId)}.${token(version)}`,
   taskShotsAll: 'task.shots.>',
+  /** shots options.compare: one task per pair of screenshots, published once both are stored. */
+  taskCompare: 'task.compare',
 
   // RESULTS stream: outcomes and progress reported by workers
   resultsAll: 'result.>',
@@ -74,6 +76,7 @@ export const subjects = {
     topupGet: 'wallet.topup.get',
     topupPay: 'wallet.topup.pay',
     audit: 'wallet.audit',
+    reconcile: 'wallet.reconcile',
   },
   browser: {
     renderPdf: 'browser.render.pdf',
@@ -95,6 +98,7 @@ export const CONSUMERS = {
   supervisorLost: 'job-supervisor-lost',
   converter: 'converter',
   relayProber: 'relay-prober',
+  compare: 'compare',
   shots: (browserId: string, version: string) => `shots-${token(browserId)}-${token(version)}`,
 } as const;
 

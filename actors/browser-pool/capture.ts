@@ -1,11 +1,13 @@
 // One screenshot: a fresh page in a fresh context, the viewport (or the phone), the colour
 // scheme, navigation, the cookie banner, lazy content for full-page shots, the delay, the PNG,
 // and a retry when the capture came out all one colour.
-import type { BrowserContext, HTTPResponse, Page } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
+import type { PhaseTimes } from './pool.ts';
 import sharp from 'sharp';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { hideCookieBanner, prepareCookieBanner, type CookieBannerReport } from './cookies.ts';
+import { openPage, PageWatch, type PageReport } from './settle.ts';
 
 export interface ShotParams {
   url: string;
@@ -32,7 +34,7 @@ export interface Shot {
   raw: RawImage;
   width: number;
   height: number;
-  extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport };
+  extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport; heightCapped?: boolean } & PageReport;
 }
 
 export interface CaptureEnv {
@@ -42,25 +44,22 @@ export interface CaptureEnv {
   progress(text: string): Promise<void>;
   /** From the guard proxy: whether it refused a non-public address since `t`. */
   blockedSince?(t: number): boolean;
+  /** Where the time goes (bench rows). */
+  times?: PhaseTimes;
 }
+
+const noTimes = { time: <T>(_phase: string, fn: () => Promise<T>) => fn() };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-const BLOCKED = new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+export { navigationFailure } from './settle.ts';
 
 /**
- * Browser error text → the result's error code. The guard proxy answers a refused CONNECT with
- * 403 (blocked) or 502 (unreachable); Firefox tells them apart, Chromium does not, so for a failed
- * tunnel `blocked` says whether the proxy refused an address meanwhile.
+ * Tallest full-page capture, in device pixels: a GPU texture is at most 16384 px, and past it
+ * Chromium repeats tiles instead of painting the rest. Taller documents are cut at this height
+ * (CSS height = this / device scale factor) and `extra.heightCapped` says so.
  */
-export function navigationFailure(e: unknown, blocked = false): TaskFailure {
-  const m = String((e as Error)?.message ?? e);
-  if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED;
-  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED : new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
-  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|NS_ERROR_ABORT|ERR_INTERNET_DISCONNECTED|ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m.split('\n')[0]!.slice(0, 300));
-  if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m.split('\n')[0]!.slice(0, 300));
-  return new TaskFailure('render_failed', m.split('\n')[0]!.slice(0, 300));
-}
+export const FULL_PAGE_MAX_DEVICE_PX = 16384;
 
 export interface RawImage { data: Buffer; info: { width: number; height: number; channels: 1 | 2 | 3 | 4 } }
 
@@ -110,61 +109,83 @@ async function loadLazyContent(page: Page, deadline: number) {
   await page.waitForNetworkIdle({ idleTime: 300, timeout: Math.max(500, Math.min(3000, deadline - Date.now())) }).catch(() => {});
 }
 
-export async function captureShot(ctx: BrowserContext, p: ShotParams, env: CaptureEnv): Promise<Shot> {
+/** Capture `p` in `page` (a fresh page of a fresh context, closed by the caller's pool). */
+export async function captureShot(page: Page, p: ShotParams, env: CaptureEnv): Promise<Shot> {
+  const watch = new PageWatch(page);
+  return watch.race(shoot(page, watch, p, env));
+}
+
+async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEnv): Promise<Shot> {
   const { launcher } = env;
-  const page = await ctx.newPage();
-  const t0 = Date.now();
-  const deadline = t0 + env.navTimeoutMs;
-  if (launcher.mobile) {
-    const m = launcher.mobile;
-    await page.setUserAgent(m.userAgent.replace('{version}', env.version));
-    await page.setViewport({ width: m.w, height: m.h, deviceScaleFactor: m.deviceScaleFactor, isMobile: true, hasTouch: true });
-  } else {
-    await page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: p.options.retina ? 2 : 1 });
-  }
-  if (launcher.engine === 'chromium') {
-    await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]);
-  }
-  // gecko: the browser itself runs in the scheme (see launchers/firefox.ts)
-  if (p.options.hideCookieBanner) await prepareCookieBanner(page);
+  const times = env.times ?? noTimes;
+  const deadline = Date.now() + env.navTimeoutMs;
+  // progress is published without waiting for its acknowledgement: it is a heartbeat and a
+  // status line, and the shot need not wait for a NATS round trip at every step
+  const progress = (text: string) => void env.progress(text).catch(() => {});
+  let dpr = p.options.retina ? 2 : 1;
+  await times.time('viewport and scheme', async () => {
+    // independent settings: sent at once, one round trip instead of two or three
+    const steps: Promise<unknown>[] = [];
+    if (launcher.mobile) {
+      const m = launcher.mobile;
+      dpr = m.deviceScaleFactor;
+      steps.push(page.setUserAgent(m.userAgent.replace('{version}', env.version)));
+      steps.push(page.setViewport({ width: m.w, height: m.h, deviceScaleFactor: m.deviceScaleFactor, isMobile: true, hasTouch: true }));
+    } else {
+      steps.push(page.setViewport({ width: p.viewport.w, height: p.viewport.h, deviceScaleFactor: dpr }));
+    }
+    // gecko: the browser itself runs in the scheme (see launchers/firefox.ts)
+    if (launcher.engine === 'chromium') steps.push(page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]));
+    await Promise.all(steps);
+  });
+  if (p.options.hideCookieBanner) await times.time('cookie banner', () => prepareCookieBanner(page));
 
-  await env.progress(`loading ${p.url}`);
-  let resp: HTTPResponse | null;
-  try {
-    resp = await page.goto(p.url, { waitUntil: 'load', timeout: env.navTimeoutMs });
-  } catch (e) {
-    throw navigationFailure(e, env.blockedSince?.(t0));
-  }
-  // the guard proxy answers plain-http requests it refuses itself, with this header
-  const guardError = resp?.headers()['x-guard-error'];
-  if (guardError === 'blocked_address') throw BLOCKED;
-  if (guardError) throw new TaskFailure('unreachable', `${p.url} could not be reached (${guardError})`);
-  await page.waitForNetworkIdle({ idleTime: 200, timeout: 2000 }).catch(() => {});
+  progress(`loading ${p.url}`);
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times });
 
-  const extra: Shot['extra'] = { status: resp?.status(), finalUrl: page.url() };
+  // the document's own address: over BiDi page.url() can lag a script redirect
+  const finalUrl = await page.evaluate(() => location.href).catch(() => page.url());
+  const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
   if (p.options.hideCookieBanner) {
-    await env.progress('hiding the cookie banner');
-    extra.cookieBanner = await hideCookieBanner(page);
+    progress('hiding the cookie banner');
+    extra.cookieBanner = await times.time('cookie banner', () => hideCookieBanner(page));
   }
   if (p.options.fullPage) {
-    await env.progress('loading lazy content');
-    await loadLazyContent(page, deadline);
+    progress('loading lazy content');
+    await times.time('lazy content', () => loadLazyContent(page, deadline));
   }
   if (p.options.delay > 0) {
-    await env.progress(`waiting ${p.options.delay} s`);
+    progress(`waiting ${p.options.delay} s`);
     await sleep(p.options.delay * 1000);
   }
 
-  const take = async () => Buffer.from(await page.screenshot({ type: 'png', fullPage: p.options.fullPage }));
+  let clip: { x: number; y: number; width: number; height: number } | undefined;
+  if (p.options.fullPage) {
+    const size = await page.evaluate(() => ({
+      w: window.innerWidth,
+      h: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
+    }));
+    const maxCss = Math.floor(FULL_PAGE_MAX_DEVICE_PX / dpr);
+    if (size.h > maxCss) {
+      clip = { x: 0, y: 0, width: size.w, height: maxCss };
+      extra.heightCapped = true;
+    }
+  }
+  const take = () => times.time('screenshot', async () => Buffer.from(await page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage })));
+  const check = (png: Buffer) => times.time('decode and blank check', async () => {
+    const raw = await decode(png);
+    return { raw, blank: isBlankRaw(raw) };
+  });
   let png = await take();
-  let raw = await decode(png);
-  if (isBlankRaw(raw)) {
+  let { raw, blank } = await check(png);
+  if (blank) {
     // a page still painting (fonts, a late script) often comes out empty once
     await sleep(1000);
     png = await take();
-    raw = await decode(png);
-    if (isBlankRaw(raw)) extra.blank = true;
+    ({ raw, blank } = await check(png));
+    if (blank) extra.blank = true;
   }
-  await page.close().catch(() => {});
+  Object.assign(extra, watch.report);
+  if (!extra.dialogs?.length) delete extra.dialogs;
   return { png, raw, width: raw.info.width, height: raw.info.height, extra };
 }

@@ -12,11 +12,12 @@ import { runWorker } from '../../shared/worker.ts';
 import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/index.ts';
 import { launcherFor } from './launchers/registry.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
-import { effectiveConcurrency, ManagedBrowser, PageTimeout, Slots } from './pool.ts';
+import { effectiveConcurrency, ManagedBrowser, PageTimeout, PhaseTimes, Slots } from './pool.ts';
 import { captureShot, checkShotParams } from './capture.ts';
 import { Stores, storeShot } from './store.ts';
 import { renderEndpoints } from './render.ts';
 import { startBrowserProxy } from './proxy.ts';
+import { startCompareWorker } from './compare.ts';
 
 /** One launched browser version; per-scheme browsers for launchers that need them (Firefox). */
 export class BrowserEntry {
@@ -53,6 +54,8 @@ export function offersOf(entries: BrowserEntry[]): BrowserOffer[] {
 export interface BrowserPoolHandle extends ActorHandle {
   /** What this instance launched and did (tests, operators). */
   stats(): { instanceId: string; concurrency: number; browsers: BrowserOffer[]; shots: number; failed: number };
+  /** Mean ms per delivered shot in each step (the bench itemises a shot with it). */
+  phases: PhaseTimes;
 }
 
 export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
@@ -96,30 +99,38 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     entries.push(e);
   }
 
+  const times = new PhaseTimes();
   const workers = await Promise.all(entries.map((entry) => runWorker({
     nc, config, log,
     consumer: CONSUMERS.shots(entry.launcher.browserId, entry.version),
     filterSubject: subjects.taskShots(entry.launcher.browserId, entry.version),
-    concurrency,
+    // one task more than pages: a finished shot is stored while the next one renders
+    concurrency: concurrency + 1,
     handle: async ({ task, progress, signal }) => {
       const p = checkShotParams(task.params);
       const release = await slots.acquire(signal);
+      let shot;
       try {
-        const shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withContext(cfg.pageTimeoutMs, (bctx) =>
-          captureShot(bctx, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince }));
-        await progress('storing');
-        const file = await storeShot(stores, task as Task, shot.png, shot.raw);
-        counts.shots++;
-        return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
+        shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withPage(cfg.pageTimeoutMs, (page) =>
+          captureShot(page, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince, times }), times);
       } catch (e) {
         counts.failed++;
         if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);
         throw e; // TaskFailure: failed and refunded; anything else (a crashed browser): redelivered
       } finally {
+        // the page is done: the thumbnail and the upload need no browser
         release();
       }
+      void progress('storing').catch(() => {});
+      const file = await storeShot(stores, task as Task, shot.png, shot.raw, times);
+      counts.shots++;
+      times.count++;
+      return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
     },
   })));
+
+  // options.compare: the diffs of pairs of stored shots (no browser needed; any instance takes them)
+  workers.push(await startCompareWorker({ nc, config, log }));
 
   let service: RunningService | undefined;
   const printer = entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
@@ -140,12 +151,13 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     browsers: offers,
     presets: VIEWPORT_PRESETS,
     limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
-    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true },
+    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true, compare: true },
   }));
   log.info({ instanceId, concurrency, browsers: offers.map((o) => `${o.id}:${o.versions.join('/')}`) }, 'browser-pool ready');
 
   return {
     stats: () => ({ instanceId, concurrency, browsers: offers, ...counts }),
+    phases: times,
     async stop() {
       await catalogue.stop();
       await Promise.all(workers.map((w) => w.stop()));

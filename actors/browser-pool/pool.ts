@@ -3,7 +3,7 @@
 // when it crashes, and a hung page killed at the timeout. Page concurrency of the whole instance
 // is one limit here (Slots), not scattered through handlers.
 import { freemem } from 'node:os';
-import type { Browser, BrowserContext } from 'puppeteer-core';
+import type { Browser, BrowserContext, Page } from 'puppeteer-core';
 import type { Logger } from '../../shared/log.ts';
 import { majorVersion, type Launcher, type LaunchOptions } from './launchers/types.ts';
 import { onProcessExit } from '../../shared/runtime.ts';
@@ -79,6 +79,38 @@ export class PageTimeout extends Error {
   }
 }
 
+/** Where the time of a shot goes, summed over shots (bench rows, operators). */
+export class PhaseTimes {
+  private ms = new Map<string, number>();
+  count = 0;
+  add(phase: string, ms: number) {
+    this.ms.set(phase, (this.ms.get(phase) ?? 0) + ms);
+  }
+  /** Time `fn` under `phase`. */
+  async time<T>(phase: string, fn: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.add(phase, performance.now() - t0);
+    }
+  }
+  /** Mean ms per shot of every phase. */
+  perShot(): Record<string, number> {
+    return Object.fromEntries([...this.ms].map(([k, v]) => [k, Math.round((v / Math.max(1, this.count)) * 10) / 10]));
+  }
+  reset() {
+    this.ms.clear();
+    this.count = 0;
+  }
+}
+
+/** A fresh context with a blank page in it, made ahead of the task that will use it. */
+interface Fresh {
+  ctx: BrowserContext;
+  page: Page;
+}
+
 interface Generation {
   browser: Browser;
   pages: number;
@@ -89,6 +121,8 @@ interface Generation {
 export class ManagedBrowser {
   private current?: Generation;
   private starting?: Promise<Generation>;
+  /** The next task's context and page, made while the current one runs. */
+  private spare?: { gen: Generation; ready: Promise<Fresh> };
   private closed = false;
   /** Major version read from the real browser. */
   version = '';
@@ -134,11 +168,40 @@ export class ManagedBrowser {
     if (gen.active === 0) await closeBrowser(gen.browser);
   }
 
+  private make(gen: Generation): Promise<Fresh> {
+    const ready = (async () => {
+      const ctx = await gen.browser.createBrowserContext();
+      try {
+        return { ctx, page: await ctx.newPage() };
+      } catch (e) {
+        await ctx.close().catch(() => {});
+        throw e;
+      }
+    })();
+    ready.catch(() => {});
+    return ready;
+  }
+
   /**
-   * Run `fn` in a fresh context of this browser. Past `timeoutMs` the context is closed (and the
-   * browser killed if even that hangs) and PageTimeout is thrown.
+   * A fresh context and page for a task: the one made ahead if it belongs to this browser
+   * generation, and the next one started right away, off the task's critical path. Isolation is
+   * the same as making it on demand: every task gets its own new context, used once.
    */
-  async withContext<T>(timeoutMs: number, fn: (ctx: BrowserContext, browser: Browser) => Promise<T>): Promise<T> {
+  private async fresh(gen: Generation): Promise<Fresh> {
+    const s = this.spare;
+    this.spare = undefined;
+    let got: Fresh | undefined;
+    if (s?.gen === gen) got = await s.ready.catch(() => undefined);
+    else if (s) void s.ready.then((f) => f.ctx.close()).catch(() => {});
+    if (!gen.retired && !this.closed && gen.browser.connected) this.spare = { gen, ready: this.make(gen) };
+    return got ?? this.make(gen);
+  }
+
+  /**
+   * Run `fn` with a fresh page in a fresh context of this browser. Past `timeoutMs` the context
+   * is closed (and the browser killed if even that hangs) and PageTimeout is thrown.
+   */
+  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser) => Promise<T>, times?: PhaseTimes): Promise<T> {
     const gen = await this.generation();
     gen.pages++;
     gen.active++;
@@ -150,12 +213,14 @@ export class ManagedBrowser {
     let ctx: BrowserContext | undefined;
     let timer: NodeJS.Timeout | undefined;
     try {
-      ctx = await gen.browser.createBrowserContext();
-      const c = ctx;
+      const t0 = performance.now();
+      const f = await this.fresh(gen);
+      times?.add('context and page', performance.now() - t0);
+      ctx = f.ctx;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new PageTimeout(timeoutMs)), timeoutMs);
       });
-      return await Promise.race([fn(c, gen.browser), timeout]);
+      return await Promise.race([fn(f.page, f.ctx, gen.browser), timeout]);
     } catch (e) {
       if (e instanceof PageTimeout && ctx) {
         const closedInTime = await Promise.race([ctx.close().then(() => true, () => false), sleep(5000).then(() => false)]);
@@ -169,14 +234,34 @@ export class ManagedBrowser {
       throw e;
     } finally {
       clearTimeout(timer);
-      if (ctx) await Promise.race([ctx.close().catch(() => {}), sleep(5000)]);
-      gen.active--;
-      if (gen.retired && gen.active === 0) await closeBrowser(gen.browser);
+      // closed in the background: the task's result does not wait for the browser's clean-up
+      if (ctx) void Promise.race([ctx.close().catch(() => {}), sleep(5000)]).then(() => this.done(gen));
+      else await this.done(gen);
     }
+  }
+
+  private async done(gen: Generation) {
+    gen.active--;
+    if (gen.retired && gen.active === 0) {
+      const s = this.spare;
+      if (s?.gen === gen) {
+        this.spare = undefined;
+        void s.ready.then((f) => f.ctx.close()).catch(() => {});
+      }
+      await closeBrowser(gen.browser);
+    }
+  }
+
+  /** withPage for callers that make their own pages. */
+  withContext<T>(timeoutMs: number, fn: (ctx: BrowserContext, browser: Browser) => Promise<T>): Promise<T> {
+    return this.withPage(timeoutMs, (_page, ctx, browser) => fn(ctx, browser));
   }
 
   async close(): Promise<void> {
     this.closed = true;
+    const s = this.spare;
+    this.spare = undefined;
+    if (s) await s.ready.then((f) => f.ctx.close()).catch(() => {});
     const gen = this.current ?? (this.starting ? await this.starting.catch(() => undefined) : undefined);
     this.current = undefined;
     if (gen) {

@@ -1,9 +1,9 @@
 // websitepro's browser work, served as NATS micro endpoints: a PDF of the page (Chromium, A4,
 // backgrounds) written to the object store, and the rendered DOM of a page that needs JavaScript.
-import type { BrowserContext } from 'puppeteer-core';
+import type { Page } from 'puppeteer-core';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
-import { navigationFailure } from './capture.ts';
+import { navigationFailure, openPage, PageWatch } from './settle.ts';
 import { PageTimeout, type ManagedBrowser, type Slots } from './pool.ts';
 import type { Stores } from './store.ts';
 
@@ -13,14 +13,16 @@ export interface RenderHtmlRequest { url: string }
 export interface RenderHtmlReply { html: string; finalUrl: string; status: number | null }
 
 /**
- * Failures cross the wire as ApiError: `blocked_address` and `unreachable` as themselves, a page
- * timeout or a render error as `unreachable`/`internal` with `reason` (`timeout`, `render_failed`).
+ * Failures cross the wire as ApiError: `blocked_address` and `unreachable` (the target could not
+ * be reached) as themselves; a page that was reached but did not finish in time or could not be
+ * rendered as `internal` with `reason` `timeout` / `render_failed`, which the converter turns into
+ * the result's error. A reached page is never reported as `unreachable`.
  */
 export function toApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
   const f = e instanceof PageTimeout ? new TaskFailure('timeout', e.message) : e instanceof TaskFailure ? e : navigationFailure(e);
-  const code: ErrorCode = f.error === 'blocked_address' || f.error === 'unreachable' ? f.error : f.error === 'timeout' ? 'unreachable' : 'internal';
-  return new ApiError(code, f.message, { reason: f.error });
+  const code: ErrorCode = f.error === 'blocked_address' || f.error === 'unreachable' ? f.error : 'internal';
+  return new ApiError(code, f.message, { reason: f.error === 'timeout' ? 'timeout' : code === 'internal' ? 'render_failed' : f.error });
 }
 
 function checkUrl(url: unknown): string {
@@ -28,25 +30,16 @@ function checkUrl(url: unknown): string {
   return url;
 }
 
-async function open(ctx: BrowserContext, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
-  const page = await ctx.newPage();
-  const t0 = Date.now();
-  let resp;
-  try {
-    resp = await page.goto(url, { waitUntil: 'load', timeout: timeoutMs });
-  } catch (e) {
-    throw navigationFailure(e, blockedSince?.(t0));
-  }
-  const guardError = resp?.headers()['x-guard-error'];
-  if (guardError === 'blocked_address') throw new ApiError('blocked_address', 'the page or one of its redirects points at a non-public address');
-  if (guardError) throw new ApiError('unreachable', `${url} could not be reached (${guardError})`);
-  await page.waitForNetworkIdle({ idleTime: 400, timeout: 3000 }).catch(() => {});
-  return { page, status: resp?.status() ?? null };
+/** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
+async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
+  const watch = new PageWatch(page);
+  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince });
+  return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
-  const run = async <T>(fn: (ctx: BrowserContext) => Promise<T>): Promise<T> => {
+  const run = async <T>(fn: (page: Page) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
     try {
@@ -55,7 +48,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       throw new ApiError('busy', 'every page of this browser-pool instance is busy; retry later');
     }
     try {
-      return await browser.withContext(pageTimeoutMs, fn);
+      return await browser.withPage(pageTimeoutMs, fn);
     } catch (e) {
       throw toApiError(e);
     } finally {
@@ -66,19 +59,19 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     async renderPdf(req: RenderPdfRequest): Promise<RenderPdfReply> {
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
-      const pdf = await run(async (ctx) => {
-        const { page } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
+      const pdf = await run(async (page) => {
+        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
         await page.emulateMediaType('print');
-        return Buffer.from(await page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs }));
+        return Buffer.from(await watch.race(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
       });
       await stores.put(req.store, req.objectName, pdf);
       return { bytes: pdf.length, contentType: 'application/pdf' };
     },
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
-      return run(async (ctx) => {
-        const { page, status } = await open(ctx, url, pageTimeoutMs - 2000, blockedSince);
-        return { html: await page.content(), finalUrl: page.url(), status };
+      return run(async (page) => {
+        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
+        return { html: await watch.race(page.content()), finalUrl: await page.evaluate(() => location.href).catch(() => page.url()), status };
       });
     },
   };

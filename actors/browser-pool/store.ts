@@ -4,6 +4,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import sharp from 'sharp';
 import { thumbName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { RawImage } from './capture.ts';
+import type { PhaseTimes } from './pool.ts';
 
 export const THUMB_WIDTH = 400;
 /** Thumbnails of tall full-page shots keep the top, at most this many pixels high. */
@@ -38,11 +39,17 @@ export class Stores {
 }
 
 /** Store a screenshot and its thumbnail; the StoredFile the outcome carries. */
-export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer, raw?: RawImage): Promise<StoredFile> {
-  const thumb = await makeThumb(png, raw);
+export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer, raw?: RawImage, times?: PhaseTimes): Promise<StoredFile> {
   const tn = thumbName(t.jobId, t.resultKey);
-  await stores.put(t.store, tn, thumb);
-  await stores.put(t.store, t.objectName, png);
+  // the PNG uploads while the thumbnail is encoded (sharp works on its own threads)
+  const t0 = performance.now();
+  const pngStored = stores.put(t.store, t.objectName, png);
+  pngStored.catch(() => {});
+  const thumb = await makeThumb(png, raw);
+  times?.add('thumbnail', performance.now() - t0);
+  const t1 = performance.now();
+  await Promise.all([stores.put(t.store, tn, thumb), pngStored]);
+  times?.add('upload (after the thumbnail)', performance.now() - t1);
   return {
     store: t.store,
     name: t.objectName,

@@ -1,7 +1,10 @@
-// Decode a fetched body to text: byte-order mark, then the Content-Type charset, then a <meta>
-// charset in the first 1024 bytes, then UTF-8 if the bytes are valid UTF-8, else windows-1252
-// (what browsers fall back to). A declared charset whose bytes do not decode (a page saying UTF-8
-// while sending Latin-1, the common "wrong charset") falls through to the next source.
+// Decode a fetched body to text. Order: byte-order mark, the Content-Type charset, a <meta charset>
+// or http-equiv in the first 1024 bytes, UTF-8 when the bytes are valid UTF-8, then statistical
+// detection (chardet: Shift_JIS, EUC-JP, GB18030, windows-1251, KOI8-R, ISO-8859-x), and
+// windows-1252 last (what browsers fall back to). The BOM comes first because it is unambiguous
+// and browsers let it override the header too. A declared charset whose bytes do not decode (a page
+// saying UTF-8 while sending Latin-1, the common "wrong charset") falls through to the next source.
+import { detect } from 'chardet';
 
 const labelOk = (label: string) => {
   try {
@@ -12,7 +15,7 @@ const labelOk = (label: string) => {
 };
 
 export function charsetFromContentType(ct: string | undefined): string | null {
-  const m = /charset\s*=\s*"?([^";\s]+)/i.exec(ct ?? '');
+  const m = /charset\s*=\s*["']?([^"';\s]+)/i.exec(ct ?? '');
   return m ? m[1]!.toLowerCase() : null;
 }
 
@@ -29,20 +32,34 @@ function bom(b: Uint8Array): string | null {
   return null;
 }
 
+// Multi-byte legacy encodings can be judged invalid too: a Shift_JIS page declared as EUC-JP
+// decodes with replacement characters, so those count as "does not decode" as well.
+const CHECKED = new Set(['utf-8', 'utf-16le', 'utf-16be', 'shift_jis', 'euc-jp', 'iso-2022-jp', 'gbk', 'gb18030', 'big5', 'euc-kr']);
+
 function tryDecode(b: Uint8Array, label: string): string | null {
   const enc = labelOk(label);
   if (!enc) return null;
   try {
-    // only UTF-8 (and UTF-16) can be judged invalid; single-byte encodings decode anything
-    return new TextDecoder(enc, { fatal: enc.startsWith('utf') }).decode(b);
+    // single-byte encodings decode anything; only the checked ones can be judged invalid
+    return new TextDecoder(enc, { fatal: CHECKED.has(enc) }).decode(b);
   } catch {
     return null;
   }
 }
 
+/** chardet on a sample of the bytes; null when it has no confident, decodable answer. */
+function detected(b: Uint8Array): string | null {
+  // markup is ASCII and dilutes the statistics; 64 KB is plenty for the language models
+  const name = detect(b.subarray(0, 65536));
+  if (!name) return null;
+  const label = name.toLowerCase() === 'iso-8859-1' ? 'windows-1252' : name.toLowerCase();
+  return labelOk(label) ? label : null;
+}
+
 export function decodeBody(body: Uint8Array, contentType: string | undefined, sniffMeta = true): { text: string; charset: string } {
-  const candidates = [bom(body), charsetFromContentType(contentType), sniffMeta ? sniffMetaCharset(body) : null, 'utf-8'];
-  for (const c of candidates) {
+  const lazy: (() => string | null)[] = [() => bom(body), () => charsetFromContentType(contentType), () => (sniffMeta ? sniffMetaCharset(body) : null), () => 'utf-8', () => detected(body)];
+  for (const next of lazy) {
+    const c = next();
     if (!c) continue;
     // a <meta> claiming UTF-16 in an ASCII-compatible document is a lie the spec also ignores
     const label = c.startsWith('utf-16') && !bom(body) ? 'utf-8' : c;

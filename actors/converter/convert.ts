@@ -1,9 +1,10 @@
 // Page → outputs, pure and synchronous (runs inside a worker thread, see pool.ts). One jsdom parse
 // serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
-import { JSDOM } from 'jsdom';
+import { JSDOM, type DOMWindow } from 'jsdom';
 import { Readability } from '@mozilla/readability';
-import TurndownService from 'turndown';
-import { gfm } from '@joplin/turndown-plugin-gfm';
+import { markdownOf } from './markdown.ts';
+import { flattenLayoutTables } from './tables.ts';
+import { isPdf, readPdf, pdfMarkdown, pdfMetadata, pdfText, type PdfContent } from './pdf.ts';
 import createDOMPurify from 'dompurify';
 import { decodeBody } from './charset.ts';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
@@ -60,10 +61,41 @@ export function sniffType(body: Uint8Array, declared: string): string {
   return mt;
 }
 
-export function convert(input: ConvertInput): ConvertResult {
+export async function convert(input: ConvertInput): Promise<ConvertResult> {
   const mt = sniffType(input.body, input.contentType);
   if (isHtmlType(mt)) return convertHtml(input, mt);
+  if (isPdf(mt)) return { outputs: await convertPdf(input, mt) };
   return { outputs: convertOther(input, mt) };
+}
+
+// ---------------------------------------------------------------- PDF targets
+
+async function convertPdf(input: ConvertInput, mt: string): Promise<Partial<Record<TextOutput, OutputFile | OutputFailure>>> {
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  let pdf: PdfContent | null = null;
+  let why = '';
+  try {
+    pdf = await readPdf(input.body);
+  } catch (e) {
+    why = (e as Error).message;
+  }
+  const text = pdf ? pdfText(pdf) : '';
+  for (const o of input.outputs) {
+    if (o === 'metadata') {
+      const words = countWords(text);
+      const meta = { ...emptyMetadata(input, mt, null), ...(pdf ? pdfMetadata(pdf) : {}), wordCount: words, readingTimeMinutes: readingTime(words), favicon: new URL('/favicon.ico', input.finalUrl).href };
+      if (!pdf) meta.warnings.push(`the PDF could not be read: ${why}`);
+      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
+    } else if (!pdf) {
+      out[o] = { ok: false, error: 'conversion_failed', message: `the PDF could not be read: ${why}` };
+    } else if (!text.trim()) {
+      // a scanned PDF has pictures of text only; there is no OCR here
+      out[o] = { ok: false, error: 'unsupported_content', message: 'the PDF has no text layer (scanned pages?)' };
+    } else if (o === 'text') out.text = file('text', text);
+    else if (o === 'markdown') out.markdown = file('markdown', pdfMarkdown(pdf));
+    else if (o === 'html') out.html = file('html', htmlDocument(pdf.title, pdf.language, pdf.pages.filter(Boolean).map((pg) => pg.split(/\n{2,}/).map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>')}</p>`).join('\n')).join('\n<hr>\n')));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- non-HTML targets
@@ -100,7 +132,9 @@ function convertOther(input: ConvertInput, mt: string): Partial<Record<TextOutpu
       out.text = file('text', text.endsWith('\n') ? text : `${text}\n`);
     } else if (o === 'markdown') {
       const fence = '`'.repeat(Math.max(3, longestRun(text, '`') + 1));
-      out.markdown = file('markdown', isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/markdown' ? text : `${fence}\n${text}\n${fence}\n`);
+      // JSON is code; plain text and Markdown pass through as they are; CSV stays a fenced block
+      const body = isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/csv' ? `${fence}csv\n${text}\n${fence}\n` : text.endsWith('\n') ? text : `${text}\n`;
+      out.markdown = file('markdown', body);
     } else if (o === 'html') {
       out.html = file('html', htmlDocument(null, null, `<pre>${escapeHtml(text)}</pre>`));
     }
@@ -116,42 +150,122 @@ function longestRun(s: string, ch: string): number {
 
 // ---------------------------------------------------------------- HTML
 
+const failure = (e: unknown, what: string): OutputFailure => ({ ok: false, error: 'conversion_failed', message: `${what}: ${((e as Error)?.message ?? String(e)).split('\n')[0]}` });
+
+/**
+ * One parse, then every output on its own: a step that throws costs only the outputs that need it.
+ * Metadata needs nothing but the parsed page (page facts, and Readability's metadata when it runs),
+ * so it comes out of any HTML that parses.
+ */
 function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const { text: source, charset } = decodeBody(input.body, input.contentType);
-  const doms: JSDOM[] = [];
-  const parse = () => {
-    const d = new JSDOM(source, { url: input.finalUrl, contentType: 'text/html' });
-    doms.push(d);
-    return d;
-  };
+  const want = new Set(input.outputs);
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
+  const parse = () => parseHtml(source, input.finalUrl);
   try {
-    const dom = parse();
-    const doc = dom.window.document;
+    let doc: Document;
+    try {
+      doc = parse();
+    } catch (e) {
+      failAll(failure(e, 'the page does not parse as HTML'));
+      return { outputs: out };
+    }
+    const warnings = [...(input.warnings ?? [])];
     if (input.detectJs && !input.rendered) {
-      const why = needsJavaScript(doc);
+      const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    const keep = prepareDoc(doc);
-    const facts = collectPageFacts(doc, input);
+    const keep = guard(() => prepareDoc(doc), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
+    const facts = guard(() => collectPageFacts(doc, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    guard(() => removeDebris(doc), undefined);
     // Readability changes the document it reads; the page facts are taken first, and the rare
     // fallback (no article found) parses the page again instead of every page paying for a copy
-    const main = mainContent(doc, keep, () => {
-      const d = parse().window.document;
-      prepareDoc(d);
-      return d;
-    });
-    const title = titleOf(main, facts.title);
-    const root = prepare(main.root);
-    dropTitleHeading(root, title);
-    const want = new Set(input.outputs);
-    const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
-    if (want.has('metadata')) out.metadata = file('metadata', JSON.stringify(buildMetadata(input, mt, charset, facts, main), null, 2));
-    if (want.has('markdown')) out.markdown = file('markdown', toMarkdown(root, title));
-    if (want.has('text')) out.text = file('text', toText(root, title));
-    if (want.has('html')) out.html = file('html', sanitize(dom, root, title, facts.language));
+    let main: MainContent | null = null;
+    let mainError: unknown = null;
+    try {
+      main = mainContent(doc, keep, () => {
+        const d = parse();
+        guard(() => prepareDoc(d), []);
+        guard(() => removeDebris(d), undefined);
+        return d;
+      });
+    } catch (e) {
+      mainError = e;
+    }
+    const title = main?.title ?? facts.title;
+    if (want.has('metadata')) {
+      try {
+        out.metadata = file('metadata', JSON.stringify(buildMetadata({ ...input, warnings }, mt, charset, facts, main), null, 2));
+      } catch (e) {
+        out.metadata = failure(e, 'metadata');
+      }
+    }
+    if (!main) {
+      failAll(failure(mainError, 'main content'));
+      return { outputs: out };
+    }
+    let root: Element;
+    try {
+      root = prepare(main.root);
+      dropTitleHeading(root, title);
+    } catch (e) {
+      failAll(failure(e, 'content clean-up'));
+      return { outputs: out };
+    }
+    const each: [TextOutput, () => string][] = [
+      ['markdown', () => toMarkdown(root, title)],
+      ['text', () => toText(root, title)],
+      ['html', () => sanitize(root, title, main.lang ?? facts.language)],
+    ];
+    for (const [o, make] of each) {
+      if (!want.has(o)) continue;
+      try {
+        out[o] = file(o, make());
+      } catch (e) {
+        out[o] = failure(e, o);
+      }
+    }
     return { outputs: out };
   } finally {
-    for (const d of doms) d.window.close();
+    // nothing to close: documents of the shared window are garbage once unreferenced
+  }
+}
+
+/**
+ * One jsdom window per thread, and every page parsed into a new document of it with DOMParser:
+ * making a window costs about as much as parsing a page (docs/performance.md). The document's own
+ * URL is the window's, so the page's base URL is set with a <base>: the page's first <base href>
+ * made absolute against the final URL (dropped when it is not http(s)), else the final URL.
+ */
+let sharedWindow: DOMWindow | null = null;
+function parseHtml(source: string, url: string): Document {
+  sharedWindow ??= new JSDOM('', { url: 'https://converter.invalid/' }).window;
+  const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
+  const bases = [...doc.querySelectorAll('base[href]')];
+  let base: string = url;
+  if (bases[0]) {
+    try {
+      const b = new URL(bases[0].getAttribute('href')!.trim(), url);
+      if (b.protocol === 'http:' || b.protocol === 'https:') base = b.href;
+    } catch {
+      /* an unparsable <base> is ignored, as browsers do */
+    }
+  }
+  for (const b of doc.querySelectorAll('base')) b.remove();
+  const el = doc.createElement('base');
+  el.setAttribute('href', base);
+  (doc.head ?? doc.documentElement).prepend(el);
+  return doc;
+}
+
+/** Run a step that may fail without failing the outputs that do not need it. */
+function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
+  try {
+    return fn();
+  } catch (e) {
+    onError?.(e);
+    return fallback;
   }
 }
 
@@ -172,17 +286,34 @@ function prepareDoc(doc: Document): string[] {
 export function needsJavaScript(doc: Document): string | null {
   const body = doc.body;
   if (!body) return null;
+  const text = visibleText(body, 200);
+  // a page with text is converted as it is, whatever its scripts do later
+  if (text.length >= 200) return null;
   const scripts = doc.querySelectorAll('script[src], script:not([type]), script[type="module"], script[type="text/javascript"]').length;
   if (!scripts) return null;
-  const clone = body.cloneNode(true) as HTMLElement;
-  clone.querySelectorAll('script, style, noscript, template, svg').forEach((n) => n.remove());
-  const text = (clone.textContent ?? '').replace(/\s+/g, ' ').trim();
   const mount = body.querySelector('#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]');
   const mountEmpty = mount ? (mount.textContent ?? '').trim().length < 20 : false;
   const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) => /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''));
   if (text.length < 200 && (mountEmpty || noscriptAsks)) return `static HTML has ${text.length} characters of text and an empty application mount point`;
   if (text.length < 40) return `static HTML has ${text.length} characters of text and ${scripts} scripts`;
   return null;
+}
+
+const INVISIBLE = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'SVG', 'svg']);
+/** Whitespace-collapsed text outside scripts, styles and the like; stops once past `enough` characters. */
+function visibleText(root: Element, enough: number): string {
+  let text = '';
+  const walk = (n: Node): boolean => {
+    for (let c = n.firstChild; c; c = c.nextSibling) {
+      if (c.nodeType === 3) {
+        text += c.nodeValue;
+        if (text.length > enough * 4 && text.replace(/\s+/g, ' ').trim().length > enough) return true;
+      } else if (c.nodeType === 1 && !INVISIBLE.has((c as Element).tagName) && walk(c)) return true;
+    }
+    return false;
+  };
+  walk(root);
+  return text.replace(/\s+/g, ' ').trim();
 }
 
 const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
@@ -316,15 +447,20 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
   const firstImg = [...doc.querySelectorAll('article img[src], main img[src], img[src]')].map((i) => i.getAttribute('src')!).find((s) => !s.startsWith('data:'));
   const timeEl = doc.querySelector('article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]');
   const publisher = ldFirst('publisher');
+  const ldString = (...keys: string[]) => {
+    for (const o of ld) for (const k of keys) if (typeof o[k] === 'string' && clean(o[k] as string)) return clean(o[k] as string);
+    return null;
+  };
+  // fallbacks after Readability, in this order: JSON-LD, Open Graph, Twitter, <meta> (docs/websitepro.md)
   return {
-    title: clean(openGraph.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
-    description: meta('meta[name="description" i]') ?? clean(openGraph.description) ?? clean(twitter.description),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]) ?? clean(openGraph.locale),
+    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
+    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('meta[name="description" i]'),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]),
     canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
-    author: meta('meta[name="author" i]') ?? clean(openGraph['article:author']) ?? nameOf(ldFirst('author')) ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
-    publishedTime: clean(openGraph['article:published_time']) ?? clean(String(ldFirst('datePublished') ?? '')) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
-    modifiedTime: clean(openGraph['article:modified_time']) ?? clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph.updated_time),
-    siteName: clean(openGraph.site_name) ?? nameOf(publisher),
+    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('meta[name="author" i]') ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
+    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
+    modifiedTime: clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
+    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('meta[name="application-name" i]'),
     keywords: (meta('meta[name="keywords" i]') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
     robots: meta('meta[name="robots" i]'),
     favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
@@ -383,10 +519,19 @@ function markCodeLanguages(doc: Document): string[] {
   return [...classes];
 }
 
+interface ReadabilityInternals {
+  _metadata?: { title?: string; byline?: string; excerpt?: string; siteName?: string; publishedTime?: string };
+  _articleTitle?: string;
+  _articleByline?: string;
+  _articleLang?: string;
+}
+
 function mainContent(doc: Document, keep: string[], fresh: () => Document): MainContent {
   let article: ReturnType<Readability<Element>['parse']> = null;
+  let reader: Readability<Element> | null = null;
   try {
-    article = new Readability<Element>(doc, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 }).parse();
+    reader = new Readability<Element>(doc, { classesToPreserve: keep, serializer: (n) => n as Element, charThreshold: 300 });
+    article = reader.parse();
   } catch {
     article = null;
   }
@@ -394,11 +539,45 @@ function mainContent(doc: Document, keep: string[], fresh: () => Document): Main
   if (article?.content && text.length >= 80) {
     return { root: article.content, fromReadability: true, byline: clean(article.byline), siteName: clean(article.siteName), excerpt: clean(article.excerpt), publishedTime: clean(article.publishedTime), title: clean(article.title), lang: clean(article.lang) };
   }
-  // No article found: the whole body, minus what is clearly not content
+  // No article: Readability still read the page's metadata before it gave up (JSON-LD, meta
+  // tags, the cleaned <title>); keep that, so the reference order holds on every page
+  const r = (reader ?? {}) as ReadabilityInternals;
+  const m = r._metadata ?? {};
   const d = fresh();
   const body = d.body ?? d.createElement('body');
   body.querySelectorAll('script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]').forEach((n) => n.remove());
-  return { root: body, fromReadability: false, byline: null, siteName: null, excerpt: null, publishedTime: null, title: null, lang: null };
+  return { root: body, fromReadability: false, byline: clean(m.byline ?? r._articleByline), siteName: clean(m.siteName), excerpt: clean(m.excerpt), publishedTime: clean(m.publishedTime), title: clean(r._articleTitle ?? m.title), lang: null };
+}
+
+// Furniture told by id or class: cookie and consent boxes, advertising slots, paywall and meter
+// messages, "was this helpful" / "report a problem" boxes
+const FURNITURE_NAME = /cookie|consent|gdpr|advert|ad-slot|ad-container|ad-unit|adsbygoogle|google_ads|paywall|meter-|feedback/i;
+const SKIP_LINKS = new Set(['#content', '#main', '#main-content']);
+
+/** Cookie banners, consent walls, ads, "[edit]" links, heading permalinks: page furniture, never content. */
+function removeDebris(doc: Document) {
+  // one walk over the elements: a selector list of case-insensitive substring matches costs
+  // nwsapi ten times as much (docs/performance.md)
+  const doomed: Element[] = [];
+  const walk = (parent: Element) => {
+    for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
+      const name = `${el.id} ${el.getAttribute('class') ?? ''}`;
+      const role = el.getAttribute('role');
+      const furniture = FURNITURE_NAME.test(name) || el.hasAttribute('data-ad-slot') || role === 'dialog' || role === 'alertdialog' || el.getAttribute('aria-modal') === 'true' || (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
+      // a class name is a weak signal: only small boxes go, so an article about cookies stays
+      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) doomed.push(el);
+      else walk(el);
+    }
+  };
+  if (doc.documentElement) walk(doc.documentElement);
+  for (const el of doomed) el.remove();
+  doc.querySelectorAll('.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor, a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]').forEach((n) => n.remove());
+  for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
+    if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
+  }
+  for (const el of doc.querySelectorAll(':is(h1, h2, h3, h4, h5, h6) :is(a, span, button)')) {
+    if (el.isConnected && /^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '')) el.remove();
+  }
 }
 
 function isTrackingPixel(img: Element): boolean {
@@ -410,7 +589,8 @@ function isTrackingPixel(img: Element): boolean {
 
 /** Shared clean-up for every content output: no base64 blobs, no pixels, no scripts. */
 function prepare(root: Element): Element {
-  const r = root.cloneNode(true) as Element;
+  // in place: the main content is a tree of its own by now (metadata has counted its words)
+  const r = root;
   r.querySelectorAll('script, style, noscript, template, link, meta').forEach((n) => n.remove());
   for (const img of r.querySelectorAll('img')) {
     const src = img.getAttribute('src') ?? '';
@@ -421,23 +601,9 @@ function prepare(root: Element): Element {
     }
   }
   for (const a of r.querySelectorAll('a[href^="data:" i]')) a.removeAttribute('href');
+  flattenLayoutTables(r);
   return r;
 }
-
-let turndown: TurndownService | null = null;
-function getTurndown(): TurndownService {
-  if (turndown) return turndown;
-  const td = new TurndownService({ headingStyle: 'atx', codeBlockStyle: 'fenced', bulletListMarker: '-', emDelimiter: '_', hr: '---' });
-  td.use(gfm);
-  td.remove(['script', 'style', 'noscript', 'iframe', 'form', 'button', 'input', 'select', 'textarea'] as never);
-  // links whose href was removed (javascript:, data:) keep only their text
-  td.addRule('hrefless', { filter: (n) => n.nodeName === 'A' && !(n as Element).getAttribute('href'), replacement: (c) => c });
-  turndown = td;
-  return td;
-}
-
-/** The document's title (page facts first: og:title or <title>; Readability's guess last). */
-const titleOf = (main: MainContent, pageTitle: string | null) => pageTitle ?? main.title;
 
 /** The title becomes the first heading of every output; drop a leading heading that only repeats it. */
 function dropTitleHeading(root: Element, title: string | null) {
@@ -447,7 +613,7 @@ function dropTitleHeading(root: Element, title: string | null) {
 }
 
 function toMarkdown(root: Element, title: string | null): string {
-  let md = getTurndown().turndown(root as unknown as HTMLElement).trim();
+  let md = markdownOf(root).trim();
   md = tasks(md.replace(/\n{3,}/g, '\n\n'), '[x]', '[ ]');
   return `${title ? `# ${title.replace(/\n/g, ' ')}\n\n` : ''}${md}\n`;
 }
@@ -498,8 +664,10 @@ export function toText(root: Element, title: string | null): string {
   return tasks(`${parts.join('\n\n')}\n`, '[x]', '[ ]');
 }
 
-function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string | null): string {
-  const purify = createDOMPurify(dom.window as never);
+let purifier: ReturnType<typeof createDOMPurify> | null = null;
+function getPurifier() {
+  if (purifier) return purifier;
+  const purify = createDOMPurify(sharedWindow as never);
   purify.addHook('uponSanitizeElement', (node, data) => {
     if (data.tagName === 'img' && isTrackingPixel(node as Element)) node.parentNode?.removeChild(node);
   });
@@ -515,13 +683,18 @@ function sanitize(dom: JSDOM, root: Element, title: string | null, lang: string 
     }
     if (el.tagName === 'A' && el.getAttribute('href')) el.setAttribute('rel', 'noopener noreferrer nofollow');
   });
+  purifier = purify;
+  return purify;
+}
+
+function sanitize(root: Element, title: string | null, lang: string | null): string {
+  const purify = getPurifier();
   const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
     FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
     FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id'],
     ALLOW_DATA_ATTR: false,
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,
   }) as string;
-  purify.removeAllHooks();
   return htmlDocument(title, lang, clean);
 }
 
@@ -547,17 +720,28 @@ function emptyMetadata(input: ConvertInput, mt: string, charset: string | null):
   };
 }
 
-function buildMetadata(input: ConvertInput, mt: string, charset: string, f: PageFacts, main: MainContent): PageMetadataDoc {
-  const words = countWords(main.root.textContent ?? '');
+/** Facts that need nothing but <title> and <html lang>, for when collectPageFacts itself failed. */
+function basicFacts(doc: Document, input: ConvertInput): PageFacts {
+  const { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images } = emptyMetadata(input, 'text/html', null);
+  return { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images, language: clean(doc.documentElement?.getAttribute('lang')), favicon: new URL('/favicon.ico', input.finalUrl).href };
+}
+
+/**
+ * Readability is the reference for title, byline, excerpt, language, published time and site
+ * name (it reads JSON-LD and meta tags itself); where it has nothing, the page facts' own chain
+ * (JSON-LD, Open Graph, Twitter, <meta>) fills in.
+ */
+function buildMetadata(input: ConvertInput, mt: string, charset: string, f: PageFacts, main: MainContent | null): PageMetadataDoc {
+  const words = main ? countWords(main.root.textContent ?? '') : 0;
   return {
     ...emptyMetadata(input, mt, charset),
     ...f,
-    title: f.title ?? main.title,
-    description: f.description ?? main.excerpt,
-    language: f.language ?? main.lang,
-    author: f.author ?? main.byline,
-    publishedTime: f.publishedTime ?? main.publishedTime,
-    siteName: f.siteName ?? main.siteName,
+    title: main?.title ?? f.title,
+    description: main?.excerpt ?? f.description,
+    language: main?.lang ?? f.language,
+    author: main?.byline ?? f.author,
+    publishedTime: main?.publishedTime ?? f.publishedTime,
+    siteName: main?.siteName ?? f.siteName,
     wordCount: words,
     readingTimeMinutes: readingTime(words),
   };

@@ -121,22 +121,38 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   if (text.length) {
     await ctx.progress('converting');
     let result: ConvertResult;
+    let last: ConvertInput = { ...base, detectJs: true };
     try {
-      result = await deps.pool.run({ ...base, detectJs: true });
+      result = await deps.pool.run(last);
       if (result.needsJavaScript) {
         const reason = result.reason;
         const rendered = await renderInBrowser(deps, res.url).catch((e: Error) => e);
         if (rendered instanceof Error) {
           base.warnings!.push(`the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`);
-          result = await deps.pool.run(base);
+          last = base;
         } else {
           await ctx.progress('converting the rendered page');
-          result = await deps.pool.run({ ...base, body: Buffer.from(rendered.html, 'utf8'), contentType: 'text/html; charset=utf-8', finalUrl: rendered.finalUrl || res.url, rendered: true });
+          last = { ...base, body: Buffer.from(rendered.html, 'utf8'), contentType: 'text/html; charset=utf-8', finalUrl: rendered.finalUrl || res.url, rendered: true };
         }
+        result = await deps.pool.run(last);
       }
     } catch (e) {
       const f = e instanceof ConversionError ? { error: e.code, message: e.message } : { error: 'conversion_failed', message: (e as Error).message };
       result = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
+      // The thread died on the whole job (a crash, a heap limit): try each output alone, so the one
+      // that kills it fails by itself and the others are delivered. A timeout is not retried: the
+      // task's own time limit would not allow it.
+      if (f.error === 'conversion_failed' && text.length > 1) {
+        await ctx.progress('converting each output alone');
+        for (const o of text) {
+          try {
+            const one = await deps.pool.run({ ...last, detectJs: false, outputs: [o] });
+            if (!one.needsJavaScript && one.outputs[o]) result.outputs[o] = one.outputs[o];
+          } catch (e2) {
+            result.outputs[o] = { ok: false, ...(e2 instanceof ConversionError ? { error: e2.code, message: e2.message } : { error: 'conversion_failed', message: (e2 as Error).message }) };
+          }
+        }
+      }
     }
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
     for (const o of text) {
@@ -159,25 +175,50 @@ async function renderInBrowser(deps: Deps, url: string): Promise<RenderHtmlReply
   return call<RenderHtmlReply>(deps.nc, subjects.browser.renderHtml, { url }, deps.config.shots.pageTimeoutMs + 5000);
 }
 
-/** Wait for the leader's index; null when it did not come in time. */
+/**
+ * Wait for the leader's index; null when it did not come in time. The store is looked at again
+ * whenever an outcome of the job is published (the leader reports right after it wrote the index),
+ * and every 2 s in any case: polling every 200 ms cost the pipeline a tenth of its CPU.
+ */
 async function waitIndex(deps: Deps, ctx: TaskContext): Promise<ConvertedIndex | null> {
   const st = await deps.store(ctx.task.store);
   const c = deps.config;
   const limit = Date.now() + c.websitepro.fetchTimeoutMs + c.shots.pageTimeoutMs + 2 * c.websitepro.convertTimeoutMs + 10000;
   let lastBeat = 0;
-  while (Date.now() < limit && !ctx.signal.aborted) {
-    const info = await st.info(indexName(ctx.task.jobId)).catch(() => null);
-    if (info) {
-      const raw = await st.getBlob(indexName(ctx.task.jobId));
-      if (raw) return JSON.parse(new TextDecoder().decode(raw)) as ConvertedIndex;
+  let news = 0;
+  let wake: (() => void) | null = null;
+  const sub = deps.nc.subscribe(subjects.result(ctx.task.jobId), {
+    callback: () => {
+      news++;
+      wake?.();
+    },
+  });
+  try {
+    while (Date.now() < limit && !ctx.signal.aborted) {
+      const seen = news;
+      const info = await st.info(indexName(ctx.task.jobId)).catch(() => null);
+      if (info) {
+        const raw = await st.getBlob(indexName(ctx.task.jobId));
+        if (raw) return JSON.parse(new TextDecoder().decode(raw)) as ConvertedIndex;
+      }
+      if (Date.now() - lastBeat > 5000) {
+        lastBeat = Date.now();
+        await ctx.progress('waiting for the page to be fetched');
+      }
+      if (news !== seen) continue;
+      await new Promise<void>((r) => {
+        const timer = setTimeout(r, 2000);
+        wake = () => {
+          clearTimeout(timer);
+          r();
+        };
+      });
+      wake = null;
     }
-    if (Date.now() - lastBeat > 5000) {
-      lastBeat = Date.now();
-      await ctx.progress('waiting for the page to be fetched');
-    }
-    await new Promise((r) => setTimeout(r, 200));
+    return null;
+  } finally {
+    sub.unsubscribe();
   }
-  return null;
 }
 
 async function printPdf(deps: Deps, task: Task, url: string): Promise<StoredFile> {

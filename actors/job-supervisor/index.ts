@@ -13,8 +13,9 @@ import { ApiError } from '../../shared/errors.ts';
 import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
 import { JobProjection } from './projection.ts';
+import { startWebhookSender } from './webhooks.ts';
 import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 
@@ -35,6 +36,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     datasets: await withRetry('datasets bucket', () => kvm.open(BUCKETS.datasets), { log }),
     objm: new Objm(nc),
   };
+
+  const webhooks = startWebhookSender(d, ctx.instanceId || `supervisor-${process.pid}`);
+  d.webhooks = webhooks;
 
   const projection = new JobProjection(log);
   await projection.start(d.jobs);
@@ -133,9 +137,12 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (!job) continue;
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
+      // a result waiting for others whose release was cut short (a crash between the outcome and it)
+      if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq)) await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
     }
+    for (const id of projection.webhooksDue(Date.now())) webhooks.send(id);
     const expired = projection.expired(Date.now());
     if (expired.length) {
       const others = await objectsOfJobs(d, Object.values(OBJECT_STORES), expired).catch((err) => {
@@ -179,6 +186,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       for (const p of pumps) await p.iter.close().catch(() => {});
       await Promise.allSettled([...pumps.map((p) => p.done), sweeping]);
       await Promise.allSettled([...inflight]);
+      await webhooks.stop();
       await projection.stop();
     },
   };

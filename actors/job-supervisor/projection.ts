@@ -20,6 +20,8 @@ export const jobsTable = sqliteTable('jobs', {
   expiresAt: integer('expires_at').notNull(),
   purgedAt: integer('purged_at'),
   revision: integer('revision').notNull(),
+  /** When a pending webhook is due (its next attempt or the end of a claim); null when none is. */
+  webhookDue: integer('webhook_due'),
   doc: text('doc').notNull(),
 });
 
@@ -27,7 +29,8 @@ const DDL = `
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, service TEXT NOT NULL, status TEXT NOT NULL,
   created_at INTEGER NOT NULL, started_at INTEGER, expires_at INTEGER NOT NULL, purged_at INTEGER,
-  revision INTEGER NOT NULL, doc TEXT NOT NULL);
+  revision INTEGER NOT NULL, webhook_due INTEGER, doc TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created_at);
 CREATE INDEX IF NOT EXISTS jobs_expiry ON jobs (purged_at, expires_at);
@@ -76,6 +79,7 @@ export class JobProjection {
       expiresAt: job.expiresAt,
       purgedAt: job.purgedAt ?? null,
       revision,
+      webhookDue: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
       doc: JSON.stringify(job),
     };
     const { id, ...rest } = row;
@@ -107,6 +111,13 @@ export class JobProjection {
     return this.db.select({ id: jobsTable.id }).from(jobsTable)
       .where(and(isNull(jobsTable.purgedAt), lte(jobsTable.expiresAt, now)))
       .orderBy(jobsTable.expiresAt).limit(limit).all().map((r) => r.id);
+  }
+
+  /** Ids of jobs whose webhook is due and not claimed by a live instance. */
+  webhooksDue(now: number, limit = 500): string[] {
+    return this.db.select({ id: jobsTable.id }).from(jobsTable)
+      .where(lte(jobsTable.webhookDue, now))
+      .orderBy(jobsTable.webhookDue).limit(limit).all().map((r) => r.id);
   }
 
   countByStatus(statuses: JobStatus[]): number {

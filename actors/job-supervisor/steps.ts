@@ -24,6 +24,8 @@ export interface Deps {
   jobs: KV;
   datasets: KV;
   objm: Objm;
+  /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
+  webhooks?: { send(jobId: string): void };
 }
 
 export interface DatasetMark {
@@ -43,7 +45,8 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   const mod = SERVICE_MODULES[job.service];
   const seqs = new Map<string, number>();
   for (const r of job.results) {
-    if (r.status !== 'pending' || !r.subject) continue;
+    // a result made from others (shots compare) goes out in releaseDependents once they are done
+    if (r.status !== 'pending' || !r.subject || r.after) continue;
     const task: Task = {
       v: 1,
       jobId: job.id,
@@ -112,7 +115,53 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'outcome for an unknown job; dropped');
     return;
   }
-  if (o.kind !== 'progress') await settleJob(d, o.jobId);
+  if (o.kind !== 'progress') {
+    await releaseDependents(d, o.jobId);
+    await settleJob(d, o.jobId);
+  }
+}
+
+/**
+ * Results made from other results (shots compare): publish the task of each one whose inputs are all
+ * done, naming the stored files; fail (and so refund) each one with an input that failed. Idempotent:
+ * the task's message id dedupes a repeat, the failure goes through the one outcome path.
+ */
+export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
+  const job = (await readJob(d.jobs, jobId))?.job;
+  if (!job || job.status !== 'processing') return;
+  const byKey = new Map(job.results.map((r) => [r.key, r]));
+  const seqs = new Map<string, number>();
+  for (const r of job.results) {
+    if (r.status !== 'pending' || !r.after || !r.subject || r.taskSeq) continue;
+    const inputs = r.after.map((k) => byKey.get(k));
+    const failed = inputs.find((x) => !x || x.status === 'failed' || (x.status === 'done' && !x.file));
+    if (failed) {
+      await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey: r.key, at: Date.now(), error: 'not_delivered', message: `the screenshot ${failed?.key ?? '?'} it compares was not delivered` }, 'supervisor');
+      continue;
+    }
+    if (inputs.some((x) => x!.status !== 'done')) continue;
+    const task: Task = {
+      v: 1,
+      jobId,
+      service: job.service,
+      resultKey: r.key,
+      walletId: job.walletId,
+      store: SERVICE_MODULES[job.service].store,
+      objectName: objectName(jobId, r.key),
+      expiresAt: job.expiresAt,
+      params: { ...(r.params ?? {}), inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })) },
+    };
+    const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, r.key) });
+    if (!ack.duplicate) seqs.set(r.key, ack.seq);
+  }
+  if (!seqs.size) return;
+  await updateJob(d.jobs, jobId, (j) => {
+    let changed = false;
+    for (const r of j.results) {
+      if (r.status === 'pending' && seqs.has(r.key) && !r.taskSeq) { r.taskSeq = seqs.get(r.key); changed = true; }
+    }
+    return changed;
+  });
 }
 
 const firstError = (job: JobRecord) => {
@@ -175,9 +224,17 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
     j.finishedAt = Date.now();
     j.refunded = refundedTotal(j);
     if (!delivered) j.error = firstError(j) ?? 'failed';
+    // in the same write as the finish, so a supervisor that dies now leaves it to the sweep
+    if (j.webhook?.state === 'waiting') {
+      j.webhook.state = 'pending';
+      j.webhook.nextAt = j.finishedAt;
+    }
     return true;
   });
-  if (res?.changed) await publishJobEvent(d.nc, res.job, res.job.status);
+  if (res?.changed) {
+    await publishJobEvent(d.nc, res.job, res.job.status);
+    if (res.job.webhook?.state === 'pending') d.webhooks?.send(jobId);
+  }
 }
 
 /** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */

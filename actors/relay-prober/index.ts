@@ -13,7 +13,7 @@ import type { Config } from '../../shared/config/index.ts';
 import { CHECKS, checkInfo } from './checks/index.ts';
 import { BOUNDS, ProbeFatal, TEST_MARKER, CLIENT_TAG } from './probe.ts';
 import { runModule, type RunModule } from './run.ts';
-import { deliverWebhook, loadWebhookKey, WEBHOOK_HEADERS, type WebhookKey } from './webhook.ts';
+import { deliverWebhook, loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
 
 export interface LabsTaskParams {
   relay: string;
@@ -35,7 +35,7 @@ export function labsCatalogue(config: Config, key: WebhookKey) {
       moduleTimeoutMs: config.labs.moduleTimeoutMs,
       testEventTags: [[...TEST_MARKER], [...CLIENT_TAG]],
     },
-    webhook: { publicKey: key.publicKeyHex, algorithm: 'ed25519', signed: '<X-Labs-Timestamp>.<body>', headers: WEBHOOK_HEADERS, retries: config.labs.webhookRetries },
+    webhook: webhookInfo(key, config),
     reportSchema: LABS_REPORT_SCHEMA_ID,
   };
 }

@@ -15,6 +15,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
 import { startOrphanSweep } from './orphans.ts';
+import { startReconciler } from './reconcile.ts';
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log: parentLog, instanceId } = ctx;
@@ -25,6 +26,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const topups = new Topups({ nc, config, log, ledger });
   await topups.start();
   const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
+
+  const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, log });
 
   const service = await addService(nc, {
     api: WALLET_API,
@@ -59,6 +62,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
       [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
       [subjects.wallet.audit]: () => audit(nc),
+      [subjects.wallet.reconcile]: () => reconciler.run(),
     },
   }, log);
   // The endpoints' subscriptions reach the server before we report "started" (no early no-responders).
@@ -69,6 +73,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     async stop() {
       await service.stop();
       await orphans.stop();
+      await reconciler.stop();
       await topups.stop();
       await ledger.stop();
       projection.close();

@@ -3,8 +3,7 @@
 //   2. make sure the projection holds every entry of the wallet up to S,
 //   3. decide from that state (already done? enough money?),
 //   4. publish only if the wallet's last entry is still S (shared/nats/cas.ts: the expected
-//      subject sequence plus the message id `cas:<subject>@S`, because nats-server 2.9 lets several
-//      writers with the same expected sequence through on a replicated stream).
+//      subject sequence, which nats-server >= 2.10 holds on a replicated stream too).
 // Step 4 fails if anybody wrote to the wallet after step 1, so the decision of step 3 is atomic with
 // the write: no two writers spend one balance, and a business event (its `ref`) found absent in
 // step 3 is still absent when written, which makes every operation idempotent for ever, not just
@@ -72,6 +71,7 @@ export class Ledger {
       return { info, messages: await consumer.consume({ expires: CONSUME_EXPIRES_MS }) };
     }, { log: this.log });
     this.messages = messages;
+    const startSeq = info.state.last_seq;
     this.loop = (async () => {
       for await (const m of messages) {
         try {
@@ -81,6 +81,9 @@ export class Ledger {
           this.log.error({ err: e, seq: m.seq }, 'ledger: unreadable entry skipped in projection');
         }
         this.applied = m.seq;
+        // Nothing left to deliver: every entry up to the last sequence seen at start is applied,
+        // even when that last entry no longer exists (deleted, or lost and restored by reconcile.ts)
+        if (m.info.pending === 0 && startSeq > this.applied) this.applied = startSeq;
         if (this.waiters.length) {
           const ready = this.waiters.filter((w) => w.seq <= m.seq);
           this.waiters = this.waiters.filter((w) => w.seq > m.seq);
@@ -88,7 +91,9 @@ export class Ledger {
         }
       }
     })();
-    await this.until(info.state.last_seq, 60000);
+    // a stream whose every entry was deleted delivers nothing: there is nothing to wait for
+    if (info.state.messages > 0) await this.until(startSeq, 60000);
+    else this.applied = Math.max(this.applied, startSeq);
   }
 
   async stop(): Promise<void> {

@@ -120,6 +120,11 @@ export class Projection {
       .orderBy(entries.id).limit(limit).all();
   }
 
+  /** Every top-up credit, oldest first (reconciliation with the Lightning node). */
+  topupCredits(): Row[] {
+    return this.db.select().from(entries).where(eq(entries.type, 'topup')).orderBy(entries.id).all();
+  }
+
   count(): number {
     return this.db.select({ n: sql<number>`count(*)` }).from(entries).get()!.n;
   }

@@ -25,7 +25,7 @@ import { createMetrics } from '../../gateway/metrics.ts';
 import type { GatewayContext, Route, RouteRequest } from '../../gateway/route.ts';
 import { statusLine } from '../../gateway/http.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { COMPONENTS } from '../../gateway/schemas.ts';
+import { COMPONENTS } from '../../shared/schemas/api.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import { lookupKey } from '../../shared/keys.ts';
 import { hashKey } from '../../shared/ids.ts';

@@ -15,7 +15,7 @@ import { STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
-import type { QuoteDoc } from '../schemas.ts';
+import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 
@@ -85,6 +85,7 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     refunded: false,
     ...(i.oneTime ? { oneTime: true } : {}),
     ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
+    ...(i.after ? { after: i.after } : {}),
   }));
   return {
     id,
@@ -98,6 +99,8 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     createdAt: now,
     expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
     results,
+    // labs sends its reports per result from the prober; the other services once, when the job ends
+    ...(service !== 'labs' && typeof request.webhook === 'string' ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } } : {}),
   };
 }
 
@@ -172,8 +175,8 @@ type StoreResult = { stored: true } | { stored: false; err: unknown; maybe: bool
 
 /**
  * Write the new job document, retried with backoff for STORE_RETRY_MS through a failover. A retry
- * cannot write twice: the create carries a fixed message id and expects no earlier revision
- * (shared/nats/cas.ts), so a conflict means an earlier try of ours was stored (job ids are random)
+ * cannot write twice: the create expects no earlier revision (shared/nats/cas.ts), so a conflict
+ * means an earlier try of ours was stored (job ids are random)
  * and a later success means none was. `maybe`: a try timed out and nothing settled it since, so
  * the document may still appear.
  */
@@ -205,11 +208,9 @@ async function storeNewJob(d: JobDeps, job: JobRecord): Promise<StoreResult> {
 async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise<{ job: JobRecord; balance: number }> {
   // From here the job exists and is charged. If the publish is lost, the supervisor's sweep picks
   // up the queued job; refunding now would give away a job that will still run.
-  try {
-    await publishSubmitted(d.js, job);
-  } catch (e) {
-    d.log.warn({ err: e, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it');
-  }
-  await publishJobEvent(d.nc, job, 'created');
+  // The two publishes are independent (JOBS and EVENTS, each fsynced before its acknowledgement,
+  // docs/reliability.md "Durability"): sent together, a creation waits for one fsync, not two.
+  const [submitted] = await Promise.allSettled([publishSubmitted(d.js, job), publishJobEvent(d.nc, job, 'created')]);
+  if (submitted.status === 'rejected') d.log.warn({ err: submitted.reason, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it');
   return { job, balance };
 }

@@ -2,5 +2,6 @@
 // refund on failure), the long poll, and the mapping of a stored job to the API's Job.
 export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobDeps } from './create.ts';
 export { waitForJob } from './wait.ts';
-export { toPublicJob, toPublicResult, isExpired, resultPath } from './public.ts';
+export { toPublicJob, toPublicResult, isExpired, resultPath } from '../../shared/protocol/public-job.ts';
 export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';
+export { jobEventStream, decodeCursor, type SeenState } from './events.ts';

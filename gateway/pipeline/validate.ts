@@ -3,7 +3,7 @@
 import { Ajv, type ValidateFunction, type ErrorObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
-import { COMPONENTS } from '../schemas.ts';
+import { COMPONENTS } from '../../shared/schemas/api.ts';
 import type { Route } from '../route.ts';
 
 export interface Validators {

@@ -13,12 +13,12 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { Quote, JobWithBalance, Job } from '../schemas.ts';
+import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
 const SERVICE_ERRORS: Record<ServiceName, ErrorCode[]> = {
-  websitepro: ['bad_request', 'bad_url', 'no_output'],
-  shots: ['bad_request', 'bad_url', 'unknown_browser', 'bad_viewport'],
+  websitepro: ['bad_request', 'bad_url', 'no_output', 'bad_webhook'],
+  shots: ['bad_request', 'bad_url', 'unknown_browser', 'bad_viewport', 'bad_webhook'],
   labs: ['bad_request', 'bad_relay_url', 'bad_port', 'bad_webhook', 'no_checks'],
 };
 /** Codes of the network prechecks run before the charge. */

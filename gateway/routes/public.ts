@@ -5,9 +5,18 @@ import { ApiError } from '../../shared/errors.ts';
 import { SERVICES, isService, type ServiceName } from '../../shared/names.ts';
 import { readCatalogue, type CatalogueEntry } from '../../shared/catalogue.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
-import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT } from '../../shared/services/index.ts';
+import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT, COMPARE_MAX_PAIRS } from '../../shared/services/index.ts';
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
 import type { Config } from '../../shared/config/index.ts';
+import { loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
+
+const webhookKeys = new WeakMap<Config, WebhookKey>();
+/** The key every webhook is signed with (the same setting or data-folder file the senders use). */
+function webhooks(config: Config) {
+  let key = webhookKeys.get(config);
+  if (!key) webhookKeys.set(config, (key = loadWebhookKey(config)));
+  return webhookInfo(key, config);
+}
 
 
 const serviceLinks = (base: string, s: ServiceName) => ({
@@ -30,6 +39,7 @@ export function pricing(config: Config) {
           item('screenshot', p.shots.screenshot, 'screenshot (browser version x viewport x scheme)'),
           item('fullPage', p.shots.fullPage, 'extra per screenshot with options.fullPage'),
           item('retina', p.shots.retina, 'extra per screenshot with options.retina'),
+          item('comparePair', p.shots.comparePair, 'compared pair of screenshots with options.compare (same viewport and scheme; a diff image and its summary)'),
         ],
       },
       labs: {
@@ -63,7 +73,8 @@ export function mergeCatalogue(service: ServiceName, entries: CatalogueEntry[], 
       presets: VIEWPORT_PRESETS,
       defaults: { viewports: [DEFAULT_VIEWPORT], schemes: ['light'] },
       limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
-      options: { fullPage: 'boolean', retina: 'boolean', hideCookieBanner: 'boolean', delay: DELAYS, schemes: SCHEMES },
+      options: { fullPage: 'boolean', retina: 'boolean', hideCookieBanner: 'boolean', delay: DELAYS, schemes: SCHEMES, compare: 'boolean' },
+      compare: { maxPairs: COMPARE_MAX_PAIRS },
     };
   }
   if (service === 'labs') return { ...base, ...first, allowedPorts: config.labs.allowedPorts, relayTestsPerHour: config.labs.relayTestsPerHour };
@@ -85,6 +96,7 @@ export const publicRoutes: Route[] = [
         name: 'payloads',
         apiVersion: API_VERSION,
         services: SERVICES.map((s) => ({ name: s, title: SERVICE_MODULES[s].title, description: SERVICE_MODULES[s].description, links: serviceLinks(ctx.baseUrl, s) })),
+        webhooks: webhooks(ctx.config),
         links: {
           self: `${ctx.baseUrl}/v1`,
           pricing: `${ctx.baseUrl}/v1/pricing`,

@@ -1,7 +1,7 @@
 // Wallet endpoints (spec 4.4): balance, ledger, top-ups. Every one asks the wallet actor over NATS.
 import { Type as T } from '@sinclair/typebox';
 import type { Route } from '../route.ts';
-import { Balance, TopupWithBalance } from '../schemas.ts';
+import { Balance, TopupWithBalance } from '../../shared/schemas/api.ts';
 import { wallet, toEur, UNIT, TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
 
 const Entry = T.Object({

@@ -51,6 +51,7 @@ export const ENV: Record<string, { path: string; parse: (v: string) => unknown }
   NATS_REPLICAS: { path: 'nats.replicas', parse: Number },
   NATS_PORT: { path: 'nats.embeddedPort', parse: Number },
   NATS_CREDS: { path: 'nats.credsFile', parse: String },
+  NATS_SYNC_INTERVAL: { path: 'nats.syncInterval', parse: String },
   BROWSERS: { path: 'shots.browsers', parse: (v) => v.split(',').map((s) => s.trim()).filter(Boolean) },
   LIGHTNING_BACKEND: { path: 'wallet.lightning.backend', parse: String },
   LIGHTNING_URL: { path: 'wallet.lightning.url', parse: String },

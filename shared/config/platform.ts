@@ -8,6 +8,7 @@ export const ServerConfig = T.Object({
   logLevel: T.String({ default: 'info', description: 'pino level (env LOG_LEVEL).' }),
   publicRequestsPerMinute: T.Integer({ minimum: 1, default: 600, description: 'Requests per minute per client address to public endpoints.' }),
   keyRequestsPerMinute: T.Integer({ minimum: 1, default: 1200, description: 'Requests per minute per key to authenticated endpoints other than job creation.' }),
+  eventsHeartbeatSeconds: T.Number({ exclusiveMinimum: 0, default: 15, description: 'Seconds between heartbeat comments on a job\'s event stream (GET /v1/jobs/{id}/events).' }),
   trustProxy: T.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
 }, { default: {} });
 
@@ -16,6 +17,7 @@ export const NatsConfig = T.Object({
   embeddedPort: T.Integer({ minimum: 0, maximum: 65535, default: 4222, description: 'Client port of the embedded nats-server (env NATS_PORT; 0: random).' }),
   replicas: T.Integer({ minimum: 1, maximum: 5, default: 1, description: 'Replicas of every stream, bucket and store (env NATS_REPLICAS; 3 on a cluster).' }),
   credsFile: T.String({ default: '', description: 'NATS credentials file (env NATS_CREDS), if the cluster needs one.' }),
+  syncInterval: T.String({ pattern: '^(always|[0-9]+(ms|s|m|h))$', default: 'always', description: 'JetStream sync_interval of the nats-servers this project starts (embedded, npm run cluster; env NATS_SYNC_INTERVAL). `always`: every write is on disk before it is acknowledged. A duration (e.g. `2m`, the nats-server default) acknowledges writes a power cut can lose: UNSAFE for money, benchmarks only.' }),
 }, { default: {} });
 
 export const RetentionConfig = T.Object({

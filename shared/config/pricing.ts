@@ -14,6 +14,7 @@ export const PricingConfig = T.Object({
     screenshot: Price(50, 'Payloads per screenshot (browser version x viewport x scheme).'),
     fullPage: Price(20, 'Extra Payloads per screenshot with options.fullPage.'),
     retina: Price(10, 'Extra Payloads per screenshot with options.retina.'),
+    comparePair: Price(20, 'Payloads per compared pair of screenshots with options.compare (a diff image and its summary).'),
   }, { default: {} }),
   labs: T.Object({
     quick: Price(500, 'Payloads for the quick module.'),

@@ -1,7 +1,7 @@
 // The `jobs` bucket: one JobRecord per job id. Every change is a read-modify-write with the
 // entry's revision, retried on conflict, so two writers (gateway, several supervisors) never lose
-// each other's updates. The writes go through shared/nats/cas.ts: on a replicated bucket the
-// server's own revision check lets concurrent writers through (nats-server 2.9).
+// each other's updates. The writes go through shared/nats/cas.ts (the expected revision, which
+// nats-server >= 2.10 holds on a replicated bucket too).
 import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';

@@ -1,27 +1,19 @@
-// Compare-and-set writes that stay compare-and-set on a replicated stream of nats-server 2.9.
+// Compare-and-set writes: a publish with `expect.lastSubjectSequence`, so a write lands only on the
+// revision it was decided on. The stream leader rejects a write whose base is not the subject's last
+// sequence, counting proposals still in flight (nats-server >= 2.10; the project refuses older ones,
+// shared/nats/server.ts).
 //
-// A KV `update(key, value, revision)`, a KV `create` and any publish with `expect.lastSubjectSequence`
-// are checked by the stream leader against what it has *stored*, not against proposals still in
-// flight. On a replicated (R3) stream of nats-server 2.9, several writers holding the same revision
-// are therefore all accepted, and each later one silently undoes the earlier ones
-// (nats-server#4320). Measured on this machine with Debian's 2.9.10: in 181 of 200 rounds of six
-// concurrent updates on one revision more than one was stored (`node --import tsx scripts/cas-check.ts`).
-// Under the load test this lost a worker's final outcome to a concurrent progress update. Across a
-// leader change with writes in flight the new leader knows only stored message ids; the window for
-// a double write is then that of the server's own check again (a failover is rare and short).
-//
-// The leader does stage the message id of a proposal before proposing it, so every write here
-// also carries the id `cas:<subject>@<base revision>`: of all writes made on one base revision
-// exactly one is stored and the others come back as duplicates, which are reported as a
-// conflict, like a wrong revision. A base revision is a stream sequence, never reused, so the id
-// never collides with a legitimate later write; base 0 (a create) is unique per subject as long as
-// the subject never loses its last message by purge or expiry inside the dedupe window (none of the
-// callers does: ids are random, deletes leave a marker whose revision is the next base, limits
-// expire after hours). On a single server (R1) or a fixed server the
-// expected-sequence header alone would do; the id costs one dedupe entry per write (for the
-// stream's dedupe window: 2 min for buckets, 10 min for LEDGER). Should a leader stage an id and
-// then lose the proposal (it stepped down mid-write), writes on that base conflict until the
-// window passes; callers retry with backoff and give up with a retryable error, never a wrong write.
+// nats-server 2.9 checked only against what it had *stored*: on a replicated (R3) stream several
+// writers holding the same revision were all accepted, each later one silently undoing the earlier
+// ones (nats-server#4320; 181 of 200 rounds of six concurrent updates on Debian's 2.9.10). Every
+// write here then also carried the message id `cas:<subject>@<base>`, so that the dedupe window let
+// only one through. On 2.10.27 the server's own check holds (0 of 200 rounds with the plain KV update,
+// `node --import tsx scripts/cas-check.ts`, asserted by test/platform/cas.test.ts), so the id is gone:
+// it cost a dedupe entry per write and, worse, refused a write on a base whose earlier write was lost
+// from the stream but not from the dedupe window (docs/reliability.md "Durability").
+// Across a leader change the new leader knows nothing of its predecessor's in-flight writes; the
+// window for a double write is then that of the server's own stored-state check (a failover is rare
+// and short), as it was with the id.
 import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { JetStreamApiError, type JetStreamClient } from '@nats-io/jetstream';
 import type { Bucket, KV, KvEntry } from '@nats-io/kv';
@@ -61,7 +53,6 @@ export interface CasOptions {
  */
 export async function casPublish(js: JetStreamClient, subject: string, data: string | Uint8Array, base: number, o: CasOptions = {}): Promise<number> {
   const ack = await js.publish(subject, data, {
-    msgID: `cas:${subject}@${base}`,
     expect: { lastSubjectSequence: base },
     ...(o.headers ? { headers: o.headers } : {}),
     ...(o.timeout ? { timeout: o.timeout } : {}),

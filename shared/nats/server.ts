@@ -1,6 +1,6 @@
 // Starts a real nats-server with JetStream as a child process: the embedded default of `npm start`,
 // the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,6 +20,39 @@ export interface NatsServerOptions {
    * instead of finding it gone mid-shutdown; `setpriv --pdeathsig` still ends it if this process dies.
    */
   ownProcessGroup?: boolean;
+  /**
+   * JetStream `sync_interval`: 'always' (default) fsyncs every write before it is acknowledged;
+   * a duration ('2m' is the server's own default) acknowledges writes that are not on disk yet, which
+   * a power cut or kernel crash loses: unsafe for money (docs/reliability.md "Durability").
+   */
+  syncInterval?: string;
+}
+
+/** The oldest nats-server this project runs on: 2.9 cannot fsync before acknowledging. Keep in step with scripts/setup.sh. */
+export const NATS_SERVER_MIN = '2.10.27';
+
+const checkedBins = new Map<string, string>();
+
+/** `nats-server --version` of `bin`, refused with a clear message when older than NATS_SERVER_MIN. */
+export function checkNatsServerVersion(bin: string): string {
+  const known = checkedBins.get(bin);
+  if (known) return known;
+  const r = spawnSync(bin, ['--version'], { encoding: 'utf8', timeout: 10000 });
+  if (r.error) throw new Error(`nats-server could not be started (${bin}): ${r.error.message}; run \`npm run setup\``);
+  const version = /v?(\d+\.\d+\.\d+)/.exec(`${r.stdout} ${r.stderr}`)?.[1];
+  if (!version) throw new Error(`${bin} --version did not print a version: ${(r.stdout + r.stderr).trim().slice(0, 200)}`);
+  if (compareVersions(version, NATS_SERVER_MIN) < 0) {
+    throw new Error(`nats-server ${version} (${bin}) is older than ${NATS_SERVER_MIN}, the oldest this project runs on: it cannot fsync before acknowledging a write (sync_interval), so acknowledged money could be lost on a power cut. Run \`npm run setup\` (installs Debian trixie's nats-server) or set NATS_SERVER_BIN.`);
+  }
+  checkedBins.set(bin, version);
+  return version;
+}
+
+export function compareVersions(a: string, b: string): number {
+  const pa = a.split('.').map(Number);
+  const pb = b.split('.').map(Number);
+  for (let i = 0; i < 3; i++) if ((pa[i] ?? 0) !== (pb[i] ?? 0)) return (pa[i] ?? 0) - (pb[i] ?? 0);
+  return 0;
 }
 
 export interface NatsServerHandle {
@@ -36,6 +69,7 @@ export interface NatsServerHandle {
 
 export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServerHandle> {
   const bin = opts.bin ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
+  checkNatsServerVersion(bin);
   mkdirSync(opts.storeDir, { recursive: true });
   const portsDir = join(opts.storeDir, 'ports');
   rmSync(portsDir, { recursive: true, force: true });
@@ -47,7 +81,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     `host: "${opts.host ?? '127.0.0.1'}"`,
     `port: ${port}`,
     `ports_file_dir: "${portsDir}"`,
-    `jetstream { store_dir: "${join(opts.storeDir, 'jetstream')}" }`,
+    `jetstream { store_dir: "${join(opts.storeDir, 'jetstream')}", sync_interval: ${opts.syncInterval ?? 'always'} }`,
   ];
   if (opts.cluster) {
     lines.push(`cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`);

@@ -33,7 +33,36 @@ export interface ResultRecord {
   params?: Record<string, unknown>;
   /** TASKS stream sequence of the published task (lets the sweep remove a stuck one). */
   taskSeq?: number;
+  /** Results this one is made from (shots compare): its task is published once all are done. */
+  after?: string[];
 }
+
+/** One POST of a job's webhook. */
+export interface WebhookAttempt {
+  at: number;
+  /** The receiver's HTTP status; null when no answer came (then `error` says why). */
+  status: number | null;
+  error?: string;
+}
+
+/**
+ * The webhook of a websitepro or shots job (labs reports are sent per result by the prober).
+ * waiting: the job runs; pending: to be sent from `nextAt`; delivered; failed: retries used up or refused.
+ */
+export interface JobWebhook {
+  url: string;
+  state: 'waiting' | 'pending' | 'delivered' | 'failed';
+  /** Attempts made so far (all of them). */
+  tries: number;
+  /** The last attempts, oldest first (at most WEBHOOK_ATTEMPTS_KEPT). */
+  attempts: WebhookAttempt[];
+  nextAt?: number;
+  /** The supervisor instance sending it now, until claimUntil; others leave it alone till then. */
+  claimedBy?: string;
+  claimUntil?: number;
+}
+
+export const WEBHOOK_ATTEMPTS_KEPT = 10;
 
 export interface JobRecord {
   id: string;
@@ -52,6 +81,7 @@ export interface JobRecord {
   /** Set once the stored files are deleted after expiresAt. */
   purgedAt?: number;
   results: ResultRecord[];
+  webhook?: JobWebhook;
 }
 
 export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];

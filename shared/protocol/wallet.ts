@@ -1,7 +1,7 @@
 // The wallet actor's service endpoints: request and reply schemas, declared once, and the typed
 // client every other actor and the gateway use. Only the wallet writes the ledger.
 import type { NatsConnection } from '@nats-io/nats-core';
-import { Type as T } from '@sinclair/typebox';
+import { Type as T, type Static } from '@sinclair/typebox';
 import { MICRO, subjects } from '../names.ts';
 import { client } from '../micro.ts';
 import { endpoint, stored, type RequestOf, type ServiceApi } from './endpoint.ts';
@@ -96,6 +96,21 @@ const WalletId = T.String({ description: 'w_…' });
 const Moved = T.Object({ balance: T.Integer(), entryId: T.Union([T.Integer(), T.Null()]), duplicate: T.Boolean() });
 const TopupReply = T.Object({ topup: stored<Topup>('Topup'), balance: T.Integer() });
 
+/** What one reconciliation of the ledger with the Lightning node found and did (actors/wallet/reconcile.ts). */
+const ReconcileReportSchema = T.Object({
+  backend: T.String(),
+  /** Invoices the node lists as paid, and top-up documents looked at. */
+  paidInvoices: T.Integer(),
+  topups: T.Integer(),
+  /** Paid at the node, not in the ledger: credited now (once, ref `topup:<id>`). */
+  credited: T.Array(T.Object({ topupId: T.String(), walletId: T.String(), payloads: T.Integer(), paymentHash: T.String() })),
+  /** Paid at the node, but no top-up has that payment hash (another use of the node, or a lost top-up document). */
+  unknownPaid: T.Array(T.Object({ paymentHash: T.String(), paidMsat: T.Optional(T.Number()) })),
+  /** Credited in the ledger, but the node does not list the invoice as paid. Reported, never taken back. */
+  unpaidCredits: T.Array(T.Object({ topupId: T.String(), walletId: T.String(), entryId: T.Integer(), payloads: T.Integer(), paymentHash: T.Union([T.String(), T.Null()]) })),
+});
+export type ReconcileReport = Static<typeof ReconcileReportSchema>;
+
 export const walletApi = {
   charge: endpoint({
     subject: subjects.wallet.charge, summary: 'Debit a job\'s full cost; idempotent per jobId; insufficient_funds with needed/balance/topup',
@@ -128,6 +143,10 @@ export const walletApi = {
     subject: subjects.wallet.audit, summary: 'Every money invariant across all wallets, jobs and top-ups (shared/audit.ts)',
     request: T.Object({}), reply: T.Object({ violations: T.Array(T.String()), wallets: T.Integer(), entries: T.Integer(), jobs: T.Integer(), topups: T.Integer() }), timeoutMs: 60_000,
   }),
+  reconcile: endpoint({
+    subject: subjects.wallet.reconcile, summary: 'Compare every invoice the Lightning node reports paid with the ledger: credit a lost top-up credit once, report a credit without a paid invoice',
+    request: T.Object({}), reply: ReconcileReportSchema, timeoutMs: 120_000,
+  }),
 };
 
 export const WALLET_API: ServiceApi = { service: MICRO.wallet, description: 'Balances, the ledger, top-ups and the Lightning backend', endpoints: Object.values(walletApi) };
@@ -137,7 +156,7 @@ export type RefundRequest = RequestOf<typeof walletApi.refund>;
 
 const c = {
   charge: client(walletApi.charge), refund: client(walletApi.refund), balance: client(walletApi.balance), transactions: client(walletApi.transactions),
-  grant: client(walletApi.grant), topupCreate: client(walletApi.topupCreate), topupGet: client(walletApi.topupGet), topupPay: client(walletApi.topupPay), audit: client(walletApi.audit),
+  grant: client(walletApi.grant), topupCreate: client(walletApi.topupCreate), topupGet: client(walletApi.topupGet), topupPay: client(walletApi.topupPay), audit: client(walletApi.audit), reconcile: client(walletApi.reconcile),
 };
 
 export const wallet = {
@@ -154,4 +173,7 @@ export const wallet = {
   /** dev Lightning backend only: the operator settles a top-up's invoice. */
   topupPay: (nc: NatsConnection, topupId: string) => c.topupPay(nc, { topupId }),
   audit: (nc: NatsConnection) => c.audit(nc, {}),
+  /** Compare the Lightning node's paid invoices with the ledger now; credits what is missing (actors/wallet/reconcile.ts). */
+  reconcile: (nc: NatsConnection) => c.reconcile(nc, {}),
 };
+

@@ -7,6 +7,9 @@ import { takeToken } from '../limits.ts';
 import { resolvePinned, toApiError, tcpProbe, type PinnedAddress } from '../outbound/index.ts';
 import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
+import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
+
+export { parseWebhook };
 
 export const LABS_MODULES = ['quick', 'conformance'] as const;
 export type LabsModule = (typeof LABS_MODULES)[number];
@@ -15,7 +18,7 @@ export const LabsBody = T.Object({
   relay: T.String({ description: 'wss://host[:port][/path], ws://..., or a bare host (means wss://)', maxLength: 2048 }),
   modules: T.Optional(T.Array(T.Union(LABS_MODULES.map((m) => T.Literal(m))), { maxItems: 2 })),
   checks: T.Optional(T.Array(T.String({ maxLength: 100 }), { maxItems: 200, description: 'Ids from `selectable` of GET /v1/services/labs; unknown ids are ignored.' })),
-  webhook: T.Optional(T.String({ maxLength: 2048, description: 'Public https URL that receives the finished reports.' })),
+  webhook: T.Optional(WebhookField),
 }, { $id: 'LabsBody', additionalProperties: false });
 export type LabsRequest = Static<typeof LabsBody>;
 
@@ -65,17 +68,6 @@ export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {
   return u;
 }
 
-export function parseWebhook(raw: string): URL {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw new ApiError('bad_webhook', 'webhook is not a valid URL');
-  }
-  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password) throw new ApiError('bad_webhook', 'webhook must be a public https:// URL without credentials');
-  return u;
-}
-
 export const labs: ServiceModule<LabsRequest> = {
   name: 'labs',
   title: 'Nostr relay tests',
@@ -113,14 +105,7 @@ export const labs: ServiceModule<LabsRequest> = {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
     const pinned = await checkAddress(relay.hostname, config);
     await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
-    if (body.webhook !== undefined) {
-      try {
-        await checkAddress(parseWebhook(body.webhook).hostname, config);
-      } catch (e) {
-        if (e instanceof ApiError) throw new ApiError('bad_webhook', `webhook: ${e.message}`);
-        throw e;
-      }
-    }
+    if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
     // All customers together: GCRA over one hour, revision-checked in the limits bucket.
     const kv = await new Kvm(nc).open(BUCKETS.limits);
     const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);

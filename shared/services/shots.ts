@@ -2,8 +2,9 @@ import { Type as T, type Static } from '@sinclair/typebox';
 import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
-import type { ServiceModule } from './types.ts';
+import type { ServiceModule, PlanItem } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
+import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 
 /**
  * Viewport presets (CSS pixels). `fhd`, `qhd`, `hd` are the usual screen sizes; `laptop` (1440x900),
@@ -42,7 +43,9 @@ export const ShotsBody = T.Object({
     retina: T.Optional(T.Boolean()),
     hideCookieBanner: T.Optional(T.Boolean()),
     delay: T.Optional(T.Union(DELAYS.map((d) => T.Literal(d)), { description: 'Seconds to wait after load: 0, 2 or 5.' })),
+    compare: T.Optional(T.Boolean({ description: 'Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair).' })),
   }, { additionalProperties: false })),
+  webhook: T.Optional(WebhookField),
 }, { $id: 'ShotsBody', additionalProperties: false });
 export type ShotsRequest = Static<typeof ShotsBody>;
 
@@ -90,8 +93,40 @@ export function mergeOffers(entries: { catalogue: Record<string, unknown> }[]): 
   return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
 
+/** Most compared pairs in one job (options.compare): n screenshots of one viewport and scheme make n(n-1)/2. */
+export const COMPARE_MAX_PAIRS = 45;
+
+export const diffKey = (a: { browser: string; version: string }, b: { browser: string; version: string }, vp: { w: number; h: number }, scheme: string) =>
+  `diff_${a.browser}-${a.version}_vs_${b.browser}-${b.version}_${vp.w}x${vp.h}_${scheme}.png`;
+
 export const shotKey = (browserId: string, version: string, vp: { w: number; h: number }, scheme: string) =>
   `${browserId}-${version}_${vp.w}x${vp.h}_${scheme}.png`;
+
+/**
+ * One diff item per pair of screenshots with the same viewport, scheme and kind of browser (a phone's
+ * pixel ratio differs from a desktop window's), in request order; each waits for its two shots.
+ */
+function comparePairs(shotItems: { key: string; task: { params: Record<string, unknown> } }[], price: number, mobile: Set<string>): PlanItem[] {
+  const groups = new Map<string, typeof shotItems>();
+  for (const it of shotItems) {
+    const q = it.task.params as { browser: string; viewport: { w: number; h: number }; scheme: string; options: { retina: boolean } };
+    const g = `${q.viewport.w}x${q.viewport.h}_${q.scheme}_${q.options.retina ? 'r' : ''}${mobile.has(q.browser) ? 'm' : ''}`;
+    (groups.get(g) ?? groups.set(g, []).get(g)!).push(it);
+  }
+  const pairs: PlanItem[] = [];
+  for (const g of groups.values()) {
+    for (let i = 0; i < g.length; i++) {
+      for (let j = i + 1; j < g.length; j++) {
+        const a = g[i]!.task.params as { browser: string; version: string; viewport: { w: number; h: number }; scheme: string };
+        const b = g[j]!.task.params as typeof a;
+        pairs.push({ key: diffKey(a, b, a.viewport, a.scheme), price, after: [g[i]!.key, g[j]!.key], task: { subject: subjects.taskCompare, params: { a: g[i]!.key, b: g[j]!.key } } });
+      }
+    }
+  }
+  if (pairs.length > COMPARE_MAX_PAIRS) throw new ApiError('bad_request', `options.compare: ${pairs.length} pairs; at most ${COMPARE_MAX_PAIRS} per job (fewer browsers or versions)`);
+  if (!pairs.length) throw new ApiError('bad_request', 'options.compare needs at least two screenshots of the same viewport and scheme (two browsers or versions)');
+  return pairs;
+}
 
 export const shots: ServiceModule<ShotsRequest> = {
   name: 'shots',
@@ -102,12 +137,14 @@ export const shots: ServiceModule<ShotsRequest> = {
   retentionSeconds: (c) => c.retention.shots,
   errorCode(err) {
     if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/webhook') return 'bad_webhook';
     if (err.instancePath.startsWith('/viewports')) return 'bad_viewport';
     if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' ? 'bad_request' : 'unknown_browser';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
     const url = parseTargetUrl(body.url);
+    if (body.webhook !== undefined) parseWebhook(body.webhook);
     const vps = (body.viewports?.length ? body.viewports : [DEFAULT_VIEWPORT]).map(parseViewport);
     if (vps.length > VIEWPORT_LIMITS.max) throw new ApiError('bad_viewport', `at most ${VIEWPORT_LIMITS.max} viewports`);
     const viewports = [...new Map(vps.map((v) => [`${v.w}x${v.h}`, v])).values()];
@@ -138,10 +175,12 @@ export const shots: ServiceModule<ShotsRequest> = {
         }
       }
     }
-    return { target: hostOf(url), items: [...items.values()] };
+    const shotItems = [...items.values()];
+    return { target: hostOf(url), items: opts.compare ? [...shotItems, ...comparePairs(shotItems, p.comparePair, new Set(offers.filter((o) => o.mobile).map((o) => o.id)))] : shotItems };
   },
   /** The target resolves to public addresses and accepts a connection (blocked_address, unreachable). */
   async precheck(body, _plan, { config }) {
     await precheckTarget(body.url, config);
+    if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

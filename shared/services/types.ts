@@ -14,6 +14,8 @@ export interface PlanItem {
   oneTime?: boolean;
   /** Absent for results that need no work (the labs dataset fee): done at once. */
   task?: { subject: string; params: Record<string, unknown> };
+  /** Keys of the items this one is made from: its task waits until they are done (shots compare). */
+  after?: string[];
 }
 
 export interface Plan {

@@ -3,6 +3,7 @@ import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
+import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
@@ -10,6 +11,7 @@ export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 export const WebsiteproBody = T.Object({
   url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
   outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), { minItems: 1, maxItems: 5, description: 'Outputs to produce; duplicates count once.' }),
+  webhook: T.Optional(WebhookField),
 }, { $id: 'WebsiteproBody', additionalProperties: false });
 export type WebsiteproRequest = Static<typeof WebsiteproBody>;
 
@@ -24,10 +26,12 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs') return 'no_output';
     if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
     if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
   async plan(body, { config }) {
     const url = parseTargetUrl(body.url);
+    if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
     return {
@@ -42,5 +46,6 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   // blocked_address / unreachable before any charge; the worker checks every hop again
   async precheck(body, _plan, { config }) {
     await precheckTarget(body.url, config);
+    if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

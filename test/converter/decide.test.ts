@@ -21,9 +21,9 @@ t.test('needsJavaScript', async (t) => {
 
 t.test('convert asks for JavaScript only on the first pass', async (t) => {
   const input = { body: Buffer.from(SPA_SHELL), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['markdown' as const] };
-  t.match(convert({ ...input, detectJs: true }), { needsJavaScript: true });
-  t.match(convert({ ...input, detectJs: false }), { outputs: { markdown: { ok: true } } });
-  t.match(convert({ ...input, detectJs: true, rendered: true }), { outputs: { markdown: { ok: true } } });
+  t.match(await convert({ ...input, detectJs: true }), { needsJavaScript: true });
+  t.match(await convert({ ...input, detectJs: false }), { outputs: { markdown: { ok: true } } });
+  t.match(await convert({ ...input, detectJs: true, rendered: true }), { outputs: { markdown: { ok: true } } });
 });
 
 t.test('decodeBody', async (t) => {
@@ -54,7 +54,7 @@ t.test('sanitised html keeps no active content', async (t) => {
     <object data="x.swf"></object><embed src="x.swf"><iframe srcdoc="<script>alert(1)</script>"></iframe><form><input></form>
     <div style="background:url(javascript:alert(1))">styled</div><a href="/ok" onmouseover="alert(1)">ok</a><img src="https://www.google-analytics.com/collect?x=1" alt="">
     <meta http-equiv="refresh" content="0;url=javascript:alert(1)"><base href="javascript:alert(1)//"><details open ontoggle="alert(1)">d</details></p></article></body></html>`;
-  const r = convert({ body: Buffer.from(nasty), contentType: 'text/html', status: 200, url: 'http://a.example/p', finalUrl: 'http://a.example/p', redirects: [], rendered: false, outputs: ['html'] });
+  const r = await convert({ body: Buffer.from(nasty), contentType: 'text/html', status: 200, url: 'http://a.example/p', finalUrl: 'http://a.example/p', redirects: [], rendered: false, outputs: ['html'] });
   const h = 'outputs' in r && r.outputs.html?.ok ? r.outputs.html.data : '';
   t.ok(h.length > 100);
   for (const bad of [/javascript/i, /vbscript/i, /data:text/i, /\son[a-z]+=/i, /<script/i, /<svg/i, /<math/i, /<object/i, /<embed/i, /<iframe/i, /<form/i, /<input/i, /style=/i, /google-analytics/, /http-equiv/i, /<base/i]) t.notMatch(h, bad, String(bad));
@@ -64,7 +64,7 @@ t.test('sanitised html keeps no active content', async (t) => {
 
 t.test('html keeps a code block language and no other class', async (t) => {
   const page = `<html><head><title>C</title></head><body><div class="wrap"><p class="lead">${'Some text long enough to count as content for the detector here. '.repeat(8)}</p><pre><code class="language-ts hljs">const x: number = 1;</code></pre></div></body></html>`;
-  const r = convert({ body: Buffer.from(page), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['html', 'markdown'] });
+  const r = await convert({ body: Buffer.from(page), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['html', 'markdown'] });
   const out = 'outputs' in r ? r.outputs : {};
   const h = out.html?.ok ? out.html.data : '';
   t.match(h, '<code class="language-ts">');

@@ -16,6 +16,11 @@ export async function startConverter(t: Tap, overrides: Record<string, unknown> 
   const nats: TestNats = await startTestNats(t, overrides);
   const actor = await start({ nc: nats.nc, config: nats.config, log: testLog(), instanceId: 'conv-test' });
   t.teardown(() => actor.stop());
+  return { ...nats, ...(await jobRunner(nats)) };
+}
+
+/** The supervisor's part only: publish a job's tasks and collect its outcomes (the actor may run elsewhere). */
+export async function jobRunner(nats: TestNats) {
   const js = jetstream(nats.nc);
   const store = await new Objm(nats.nc).open(OBJECT_STORES.results);
 
@@ -48,5 +53,5 @@ export async function startConverter(t: Tap, overrides: Record<string, unknown> 
     const b = await store.getBlob(o.file.name);
     return Buffer.from(b!).toString('utf8');
   }
-  return { ...nats, runJob, read, store };
+  return { runJob, read, store };
 }

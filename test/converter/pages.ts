@@ -24,7 +24,7 @@ export const ARTICLE = `<!doctype html>
 <meta name="twitter:site" content="@coastal">
 <link rel="canonical" href="/blog/tides">
 <link rel="icon" href="/static/icon.png">
-<script type="application/ld+json">{"@context":"https://schema.org","@type":"Article","headline":"Tides","author":{"@type":"Person","name":"Ada Lovelace"},"datePublished":"2024-03-01T08:00:00Z"}</script>
+<script type="application/ld+json">{"@context":"https://schema.org","@type":"Article","headline":"Tides of the North Sea","author":{"@type":"Person","name":"Ada Lovelace"},"datePublished":"2024-03-01T08:00:00Z"}</script>
 <script>window.tracking = 1</script>
 </head>
 <body>

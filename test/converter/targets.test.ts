@@ -85,7 +85,7 @@ t.test('converter against many targets', async (t) => {
     t.match(JSON.parse(await c.read(img.metadata!)), { contentType: 'image/png', image: s.url('/pixel.png'), bytes: png.length });
     for (const k of ['markdown', 'text', 'html']) t.match(img[k], { kind: 'failed', error: 'unsupported_content' }, `image has no ${k}`);
     const pdf = await c.runJob(s.url('/doc.pdf'), ['metadata', 'text', 'pdf']);
-    t.match(pdf.text, { kind: 'failed', error: 'unsupported_content' });
+    t.match(pdf.text, { kind: 'failed', error: 'conversion_failed', message: /PDF could not be read/ }, 'a PDF that does not parse has no text');
     t.match(pdf.metadata, { kind: 'done' });
     t.match(pdf.pdf, { kind: 'done', file: { contentType: 'application/pdf' } }, 'a PDF target is its own pdf result');
     t.equal(await c.read(pdf.pdf!), '%PDF-1.4\n%%EOF\n');

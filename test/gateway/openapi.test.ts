@@ -15,6 +15,8 @@ t.test('/openapi.json is a valid OpenAPI 3.1 document covering the spec', async 
     ['get', '/v1'], ['get', '/v1/pricing'], ['get', '/v1/services'], ['get', '/v1/services/{service}'], ['get', '/openapi.json'],
     ...['websitepro', 'shots', 'labs'].flatMap((s) => [['post', `/v1/${s}/quote`], ['post', `/v1/${s}/jobs`]]),
     ['get', '/v1/jobs'], ['get', '/v1/jobs/{id}'], ['get', '/v1/jobs/{id}/results/{key}'], ['get', '/v1/jobs/{id}/zip'],
+    // issue 18: the job's event stream
+    ['get', '/v1/jobs/{id}/events'],
     ['get', '/v1/balance'], ['get', '/v1/transactions'], ['post', '/v1/topups'], ['get', '/v1/topups/{id}'],
   ];
   for (const [m, p] of spec) t.ok(doc.paths[p!]?.[m!], `${m!.toUpperCase()} ${p}`);
@@ -25,6 +27,11 @@ t.test('/openapi.json is a valid OpenAPI 3.1 document covering the spec', async 
     t.same(op.security, isPublic ? [] : [{ bearer: [] }], `${p} security`);
     if (!isPublic) t.ok(op.responses['401'], `${p} documents 401`);
   }
+  const events = doc.paths['/v1/jobs/{id}/events'].get;
+  t.ok(events.responses['200'].content['text/event-stream'], 'events: text/event-stream');
+  t.ok(events.parameters.some((p: any) => p.in === 'header' && p.name === 'Last-Event-ID'), 'events: Last-Event-ID documented');
+  t.equal(doc.components.schemas.ShotsBody.properties.options.properties.compare.type, 'boolean', 'shots options.compare documented');
+  for (const b of ['WebsiteproBody', 'ShotsBody', 'LabsBody']) t.equal(doc.components.schemas[b].properties.webhook.type, 'string', `${b} webhook documented`);
   const create = doc.paths['/v1/shots/jobs'].post;
   for (const status of ['201', '400', '401', '402', '429', '503']) t.ok(create.responses[status], `shots jobs ${status}`);
   t.match(create.responses['400'].description, /unknown_browser/);

@@ -46,7 +46,9 @@ function deepMerge(a: Record<string, any>, b: Record<string, any>): Record<strin
 }
 
 export async function startTestNats(t: Tap, overrides: Record<string, unknown> = {}): Promise<TestNats> {
-  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1 });
+  // the server honours nats.syncInterval as main.ts does (default always: fsync before every ack)
+  const syncInterval = (overrides.nats as { syncInterval?: string } | undefined)?.syncInterval;
+  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, ...(syncInterval ? { syncInterval } : {}) });
   const config = testConfig(overrides, server.url);
   const conns: NatsConnection[] = [];
   const connect = async (name = 'test') => {

@@ -10,7 +10,7 @@ import { BUCKETS, OBJECT_STORES, subjects } from '../../shared/names.ts';
 import { objectName, taskMsgId, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { start } from '../../actors/relay-prober/index.ts';
-import { verifyWebhook, WEBHOOK_HEADERS } from '../../actors/relay-prober/webhook.ts';
+import { verifyWebhook, WEBHOOK_HEADERS } from '../../shared/webhook.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { makeCerts } from './fixtures/certs.ts';
 import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';

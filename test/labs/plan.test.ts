@@ -8,7 +8,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { labs, parseRelayUrl } from '../../shared/services/labs.ts';
 import { labsCatalogue } from '../../actors/relay-prober/index.ts';
-import { keyFromSeed } from '../../actors/relay-prober/webhook.ts';
+import { keyFromSeed } from '../../shared/webhook.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 
 const relay = await startMiniRelay({});

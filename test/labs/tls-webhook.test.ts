@@ -5,7 +5,7 @@ import { makeCerts } from './fixtures/certs.ts';
 import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { probe, fastConfig } from './fixtures/probe.ts';
-import { deliverWebhook, keyFromSeed, loadWebhookKey, verifyWebhook, WEBHOOK_HEADERS } from '../../actors/relay-prober/webhook.ts';
+import { deliverWebhook, keyFromSeed, loadWebhookKey, verifyWebhook, WEBHOOK_HEADERS } from '../../shared/webhook.ts';
 
 const certs = makeCerts(30);
 t.teardown(() => certs.cleanup());
@@ -50,6 +50,10 @@ t.test('webhook: retried after a 503, signature verifies', async (t) => {
   t.ok(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body, h(WEBHOOK_HEADERS.signature)), 'signature verifies');
   t.notOk(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body.replace('quick', 'quack'), h(WEBHOOK_HEADERS.signature)), 'a changed body does not verify');
   t.equal(JSON.parse(last.body).jobId, 'j1');
+  // receivers written before every service had webhooks read the X-Labs-* names: still sent, same values
+  for (const [name, legacy] of [[WEBHOOK_HEADERS.signature, 'X-Labs-Signature'], [WEBHOOK_HEADERS.timestamp, 'X-Labs-Timestamp'], [WEBHOOK_HEADERS.publicKey, 'X-Labs-Key'], [WEBHOOK_HEADERS.delivery, 'X-Labs-Delivery'], [WEBHOOK_HEADERS.attempt, 'X-Labs-Attempt']]) {
+    t.equal(h(legacy!), h(name!), `${legacy} carries ${name}`);
+  }
 });
 
 t.test('webhook: gives up after the configured retries', async (t) => {

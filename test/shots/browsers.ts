@@ -1,6 +1,6 @@
 // A real browser for a test file, launched once and closed at teardown, and one-call captures.
 import { launcherFor } from '../../actors/browser-pool/launchers/registry.ts';
-import { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
+import { ManagedBrowser, PageTimeout } from '../../actors/browser-pool/pool.ts';
 import { captureShot, type Shot, type ShotParams } from '../../actors/browser-pool/capture.ts';
 import type { Scheme } from '../../actors/browser-pool/launchers/types.ts';
 import { testLog } from '../helpers/nats.ts';
@@ -39,7 +39,19 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
         scheme: p.scheme ?? 'light',
         options: { fullPage: false, retina: false, hideCookieBanner: false, delay: 0, ...(p.options ?? {}) },
       };
-      return managed(params.scheme).withContext(timeoutMs, (ctx) => captureShot(ctx, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, progress: async () => {} }));
+      return managed(params.scheme).withPage(timeoutMs, (page) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, progress: async () => {} }));
     },
   };
+}
+
+/** The failure a shot ended in (`{error, message}`, as the actor reports it), or null when it delivered. */
+export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string } | null> {
+  return p.then(() => null, (e: unknown) => (e instanceof PageTimeout ? { error: 'timeout', message: e.message } : e as { error: string; message: string }));
+}
+
+/** Milliseconds `fn` took, with its result. */
+export async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
+  const t0 = Date.now();
+  const r = await fn();
+  return [r, Date.now() - t0];
 }

@@ -1,7 +1,9 @@
 // Local fixture pages for the browser tests, served by node:http on 127.0.0.1.
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
+import { HOSTILE_PAGES, hostileRoute } from './hostile-fixtures.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
@@ -33,6 +35,7 @@ export const PAGES: Record<string, string> = {
   '/blank': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(10,20,30)}</style></head><body></body></html>',
   '/js': '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
   '/slow': '<!doctype html><html><body>slow</body></html>',
+  ...HOSTILE_PAGES,
 };
 
 export interface Fixtures {
@@ -66,6 +69,7 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
       setTimeout(() => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(PAGES['/slow']); }, Number(u.searchParams.get('ms') ?? 60000)).unref();
       return;
     }
+    if (hostileRoute(u, req, res)) return;
     const img = pngs![u.pathname];
     if (img) {
       res.writeHead(200, { 'content-type': 'image/png', 'cache-control': 'no-store' });
@@ -81,9 +85,21 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     res.end(page);
   });
+  // WebSocket upgrades are accepted and then held open: a page with an open socket never idles
+  const upgraded = new Set<import('node:stream').Duplex>();
+  server.on('upgrade', (req, socket) => {
+    upgraded.add(socket);
+    socket.on('close', () => upgraded.delete(socket));
+    const key = String(req.headers['sec-websocket-key'] ?? '');
+    const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    hits.set('/ws', (hits.get('/ws') ?? 0) + 1);
+    socket.on('error', () => {});
+  });
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  // upgraded sockets no longer belong to the server: closeAllConnections does not see them
+  t.teardown(() => new Promise<void>((r) => { upgraded.forEach((s) => s.destroy()); server.closeAllConnections(); server.close(() => r()); }));
   return { url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server };
 }
 

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
-import type { Launcher, LaunchOptions } from './types.ts';
+import { PAGE_HEAP_MB, type Launcher, type LaunchOptions } from './types.ts';
 
 export const DEBIAN_FIREFOX = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
 
@@ -40,6 +40,10 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
     'network.trr.mode': 5,
     'browser.safebrowsing.malware.enabled': false,
     'browser.safebrowsing.phishing.enabled': false,
+    // puppeteer allows windows opened while a page loads; a real Firefox blocks them
+    'dom.disable_open_during_load': true,
+    // script heap per page (MB): a page allocating without end gets out-of-memory errors
+    'javascript.options.mem.max': PAGE_HEAP_MB,
   };
   if (opts.proxy) {
     const i = opts.proxy.lastIndexOf(':');

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
-import { CHROMIUM_BASE_FLAGS, chromiumProxyFlags, type Launcher } from './types.ts';
+import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, type Launcher } from './types.ts';
 
 interface SparticuzModule {
   args: string[];
@@ -76,8 +76,9 @@ export function sparticuzChromium(configId: string): Launcher {
         headless: 'shell',
         args: [...new Set([...sparticuzFlags(m.args), ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
         defaultViewport: null,
-      // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
-      pipe: true,
+        ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
+        // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
+        pipe: true,
         handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
       });
     },

@@ -46,8 +46,17 @@ export function majorVersion(versionString: string): string {
   return m[1]!;
 }
 
-/** Flags every Chromium gets: headless, no sandbox (container), nothing phoning home. */
+/** Script heap of one page (MB): a page that allocates without end dies at this size, not the machine. */
+export const PAGE_HEAP_MB = 1024;
+
+/**
+ * Flags every Chromium gets: headless, no sandbox (container), nothing phoning home, a script
+ * heap limit per renderer. Puppeteer's default `--disable-popup-blocking` is removed by the
+ * launchers (CHROMIUM_IGNORED_DEFAULTS): with the browser's own blocker a page cannot open
+ * windows without a user gesture, and we never give one.
+ */
 export const CHROMIUM_BASE_FLAGS = [
+  `--js-flags=--max-old-space-size=${PAGE_HEAP_MB}`,
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
@@ -63,6 +72,8 @@ export const CHROMIUM_BASE_FLAGS = [
   '--password-store=basic',
   '--use-mock-keychain',
 ];
+
+export const CHROMIUM_IGNORED_DEFAULTS = ['--disable-popup-blocking'];
 
 /**
  * Proxy flags: every request through the guard proxy, loopback included (`<-loopback>` removes

@@ -85,6 +85,12 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
       if (r.inv.state === 'paid') return { state: 'paid', paidMsat: r.inv.msat };
       return { state: Date.now() >= r.inv.expiresAt ? 'expired' : 'open' };
     },
+    async *listPaid() {
+      for await (const hash of await kv.keys()) {
+        const r = await read(hash).catch(() => null);
+        if (r?.inv.state === 'paid') yield { paymentHash: r.inv.paymentHash, paidMsat: r.inv.msat };
+      }
+    },
     subscribe(onSettled) {
       let stopped = false;
       let iter: QueuedIterator<KvWatchEntry> | undefined;

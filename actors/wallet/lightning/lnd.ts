@@ -2,8 +2,12 @@
 //   POST /v1/invoices {value, memo, expiry}       -> {r_hash (base64), payment_request, add_index}
 //   GET  /v1/invoice/{r_hash_hex}                 -> {state: OPEN|SETTLED|CANCELED|ACCEPTED, amt_paid_msat, ...}
 //   GET  /v1/invoices/subscribe                   -> newline-delimited {"result": Invoice} as invoices change
+//   GET  /v1/invoices?index_offset=N&num_max_invoices=M&reversed=false
+//                                                 -> {invoices: [Invoice], last_index_offset} (forward pages by add_index)
 import { httpClient } from './http.ts';
 import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceStatus } from './types.ts';
+
+const LIST_PAGE = 500;
 
 interface LndInvoice { r_hash?: string; payment_request?: string; state?: string; amt_paid_msat?: string; settled?: boolean }
 
@@ -27,6 +31,17 @@ export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBack
         case 'CANCELED': return { state: 'failed', reason: 'canceled by the node' };
         case 'OPEN': case 'ACCEPTED': return { state: 'open' };
         default: throw new LightningError(`lnd: unknown invoice state ${String(r.state)}`);
+      }
+    },
+    async *listPaid() {
+      let offset = '0';
+      for (;;) {
+        const r = await http.json<{ invoices?: LndInvoice[]; last_index_offset?: string }>('GET', `/v1/invoices?index_offset=${offset}&num_max_invoices=${LIST_PAGE}&reversed=false`);
+        const list = r.invoices ?? [];
+        for (const inv of list) if (inv.state === 'SETTLED' && inv.r_hash) yield { paymentHash: hashHex(inv.r_hash), paidMsat: Number(inv.amt_paid_msat ?? 0) };
+        // an empty page, or one that does not move the offset on, is the end
+        if (!list.length || !r.last_index_offset || r.last_index_offset === offset) return;
+        offset = r.last_index_offset;
       }
     },
     subscribe(onSettled) {

@@ -21,10 +21,19 @@ export interface InvoiceStatus {
   reason?: string;
 }
 
+/** An invoice the node says was paid (reconciliation, actors/wallet/reconcile.ts). */
+export interface PaidInvoice {
+  /** hex */
+  paymentHash: string;
+  paidMsat?: number;
+}
+
 export interface InvoiceBackend {
   readonly name: string;
   createInvoice(sats: number, description: string, expirySeconds: number): Promise<CreatedInvoice>;
   lookupInvoice(paymentHash: string): Promise<InvoiceStatus>;
+  /** Every paid invoice the node knows (of this wallet/key), page by page: the node's record of money received. */
+  listPaid(): AsyncIterable<PaidInvoice>;
   /** Where the backend can push settlements: calls onSettled(paymentHash) (possibly more than once per invoice). */
   subscribe?(onSettled: (paymentHash: string) => void): { stop(): void };
   /** dev only: the operator's "this invoice was paid". */

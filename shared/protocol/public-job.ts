@@ -1,6 +1,6 @@
 // The one mapping from the stored JobRecord to the public Job document of spec 2.1 / 2.2.
-import type { JobRecord, ResultRecord } from '../../shared/protocol/jobs.ts';
-import type { JobDoc, ResultDoc } from '../schemas.ts';
+import type { JobRecord, ResultRecord } from './jobs.ts';
+import type { JobDoc, ResultDoc } from '../schemas/api.ts';
 
 export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
 
@@ -47,5 +47,9 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
   };
   if (job.error) out.error = job.error;
   if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
+  if (job.webhook) {
+    const w = job.webhook;
+    out.webhook = { url: w.url, state: w.state, tries: w.tries, attempts: w.attempts, ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}) };
+  }
   return out;
 }

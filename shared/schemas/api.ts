@@ -1,7 +1,7 @@
 // TypeBox schemas of the API's documents (spec section 2). The gateway validates with them (Ajv),
 // TypeScript types come from them, and /openapi.json is generated from them.
 import { Type as T, type Static, type TSchema } from '@sinclair/typebox';
-import { ERROR_CODES } from '../shared/errors.ts';
+import { ERROR_CODES } from '../errors.ts';
 
 const Ms = (description: string) => T.Integer({ description: `${description} (Unix time, ms)` });
 
@@ -43,6 +43,17 @@ export const Job = T.Object({
   finishedAt: T.Optional(Ms('Finished')),
   expiresAt: Ms('Results are deleted after this'),
   results: T.Array(T.Ref('Result')),
+  webhook: T.Optional(T.Object({
+    url: T.String(),
+    state: T.Union([T.Literal('waiting'), T.Literal('pending'), T.Literal('delivered'), T.Literal('failed')], { description: 'waiting: the job runs; pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, or a refused address.' }),
+    tries: T.Integer({ description: 'Attempts made so far.' }),
+    attempts: T.Array(T.Object({
+      at: Ms('Attempt started'),
+      status: T.Union([T.Integer(), T.Null()], { description: 'HTTP status of the receiver; null when none came.' }),
+      error: T.Optional(T.String()),
+    }), { description: 'The last attempts, oldest first.' }),
+    nextAttemptAt: T.Optional(Ms('Next retry')),
+  }, { description: 'websitepro and shots: the delivery of the job\'s webhook (docs/webhooks.md).' })),
 }, { $id: 'Job', additionalProperties: true });
 
 export const QuoteItem = T.Object({ key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) }, { additionalProperties: true });

@@ -1,0 +1,278 @@
+// Opening a page of the real web so that it always ends, in a bounded time, in a page to capture
+// or a named failure: dialogs are answered, popups closed, downloads and types a browser cannot
+// show refused at once, a crashed renderer noticed, and "loaded" decided by a documented settle
+// rule instead of waiting for a network idle that some pages never reach. Shared by shots and by
+// websitepro's PDF / rendered-HTML endpoints. The rule is described in docs/shots.md.
+import type { HTTPRequest, HTTPResponse, Page } from 'puppeteer-core';
+import { TaskFailure } from '../../shared/protocol/jobs.ts';
+import type { PhaseTimes } from './pool.ts';
+
+/** The settle rule (docs/shots.md, "When a page counts as loaded"). */
+export const SETTLE = {
+  /** After DOMContentLoaded, the longest wait for the load event: an endless video, frame or
+   *  image never fires it, and such a page is captured as it is. */
+  loadCapMs: 6_000,
+  /** Web fonts still loading at the load event: waited for this long at most. */
+  fontsCapMs: 3_000,
+  /** Network counted as settled after this long with no request in flight (counted from the
+   *  last request that started or ended, not from the load event)... */
+  quietMs: 200,
+  /** ...or after this long anyway: long polls, open sockets and fetch loops never go quiet. */
+  quietCapMs: 2_000,
+  /** A `<meta http-equiv=refresh>` this soon (seconds) is followed before the capture. */
+  metaRefreshMaxSec: 5,
+  /** Documents (redirects by script or meta refresh) followed after the first one. */
+  maxHops: 5,
+  /** A main thread that runs no script of ours for this long past the load cap is stuck. */
+  stuckMs: 3_000,
+};
+
+export interface DismissedDialog {
+  type: string;
+  message: string;
+}
+
+/** What the page did that the result reports (`extra`). */
+export interface PageReport {
+  /** Dialogs (alert, confirm, prompt, beforeunload) answered automatically, in order. */
+  dialogs?: DismissedDialog[];
+  /** Popup windows the page managed to open; each was closed at once. */
+  popupsClosed?: number;
+  /** The load event had not fired when the load cap ran out. */
+  loadCapped?: boolean;
+  /** Documents followed after the first (meta refresh, script redirects). */
+  hops?: number;
+}
+
+const RENDERABLE = /^(text\/|image\/|video\/|audio\/|application\/(xhtml\+xml|xml|json|javascript|ecmascript|pdf|[\w.+-]+\+(xml|json)))/i;
+
+/** Why a main-document answer cannot become a picture, or null when it can. */
+export function unrenderable(headers: Record<string, string>): string | null {
+  const disposition = headers['content-disposition'] ?? '';
+  if (/^\s*attachment/i.test(disposition)) return `the URL answers with a download (Content-Disposition: ${disposition.slice(0, 100)}), not a page`;
+  const type = (headers['content-type'] ?? '').split(';')[0]!.trim();
+  if (type && !RENDERABLE.test(type)) return `the URL answers with ${type}, which a browser does not display`;
+  return null;
+}
+
+const cut = (s: string) => s.split('\n')[0]!.slice(0, 300);
+
+/**
+ * Listens to one page from before its navigation to the capture: answers dialogs, closes popups,
+ * and turns a download answer, a guard refusal or a renderer crash into a failure that `race()`
+ * throws at once instead of letting the navigation wait for its timeout.
+ */
+export class PageWatch {
+  readonly report: Required<Pick<PageReport, 'dialogs'>> & PageReport = { dialogs: [] };
+  /** Main-frame document requests so far (the first navigation included). */
+  documents = 0;
+  /** The latest main-frame document answer. */
+  mainResponse: HTTPResponse | null = null;
+  /** Requests in flight, and when the network last started or ended one (ms). */
+  private inflight = new Set<HTTPRequest>();
+  private lastActivity = Date.now();
+  failure?: TaskFailure;
+  private fail!: (f: TaskFailure) => void;
+  private readonly failed: Promise<never>;
+
+  constructor(private readonly page: Page) {
+    this.failed = new Promise<never>((_, reject) => {
+      this.fail = (f) => {
+        this.failure ??= f;
+        reject(this.failure);
+      };
+    });
+    this.failed.catch(() => {});
+    page.on('dialog', (d) => {
+      const type = d.type();
+      this.report.dialogs.push({ type, message: d.message().slice(0, 200) });
+      // leaving is what the page's own redirect wants; every other dialog gets "cancel"
+      void (type === 'beforeunload' ? d.accept() : d.dismiss()).catch(() => {});
+    });
+    page.on('popup', (p) => {
+      this.report.popupsClosed = (this.report.popupsClosed ?? 0) + 1;
+      void p?.close().catch(() => {});
+    });
+    page.on('request', (r: HTTPRequest) => {
+      if (r.isNavigationRequest() && r.frame() === page.mainFrame()) this.documents++;
+      this.inflight.add(r);
+      this.lastActivity = Date.now();
+    });
+    const ended = (r: HTTPRequest) => {
+      this.inflight.delete(r);
+      this.lastActivity = Date.now();
+    };
+    page.on('requestfinished', ended);
+    page.on('requestfailed', ended);
+    page.on('response', (r: HTTPResponse) => {
+      if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
+      this.mainResponse = r;
+      const h = r.headers();
+      // the guard proxy answers a plain-http request it refuses itself, with this header
+      const guard = h['x-guard-error'];
+      if (guard === 'blocked_address') this.fail(new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address'));
+      else if (guard) this.fail(new TaskFailure('unreachable', `${r.url()} could not be reached (${guard})`));
+      const why = unrenderable(h);
+      if (why && r.status() < 300) this.fail(new TaskFailure('render_failed', why));
+    });
+    // Chromium: the renderer died (out of memory, a crash); Firefox reports no such event, its
+    // pages fail by the script heap limit instead (launchers/firefox.ts)
+    page.on('error', (e: Error) => this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)));
+  }
+
+  /**
+   * Until no request has been in flight for `quietMs`, counted from the network's last activity
+   * (so time already spent waiting for the load event counts), or `capMs` at most.
+   */
+  async quiet(quietMs: number, capMs: number): Promise<void> {
+    const until = Date.now() + capMs;
+    for (;;) {
+      const idleFor = this.inflight.size ? 0 : Date.now() - this.lastActivity;
+      if (idleFor >= quietMs || Date.now() >= until) return;
+      await sleep(Math.max(10, Math.min(until - Date.now(), this.inflight.size ? 50 : quietMs - idleFor)));
+    }
+  }
+
+  /** `p`, or the page's failure if that comes first. */
+  race<T>(p: Promise<T>): Promise<T> {
+    return Promise.race([p, this.failed]);
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface LoadState {
+  loaded: boolean;
+  refresh: number | null;
+}
+
+/**
+ * In the page: the load event (capped), fonts (capped), and a pending meta refresh. Sent as text:
+ * a function would be compiled by the TypeScript loader, which may wrap inner functions in a
+ * `__name()` helper that does not exist in the page.
+ */
+const WAIT_LOAD = `(async (loadCap, fontsCap) => {
+  const capped = (p, ms) => Promise.race([p, new Promise((r) => setTimeout(() => r('cap'), ms))]);
+  const loaded = document.readyState === 'complete'
+    || (await capped(new Promise((r) => addEventListener('load', () => r('load'), { once: true })), loadCap)) !== 'cap';
+  if (document.fonts && document.fonts.status !== 'loaded') await capped(document.fonts.ready, fontsCap);
+  const meta = document.querySelector('meta[http-equiv="refresh" i]');
+  const refresh = meta ? Number.parseFloat(meta.content) : Number.NaN;
+  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null };
+})`;
+
+async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Promise<LoadState> {
+  return page.evaluate(`${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`) as Promise<LoadState>;
+}
+
+/** The page's document went away under a script of ours: it navigated by itself. */
+const MOVED = /context was destroyed|navigat|detached|Cannot find context|No realm|DiscardedBrowsingContext|no such frame/i;
+
+/**
+ * Puppeteer's `domcontentloaded` over CDP also waits for every child frame's, so a frame that
+ * never finishes would hold the navigation until its timeout. The main document alone decides:
+ * once its answer arrived, its readyState is polled.
+ */
+async function mainDocumentParsed(page: Page, watch: PageWatch, done: () => boolean): Promise<HTTPResponse | null> {
+  for (;;) {
+    await sleep(250);
+    if (done()) return new Promise<never>(() => {});
+    if (!watch.mainResponse) continue;
+    const state = await Promise.race([
+      page.evaluate(() => (location.href === 'about:blank' ? 'loading' : document.readyState)).catch(() => 'loading'),
+      sleep(1000).then(() => 'loading'),
+    ]);
+    if (state !== 'loading' && !done()) return watch.mainResponse;
+  }
+}
+
+export interface OpenOptions {
+  /** Absolute time (ms) by which the page must be settled. */
+  deadline: number;
+  /** From the guard proxy: whether it refused a non-public address since `t`. */
+  blockedSince?(t: number): boolean;
+  times?: PhaseTimes;
+}
+
+/**
+ * Navigate and settle (the rule in SETTLE): DOMContentLoaded within the page's time, else
+ * `timeout`; then the load event (capped), fonts (capped), documents the page moves on to (meta
+ * refresh, script redirects; each through the guard proxy), and a quiet network (capped).
+ * Returns the main document's answer.
+ */
+export async function openPage(page: Page, watch: PageWatch, url: string, opts: OpenOptions): Promise<HTTPResponse | null> {
+  const t0 = Date.now();
+  const left = () => Math.max(500, opts.deadline - Date.now());
+  let resp: HTTPResponse | null;
+  const tNav = performance.now();
+  const navigation = page.goto(url, { waitUntil: 'domcontentloaded', timeout: left() });
+  let parsed = false;
+  try {
+    resp = await watch.race(Promise.race([navigation, mainDocumentParsed(page, watch, () => parsed)]));
+  } catch (e) {
+    if (e instanceof TaskFailure) throw e;
+    // a download aborts the navigation a moment before or after its answer is seen
+    if (!watch.failure) await sleep(100);
+    if (watch.failure) throw watch.failure;
+    throw navigationFailure(e, opts.blockedSince?.(t0));
+  } finally {
+    parsed = true;
+    navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
+    opts.times?.add('navigation (to DOMContentLoaded)', performance.now() - tNav);
+  }
+  const tSettle = performance.now();
+  for (let hop = 0; ; hop++) {
+    const before = watch.documents;
+    let state: LoadState | 'stuck' | 'moved';
+    try {
+      const loadCap = Math.min(SETTLE.loadCapMs, left());
+      state = await watch.race(Promise.race([
+        waitLoad(page, loadCap, Math.min(SETTLE.fontsCapMs, left())),
+        sleep(loadCap + SETTLE.fontsCapMs + SETTLE.stuckMs).then(() => 'stuck' as const),
+      ]));
+
+    } catch (e) {
+      if (e instanceof TaskFailure) throw e;
+      if (!MOVED.test(String((e as Error)?.message))) throw new TaskFailure('render_failed', `the page could not be inspected: ${cut(String((e as Error)?.message ?? e))}`);
+      state = 'moved';
+    }
+    if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
+    if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
+    if (state !== 'moved' && state.refresh !== null && state.refresh <= SETTLE.metaRefreshMaxSec && hop < SETTLE.maxHops) {
+      await watch.race(page.waitForNavigation({ waitUntil: 'domcontentloaded', timeout: Math.min(left(), state.refresh * 1000 + 5000) })).catch((e: unknown) => {
+        if (e instanceof TaskFailure) throw e;
+      });
+    } else {
+      await watch.race(watch.quiet(SETTLE.quietMs, Math.min(SETTLE.quietCapMs, left())));
+    }
+    if (watch.documents === before && state !== 'moved') break;
+    if (hop >= SETTLE.maxHops) break;
+    watch.report.hops = hop + 1;
+    // a hop refused by the guard over https leaves Chromium on its error page
+    if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url())) throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+  }
+  opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
+  if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
+  return resp;
+}
+
+const BLOCKED = () => new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+
+/**
+ * Browser error text of a failed navigation → the result's error code. `unreachable` only when
+ * the target could not be reached (name, connection, TLS, the guard proxy's upstream); `timeout`
+ * when it answered too slowly; `render_failed` for everything else (a download, an aborted
+ * navigation). The guard proxy answers a refused CONNECT with 403 (blocked) or 502 (unreachable);
+ * Firefox tells them apart, Chromium does not, so for a failed tunnel `blocked` says whether the
+ * proxy refused an address meanwhile.
+ */
+export function navigationFailure(e: unknown, blocked = false): TaskFailure {
+  const m = cut(String((e as Error)?.message ?? e));
+  if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED();
+  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED() : new TaskFailure('unreachable', m);
+  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET_(RESET|REFUSED|TIMEOUT|INTERRUPT)|NS_ERROR_OFFLINE|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|ERR_CERT|ERR_INTERNET_DISCONNECTED|ERR_TIMED_OUT|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m);
+  if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m);
+  if (/ERR_ABORTED|NS_BINDING_ABORTED|NS_ERROR_ABORT/i.test(m)) return new TaskFailure('render_failed', `the navigation was abandoned (${m}): a download, or a page that cancelled itself`);
+  if (/ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m)) return new TaskFailure('render_failed', `the page redirects in a loop (${m})`);
+  return new TaskFailure('render_failed', m);
+}

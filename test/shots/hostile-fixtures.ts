@@ -1,0 +1,101 @@
+// Fixture pages that behave like the real web at its worst: dialogs, popups, downloads, pages that
+// never go network-idle, endless scripts, memory hogs, redirects of every kind, very tall pages,
+// late fonts. Served by the fixture server in fixtures.ts.
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+const doc = (body: string, bg = 'rgb(255,255,255)', head = '') =>
+  `<!doctype html><html><head><meta charset="utf-8"><style>html,body{margin:0;height:100%;background:${bg}}</style>${head}</head><body>${body}</body></html>`;
+
+/** Colour of stripe k of /very-tall: unique per stripe, so a repeated tile shows. */
+export const stripeColour = (k: number): [number, number, number] => [k * 8, 40, 255 - k * 8];
+export const VERY_TALL_STRIPES = 30;
+
+const stripes = Array.from({ length: VERY_TALL_STRIPES }, (_, k) => `<div style="height:1000px;background:rgb(${stripeColour(k).join(',')})"></div>`).join('');
+
+export const HOSTILE_PAGES: Record<string, string> = {
+  '/dialog/load': doc('<p>after the alert</p>', 'rgb(0,160,0)', `<script>alert('hello from load')</script>`),
+  // alert, confirm and prompt while parsing, a beforeunload handler, and another alert after load
+  // that turns the page green once it is answered
+  '/dialog/all': doc('<p>dialogs</p>', 'rgb(200,0,0)', `<script>
+    alert('first');
+    window.answers = { confirm: confirm('sure?'), prompt: prompt('name?', 'default') };
+    addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'stay?'; });
+    addEventListener('load', () => setTimeout(() => {
+      alert('later');
+      document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
+    }, 300));
+  </script>`),
+  // a page that leaves for /plain once loaded, with a beforeunload handler in the way
+  '/dialog/beforeunload': doc('<p>leaving</p>', 'rgb(200,0,0)', `<script>
+    addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'stay?'; });
+  </script>`),
+  '/popup': doc('<a id="blank" href="/popup-target" target="_blank">new tab</a>', 'rgb(0,0,160)',
+    `<script>addEventListener('DOMContentLoaded', () => { window.open('/popup-alert?open'); document.getElementById('blank').click(); })</script>`),
+  '/popup-target': doc('<p>popup</p>', 'rgb(255,0,0)'),
+  '/popup-alert': doc('<p>popup</p>', 'rgb(255,0,0)', `<script>alert('from the popup')</script>`),
+  '/idle/longpoll': doc('<p>long poll</p>', 'rgb(0,128,128)', `<script>fetch('/hang').catch(() => {})</script>`),
+  '/idle/ws': doc('<p>web socket</p>', 'rgb(0,128,128)', `<script>window.sock = new WebSocket('ws://' + location.host + '/ws')</script>`),
+  '/idle/fetchloop': doc('<p>fetch loop</p>', 'rgb(0,128,128)', `<script>const tick = () => fetch('/tick?' + Math.random()).catch(() => {}).finally(() => setTimeout(tick, 100)); tick();</script>`),
+  '/idle/video': doc('<video autoplay muted loop src="/drip?type=video/webm" width="320" height="200"></video>', 'rgb(0,128,128)'),
+  // a frame that never finishes: the load event never fires
+  '/idle/frame': doc('<p>endless frame</p><iframe src="/drip?type=text/html" width="100" height="100"></iframe>', 'rgb(0,128,128)'),
+  '/loop/inline': doc('<p>never parsed</p>', 'rgb(0,0,0)', '<script>for (;;) {}</script>'),
+  '/loop/later': doc('<p>busy</p>', 'rgb(0,128,128)', `<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0))</script>`),
+  '/memory': doc('<p>hog</p>', 'rgb(0,128,128)', `<script>window.hog = []; for (;;) window.hog.push(new Array(1e6).fill(1.5));</script>`),
+  '/redirect/meta': doc('<p>refreshing</p>', 'rgb(200,0,0)', '<meta http-equiv="refresh" content="0;url=/plain">'),
+  '/redirect/js': doc('<p>moving</p>', 'rgb(200,0,0)', `<script>location.replace('/plain')</script>`),
+  '/pushstate': doc('<p>push state</p>', 'rgb(0,128,128)', `<script>let n = 0; setInterval(() => history.pushState({ n }, '', '/pushstate?n=' + n++), 5)</script>`),
+  '/very-tall': doc(stripes, 'rgb(255,255,255)'),
+  '/late-font': doc('<p id="t" style="font-family:Late;font-size:160px;line-height:1;margin:0">MMMM</p>', 'rgb(255,255,255)',
+    '<style>@font-face{font-family:Late;src:url(/font.ttf?ms=1500);font-display:block}</style>'),
+  '/self-dark': doc('<p>dark by itself</p>', 'canvas', '<meta name="color-scheme" content="dark">'),
+};
+
+let font: Buffer | undefined;
+
+/** Routes that are not plain pages; true when handled. */
+export function hostileRoute(u: URL, req: IncomingMessage, res: ServerResponse): boolean {
+  const timers: NodeJS.Timeout[] = [];
+  res.on('close', () => timers.forEach(clearInterval));
+  switch (u.pathname) {
+    case '/hang': // accepted, never answered
+      return true;
+    case '/tick':
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('tick');
+      return true;
+    case '/drip': // a body that never ends
+      res.writeHead(200, { 'content-type': u.searchParams.get('type') ?? 'application/octet-stream' });
+      timers.push(setInterval(() => res.write(Buffer.alloc(64, 1)), 200));
+      return true;
+    case '/attachment':
+      res.writeHead(200, { 'content-type': 'text/html', 'content-disposition': 'attachment; filename="page.html"' });
+      res.end(HOSTILE_PAGES['/dialog/load']);
+      return true;
+    case '/octet':
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      res.end(Buffer.alloc(4096, 7));
+      return true;
+    case '/zip':
+      res.writeHead(200, { 'content-type': 'application/zip' });
+      res.end(Buffer.from('PK\x05\x06' + '\0'.repeat(18), 'binary'));
+      return true;
+    case '/font.ttf': {
+      font ??= readFileSync('/usr/share/fonts/truetype/liberation/LiberationMono-Bold.ttf');
+      timers.push(setTimeout(() => { res.writeHead(200, { 'content-type': 'font/ttf' }); res.end(font); }, Number(u.searchParams.get('ms') ?? 0)));
+      return true;
+    }
+    case '/redirect/meta-to':
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(doc('<p>refreshing</p>', 'rgb(200,0,0)', `<meta http-equiv="refresh" content="0;url=${u.searchParams.get('to') ?? '/plain'}">`));
+      return true;
+    case '/redirect/js-to':
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(doc('<p>moving</p>', 'rgb(200,0,0)', `<script>location.replace(${JSON.stringify(u.searchParams.get('to') ?? '/plain')})</script>`));
+      return true;
+    default:
+      void req;
+      return false;
+  }
+}

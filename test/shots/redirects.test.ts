@@ -1,0 +1,34 @@
+import t from 'tap';
+import { startFixtures, pixel } from './fixtures.ts';
+import { testBrowser, timed } from './browsers.ts';
+
+// Redirects after load, pushState loops, late fonts, self-dark pages: pages that used to hold a shot until the page timeout (30 s here). Bounds asserted
+// generously for a loaded machine, each well short of that timeout.
+for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
+  t.test(`${id}: meta refresh and script redirects are followed; pushState loops do not hold the shot`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    for (const path of ['/redirect/meta', '/redirect/js']) {
+      const shot = await b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } });
+      t.equal(new URL(shot.extra.finalUrl!).pathname, '/plain', `${path} followed`);
+      t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${path}: the destination captured`);
+    }
+    const [shot, ms] = await timed(() => b.shoot(fx.url('/pushstate'), { viewport: { w: 400, h: 400 } }));
+    t.ok(ms < 15000, `pushState loop: took ${ms} ms`);
+    t.same(await pixel(shot.png, 5, 390), [0, 128, 128]);
+  });
+
+  t.test(`${id}: a late web font is waited for; a page that is dark by itself is captured dark`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    const shot = await b.shoot(fx.url('/late-font'), { viewport: { w: 800, h: 300 } });
+    t.equal(fx.hits.get('/font.ttf'), 1, 'the font was fetched');
+    // font-display: block hides the text until the font arrives (1.5 s after it is asked for)
+    let dark = 0;
+    for (let x = 10; x < 780; x += 7) if ((await pixel(shot.png, x, 80))[0] < 100) dark++;
+    t.ok(dark > 10, `text painted in the late font (${dark} dark samples)`);
+    const self = await b.shoot(fx.url('/self-dark'), { viewport: { w: 400, h: 400 }, scheme: 'light' });
+    const [r, g, bl] = await pixel(self.png, 5, 390);
+    t.ok(r < 60 && g < 60 && bl < 60, `dark canvas in a light browser: ${[r, g, bl]}`);
+  });
+}

@@ -57,6 +57,7 @@ async function stopsCleanly(t: Test, args: string[], signal: NodeJS.Signals, env
   t.ok(names.filter((n) => n === 'node').length >= expect.actors, `at least ${expect.actors} node process(es)`);
 
   const t0 = Date.now();
+  const outBefore = run.out().length;
   process.kill(-run.child.pid!, signal);
   while (stillAlive(procs).length && Date.now() - t0 < 15_000) await sleep(100);
   const ms = Date.now() - t0;
@@ -65,7 +66,8 @@ async function stopsCleanly(t: Test, args: string[], signal: NodeJS.Signals, env
   await Promise.race([run.closed, sleep(2000)]);
   t.match(run.out(), /stopped/, 'the service reports its stop');
   t.notMatch(run.out(), /left behind|did not finish|exiting anyway/, 'no stop step missed its deadline');
-  t.notMatch(run.out(), /heartbeats missed/, 'NATS stayed up until the actors had stopped');
+  // only what came after the signal: a loaded machine can miss a heartbeat at start-up too
+  t.notMatch(run.out().slice(outBefore), /heartbeats missed/, 'NATS stayed up until the actors had stopped');
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {

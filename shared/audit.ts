@@ -6,10 +6,12 @@
 // its credit and its status update, shows up as a violation until that step is done.
 import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
+import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, STREAMS, subjects } from './names.ts';
 import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wallet.ts';
-import type { JobRecord } from './protocol/jobs.ts';
+import { isFinished, type JobRecord } from './protocol/jobs.ts';
+import { datasetUsers, isDatasetFee } from './jobs/dataset.ts';
 
 export interface AuditEntry extends LedgerMessage {
   seq: number;
@@ -137,6 +139,35 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
     }
     for (const e of refunds) if (!job.results.some((r) => r.key === e.resultKey)) v.push(`job ${job.id}: refund entry ${e.seq} for unknown result ${e.resultKey}`);
   }
+  // The one-time dataset fee: kept by at most one job per wallet, and only by a job that delivered a
+  // result needing the dataset (shared/jobs/dataset.ts).
+  const keptFees = new Map<string, string[]>();
+  for (const job of jobs.values()) {
+    const fee = job?.results?.find(isDatasetFee);
+    if (!fee || fee.refunded) continue;
+    (keptFees.get(job.walletId) ?? keptFees.set(job.walletId, []).get(job.walletId)!).push(job.id);
+    if (isFinished(job) && !datasetUsers(job).some((r) => r.status === 'done')) v.push(`job ${job.id}: dataset fee kept although no result that needed the dataset was delivered`);
+  }
+  for (const [walletId, ids] of keptFees) if (ids.length > 1) v.push(`wallet ${walletId}: ${ids.length} dataset fees kept (jobs ${ids.sort().join(', ')})`);
+
+  // A delivered result keeps its file until the job expires (a lost one is refunded: shared/jobs/lost.ts).
+  const now = Date.now();
+  const listings = new Map<string, Set<string>>();
+  const objm = new Objm(nc);
+  for (const job of jobs.values()) {
+    if (!job?.results || job.purgedAt !== undefined || job.expiresAt <= now) continue;
+    for (const r of job.results) {
+      if (r.status !== 'done' || !r.file) continue;
+      let names = listings.get(r.file.store);
+      if (!names) {
+        const os = await objm.open(r.file.store);
+        names = new Set((await os.list()).filter((o) => !o.deleted).map((o) => o.name));
+        listings.set(r.file.store, names);
+      }
+      if (!names.has(r.file.name)) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${r.file.store}/${r.file.name} is not stored`);
+    }
+  }
+
   // A charge without a job document is allowed only when it was given back in full (a compensated creation).
   const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && !seenJobs.has(`${e.walletId} ${e.jobId}`));
   for (const c of jobCharges) {

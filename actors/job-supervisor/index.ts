@@ -10,14 +10,26 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { BUCKETS, CONSUMERS, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
-import type { JobSubmitted, Outcome } from '../../shared/protocol/jobs.ts';
+import type { JobRecord, JobSubmitted, Outcome, ResultRecord } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
+import { readCatalogue } from '../../shared/catalogue.ts';
+import { reportLostFile } from '../../shared/jobs/lost.ts';
+import { SERVICES } from '../../shared/names.ts';
+import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
+
+const shotsKind = (browser: string, version: string) => `shots:${browser}@${version}`;
+/** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
+const kindOf = (job: Pick<JobRecord, 'service'>, r: ResultRecord) =>
+  job.service === 'shots' && typeof r.params?.browser === 'string' && typeof r.params?.version === 'string' ? shotsKind(r.params.browser, r.params.version) : job.service;
+
+/** Every how many sweeps the stores are listed to find delivered results whose file is gone. */
+const LOST_FILE_EVERY_SWEEPS = 10;
 
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
@@ -127,8 +139,51 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const sweepMs = Math.max(200, config.retention.sweepSeconds * 1000);
   // A queued job not dispatched after this long lost its job.submitted (gateway died after the write).
   const staleQueuedMs = Math.min(30_000, 10 * sweepMs);
+  // When each worker kind (a service; for shots a browser version) last had a live instance in the
+  // catalogue, as this instance saw it (from its own start: a supervisor just started gives workers
+  // the full noWorkerSeconds).
+  const catalogueKv = await withRetry('catalogue bucket', () => kvm.open(BUCKETS.catalogue), { log });
+  const startedAt = Date.now();
+  const workerSeen = new Map<string, number>();
+  /** Which kinds have had no live instance for noWorkerSeconds; null when the catalogue cannot be read (assume alive). */
+  async function workerlessCheck(now: number): Promise<((kind: string) => boolean) | null> {
+    const live = new Set<string>();
+    try {
+      for (const s of SERVICES) {
+        const entries = await readCatalogue(catalogueKv, s);
+        if (entries.length) live.add(s);
+        if (s === 'shots') for (const b of mergeOffers(entries)) for (const v of b.versions) live.add(shotsKind(b.id, v));
+      }
+    } catch {
+      return null;
+    }
+    for (const k of live) workerSeen.set(k, now);
+    if (workerSeen.size > 10_000) for (const [k, at] of workerSeen) if (now - at > 24 * 3600_000) workerSeen.delete(k);
+    return (kind) => !live.has(kind) && now - (workerSeen.get(kind) ?? startedAt) > config.jobs.noWorkerSeconds * 1000;
+  }
+  // Delivered results whose file is no longer in its store: one listing per store every few sweeps
+  // (each lost file is reported; loseResult checks the store again before refunding).
+  let sweeps = 0;
+  async function findLostFiles(now: number) {
+    const ids = projection.keptFiles(now);
+    const files: { jobId: string; key: string; store: string; name: string }[] = [];
+    for (const id of ids) {
+      for (const r of projection.get(id)?.results ?? []) if (r.status === 'done' && r.file) files.push({ jobId: id, key: r.key, store: r.file.store, name: r.file.name });
+    }
+    const present = new Map<string, Set<string>>();
+    for (const store of new Set(files.map((f) => f.store))) {
+      const os = await d.objm.open(store);
+      present.set(store, new Set((await os.list()).filter((o) => !o.deleted).map((o) => o.name)));
+    }
+    for (const f of files) {
+      if (present.get(f.store)?.has(f.name)) continue;
+      await reportLostFile(nc, f.jobId, f.key, 'the stored file was not found by the supervisor\'s sweep').catch((err) => log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'));
+    }
+  }
   async function sweep() {
     const now = Date.now();
+    const workerless = await workerlessCheck(now);
+    if (sweeps++ % LOST_FILE_EVERY_SWEEPS === 0) await findLostFiles(now).catch((err) => log.warn({ err }, 'sweep: lost-file check failed'));
     for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
@@ -141,6 +196,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq)) await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
+      else if (pending && workerless && job.results.some((r) => r.status === 'pending' && r.subject && workerless(kindOf(job, r)))) {
+        await failWorkerlessJob(d, id, config.jobs.noWorkerSeconds, (r) => workerless(kindOf(job, r))).catch((err) => log.warn({ err, id }, 'sweep: no-worker check failed'));
+      }
     }
     for (const id of projection.webhooksDue(Date.now())) webhooks.send(id);
     const expired = projection.expired(Date.now());

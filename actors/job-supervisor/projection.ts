@@ -4,7 +4,7 @@
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { sqliteTable, text, integer } from 'drizzle-orm/sqlite-core';
-import { and, desc, eq, inArray, isNull, lte, lt } from 'drizzle-orm';
+import { and, desc, eq, inArray, isNull, lte, lt, gt } from 'drizzle-orm';
 import type { KV } from '@nats-io/kv';
 import type { Logger } from '../../shared/log.ts';
 import { KvMirror } from '../../shared/nats/kv-mirror.ts';
@@ -110,6 +110,13 @@ export class JobProjection {
   expired(now: number, limit = 500): string[] {
     return this.db.select({ id: jobsTable.id }).from(jobsTable)
       .where(and(isNull(jobsTable.purgedAt), lte(jobsTable.expiresAt, now)))
+      .orderBy(jobsTable.expiresAt).limit(limit).all().map((r) => r.id);
+  }
+
+  /** Ids of jobs whose files should still be in the stores: not expired, not purged, past queued. */
+  keptFiles(now: number, limit = 10_000): string[] {
+    return this.db.select({ id: jobsTable.id }).from(jobsTable)
+      .where(and(isNull(jobsTable.purgedAt), gt(jobsTable.expiresAt, now), inArray(jobsTable.status, ['processing', 'completed'])))
       .orderBy(jobsTable.expiresAt).limit(limit).all().map((r) => r.id);
   }
 

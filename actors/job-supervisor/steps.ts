@@ -10,10 +10,10 @@ import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
+import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
-import { kvUpdate, kvCasDelete, isCasConflict } from '../../shared/nats/cas.ts';
+import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -26,11 +26,6 @@ export interface Deps {
   objm: Objm;
   /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
   webhooks?: { send(jobId: string): void };
-}
-
-export interface DatasetMark {
-  jobId: string;
-  at: number;
 }
 
 /** Fan a job out: one task per result that needs work; results without work are done at once. */
@@ -62,10 +57,6 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
     const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(job.id, r.key) });
     if (!ack.duplicate) seqs.set(r.key, ack.seq);
   }
-  const workless = job.results.filter((r) => r.status === 'pending' && !r.subject);
-  for (const r of workless) {
-    if (r.key === 'dataset') await markDataset(d, job.walletId, job.id);
-  }
   const res = await updateJob(d.jobs, jobId, (j) => {
     if (j.status !== 'queued') return false;
     j.status = 'processing';
@@ -81,16 +72,9 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   await settleJob(d, jobId);
 }
 
-/**
- * Mark the wallet's dataset fee as taken by this job. A compare-and-set like the clean-up in
- * settleJob, so a job giving the mark back can never delete a mark a later job just set.
- */
-async function markDataset(d: Deps, walletId: string, jobId: string): Promise<void> {
-  await kvUpdate(d.datasets, walletId, () => JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark));
-}
-
 /** Record a worker's outcome (or progress) on its result. */
 export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
+  if (o.kind === 'lost') return loseResult(d, o.jobId, o.resultKey, o.message);
   const res = await updateJob(d.jobs, o.jobId, (j) => {
     const r = j.results.find((x) => x.key === o.resultKey);
     if (!r || r.status !== 'pending') return false;
@@ -164,7 +148,10 @@ export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
   });
 }
 
-const firstError = (job: JobRecord) => {
+/** The results a result without work is paid for: the dataset's users for the fee, else every result with work. */
+const servedResults = (job: Pick<JobRecord, 'results'>, r: ResultRecord) => (isDatasetFee(r) ? datasetUsers(job) : job.results.filter((x) => x.subject));
+
+const firstError = (job: Pick<JobRecord, 'results'>) => {
   const errs = job.results.filter((r) => r.status === 'failed' && r.error && r.subject).map((r) => r.error!);
   return errs[0] ?? job.results.find((r) => r.error)?.error;
 };
@@ -175,33 +162,27 @@ const firstError = (job: JobRecord) => {
  */
 export async function settleJob(d: Deps, jobId: string): Promise<void> {
   let cur = (await readJob(d.jobs, jobId))?.job;
-  if (!cur || isFinished(cur) || cur.status === 'queued') return;
+  if (!cur || cur.status === 'queued') return;
+  // a finished job is settled again only when a delivered result was lost since (loseResult)
+  if (isFinished(cur) && !cur.results.some((r) => r.status === 'failed' && !r.refunded)) return;
   if (cur.results.some((r) => r.status === 'pending')) return;
 
-  const hasTasks = cur.results.some((r) => r.subject);
-  if (hasTasks && !cur.results.some((r) => r.subject && r.status === 'done') && cur.results.some((r) => !r.subject && r.status === 'done')) {
-    const reason = firstError(cur) ?? 'not_delivered';
+  // A result without work (the dataset fee) is kept only if a result it served was delivered:
+  // otherwise it fails and is refunded below, and the wallet's dataset mark is given back.
+  const unused = cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
+  if (unused.length) {
     const res = await updateJob(d.jobs, jobId, (j) => {
       let changed = false;
       for (const r of j.results) {
-        if (r.subject || r.status !== 'done') continue;
+        if (r.subject || r.status !== 'done' || servedResults(j, r).some((x) => x.status === 'done')) continue;
+        const served = servedResults(j, r);
         r.status = 'failed';
-        r.error = reason;
-        r.message = 'nothing else of the job was delivered, so this fee is refunded';
+        r.error = firstError({ results: served }) ?? firstError(j) ?? 'not_delivered';
+        r.message = isDatasetFee(r) ? 'no result that needed the test dataset was delivered, so this fee is refunded' : 'nothing else of the job was delivered, so this fee is refunded';
         changed = true;
       }
       return changed;
     });
-    if (res?.changed && cur.results.some((r) => r.key === 'dataset' && !r.subject)) {
-      // give the wallet its "first dataset job" back, unless a later job already took the mark
-      const mark = await d.datasets.get(cur.walletId);
-      if (mark && mark.operation === 'PUT' && mark.value.length && mark.json<DatasetMark>().jobId === jobId) {
-        await kvCasDelete(d.datasets, cur.walletId, mark.revision).catch((e) => {
-          // a conflict: a later job took the mark meanwhile, and it stays
-          if (!isCasConflict(e)) d.log.warn({ err: e, jobId, walletId: cur!.walletId }, 'could not give the dataset mark back');
-        });
-      }
-    }
     cur = res?.job ?? cur;
   }
 
@@ -217,11 +198,18 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
     });
   }
 
+  // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
+  // before the job is finished, so a crash in between is repaired by the sweep's next settle
+  const fee = cur.results.find(isDatasetFee);
+  if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+
   const res = await updateJob(d.jobs, jobId, (j) => {
-    if (isFinished(j) || j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
+    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
     const delivered = j.results.some((r) => r.status === 'done');
-    j.status = delivered ? 'completed' : 'failed';
-    j.finishedAt = Date.now();
+    const status = delivered ? 'completed' : 'failed';
+    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return false;
+    j.status = status;
+    j.finishedAt ??= Date.now();
     j.refunded = refundedTotal(j);
     if (!delivered) j.error = firstError(j) ?? 'failed';
     // in the same write as the finish, so a supervisor that dies now leaves it to the sweep
@@ -235,6 +223,36 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
     await publishJobEvent(d.nc, res.job, res.job.status);
     if (res.job.webhook?.state === 'pending') d.webhooks?.send(jobId);
   }
+}
+
+/**
+ * A delivered result whose stored file is gone: checked in the store here (a report is only a
+ * hint), then failed as worker_lost and refunded once through settleJob, like any failed result.
+ * A job whose every result is lost becomes `failed` (nothing delivered, nothing charged); a
+ * dataset fee whose only user was lost is refunded too. Files deleted by expiry are not lost.
+ */
+export async function loseResult(d: Deps, jobId: string, resultKey: string, message?: string): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  const r = cur?.results.find((x) => x.key === resultKey);
+  if (!cur || !r || r.status !== 'done' || !r.file) return;
+  if (cur.purgedAt !== undefined || Date.now() >= cur.expiresAt) return;
+  const os = await d.objm.open(r.file.store);
+  const info = await os.info(r.file.name); // a store failure throws: the report is retried, not acted on
+  if (info && !info.deleted) {
+    d.log.warn({ jobId, resultKey }, 'a result reported lost is in its store; nothing done');
+    return;
+  }
+  const res = await updateJob(d.jobs, jobId, (j) => {
+    const x = j.results.find((y) => y.key === resultKey);
+    if (!x || x.status !== 'done' || !x.file || j.purgedAt !== undefined) return false;
+    x.status = 'failed';
+    x.error = 'worker_lost';
+    x.message = (message ?? 'the stored file of this result was lost') + '; the result is refunded';
+    delete x.file;
+    return true;
+  });
+  if (res?.changed) d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+  await settleJob(d, jobId);
 }
 
 /** A task whose deliveries are exhausted: its worker kept dying. Fail it as worker_lost and remove it. */
@@ -308,6 +326,23 @@ export async function purgeJob(d: Deps, jobId: string, others: { store: string; 
     return true;
   });
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'purged');
+}
+
+/**
+ * A job whose service has had no live worker instance for jobs.noWorkerSeconds: its pending results
+ * fail as worker_lost (refunded) now, not after jobs.stuckSeconds. Their tasks are removed first, so
+ * a worker that comes back does not do work already refunded (a late real outcome still loses
+ * against the worker_lost outcome id).
+ */
+export async function failWorkerlessJob(d: Deps, jobId: string, goneSeconds: number, gone: (r: ResultRecord) => boolean = () => true): Promise<void> {
+  const cur = (await readJob(d.jobs, jobId))?.job;
+  if (!cur || cur.status !== 'processing') return;
+  for (const r of cur.results) {
+    if (r.status !== 'pending' || !r.subject || !gone(r)) continue;
+    d.log.warn({ jobId, resultKey: r.key, service: cur.service }, 'no worker for this result is running; failing as worker_lost');
+    if (r.taskSeq) await d.jsm.streams.deleteMessage(STREAMS.tasks, r.taskSeq, false).catch(() => {});
+    await failTask(d, jobId, r.key, `no ${cur.service} worker for this result has been running for ${goneSeconds} s`);
+  }
 }
 
 /** Backstop for a job stuck with pending results long after its tasks went out. */

@@ -19,9 +19,13 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
 
   async function sweep() {
     for (;;) {
-      const batch = projection.chargesAfter(cursor, Date.now() - graceMs);
+      const batch = projection.chargesAfter(cursor);
       if (!batch.length) return;
+      const oldEnough = Date.now() - graceMs;
       for (const c of batch) {
+        // `at` is read before the write, so ids and times may disagree between writers: stop at the
+        // first charge still inside its grace rather than skip it, and look again next time.
+        if (c.at > oldEnough) return;
         const doc = await jobs.get(c.jobId!);
         if (!doc || doc.operation !== 'PUT') {
           const rows = projection.forJob(c.walletId, c.jobId!);

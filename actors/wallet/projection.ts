@@ -113,10 +113,13 @@ export class Projection {
     return { entries: page, next: more ? page.at(-1)!.id : null };
   }
 
-  /** Charges with an id above `afterId` made at or before `until`, oldest first (orphan reconciliation). */
-  chargesAfter(afterId: number, until: number, limit = 500): Row[] {
+  /**
+   * Charges with an id above `afterId`, in id order (orphan reconciliation). Selected by id only:
+   * the caller advances its cursor on the same order, so no charge can fall behind the cursor.
+   */
+  chargesAfter(afterId: number, limit = 500): Row[] {
     return this.db.select().from(entries)
-      .where(and(eq(entries.type, 'charge'), sql`${entries.id} > ${afterId}`, sql`${entries.at} <= ${until}`))
+      .where(and(eq(entries.type, 'charge'), sql`${entries.id} > ${afterId}`))
       .orderBy(entries.id).limit(limit).all();
   }
 

@@ -216,8 +216,10 @@ export class Topups {
     }
     if (st.state === 'paid') return this.settle(id);
     if (st.state === 'failed') return this.finish(id, 'failed', st.reason);
-    // An invoice cannot be paid after its expiry; a little grace covers clock skew with the node.
-    if (st.state === 'expired' || Date.now() > r.rec.expiresAt + 60_000) return this.finish(id, 'expired');
+    // Only the node's word makes a top-up final: an invoice it still reports open past our idea of
+    // its expiry (clock skew, a node that settles late) stays pending and is polled on (at most every
+    // maxPollMs), so a payment that settles afterwards is still credited.
+    if (st.state === 'expired') return this.finish(id, 'expired');
   }
 
   /** Credit (idempotent) and then mark paid; safe to run any number of times, in any instance. */

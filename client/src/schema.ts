@@ -523,21 +523,21 @@ export interface components {
             bytes: number;
             /** @description True when the page needed JavaScript and its DOM was rendered by a real browser before conversion. */
             rendered: boolean;
-            /** @description Title: Open Graph title, else <title>, else the first <h1>. */
+            /** @description Title: Readability's (JSON-LD headline, og:title, cleaned <title>), else JSON-LD, Open Graph, Twitter, <title>, the first <h1>. */
             title: string | null;
-            /** @description meta description, else og:description, else the article excerpt. */
+            /** @description Readability's excerpt (meta descriptions, else the first paragraph), else JSON-LD, og:description, twitter:description, meta description. */
             description: string | null;
-            /** @description <html lang>, else Content-Language, else og:locale. */
+            /** @description <html lang>, else JSON-LD inLanguage, og:locale, http-equiv content-language, the Content-Language header. */
             language: string | null;
             /** @description <link rel=canonical>, absolute. */
             canonical: string | null;
-            /** @description Byline: meta author, article:author, JSON-LD author, or what Readability found. */
+            /** @description Readability's byline, else JSON-LD author, article:author, twitter:creator, meta author, rel=author. */
             author: string | null;
-            /** @description article:published_time, JSON-LD datePublished, or <time datetime> of the article (ISO 8601 as published). */
+            /** @description Readability's published time, else JSON-LD datePublished, article:published_time, meta date, <time datetime> (as published); a PDF's creation date (ISO 8601). */
             publishedTime: string | null;
             /** @description article:modified_time, JSON-LD dateModified, or og:updated_time. */
             modifiedTime: string | null;
-            /** @description og:site_name, JSON-LD publisher, or Readability site name. */
+            /** @description Readability's site name, else JSON-LD publisher, og:site_name, application-name. */
             siteName: string | null;
             /** @description meta keywords, split on commas. */
             keywords: string[];
@@ -699,6 +699,7 @@ export interface components {
             url: string;
             browsers: (string | {
                 id: string;
+                /** @description At most 10. */
                 versions: string[];
             })[];
             /** @description Desktop browsers only; default 1920x1080. */

@@ -91,7 +91,8 @@
         status.textContent = 'Working: ' + fmt(n) + ' hashes tried (' + Math.round(n / ms) + ' k/s)...';
       });
       status.textContent = 'Creating the key...';
-      const made = await api('POST', '/account/keys', { id: ch.id, nonce });
+      const invite = $('invite-input').value.trim();
+      const made = await api('POST', '/account/keys', invite ? { id: ch.id, nonce, invite } : { id: ch.id, nonce });
       $('key-text').textContent = made.key;
       $('new-key').hidden = false;
       status.textContent = 'Done.';
@@ -256,5 +257,10 @@
     }
   });
 
-  api('GET', '/account/config').then((c) => { cfg = c; bonusText(); }).catch(() => {});
+  api('GET', '/account/config').then((c) => {
+    cfg = c;
+    bonusText();
+    // an operator who makes keys by invitation (wallet.keyInviteCodes) asks for the code here
+    $('invite-row').hidden = !c.inviteRequired;
+  }).catch(() => {});
 })();

@@ -11,12 +11,13 @@ import { ApiError } from '../../shared/errors.ts';
 import { isTransientNatsError, transientKind } from '../../shared/nats/transient.ts';
 import { isCasConflict } from '../../shared/nats/cas.ts';
 import { newId } from '../../shared/ids.ts';
-import { STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
+import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
+import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 
 export interface JobDeps {
@@ -66,6 +67,21 @@ export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
   }
 }
 
+/**
+ * No job-supervisor instance answering its micro service ping: a job created now would stay queued,
+ * charged, until one comes back. Refused with 503 before any charge instead.
+ */
+export async function checkSupervisor(d: Pick<JobDeps, 'nc'>, timeoutMs = 2000): Promise<void> {
+  try {
+    await d.nc.request(`$SRV.PING.${MICRO.jobSupervisor}`, '', { timeout: timeoutMs });
+  } catch (e) {
+    if (isTransientNatsError(e) || /no responders|timeout/i.test(String((e as Error)?.message))) {
+      throw new ApiError('service_unavailable', 'no job-supervisor instance is running; nothing was charged', {}, { 'retry-after': '5' });
+    }
+    throw e;
+  }
+}
+
 /** The compensation step: give back every result of a job whose charge cannot be followed through. */
 export async function refundWholeJob(nc: NatsConnection, walletId: string, jobId: string, items: { key: string; price: number }[]): Promise<number | null> {
   let balance: number | null = null;
@@ -84,6 +100,7 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     price: i.price,
     refunded: false,
     ...(i.oneTime ? { oneTime: true } : {}),
+    ...(i.needsDataset !== undefined ? { needsDataset: i.needsDataset } : {}),
     ...(i.task ? { subject: i.task.subject, params: i.task.params } : {}),
     ...(i.after ? { after: i.after } : {}),
   }));
@@ -114,15 +131,39 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
+  await checkSupervisor(d);
   await checkQueue(d, plan.items.filter((i) => i.task).length);
   await mod.precheck?.(body, plan, ctx);
 
   return commitJob(d, newJobRecord(service, plan, walletId, body, d.config));
 }
 
-/** Charge → write (commit point) → publish. Compensates the charge if the write fails. */
-export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobRecord; balance: number }> {
+/**
+ * Claim the wallet's dataset mark → charge → write (commit point) → publish. Compensates the charge
+ * if the write fails; gives the mark back whenever the job will not exist.
+ */
+export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: JobRecord; balance: number }> {
+  let job = planned;
   const walletId = job.walletId;
+  // The one-time dataset fee: only the job that wins the wallet's mark carries it, so concurrent
+  // first jobs of a wallet pay it once. A job that lost the race is created without it.
+  let markClaimed = false;
+  const fee = job.results.find(isDatasetFee);
+  if (fee) {
+    // a job document is written within half the orphan grace of the charge plus the store's retries,
+    // or never (see commitJob): a mark older than that without its job is abandoned
+    const staleMs = d.config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
+    markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
+    if (!markClaimed) {
+      const results = job.results.filter((r) => r !== fee);
+      job = { ...job, results, cost: results.reduce((s, r) => s + r.price, 0) };
+    }
+  }
+  const giveMarkBack = async () => {
+    if (!markClaimed) return;
+    // left held, the wallet would never pay the fee again: an operator's loss, logged
+    await releaseDatasetMark(d.kv.datasets, walletId, job.id).catch((err) => d.log.error({ err, jobId: job.id, walletId }, 'dataset mark of a job that does not exist not given back'));
+  };
   const asked = Date.now();
   let balance: number;
   try {
@@ -130,6 +171,8 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
     // overloaded) refuses it, instead of charging a creation already answered 503
     ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost, answerBy: asked + walletApi.charge.timeoutMs - 1000 }));
   } catch (e) {
+    // the job will not be written (an unanswered charge is refunded by the orphan sweep)
+    await giveMarkBack();
     // No answer: the charge may or may not be written. If it was, the wallet's orphan sweep
     // refunds it once no job document appears (actors/wallet/orphans.ts), so "nothing charged" holds.
     if (e instanceof ApiError && e.code === 'service_unavailable') {
@@ -141,6 +184,7 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
   // it would run unpaid, so a late one is abandoned and refunded here.
   if (Date.now() - asked > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2) {
     await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) => d.log.warn({ err, jobId: job.id }, 'late charge: refund left to the orphan sweep'));
+    await giveMarkBack();
     throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
   }
 
@@ -154,6 +198,7 @@ export async function commitJob(d: JobDeps, job: JobRecord): Promise<{ job: JobR
     throw new ApiError('service_unavailable', `the job may not have been created (the message system is failing over): look for ${job.id} in GET /v1/jobs before creating it again; if it does not appear, its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
   }
   d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
+  await giveMarkBack();
   const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
     // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its
     // grace (no document was stored), and an operator sees it in the audit until then

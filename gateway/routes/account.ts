@@ -1,11 +1,16 @@
 // The account page (`/account`): the only place a key is made. Not part of /v1 and not in
 // /openapi.json. A key costs a proof of work the page computes in the browser:
 //   1. GET /account/challenge → {id, bits, expiresAt}: a random single-use challenge, kept in the
-//      `limits` bucket (so any gateway instance can check it) for 10 minutes.
+//      `limits` bucket (so any gateway instance can check it) for 5 minutes, bound to the
+//      client address it was issued to (stored as a hash).
 //   2. the page finds a nonce with sha256("<id>:<nonce>") starting with `bits` zero bits
 //      (wallet.keyPowBits, default 20: about 1 million hashes on average).
-//   3. POST /account/keys {id, nonce} → 201 {key, walletId}: the challenge is spent (revision-checked),
-//      the key is created (stored only as its hash) and shown once.
+//   3. POST /account/keys {id, nonce, invite?} → 201 {key, walletId}: from the address the challenge
+//      was issued to; at most wallet.keysPerAddressPerDay keys per address in any 24 hours; with
+//      wallet.keyInviteCodes set, one unused code (each makes one key). The challenge and the code
+//      are spent (revision-checked), the key is created (stored only as its hash) and shown once.
+// This raises the cost of scripted creation (work per key, one address per few keys, or an invite
+// the operator hands out); it does not stop someone with many addresses and time: see the README.
 import { readFileSync } from 'node:fs';
 import { createHash, randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
@@ -16,12 +21,18 @@ import type { Route, GatewayContext } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
 import { createKey } from '../../shared/keys.ts';
+import { takeToken } from '../../shared/limits.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'account');
 const asset = (name: string) => readFileSync(join(ASSETS, name));
-const CHALLENGE_TTL_MS = 10 * 60 * 1000;
+const CHALLENGE_TTL_MS = 5 * 60 * 1000;
+const DAY_MS = 24 * 3600 * 1000;
 const powKey = (id: string) => `pow.${id}`;
+const hashOf = (s: string) => createHash('sha256').update(s).digest('hex');
+// Kept for good (the `keys` bucket has no max age, unlike `limits`): a used invite stays used, and
+// the per-address log outlives its 24-hour window. Neither name can be a key hash (64 hex digits).
+const inviteKey = (code: string) => `invite.${hashOf(code).slice(0, 40)}`;
 
 const SECURITY_HEADERS = {
   'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
@@ -42,18 +53,42 @@ export function powBits(id: string, nonce: string): number {
   return bits;
 }
 
-interface Challenge { bits: number; expiresAt: number; used?: boolean }
+interface Challenge { bits: number; expiresAt: number; used?: boolean; /** sha256 of the client address it was issued to */ addr?: string }
 
-async function spendChallenge(ctx: GatewayContext, id: string, nonce: string): Promise<void> {
+/** The challenge is valid for this address and the nonce solves it; returns a function that spends it once. */
+async function checkChallenge(ctx: GatewayContext, id: string, nonce: string, ip: string): Promise<() => Promise<void>> {
   if (!/^[a-f0-9]{32}$/.test(id) || !/^[0-9]{1,20}$/.test(nonce)) throw new ApiError('bad_request', 'malformed challenge or nonce');
   const e = await ctx.kv.limits.get(powKey(id));
   if (!e || e.operation !== 'PUT' || !e.value.length) throw new ApiError('bad_request', 'unknown or expired challenge; fetch a new one');
   const c = e.json<Challenge>();
   if (c.used) throw new ApiError('bad_request', 'this challenge was used already; fetch a new one');
   if (Date.now() > c.expiresAt) throw new ApiError('bad_request', 'the challenge expired; fetch a new one');
+  if (c.addr !== hashOf(ip)) throw new ApiError('bad_request', 'this challenge was issued to another address; fetch a new one');
   if (powBits(id, nonce) < c.bits) throw new ApiError('bad_request', `the nonce does not give ${c.bits} leading zero bits`);
+  return () => spendChallenge(ctx, id, c, e.revision);
+}
+
+/** With invite codes configured: the code is one of them and unused; returns a function that spends it once. */
+async function checkInvite(ctx: GatewayContext, invite: string | undefined): Promise<(() => Promise<void>) | null> {
+  const codes = ctx.config.wallet.keyInviteCodes;
+  if (!codes.length) return null;
+  if (!invite) throw new ApiError('bad_request', 'this service makes keys by invitation: give an invite code', { field: 'invite' });
+  if (!codes.includes(invite)) throw new ApiError('bad_request', 'unknown invite code', { field: 'invite' });
+  const used = await ctx.kv.keys.get(inviteKey(invite));
+  if (used && used.operation === 'PUT' && used.value.length) throw new ApiError('bad_request', 'this invite code was used already', { field: 'invite' });
+  return async () => {
+    try {
+      await kvCasPut(ctx.kv.keys, inviteKey(invite), JSON.stringify({ at: Date.now() }), used?.revision ?? 0);
+    } catch (err) {
+      if (!isCasConflict(err)) throw err;
+      throw new ApiError('bad_request', 'this invite code was used already', { field: 'invite' });
+    }
+  };
+}
+
+async function spendChallenge(ctx: GatewayContext, id: string, c: Challenge, revision: number): Promise<void> {
   try {
-    await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify({ ...c, used: true }), e.revision);
+    await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify({ ...c, used: true }), revision);
   } catch (err) {
     if (!isCasConflict(err)) throw err;
     throw new ApiError('bad_request', 'this challenge was used already; fetch a new one');
@@ -85,7 +120,7 @@ export const routes: Route[] = [
     errors: [],
     async handler(_req, ctx) {
       const dev = ctx.config.server.mode === 'development' && ctx.config.wallet.lightning.backend === 'dev';
-      return { json: { mode: ctx.config.server.mode, devPay: dev, minEur: 0.25, maxEur: 100, bonus: ctx.config.wallet.bonus, payloadsPerEur: 10000 }, headers: SECURITY_HEADERS };
+      return { json: { mode: ctx.config.server.mode, devPay: dev, inviteRequired: ctx.config.wallet.keyInviteCodes.length > 0, minEur: 0.25, maxEur: 100, bonus: ctx.config.wallet.bonus, payloadsPerEur: 10000 }, headers: SECURITY_HEADERS };
     },
   },
   {
@@ -97,9 +132,9 @@ export const routes: Route[] = [
     summary: 'A single-use proof-of-work challenge for key creation',
     responses: { 200: { description: '{id, bits, expiresAt}' } },
     errors: ['rate_limited'],
-    async handler(_req, ctx) {
+    async handler(req, ctx) {
       const id = randomBytes(16).toString('hex');
-      const c: Challenge = { bits: ctx.config.wallet.keyPowBits, expiresAt: Date.now() + CHALLENGE_TTL_MS };
+      const c: Challenge = { bits: ctx.config.wallet.keyPowBits, expiresAt: Date.now() + CHALLENGE_TTL_MS, addr: hashOf(req.ip) };
       await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify(c), 0);
       return { json: { id, bits: c.bits, expiresAt: c.expiresAt, algorithm: 'sha256("<id>:<nonce>") with <bits> leading zero bits; nonce: decimal digits' }, headers: SECURITY_HEADERS };
     },
@@ -111,11 +146,16 @@ export const routes: Route[] = [
     hidden: true,
     tags: ['account'],
     summary: 'Make a key for a new wallet, against a solved challenge',
-    body: T.Object({ id: T.String({ maxLength: 64 }), nonce: T.String({ maxLength: 20 }) }, { additionalProperties: false }),
+    body: T.Object({ id: T.String({ maxLength: 64 }), nonce: T.String({ maxLength: 20 }), invite: T.Optional(T.String({ maxLength: 200 })) }, { additionalProperties: false }),
     responses: { 201: { description: '{key, walletId}: the key is shown once and stored only as its hash' } },
     errors: ['bad_request', 'rate_limited'],
     async handler(req, ctx) {
-      await spendChallenge(ctx, req.body.id, req.body.nonce);
+      const spendChallenge = await checkChallenge(ctx, req.body.id, req.body.nonce, req.ip);
+      const spendInvite = await checkInvite(ctx, req.body.invite);
+      const d = await takeToken(ctx.kv.keys, 'addr', hashOf(req.ip), ctx.config.wallet.keysPerAddressPerDay, DAY_MS);
+      if (!d.allowed) throw new ApiError('rate_limited', `this address made ${ctx.config.wallet.keysPerAddressPerDay} keys in the last 24 hours; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });
+      await spendChallenge();
+      await spendInvite?.();
       const { key, walletId } = await createKey(ctx.nc, 'account');
       ctx.log.info({ walletId }, 'key created on the account page');
       return { status: 201, json: { key, walletId }, headers: SECURITY_HEADERS };

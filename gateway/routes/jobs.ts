@@ -1,5 +1,6 @@
 // Quote and job creation for every service module, and reading jobs: one job (long poll), a
 // wallet's recent jobs, result downloads and the shots zip.
+import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { Readable } from 'node:stream';
 import { Type as T } from '@sinclair/typebox';
 import { Objm, type ObjectResult } from '@nats-io/obj';
@@ -175,7 +176,12 @@ const jobRoutes: Route[] = [
       if (!o) {
         // deleted between the check and the read: expiry won, or the store lost it
         if (isExpired(job, Date.now())) throw gone(job);
-        throw new ApiError('not_found', 'the file is not in the store');
+        if (!thumb) {
+          // the store lost a delivered file: the supervisor checks and refunds the result (once)
+          await reportLostFile(ctx.nc, job.id, r.key, 'the stored file was not found at download').catch((err) => ctx.log.error({ err, jobId: job.id, resultKey: r.key }, 'lost result file not reported'));
+          throw new ApiError('not_found', 'the stored file of this result was lost; the result is refunded as worker_lost');
+        }
+        throw new ApiError('not_found', 'the thumbnail is not in the store');
       }
       if (job.service === 'labs' && wantsReportHtml(req.query.format, req.headers.accept)) return reportPageReply(await readAll(objectChunks(o)));
       const filename = thumb ? r.file.filename.replace(/\.[^.]+$/, '') + '.thumb.webp' : r.file.filename;
@@ -213,7 +219,11 @@ const jobRoutes: Route[] = [
           objm.open(r.file!.store)
             .then((os) => os.get(r.file!.name))
             .then((o) => {
-              if (!o) throw new Error(`object ${r.file!.name} is missing`);
+              if (!o) {
+                // the zip is already streaming and breaks off; the lost result is refunded (shared/jobs/lost.ts)
+                void reportLostFile(ctx.nc, job.id, r.key, 'the stored file was not found while zipping').catch(() => {});
+                throw new Error(`object ${r.file!.name} is missing`);
+              }
               cb(null, Readable.from(objectChunks(o)));
             })
             .catch((e: unknown) => cb(e, undefined as never));

@@ -4,6 +4,7 @@ export const JobsConfig = T.Object({
   maxDeliver: T.Integer({ minimum: 1, default: 3, description: 'Deliveries of a task before it fails as worker_lost.' }),
   ackWaitSeconds: T.Integer({ minimum: 1, default: 30, description: 'Seconds without a heartbeat before a task is redelivered.' }),
   taskTimeoutSeconds: T.Integer({ minimum: 1, default: 300, description: 'Hard bound of one task in any worker: past it the result fails as `timeout` (refunded), even if the worker still heartbeats.' }),
+  noWorkerSeconds: T.Integer({ minimum: 1, default: 120, description: 'A result still pending when its service has had no live worker instance in the catalogue this long fails as worker_lost and is refunded.' }),
   stuckSeconds: T.Integer({ minimum: 1, default: 6 * 3600, description: 'Backstop: a result still pending this long after its task was published fails as worker_lost and is refunded.' }),
 }, { default: {} });
 

@@ -31,6 +31,8 @@ export const WalletConfig = T.Object({
     staleSeconds: T.Integer({ minimum: 1, default: 600, description: 'An exchange quote with a timestamp older than this is refused.' }),
   }, { default: {} }),
   keyPowBits: T.Integer({ minimum: 1, maximum: 32, default: 20, description: 'Account page: leading zero bits of sha256(challenge:nonce) the browser must find before a key is made (20: about 1 million hashes on average, 1 to 5 seconds in a browser; each bit doubles it).' }),
+  keysPerAddressPerDay: T.Integer({ minimum: 1, default: 5, description: 'Account page: keys one client address may make in any 24 hours, all gateways together (429 rate_limited beyond).' }),
+  keyInviteCodes: T.Array(T.String({ minLength: 6, maxLength: 200 }), { default: [], description: 'Account page: when not empty, making a key needs one of these codes, and each code makes one key.' }),
   orphanChargeGraceSeconds: T.Integer({ minimum: 1, default: 120, description: 'A charge whose job document does not exist this long after it is refunded in full (the gateway lost the wallet\'s answer).' }),
   bonus: T.Array(T.Object({ minEur: T.Number({ minimum: 0 }), percent: T.Number({ minimum: 0, maximum: 100 }) }), {
     default: [{ minEur: 20, percent: 5 }, { minEur: 50, percent: 10 }],

@@ -24,6 +24,8 @@ export interface ResultRecord {
   /** Longer human text for `error`. */
   message?: string;
   oneTime?: boolean;
+  /** labs: this result uses the test dataset (the `dataset` fee is refunded unless one such result is delivered). */
+  needsDataset?: boolean;
   progress?: string;
   file?: StoredFile;
   /** Small service-specific facts shown on the result (e.g. shots: cookieBanner, blank). */
@@ -127,12 +129,15 @@ export interface Task {
 export type Outcome =
   | { v: 1; kind: 'done'; jobId: string; resultKey: string; at: number; file?: StoredFile; extra?: Record<string, unknown> }
   | { v: 1; kind: 'failed'; jobId: string; resultKey: string; at: number; error: string; message?: string; extra?: Record<string, unknown> }
-  | { v: 1; kind: 'progress'; jobId: string; resultKey: string; at: number; progress: string };
+  | { v: 1; kind: 'progress'; jobId: string; resultKey: string; at: number; progress: string }
+  /** Not from a worker: a delivered result's stored file is missing (seen at download or by the supervisor's sweep). Message id `lost:<jobId>:<resultKey>`. */
+  | { v: 1; kind: 'lost'; jobId: string; resultKey: string; at: number; message?: string };
 
 export const objectName = (jobId: string, resultKey: string) => `${jobId}/${resultKey}`;
 export const thumbName = (jobId: string, resultKey: string) => `${jobId}/${resultKey}.thumb.webp`;
 export const taskMsgId = (jobId: string, resultKey: string) => `task:${jobId}:${resultKey}`;
 export const outcomeMsgId = (jobId: string, resultKey: string) => `outcome:${jobId}:${resultKey}`;
+export const lostMsgId = (jobId: string, resultKey: string) => `lost:${jobId}:${resultKey}`;
 
 /** A worker's way of saying "this result cannot be produced" with one of the documented errors. */
 export class TaskFailure extends Error {

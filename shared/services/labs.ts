@@ -92,10 +92,12 @@ export const labs: ServiceModule<LabsRequest> = {
     if (!modules.length && !custom.length) throw new ApiError('no_checks', 'give modules and/or checks from the selectable list of GET /v1/services/labs');
     const p = config.pricing.labs;
     const params = { relay: relay.href, webhook: body.webhook ?? null };
-    const items: PlanItem[] = modules.map((m) => ({ key: m, price: p[m], task: { subject: subjects.taskLabs, params: { ...params, module: m } } }));
-    if (custom.length) items.push({ key: 'custom', price: Math.max(p.customMin, p.customPerCheck * custom.length), task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } } });
-    const needsDataset = checks.some((c) => c.needsDataset && (modules.includes(c.module) || custom.includes(c.id)));
-    if (needsDataset) {
+    const moduleNeeds = (m: LabsModule) => checks.some((c) => c.needsDataset && c.module === m);
+    const customNeeds = checks.some((c) => c.needsDataset && custom.includes(c.id));
+    const items: PlanItem[] = modules.map((m) => ({ key: m, price: p[m], needsDataset: moduleNeeds(m), task: { subject: subjects.taskLabs, params: { ...params, module: m } } }));
+    if (custom.length) items.push({ key: 'custom', price: Math.max(p.customMin, p.customPerCheck * custom.length), needsDataset: customNeeds, task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } } });
+    if (items.some((i) => i.needsDataset)) {
+      // what the quote shows; job creation claims the wallet's mark atomically (gateway/jobs/create.ts)
       const paid = await datasetsKv.get(walletId);
       if (!paid || paid.operation !== 'PUT') items.push({ key: 'dataset', price: p.dataset, oneTime: true });
     }
@@ -106,7 +108,7 @@ export const labs: ServiceModule<LabsRequest> = {
     const pinned = await checkAddress(relay.hostname, config);
     await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
-    // All customers together: GCRA over one hour, revision-checked in the limits bucket.
+    // All customers together: exact over any rolling hour, revision-checked in the limits bucket.
     const kv = await new Kvm(nc).open(BUCKETS.limits);
     const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);
     if (!d.allowed) throw new ApiError('relay_busy', `${relay.host} was tested ${config.labs.relayTestsPerHour} times in the last hour; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });

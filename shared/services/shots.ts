@@ -23,10 +23,13 @@ export const VIEWPORT_LIMITS = { minW: 320, maxW: 3840, minH: 320, maxH: 2400, m
 export const DEFAULT_VIEWPORT = '1920x1080';
 export const SCHEMES = ['light', 'dark'] as const;
 export const DELAYS = [0, 2, 5] as const;
+const MAX_VERSIONS = 10;
 
 const BrowserItem = T.Union([
   T.String({ description: 'Browser id: its newest version.' }),
-  T.Object({ id: T.String(), versions: T.Array(T.String(), { minItems: 1, maxItems: 10 }) }, { additionalProperties: false }),
+  // the versions cap is checked in plan(): inside the union a schema error would surface as the
+  // string form's type error (unknown_browser) rather than as a count out of range
+  T.Object({ id: T.String(), versions: T.Array(T.String(), { minItems: 1, description: 'At most 10.' }) }, { additionalProperties: false }),
 ]);
 const Viewport = T.Union([
   T.String({ description: 'WIDTHxHEIGHT or a preset id: ' + Object.keys(VIEWPORT_PRESETS).join(', ') }),
@@ -139,7 +142,8 @@ export const shots: ServiceModule<ShotsRequest> = {
     if (err.instancePath === '/url') return 'bad_url';
     if (err.instancePath === '/webhook') return 'bad_webhook';
     if (err.instancePath.startsWith('/viewports')) return 'bad_viewport';
-    if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' ? 'bad_request' : 'unknown_browser';
+    // a count outside the caps (1..20 browsers, 1..10 versions) is a malformed request, not an unknown browser
+    if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' || err.keyword === 'maxItems' ? 'bad_request' : 'unknown_browser';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
@@ -161,6 +165,7 @@ export const shots: ServiceModule<ShotsRequest> = {
       const offer = offers.find((o) => o.id === id);
       if (!offer) throw new ApiError('unknown_browser', `browser ${JSON.stringify(id)} is not offered; see GET /v1/services/shots`, { available: offers.map((o) => o.id) });
       const versions = typeof item === 'string' ? [offer.versions[0]!] : item.versions;
+      if (versions.length > MAX_VERSIONS) throw new ApiError('bad_request', `at most ${MAX_VERSIONS} versions per browser`);
       for (const version of versions) {
         if (!offer.versions.includes(version)) throw new ApiError('unknown_browser', `browser ${id} has no version ${JSON.stringify(version)}`, { versions: offer.versions });
         for (const vp of offer.mobile ? [{ w: offer.mobile.w, h: offer.mobile.h }] : viewports) {

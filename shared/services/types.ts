@@ -12,6 +12,8 @@ export interface PlanItem {
   key: string;
   price: number;
   oneTime?: boolean;
+  /** labs: this result uses the test dataset; the one-time dataset fee is kept only if one such result is delivered. */
+  needsDataset?: boolean;
   /** Absent for results that need no work (the labs dataset fee): done at once. */
   task?: { subject: string; params: Record<string, unknown> };
   /** Keys of the items this one is made from: its task waits until they are done (shots compare). */

@@ -1,6 +1,7 @@
 import { Type as T, type Static } from '@sinclair/typebox';
 import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
+import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
@@ -29,11 +30,13 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
-  async plan(body, { config }) {
+  async plan(body, { config, catalogueKv }) {
     const url = parseTargetUrl(body.url);
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
+    // no converter: 503 before any charge, not a job that waits hours for worker_lost
+    if (!(await readCatalogue(catalogueKv, 'websitepro')).length) throw new ApiError('service_unavailable', 'no converter instance is running');
     return {
       target: hostOf(url),
       items: outputs.map((o) => ({

@@ -7,7 +7,8 @@ import { start } from '../../actors/converter/index.ts';
 import { websitepro } from '../../shared/services/websitepro.ts';
 import { newId } from '../../shared/ids.ts';
 import { objectName, taskMsgId, type Outcome, type Task } from '../../shared/protocol/jobs.ts';
-import { OBJECT_STORES, subjects } from '../../shared/names.ts';
+import { BUCKETS, OBJECT_STORES, subjects } from '../../shared/names.ts';
+import { Kvm } from '@nats-io/kv';
 
 type Tap = { teardown(fn: () => unknown): void };
 export type Final = Extract<Outcome, { kind: 'done' | 'failed' }>;
@@ -23,9 +24,11 @@ export async function startConverter(t: Tap, overrides: Record<string, unknown> 
 export async function jobRunner(nats: TestNats) {
   const js = jetstream(nats.nc);
   const store = await new Objm(nats.nc).open(OBJECT_STORES.results);
+  // the plan asks the catalogue whether a converter runs (this one advertises itself)
+  const catalogueKv = await new Kvm(nats.nc).open(BUCKETS.catalogue);
 
   async function runJob(url: string, outputs: string[], timeoutMs = 60000): Promise<Record<string, Final>> {
-    const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config } as never);
+    const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config, catalogueKv } as never);
     const jobId = newId('job');
     const want = new Set(plan.items.map((i) => i.key));
     const got: Record<string, Final> = {};
@@ -33,7 +36,7 @@ export async function jobRunner(nats: TestNats) {
     const done = (async () => {
       for await (const m of sub) {
         const o = m.json<Outcome>();
-        if (o.kind === 'progress') continue;
+        if (o.kind === 'progress' || o.kind === 'lost') continue;
         got[o.resultKey] = o;
         if (Object.keys(got).length === want.size) break;
       }

@@ -26,6 +26,9 @@ export async function startJobsApi(t: Tap, config: Record<string, unknown> = {},
     browsers: [{ id: 'testbrowser', name: 'Test browser', engine: 'chromium', versions: ['2', '1'] }],
   }));
   stops.push(() => cat.stop());
+  // as a converter advertises: websitepro jobs are refused with 503 while no instance is live
+  const web = await advertise(app.nc, 'websitepro', 'test-converter', () => ({ outputs: ['metadata', 'markdown', 'text', 'html', 'pdf'] }));
+  stops.push(() => web.stop());
 
   const workers = [];
   if (opts.workers !== false) {

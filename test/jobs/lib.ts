@@ -29,6 +29,7 @@ export interface ItemSpec {
   params?: Record<string, unknown>;
   task?: boolean;
   oneTime?: boolean;
+  needsDataset?: boolean;
 }
 
 export async function startJobsSystem(t: Tap, overrides: Record<string, unknown> = {}) {
@@ -87,6 +88,7 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
         key: i.key,
         price: i.price,
         ...(i.oneTime ? { oneTime: true } : {}),
+        ...(i.needsDataset !== undefined ? { needsDataset: i.needsDataset } : {}),
         ...(i.task === false ? {} : { task: { subject: subjects.taskWebsitepro, params: { behave: i.behave ?? 'succeed', ...(i.params ?? {}) } } }),
       }));
       const job = newJobRecord(service, { target: '127.0.0.1', items: planItems }, walletId, { test: true }, tn.config);

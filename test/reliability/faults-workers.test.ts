@@ -51,8 +51,8 @@ t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered
     'browser-pool': ['shots', { url: `http://127.0.0.1:${gates['browser-pool'].port}/`, browsers: ['chromium'], viewports: ['1280x800'] }],
   };
   const names = Object.keys(bodies) as (keyof typeof gates)[];
-  // the catalogues of labs and shots are advertised once their instance runs
-  await until('the shots and labs catalogues', async () => (await http(base, 'GET', '/v1/services/shots')).status === 200 && (await http(base, 'GET', '/v1/services/labs')).status === 200, 60000);
+  // every catalogue is advertised once its instance runs (a service without one answers 503)
+  await until('the catalogues', async () => (await Promise.all(['websitepro', 'shots', 'labs'].map((x) => http(base, 'GET', `/v1/services/${x}`)))).every((r) => r.status === 200), 60000);
 
   const jobs: Record<string, string> = {};
   for (const n of names) {

@@ -11,7 +11,7 @@ import { createLogger } from './shared/log.ts';
 import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
 import type { GatewayHandle } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, withRetry } from './shared/runtime.ts';
+import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
 
 /** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
 const UNITS: Record<string, () => Promise<{ start: ActorStart }>> = {
@@ -35,7 +35,10 @@ const log = createLogger(names.length === 1 ? names[0]! : 'main', config.server.
 let server: NatsServerHandle | undefined;
 let url: string;
 if (everything && !config.nats.url) {
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval });
+  // its own process group: Ctrl-C reaches only this process, which stops the server last
+  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval, ownProcessGroup: true });
+  const proc = server.process;
+  onProcessExit(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');
@@ -45,13 +48,25 @@ if (everything && !config.nats.url) {
 
 const conns: NatsConnection[] = [];
 const handles: { name: string; handle: ActorHandle; instanceId: string }[] = [];
-const stopAll = async () => {
-  for (const { name, handle } of handles.reverse()) {
-    await handle.stop().catch((e) => log.error({ err: e, name }, 'stop failed'));
-  }
-  for (const c of conns) await c.drain().catch(() => {});
-  await server?.stop();
-};
+const stopOf = (units: string[]) => () => Promise.all(handles.filter((h) => units.includes(h.name)).map(({ name, handle }) =>
+  handle.stop().catch((e) => log.error({ err: e, name }, 'stop failed'))));
+// Order and deadlines (8.5 s in all, under onShutdown's 9 s): first no new requests, then the
+// workers (their tasks are redelivered if cut short), then money and jobs, then NATS itself. A
+// step past its deadline is left behind: with NATS gone first (systemd signals every process of
+// the service) drains and consumer stops would otherwise wait for ever. One unit alone (the
+// cluster's processes) gets the units' whole share.
+const unitSteps: StopStep[] = names.length === 1
+  ? [{ what: names[0]!, deadlineMs: 5500, run: stopOf(names) }]
+  : [
+      { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
+      { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
+      { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
+    ];
+const stopAll = () => runStopSteps([
+  ...unitSteps,
+  { what: 'NATS connections', deadlineMs: 1000, run: () => Promise.all(conns.map((c) => c.drain().catch(() => c.close()))) },
+  ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) }] : []),
+], log);
 onShutdown(stopAll);
 
 try {

@@ -7,6 +7,12 @@ export interface AdminContext {
   config: Config;
   log: Logger;
   out: (line: string) => void;
+  /**
+   * Run a NATS step, tried again on an outage (a failover after a node loss: no responders,
+   * "temporarily unavailable", a timeout) until the command's budget runs out. The step must be
+   * safe to repeat: a write carries an id fixed before the first try.
+   */
+  retry<T>(what: string, f: () => Promise<T>): Promise<T>;
 }
 
 /** One operator subcommand: `npm run admin -- <name words> [args]`. */
@@ -14,4 +20,6 @@ export interface AdminCommand {
   name: string; // e.g. 'key create'
   usage: string;
   run(args: string[], ctx: AdminContext): Promise<number>;
+  /** Runs until stopped (`status --watch`): no overall time budget, each step still bounded. */
+  watches?(args: string[]): boolean;
 }

@@ -1,13 +1,23 @@
 // Operator CLI: `npm run admin -- <subcommand>`. Subcommands live in admin/commands/*.ts.
+// Every command works while a majority of the NATS servers is up (reads from stream leaders, steps
+// tried again through a failover) and ends within COMMAND_BUDGET_MS; when NATS does not answer it
+// says why (no quorum, which servers are down) instead of `timeout`.
 import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { AdminCommand } from './command.ts';
-import { connectNats } from '../shared/nats/connect.ts';
-import { provision } from '../shared/nats/provision.ts';
+import type { AdminCommand, AdminContext } from './command.ts';
+import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
 import { createLogger } from '../shared/log.ts';
-import { loadConfigOrExit, resolveNatsUrl } from '../shared/runtime.ts';
+import { loadConfigOrExit, resolveNatsUrl, withRetry } from '../shared/runtime.ts';
 import { ApiError } from '../shared/errors.ts';
+import { ClusterError, diagnose, isOutage, knownWithoutQuorum, serverUrls } from './cluster.ts';
+
+/**
+ * A command's whole time from its start, diagnosis included: with the process's own start it stays
+ * under the 15 s an operator (and the node-loss test) allows, and retries through a failover (a
+ * new stream leader takes 2 to 5 s) fit inside it.
+ */
+export const COMMAND_BUDGET_MS = 9_000;
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'commands');
 const commands: AdminCommand[] = [];
@@ -25,18 +35,64 @@ if (!cmd) {
   process.exit(argv.length && argv[0] !== 'help' ? 2 : 0);
 }
 const config = loadConfigOrExit();
-const log = createLogger('admin', process.env.LOG_LEVEL ?? 'warn');
-let code = 1;
-try {
-  const nc = await connectNats(resolveNatsUrl(config), 'admin', config.nats.credsFile);
-  await provision(nc, config);
+const log = createLogger('admin', process.env.LOG_LEVEL ?? 'warn', { stderr: true });
+const url = (() => {
   try {
-    code = await cmd.run(argv.slice(cmd.name.split(' ').length), { nc, config, log, out: (l) => console.log(l) });
-  } finally {
-    await nc.drain();
+    return resolveNatsUrl(config);
+  } catch (e) {
+    console.error((e as Error).message);
+    process.exit(2);
   }
+})();
+const urls = serverUrls(url);
+const credsFile = config.nats.credsFile;
+const cmdArgs = argv.slice(cmd.name.split(' ').length);
+const watching = cmd.watches?.(cmdArgs) ?? false;
+let deadline = Date.now() + COMMAND_BUDGET_MS;
+let current = 'connecting to NATS';
+let conn: NatsConnection | undefined;
+
+async function runCommand(): Promise<number> {
+  // The CLI never provisions: it would set every stream's replicas to this shell's NATS_REPLICAS
+  // (1 unless set), scaling a 3-replica cluster down. It uses what the service provisioned.
+  let nc: NatsConnection;
+  try {
+    nc = conn = await connectNats(url, 'admin', credsFile);
+  } catch (e) {
+    throw await diagnose(undefined, urls, 'the connection', { credsFile }).catch(() => e);
+  }
+  // a majority of the listed servers down: say so at once instead of waiting out timeouts
+  if (await knownWithoutQuorum(urls, { credsFile })) throw await diagnose(nc, urls, cmd!.name, { credsFile });
+  const ctx: AdminContext = {
+    nc, config, log, out: (l) => console.log(l),
+    retry: (what, f) => {
+      current = what;
+      if (watching) deadline = Date.now() + COMMAND_BUDGET_MS; // each refresh of a watch gets the budget
+      // short pauses: a failover ends within seconds and the operator is waiting
+      return withRetry(what, f, { timeoutMs: Math.max(0, deadline - Date.now() - 3000), log, retryIf: isOutage, maxPauseMs: 1000 });
+    },
+  };
+  try {
+    return await cmd!.run(cmdArgs, ctx);
+  } catch (e) {
+    if (isOutage(e)) throw await diagnose(nc, urls, current, { credsFile });
+    throw e;
+  } finally {
+    await nc.close().catch(() => {});
+  }
+}
+
+let code: number;
+try {
+  // the budget bounds steps that carry their own long timeouts (a wallet call may wait 30 s)
+  let timer: NodeJS.Timeout | undefined;
+  const overrun = new Promise<never>((_, reject) => {
+    if (!watching) timer = setTimeout(() => { diagnose(conn, urls, current, { credsFile }).then(reject, reject); }, Math.max(0, deadline - Date.now() - 2500));
+  });
+  code = await (watching ? runCommand() : Promise.race([runCommand(), overrun]));
+  clearTimeout(timer);
 } catch (e) {
   console.error(e instanceof ApiError ? `${e.code}: ${e.message}` : (e as Error).message);
-  code = code === 0 ? 1 : code;
+  code = e instanceof ClusterError && e.kind !== 'timeout' ? 3 : 1;
 }
 process.exit(code);

@@ -17,8 +17,11 @@ export const CLUSTER_NAME = 'payloads';
 // Every child this module started and has not seen exit: stopped by stopEverything() (Ctrl-C in the
 // middle of a start) and SIGKILLed if this process exits without stopping them.
 const live = new Set<ChildProcess>();
-function track(child: ChildProcess) {
+// NATS nodes among them, stopped last (told apart by role: a node runs under setpriv, not as nats-server)
+const natsNodes = new WeakSet<ChildProcess>();
+function track(child: ChildProcess, role: 'nats' | 'actor') {
   live.add(child);
+  if (role === 'nats') natsNodes.add(child);
   watchdog().stdin!.write(`+${child.pid}\n`);
   child.once('exit', () => {
     live.delete(child);
@@ -44,11 +47,14 @@ process.once('exit', () => {
   for (const c of live) try { c.kill('SIGKILL'); } catch { /* gone */ }
 });
 
-/** SIGTERM every child started here (actors first, then NATS nodes), SIGKILL after `graceMs`. */
-export async function stopEverything(graceMs = 10000): Promise<void> {
+/**
+ * SIGTERM every child started here (actors first, then NATS nodes), SIGKILL after `graceMs` (an
+ * actor bounds its own stop to 9 s; a NATS node gets `natsGraceMs`).
+ */
+export async function stopEverything(graceMs = 10000, natsGraceMs = graceMs): Promise<void> {
   const kids = [...live];
-  const nats = kids.filter((c) => c.spawnfile.endsWith('nats-server'));
-  const stopAll = async (list: ChildProcess[]) => Promise.all(list.map(async (c) => {
+  const nats = kids.filter((c) => natsNodes.has(c));
+  const stopAll = async (list: ChildProcess[], graceMs: number) => Promise.all(list.map(async (c) => {
     if (c.exitCode !== null || c.signalCode !== null) return;
     const gone = new Promise((r) => c.once('exit', r));
     c.kill('SIGTERM');
@@ -56,8 +62,8 @@ export async function stopEverything(graceMs = 10000): Promise<void> {
     await gone;
     clearTimeout(t);
   }));
-  await stopAll(kids.filter((c) => !nats.includes(c)));
-  await stopAll(nats);
+  await stopAll(kids.filter((c) => !nats.includes(c)), graceMs);
+  await stopAll(nats, natsGraceMs);
 }
 
 /** Preloaded into every actor process: when the launcher's IPC channel closes (it died), stop cleanly. */
@@ -145,9 +151,11 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       serverName: `${CLUSTER_NAME}-${n.name}`,
       cluster: { name: CLUSTER_NAME, port: n.clusterPort, routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`) },
       ...(opts.bin ? { bin: opts.bin } : {}),
+      // a terminal's Ctrl-C must not take the nodes down under the actors still stopping
+      ownProcessGroup: true,
       ...(opts.syncInterval ? { syncInterval: opts.syncInterval } : {}),
     });
-    track(n.handle.process);
+    track(n.handle.process, 'nats');
   };
   // every start settles before a failure is acted on: a node still starting must not be left running
   const started = await Promise.allSettled(nodes.map((_, i) => startNode(i)));
@@ -274,10 +282,12 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
     ...(o.env ?? {}),
   };
   if (name === 'gateway' && !o.env?.BASE_URL && !process.env.BASE_URL) delete env.BASE_URL;
+  // its own process group: a terminal's Ctrl-C reaches only the launcher, which stops the actors
+  // first and the NATS nodes last (ORPHAN_GUARD and the watchdog cover the launcher's death)
   const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, 'main.ts'), name], {
-    cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true,
   });
-  track(child);
+  track(child, 'actor');
   let out = '';
   let url: string | undefined;
   // everything it prints is kept beside its data, for reading after a failed test or a crash

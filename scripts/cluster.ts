@@ -20,16 +20,18 @@ let stopping = false;
 const stop = async (code: number) => {
   if (stopping) return;
   stopping = true;
-  console.log('\nstopping every process and the three NATS nodes...');
-  // Ctrl-C in a terminal reaches the whole process group: the children are already stopping on
-  // their own; give them a moment before the launcher's SIGTERM (a second signal means "exit now").
-  if (sys) await Promise.race([Promise.all(sys.procs.map((p) => p.exited)), sleep(5000)]);
-  // also what a start interrupted by Ctrl-C had already launched
-  await (sys ? sys.stop() : Promise.resolve()).then(() => stopEverything()).catch((e) => console.error(e));
+  console.log('\nstopping every process, then the three NATS nodes...');
+  // Every child runs in its own process group, so a terminal's Ctrl-C or a SIGTERM to the group
+  // reached only this launcher: actors stop first (each bounds its own stop to 9 s), then the
+  // nodes (2 s each before SIGKILL); what a start interrupted by Ctrl-C had launched is included.
+  const hard = setTimeout(() => { console.error('stop did not finish within 12 s; exiting'); process.exit(1); }, 12_000);
+  await stopEverything(9500, 2000).catch((e) => console.error(e));
+  clearTimeout(hard);
   process.exit(code);
 };
 process.on('SIGINT', () => void stop(0));
 process.on('SIGTERM', () => void stop(0));
+process.on('SIGHUP', () => void stop(0));
 
 console.log(`starting a 3-node NATS cluster (data in ${join(config.dataDir, 'cluster')}) and ${processes.length} processes...`);
 try {

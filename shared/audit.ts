@@ -4,7 +4,7 @@
 //   const { violations } = await audit(nc); t.same(violations, []);
 // Run it when the system is quiet: a job between its charge and its job document, or a top-up between
 // its credit and its status update, shows up as a violation until that step is done.
-import { jetstream, jetstreamManager, DeliverPolicy } from '@nats-io/jetstream';
+import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -28,33 +28,58 @@ export interface AuditReport {
   balances: Record<string, number>;
 }
 
-export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
-  const jsm = await jetstreamManager(nc);
-  const info = await jsm.streams.info(STREAMS.ledger);
-  const last = info.state.last_seq;
-  const out: AuditEntry[] = [];
-  if (info.state.messages === 0) return out;
-  const js = jetstream(nc);
-  const c = await js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
-  const iter = await c.consume();
-  const prefix = subjects.ledger('');
-  for await (const m of iter) {
-    out.push({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) });
-    if (m.seq >= last) break;
-  }
-  iter.stop();
+// Reads go to each stream's leader one message or key at a time (STREAM.MSG.GET, stream info),
+// never through a consumer: on a cluster with a node down an ephemeral consumer can be placed on,
+// or wait for, the dead peer and the read times out for as long as it stays down, while a leader
+// read answers as soon as a majority has elected one. They are consistent (the leader's copy) and
+// pipelined, READ_CONCURRENCY in flight.
+const READ_CONCURRENCY = 32;
+
+/** `f` over `items`, at most `limit` at once, results in order. */
+async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await f(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
   return out;
 }
 
-async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean): Promise<Map<string, T>> {
+export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
+  const jsm = await jetstreamManager(nc);
+  const { state } = await jsm.streams.info(STREAMS.ledger);
+  if (state.messages === 0) return [];
+  const seqs = Array.from({ length: state.last_seq - state.first_seq + 1 }, (_, i) => state.first_seq + i);
+  const prefix = subjects.ledger('');
+  const msgs = await mapLimit(seqs, READ_CONCURRENCY, (seq) => jsm.streams.getMessage(STREAMS.ledger, { seq }).catch((e: unknown) => {
+    // a sequence with no message (none is ever deleted from LEDGER, but a gap must not stop the audit)
+    if (e instanceof JetStreamApiError && e.code === 10037) return null;
+    throw e;
+  }));
+  return msgs.filter((m) => m !== null).map((m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }));
+}
+
+/** Every live key of a bucket: the subjects its stream holds, from the leader's stream info. */
+export async function bucketKeys(nc: NatsConnection, bucket: string): Promise<string[]> {
+  const jsm = await jetstreamManager(nc);
+  const prefix = `$KV.${bucket}.`;
+  const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
+  return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
+}
+
+export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean): Promise<Map<string, T>> {
   const kv: KV = await new Kvm(nc).open(bucket);
+  const keys = (await bucketKeys(nc, bucket)).filter((k) => !filter || filter(k)).sort();
+  const values = await mapLimit(keys, READ_CONCURRENCY, (k) => kv.get(k));
   const out = new Map<string, T>();
-  const keys: string[] = [];
-  for await (const k of await kv.keys()) if (!filter || filter(k)) keys.push(k);
-  for (const k of keys) {
-    const e = await kv.get(k);
+  keys.forEach((k, i) => {
+    const e = values[i];
     if (e && e.operation === 'PUT' && e.value.length) out.set(k, e.json<T>());
-  }
+  });
   return out;
 }
 

@@ -17,7 +17,7 @@ export interface CatalogueEntry {
 
 const REFRESH_MS = 10_000;
 /** An entry not refreshed for three rounds belongs to an instance that is gone. */
-const isLive = (entry: CatalogueEntry, now = Date.now()) => now - entry.at < 3 * REFRESH_MS;
+export const isLive = (entry: CatalogueEntry, now = Date.now()) => now - entry.at < 3 * REFRESH_MS;
 /** How long a first read waits for the watch's initial values before listing the bucket instead. */
 const LOAD_WAIT_MS = 5000;
 

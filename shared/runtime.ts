@@ -37,20 +37,83 @@ export function resolveNatsUrl(config: Config): string {
 
 export const newInstanceId = (name: string) => `${name}-${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
 
-/** Run `stop` once on SIGINT/SIGTERM, then exit. A second signal exits at once. */
-export function onShutdown(stop: () => Promise<void>) {
+/**
+ * Hard bound of a whole stop: past it the process exits anyway (code 1), after the exit hooks ran.
+ * Kept under the 10 s that `docker stop` and most supervisors give before their SIGKILL.
+ */
+export const STOP_DEADLINE_MS = 9000;
+
+/** One step of a stop, bounded: a step still running at its deadline is reported and left behind. */
+export interface StopStep {
+  what: string;
+  deadlineMs: number;
+  run: () => Promise<unknown>;
+}
+
+/**
+ * Run stop steps in order, each within its deadline: a NATS server that died first (a signal to the
+ * whole group, a systemd stop) makes drains and consumer stops wait for ever, and a hung step must
+ * not keep the next ones, or the process, from ending. Returns the steps that failed or overran.
+ */
+export async function runStopSteps(steps: StopStep[], log?: { warn(o: object, m: string): void }): Promise<string[]> {
+  const missed: string[] = [];
+  for (const step of steps) {
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await Promise.race([
+      step.run().then(() => 'done', (e: unknown) => `failed: ${(e as Error)?.message ?? String(e)}`),
+      new Promise<string>((r) => { timer = setTimeout(() => r(`did not finish within ${step.deadlineMs} ms`), step.deadlineMs); }),
+    ]);
+    clearTimeout(timer);
+    if (outcome !== 'done') {
+      missed.push(step.what);
+      log?.warn({ step: step.what, outcome }, 'stop step left behind');
+    }
+  }
+  return missed;
+}
+
+// Synchronous last words run on every exit, however it comes (a clean stop, the hard deadline, a
+// second Ctrl-C): kill what must not outlive this process (the embedded nats-server, browsers).
+const exitHooks = new Set<() => void>();
+let exitHooked = false;
+export function onProcessExit(hook: () => void): () => void {
+  exitHooks.add(hook);
+  if (!exitHooked) {
+    exitHooked = true;
+    process.once('exit', () => {
+      for (const h of exitHooks) try { h(); } catch { /* best effort: the process is ending */ }
+    });
+  }
+  return () => exitHooks.delete(hook);
+}
+
+/**
+ * Run `stop` once on SIGINT/SIGTERM/SIGHUP, then exit: 0 when every step finished, 1 when `stop`
+ * failed or overran `deadlineMs`. A second signal exits at once (the exit hooks still run).
+ */
+export function onShutdown(stop: () => Promise<unknown>, { deadlineMs = STOP_DEADLINE_MS }: { deadlineMs?: number } = {}) {
   let stopping = false;
   const handler = (sig: string) => {
     if (stopping) process.exit(130);
     stopping = true;
     console.error(`\n${sig}: stopping...`);
-    stop().then(() => process.exit(0), (e) => {
+    setTimeout(() => {
+      console.error(`stop did not finish within ${deadlineMs} ms; exiting anyway`);
+      process.exit(1);
+    }, deadlineMs).unref();
+    stop().then((r) => {
+      const missed = Array.isArray(r) ? r.length : 0;
+      console.error(missed ? `stopped; ${missed} step(s) left behind` : 'stopped');
+      process.exit(missed ? 1 : 0);
+    }, (e) => {
       console.error(e);
       process.exit(1);
     });
   };
   process.on('SIGINT', () => handler('SIGINT'));
   process.on('SIGTERM', () => handler('SIGTERM'));
+  // a closed terminal: without a handler the process would die at once and skip every stop step
+  process.on('SIGHUP', () => handler('SIGHUP'));
 }
 
 /** The one sleep: resolves after `ms`, or rejects with an AbortError when `signal` aborts first. */
@@ -61,9 +124,9 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timer(
  * or in a failover JetStream answers "no responders" or times out until its streams have leaders
  * again. `retryIf` limits which errors are tried again (default: any, as at start-up).
  */
-export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean } = {}): Promise<T> {
+export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf, maxPauseMs = 5000 }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean; maxPauseMs?: number } = {}): Promise<T> {
   const end = Date.now() + timeoutMs;
-  for (let wait = 250; ; wait = Math.min(wait * 2, 5000)) {
+  for (let wait = Math.min(250, maxPauseMs); ; wait = Math.min(wait * 2, maxPauseMs)) {
     try {
       return await f();
     } catch (e) {

@@ -6,6 +6,23 @@ import { freemem } from 'node:os';
 import type { Browser, BrowserContext, Page } from 'puppeteer-core';
 import type { Logger } from '../../shared/log.ts';
 import { majorVersion, type Launcher, type LaunchOptions } from './launchers/types.ts';
+import { onProcessExit } from '../../shared/runtime.ts';
+
+/**
+ * No browser outlives this process, however it ends (a stop past its deadline, a second Ctrl-C):
+ * puppeteer starts each browser in its own process group, which a terminal's signal does not reach,
+ * so on exit every browser still running is killed with its whole group (renderers, zygotes).
+ */
+function killWithProcessGroupOnExit(browser: Browser) {
+  const child = browser.process();
+  const pid = child?.pid;
+  if (!child || !pid) return;
+  const forget = onProcessExit(() => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    try { process.kill(-pid, 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+  });
+  child.once('exit', forget);
+}
 
 /** Pages at once per instance: the configured value, lowered when free memory is short. */
 export const PAGE_MEMORY_MB = 250;
@@ -116,6 +133,7 @@ export class ManagedBrowser {
   private async launch(): Promise<Generation> {
     const t0 = Date.now();
     const browser = await this.launcher.launch(this.launchOpts);
+    killWithProcessGroupOnExit(browser);
     this.version = majorVersion(await browser.version());
     this.launches++;
     const gen: Generation = { browser, pages: 0, active: 0, retired: false };

@@ -3,6 +3,7 @@ import type { AdminCommand } from '../command.ts';
 import { keysBucket, lookupKey } from '../../shared/keys.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
+import { newId } from '../../shared/ids.ts';
 
 /** `--name value` out of args; returns [value, rest]. */
 function option(args: string[], name: string): [string | undefined, string[]] {
@@ -15,11 +16,12 @@ export const commands: AdminCommand[] = [
   {
     name: 'topup pay',
     usage: 'topup pay <topupId>         dev Lightning backend only: mark the invoice paid (the top-up is credited once)',
-    async run(args, { nc, config, out }) {
+    async run(args, { nc, config, out, retry }) {
       const id = args[0];
       if (!id) { out('usage: topup pay <topupId>'); return 2; }
       if (config.wallet.lightning.backend !== 'dev') { out(`refused: the Lightning backend is ${config.wallet.lightning.backend}; only dev invoices are paid by command`); return 2; }
-      const r = await wallet.topupPay(nc, id);
+      // paying again is answered alreadyPaid: safe to repeat through a failover
+      const r = await retry('wallet.topupPay', () => wallet.topupPay(nc, id));
       out(`${r.topup.id} ${r.topup.status}${r.alreadyPaid ? ' (was already paid)' : ''}; wallet balance ${r.balance} Payloads`);
       return 0;
     },
@@ -27,7 +29,7 @@ export const commands: AdminCommand[] = [
   {
     name: 'wallet grant',
     usage: 'wallet grant <key|walletId> <payloads> --reason "..."   add (or, negative, take back) Payloads',
-    async run(argsIn, { nc, out }) {
+    async run(argsIn, { nc, out, retry }) {
       const [reason, args] = option(argsIn, '--reason');
       const [who, amountText] = args;
       const amount = Number(amountText);
@@ -37,11 +39,13 @@ export const commands: AdminCommand[] = [
       }
       let walletId = who;
       if (who.startsWith('pk_')) {
-        const rec = await lookupKey(await keysBucket(nc), who);
+        const rec = await retry('the keys bucket', async () => lookupKey(await keysBucket(nc), who));
         if (!rec) { out('unknown key'); return 1; }
         walletId = rec.walletId;
       }
-      const r = await wallet.grant(nc, walletId, amount, reason);
+      // one grant id for every try: a try whose answer was lost is the same grant, not a second one
+      const grantId = newId('admin');
+      const r = await retry('wallet.grant', () => wallet.grant(nc, walletId, amount, reason, grantId));
       out(`wallet ${walletId}: ${amount > 0 ? '+' : ''}${amount} Payloads (entry ${r.entryId}); balance ${r.balance}`);
       return 0;
     },
@@ -49,12 +53,13 @@ export const commands: AdminCommand[] = [
   {
     name: 'audit',
     usage: 'audit                      reconcile with the Lightning node (credit paid top-ups the ledger lost), then check every money invariant; exit 1 on any violation',
-    async run(_args, { nc, out }) {
+    async run(_args, { nc, out, retry }) {
       // The wallet reconciles (it owns the ledger and the node connection); without a wallet running
       // the invariants are still checked and the missing reconciliation is said, not hidden.
       let unpaid = 0;
       try {
-        const rec = await wallet.reconcile(nc);
+        // bounded: with a node down or no wallet running the audit itself must still fit the budget
+        const rec = await Promise.race([wallet.reconcile(nc), new Promise<never>((_, rej) => setTimeout(() => rej(new Error('no answer within 3 s')), 3000).unref())]);
         out(`lightning (${rec.backend}): ${rec.paidInvoices} paid invoices, ${rec.topups} top-ups`);
         for (const c of rec.credited) out(`CREDITED topup ${c.topupId}: invoice ${c.paymentHash} was paid but not in the ledger; ${c.payloads} Payloads to wallet ${c.walletId}`);
         for (const u of rec.unpaidCredits) out(`VIOLATION topup ${u.topupId || '?'}: credited ${u.payloads} Payloads to wallet ${u.walletId} (entry ${u.entryId}) but the node does not list invoice ${u.paymentHash ?? '?'} as paid`);
@@ -63,7 +68,7 @@ export const commands: AdminCommand[] = [
       } catch (e) {
         out(`lightning: not reconciled (${(e as Error).message}); is a wallet running?`);
       }
-      const r = await audit(nc);
+      const r = await retry('the audit\'s reads (LEDGER, jobs, topups)', () => audit(nc));
       out(`${r.wallets} wallets, ${r.entries} ledger entries, ${r.jobs} jobs, ${r.topups} top-ups`);
       for (const v of r.violations) out(`VIOLATION ${v}`);
       const total = r.violations.length + unpaid;

@@ -13,7 +13,7 @@ import { isCasConflict } from '../../shared/nats/cas.ts';
 import { newId } from '../../shared/ids.ts';
 import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
-import { wallet, toEur } from '../../shared/protocol/wallet.ts';
+import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
@@ -167,7 +167,9 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   const asked = Date.now();
   let balance: number;
   try {
-    ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost }));
+    // answerBy a second before this request times out: a wallet that gets it later (paused,
+    // overloaded) refuses it, instead of charging a creation already answered 503
+    ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost, answerBy: asked + walletApi.charge.timeoutMs - 1000 }));
   } catch (e) {
     // the job will not be written (an unanswered charge is refunded by the orphan sweep)
     await giveMarkBack();

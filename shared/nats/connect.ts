@@ -5,13 +5,53 @@ export type { NatsConnection };
 
 export async function connectNats(url: string, name: string, credsFile = ''): Promise<NatsConnection> {
   const servers = url.split(',').map((s) => s.trim()).filter(Boolean);
-  return connect({
+  const nc = await connect({
     servers,
     name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: 500,
     ...(credsFile ? { authenticator: credsAuthenticator(readFileSync(credsFile)) } : {}),
   });
+  if (servers.length > 1) leaveServerWithoutQuorum(nc);
+  return nc;
+}
+
+/** How often a connection asks its server whether JetStream answers, and how many misses move it. */
+export const QUORUM_CHECK_MS = 5000;
+const QUORUM_MISSES = 2;
+
+/**
+ * A server cut off from the cluster's majority by a network partition keeps its client connections
+ * healthy, so the client never moves, while every JetStream request through it fails for as long
+ * as the partition lasts (partition.test.ts: job creation failed for the whole 30 s 2/1 split and
+ * 27 s after it healed). Every QUORUM_CHECK_MS the connection asks JetStream for account info (the
+ * meta leader answers it); after QUORUM_MISSES misses in a row it reconnects, to the next server
+ * of its list. A cluster-wide outage only makes it rotate through the servers every ~10 s.
+ */
+function leaveServerWithoutQuorum(nc: NatsConnection) {
+  let misses = 0;
+  let asking = false;
+  const timer = setInterval(() => {
+    if (asking || nc.isClosed() || nc.isDraining()) return;
+    asking = true;
+    // stream names: answered by the meta leader only (account info is answered by any server,
+    // a cut-off one included, so it says nothing about quorum)
+    nc.request('$JS.API.STREAM.NAMES', '{"offset":0}', { timeout: 2000 }).then((m) => {
+      const body = m.json<{ error?: { code: number; err_code?: number } }>();
+      // JetStream not enabled for this account: nothing to watch
+      if (body.error?.err_code === 10039) clearInterval(timer);
+      return !body.error;
+    }, () => false).then((answered) => {
+      asking = false;
+      misses = answered ? 0 : misses + 1;
+      if (misses >= QUORUM_MISSES && !nc.isClosed() && !nc.isDraining()) {
+        misses = 0;
+        nc.reconnect().catch(() => { /* closed meanwhile */ });
+      }
+    });
+  }, QUORUM_CHECK_MS);
+  timer.unref();
+  void nc.closed().then(() => clearInterval(timer));
 }
 
 /**

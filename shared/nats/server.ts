@@ -15,6 +15,12 @@ export interface NatsServerOptions {
   extra?: string;
   bin?: string;
   /**
+   * Run the server in its own process group, tied to this process's life: a terminal's Ctrl-C (or
+   * `docker stop`'s SIGTERM to the group) then reaches only the service, which stops the server last
+   * instead of finding it gone mid-shutdown; `setpriv --pdeathsig` still ends it if this process dies.
+   */
+  ownProcessGroup?: boolean;
+  /**
    * JetStream `sync_interval`: 'always' (default) fsyncs every write before it is acknowledged;
    * a duration ('2m' is the server's own default) acknowledges writes that are not on disk yet, which
    * a power cut or kernel crash loses: unsafe for money (docs/reliability.md "Durability").
@@ -55,7 +61,8 @@ export interface NatsServerHandle {
   pid: number;
   storeDir: string;
   process: ChildProcess;
-  stop(signal?: NodeJS.Signals): Promise<void>;
+  /** `signal`, then SIGKILL after `graceMs` (default 10 s). */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
   /** Stop and remove the store (tests). */
   destroy(): Promise<void>;
 }
@@ -83,7 +90,10 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const confFile = join(opts.storeDir, 'nats-server.conf');
   writeFileSync(confFile, lines.join('\n') + '\n');
 
-  const child = spawn(bin, ['-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const pdeathsig = opts.ownProcessGroup && existsSync('/usr/bin/setpriv');
+  const child = pdeathsig
+    ? spawn('/usr/bin/setpriv', ['--pdeathsig', 'TERM', bin, '-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
+    : spawn(bin, ['-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'], detached: Boolean(opts.ownProcessGroup) });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
@@ -113,10 +123,10 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     throw new Error(`nats-server did not start within 15 s: ${stderr}`);
   }
 
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 10000) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill(signal);
-    const t = setTimeout(() => child.kill('SIGKILL'), 10000);
+    const t = setTimeout(() => child.kill('SIGKILL'), graceMs);
     await exited;
     clearTimeout(t);
   };

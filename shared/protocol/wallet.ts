@@ -114,7 +114,10 @@ export type ReconcileReport = Static<typeof ReconcileReportSchema>;
 export const walletApi = {
   charge: endpoint({
     subject: subjects.wallet.charge, summary: 'Debit a job\'s full cost; idempotent per jobId; insufficient_funds with needed/balance/topup',
-    request: T.Object({ walletId: WalletId, jobId: T.String(), amount: T.Integer() }), reply: Moved,
+    // answerBy: epoch ms after which the caller no longer waits for the answer. A wallet that gets
+    // the request later (it was paused, or the request sat in a queue) refuses it uncharged, so a
+    // creation answered 503 is not charged behind the caller's back (clocks kept by NTP).
+    request: T.Object({ walletId: WalletId, jobId: T.String(), amount: T.Integer(), answerBy: T.Optional(T.Integer()) }), reply: Moved,
   }),
   refund: endpoint({
     subject: subjects.wallet.refund, summary: 'Give back one undelivered result; idempotent per (jobId, resultKey)',

@@ -26,7 +26,9 @@ import { startPages } from './fixtures/pages.ts';
 
 t.setTimeout(900_000);
 const FAULT_MS = Number(process.env.PARTITION_SECONDS ?? 30) * 1000;
-const unavailable = await netnsUnavailable();
+// One run takes 4-15 min on 2 cores (three 30 s faults under load, each followed by a full recovery
+// check), too long for the suite's budget: `npm run test:partitions` runs it (PARTITION_TESTS=1).
+const unavailable = process.env.PARTITION_TESTS === '1' ? await netnsUnavailable() : 'long scenario: run it with `npm run test:partitions`';
 
 t.test('network partitions under load', { skip: unavailable ?? false }, async (t) => {
   const pages = await startPages();
@@ -48,10 +50,13 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   const { key, walletId } = await createKey(nc, 'admin');
   await wallet.grant(nc, walletId, 1_000_000, 'partition test funds', 'partition-funds');
   const jsm = await jetstreamManager(nc);
-  const ledgerLeader = async () => {
-    const leader = (await retry(() => jsm.streams.info(STREAMS.ledger), 30000)).cluster!.leader!;
-    return cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
-  };
+  // right after a heal the stream may have no leader yet: wait until one of the three is named
+  const ledgerLeader = async () => retry(async () => {
+    const leader = (await jsm.streams.info(STREAMS.ledger)).cluster?.leader;
+    const i = cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
+    if (i < 0) throw new Error(`no LEDGER leader among the nodes yet (${leader ?? 'none'})`);
+    return i;
+  }, 30000);
 
   const created: string[] = [];
   const paid: string[] = [];

@@ -152,20 +152,18 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
 
   // A delivered result keeps its file until the job expires (a lost one is refunded: shared/jobs/lost.ts).
   const now = Date.now();
-  const listings = new Map<string, Set<string>>();
+  // One direct lookup per file (a stream-leader request), never a store listing: a listing is a
+  // consumer, which with a node down can be placed on or wait for the dead peer (issue 19).
+  const stores = new Map<string, Awaited<ReturnType<Objm['open']>>>();
   const objm = new Objm(nc);
   for (const job of jobs.values()) {
     if (!job?.results || job.purgedAt !== undefined || job.expiresAt <= now) continue;
     for (const r of job.results) {
       if (r.status !== 'done' || !r.file) continue;
-      let names = listings.get(r.file.store);
-      if (!names) {
-        const os = await objm.open(r.file.store);
-        names = new Set((await os.list()).filter((o) => !o.deleted).map((o) => o.name));
-        listings.set(r.file.store, names);
-      }
-      // a listing read through a failover can come back short: a name it lacks is looked up directly
-      if (!names.has(r.file.name) && !(await objm.open(r.file.store).then((os) => os.info(r.file!.name)).then((i) => i && !i.deleted, () => false))) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${r.file.store}/${r.file.name} is not stored`);
+      let os = stores.get(r.file.store);
+      if (!os) stores.set(r.file.store, (os = await objm.open(r.file.store)));
+      const info = await os.info(r.file.name);
+      if (!info || info.deleted) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${r.file.store}/${r.file.name} is not stored`);
     }
   }
 

@@ -11,6 +11,7 @@ import { mountRoutes } from './server.ts';
 import { createMetrics } from './metrics.ts';
 import { allRoutes } from './routes/index.ts';
 import type { GatewayContext } from './route.ts';
+import { jobWatchOf } from './jobs/index.ts';
 
 export interface GatewayHandle {
   port: number;
@@ -76,6 +77,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     async stop() {
       ready = false;
       evtSub.unsubscribe();
+      jobWatchOf(jobs).stop();
       if (listenSocket) uws.us_listen_socket_close(listenSocket as never);
       listenSocket = null;
     },

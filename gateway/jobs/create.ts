@@ -72,13 +72,22 @@ export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
   }
 }
 
+/** How long a job-supervisor's answer to the ping is taken as "one is running". */
+const SUPERVISOR_SEEN_MS = 1000;
+const supervisorSeen = new WeakMap<NatsConnection, number>();
+
 /**
  * No job-supervisor instance answering its micro service ping: a job created now would stay queued,
  * charged, until one comes back. Refused with 503 before any charge instead.
  */
 export async function checkSupervisor(d: Pick<JobDeps, 'nc'>, timeoutMs = 2000): Promise<void> {
+  // An answer stands for a second: under steady traffic a creation costs no ping of its own. A
+  // supervisor that dies within it leaves a job that waits, its tasks and outcomes kept in their
+  // streams, for the next one (the same as a supervisor that dies just after the ping).
+  if (Date.now() - (supervisorSeen.get(d.nc) ?? -Infinity) < SUPERVISOR_SEEN_MS) return;
   try {
     await d.nc.request(`$SRV.PING.${MICRO.jobSupervisor}`, '', { timeout: timeoutMs });
+    supervisorSeen.set(d.nc, Date.now());
   } catch (e) {
     if (isTransientNatsError(e) || /no responders|timeout/i.test(String((e as Error)?.message))) {
       throw new ApiError('service_unavailable', 'no job-supervisor instance is running; nothing was charged', {}, { 'retry-after': '5' });

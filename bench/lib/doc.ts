@@ -62,8 +62,8 @@ request) - in the gateway and the node:http baseline alike.
 ### Pipeline (\`bench/pipeline.ts\`)
 
 A \`websitepro\` job with the \`metadata\` output for a page served by a \`node:http\` fixture on
-127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge →
-\`job.submitted\` → job-supervisor → task → converter → result → supervisor). Baseline: the
+127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge → task →
+job document, already dispatched → converter → result → supervisor → the gateway's shared watch). Baseline: the
 converter's own fetch-and-convert functions called directly in one process, for the same page.
 The ratio is the pipeline's overhead.
 
@@ -72,8 +72,24 @@ subscription on its own connection counts the traffic. *JetStream writes* is how
 stream's last sequence moved (KV buckets and object stores included: a put, a delete marker and a
 stream publish each take one), split by stream in the note; *core requests* are messages with a
 reply subject outside streams, the JetStream API and inboxes (actor-to-actor request/reply, e.g.
-\`wallet.charge\`). JetStream API calls and acks are in the note. A count has no baseline (the direct
-call makes no NATS traffic): the column shows \`-\`.
+\`wallet.charge\`). JetStream API calls (by kind) and acks are in the note. A count has no baseline
+(the direct call makes no NATS traffic): the column shows \`-\`. Issue 17 brought the count from
+17.5 to about 13 writes per job (1 core request instead of 2 under steady traffic): the job
+document is written once, already dispatched; progress lines are core messages; see
+\`docs/notes/issue-17.md\`.
+
+**Job creation under load** (\`scripts/load.ts\`: its own 3-node cluster, 16 clients creating
+websitepro, shots and labs jobs for 30 s and long-polling them; not part of \`npm run bench\`; rerun
+with \`node --import tsx scripts/load.ts\`). Issue 17, session 13, one run each, back to back on the
+shared 2-core machine (load average 22 → 36 during the first, 35 → 38 during the second: not quiet):
+
+| code | jobs created in 31 s | jobs/s | creation p50 | p90 | p99 | audit |
+|---|---|---|---|---|---|---|
+| before (36f12e2: job.submitted, supervisor dispatch, stored progress, a watch per poll) | 474 | 15.2 | 1013 ms | 1389 ms | 1837 ms | clean |
+| after (dispatch at creation, core progress, shared watch, cached supervisor ping) | 548 | 17.6 | 860 ms | 1322 ms | 1675 ms | clean |
+
+In both runs about 45 shots jobs were still queued behind the single Chromium pool when the
+120 s drain ended (2 cores); none failed, none was lost.
 
 ### Memory (\`bench/memory.ts\`)
 

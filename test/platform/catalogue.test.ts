@@ -74,3 +74,19 @@ t.test('a watch that lost its server-side consumer does not keep reads stale', a
   t.same(await ids(kv, 'shots'), ['a', 'b'], 'the next read sees the new instance');
   t.same(await ids(kv, 'shots'), ['a', 'b'], 'and so does the one after');
 });
+
+t.test('concurrent reads share their stream-info requests and still see earlier advertisements', async (t) => {
+  const tn = await startTestNats(t);
+  const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
+  const a = await advertise(await tn.connect('a'), 'shots', 'a', () => ({}));
+  t.teardown(() => a.stop());
+  await readCatalogue(kv, 'shots'); // the copy is loaded
+  let infos = 0;
+  const spy = tn.nc.subscribe(`$JS.API.STREAM.INFO.KV_${BUCKETS.catalogue}`, { callback: () => { infos++; } });
+  await tn.nc.flush();
+  const reads = await Promise.all(Array.from({ length: 50 }, () => readCatalogue(kv, 'shots')));
+  await tn.nc.flush();
+  spy.unsubscribe();
+  t.ok(reads.every((r) => r.length === 1), 'every read sees the instance');
+  t.ok(infos <= 2, `${infos} stream-info request(s) for 50 concurrent reads (fails with one per read)`);
+});

@@ -1,0 +1,161 @@
+// Balances read by the gateway (GET /v1/balance, quotes) without a wallet request each.
+//
+// The wallet is the only writer of the LEDGER stream; every entry carries the wallet's balance after
+// it, so a wallet's balance is its last entry's `balanceAfter` (what the wallet's own `balance`
+// endpoint reads). Asking the wallet costs two hops and the wallet's own stream read per request,
+// and every gateway request queued behind the one wallet process. This gateway instead keeps the
+// last entry per wallet from one ordered consumer on LEDGER, and answers "as of now": it asks the
+// stream for its last sequence (one stream-info request shared by the reads arriving together,
+// shared/nats/fresh.ts) and waits until the consumer has delivered up to it. So a read sees every
+// ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) —
+// read-your-writes, not a cache. Nothing here writes money: charges and refunds still go through
+// the wallet, which checks the balance against the stream with an expected sequence.
+//
+// A wallet with no entry since the consumer started is read straight from the stream (its last
+// message by subject). While the consumer is not running, or a read waits too long, the wallet is
+// asked as before.
+import type { NatsConnection } from '@nats-io/nats-core';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { STREAMS, subjects } from '../shared/names.ts';
+import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
+import { freshRead } from '../shared/nats/fresh.ts';
+
+/** How long a read waits for the consumer to reach the stream's last sequence before asking the wallet. */
+const SYNC_WAIT_MS = 1000;
+/** Wallets kept; past this the map is emptied (the next read of each goes to the stream). */
+const MAX_WALLETS = 100_000;
+/** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
+const MAX_GAP = 1000;
+/** Pause before a consumer that ended is started again. */
+const RESTART_MS = 1000;
+
+interface Head {
+  seq: number;
+  balance: number;
+}
+
+class BalanceCopy {
+  private heads = new Map<string, Head>();
+  /** Every LEDGER sequence up to this one has been applied (or did not exist). -1: not running. */
+  private applied = -1;
+  private waiters = new Set<{ seq: number; wake: () => void }>();
+  private stopped = false;
+  private jsm?: JetStreamManager;
+  private readonly lastSeq: () => Promise<StreamInfo>;
+  private readonly prefix = subjects.ledger('');
+
+  constructor(private readonly nc: NatsConnection) {
+    this.lastSeq = freshRead(async () => (await this.manager()).streams.info(STREAMS.ledger));
+    void this.loop();
+  }
+
+  get alive() {
+    return !this.stopped;
+  }
+
+  private async manager() {
+    return (this.jsm ??= await jetstreamManager(this.nc));
+  }
+
+  private async loop() {
+    while (!this.stopped && !this.nc.isClosed()) {
+      try {
+        await this.consumeOnce();
+      } catch (err) {
+        const name = (err as Error)?.name;
+        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
+      }
+      this.applied = -1;
+      this.heads.clear();
+      if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
+    }
+    this.stopped = true;
+    this.applied = -1;
+    for (const w of this.waiters) w.wake();
+  }
+
+  /** From the stream's current end on: earlier entries are read per wallet on first use. */
+  private async consumeOnce() {
+    const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    const start = info.state.last_seq;
+    const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
+    const messages = await consumer.consume();
+    this.reach(start);
+    for await (const m of messages) {
+      if (this.stopped) { messages.stop(); break; }
+      try {
+        this.keep(m.subject.slice(this.prefix.length), { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter });
+      } catch { /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length)); }
+      this.reach(m.seq);
+    }
+  }
+
+  private keep(walletId: string, head: Head) {
+    const had = this.heads.get(walletId);
+    if (had && had.seq >= head.seq) return;
+    if (!had && this.heads.size >= MAX_WALLETS) this.heads.clear();
+    this.heads.set(walletId, head);
+  }
+
+  private reach(seq: number) {
+    if (seq <= this.applied) return;
+    this.applied = seq;
+    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
+  }
+
+  /**
+   * The stream's entries up to its last sequence as of now are applied; false if not within the
+   * wait. Sequences the stream deleted (a repaired ledger) never arrive: they count as applied.
+   */
+  private async synced(): Promise<boolean> {
+    const info = await this.lastSeq();
+    const last = info.state.last_seq;
+    // while the consumer starts (applied -1) this waits for it too
+    if (last <= this.applied) return true;
+    let waiter!: { seq: number; wake: () => void };
+    const reached = new Promise<void>((r) => { waiter = { seq: last, wake: r }; });
+    this.waiters.add(waiter);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([reached, new Promise((r) => { timer = setTimeout(r, SYNC_WAIT_MS); })]);
+    clearTimeout(timer);
+    this.waiters.delete(waiter);
+    if (this.applied >= last) return true;
+    if (this.applied < 0) return false;
+    // nothing arrived: the missing sequences may be ones the stream no longer holds
+    const from = this.applied;
+    if (last - from > MAX_GAP) return false;
+    const detail = await (await this.manager()).streams.info(STREAMS.ledger, { deleted_details: true });
+    const deleted = new Set(detail.state.deleted ?? []);
+    for (let seq = from + 1; seq <= last; seq++) if (seq >= detail.state.first_seq && !deleted.has(seq)) return false;
+    this.reach(last);
+    return true;
+  }
+
+  async balance(walletId: string): Promise<number> {
+    if (!(await this.synced().catch(() => false))) return (await wallet.balance(this.nc, walletId)).balance;
+    const kept = this.heads.get(walletId);
+    if (kept) return kept.balance;
+    // no entry since the consumer started: the wallet's last entry straight from the stream
+    const m = await (await this.manager()).streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
+    if (!m) return 0;
+    const head = { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter };
+    this.keep(walletId, head);
+    return this.heads.get(walletId)?.balance ?? head.balance;
+  }
+
+  stop() {
+    this.stopped = true;
+  }
+}
+
+const copies = new WeakMap<NatsConnection, BalanceCopy>();
+
+/** A wallet's balance as of now (every ledger write acknowledged before the call is in it). */
+export function readBalance(nc: NatsConnection, walletId: string): Promise<number> {
+  let c = copies.get(nc);
+  if (!c || !c.alive) {
+    c = new BalanceCopy(nc);
+    copies.set(nc, c);
+  }
+  return c.balance(walletId);
+}

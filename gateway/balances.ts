@@ -137,8 +137,8 @@ class BalanceCopy {
     if (kept) return kept.balance;
     // no entry since the consumer started: the wallet's last entry straight from the stream
     const m = await (await this.manager()).streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
-    if (!m) return 0;
-    const head = { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter };
+    // no entry yet is kept too (sequence 0): the wallet's first entry comes through the consumer
+    const head = m ? { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter } : { seq: 0, balance: 0 };
     this.keep(walletId, head);
     return this.heads.get(walletId)?.balance ?? head.balance;
   }

@@ -129,10 +129,20 @@ export function followCatalogue(kv: KV, changed: () => void): () => void {
  * Every live entry of a service, from this process's copy of the bucket (started on first use).
  * The answer includes every advertisement acknowledged before the call. While the copy is loading
  * (at most 5 s) or after its connection closed, the bucket is listed instead.
+ *
+ * `enough`: the caller only needs the catalogue to offer something (a converter runs, the browsers
+ * asked for are offered). When the copy as it is already says so, it is the answer without asking
+ * the stream (no round trip); only an answer that falls short is confirmed as of now. An instance
+ * that stopped a moment ago may then still be counted, as one that dies just after a read always
+ * could: its tasks fail as worker_lost and are refunded. A refusal is never given from a stale copy.
  */
-export async function readCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
+export async function readCatalogue(kv: KV, service: ServiceName, enough?: (entries: CatalogueEntry[]) => boolean): Promise<CatalogueEntry[]> {
   const c = copyOf(kv);
   const m = c.mirror;
+  if (enough && m.isLoaded && m.alive) {
+    const now = c.live(service);
+    if (enough(now)) return now;
+  }
   if (!m.isLoaded) {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([m.loaded, m.ended, new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);

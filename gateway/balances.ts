@@ -26,6 +26,8 @@ const SYNC_WAIT_MS = 1000;
 const MAX_WALLETS = 100_000;
 /** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
 const MAX_GAP = 1000;
+/** At most one replacement of a stalled consumer per this interval. */
+const REPLACE_EVERY_MS = 10_000;
 /** Pause before a consumer that ended is started again. */
 const RESTART_MS = 1000;
 
@@ -41,6 +43,9 @@ class BalanceCopy {
   private waiters = new Set<{ seq: number; wake: () => void }>();
   private stopped = false;
   private jsm?: JetStreamManager;
+  /** The running consumer's messages, while one runs. */
+  private current?: { stop(): void };
+  private lastReplace = 0;
   private readonly lastSeq: () => Promise<StreamInfo>;
   private readonly prefix = subjects.ledger('');
 
@@ -80,6 +85,7 @@ class BalanceCopy {
     const start = info.state.last_seq;
     const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
     const messages = await consumer.consume();
+    this.current = messages;
     this.reach(start);
     for await (const m of messages) {
       if (this.stopped) { messages.stop(); break; }
@@ -126,9 +132,26 @@ class BalanceCopy {
     if (last - from > MAX_GAP) return false;
     const detail = await (await this.manager()).streams.info(STREAMS.ledger, { deleted_details: true });
     const deleted = new Set(detail.state.deleted ?? []);
-    for (let seq = from + 1; seq <= last; seq++) if (seq >= detail.state.first_seq && !deleted.has(seq)) return false;
+    for (let seq = from + 1; seq <= last; seq++) {
+      if (seq >= detail.state.first_seq && !deleted.has(seq)) {
+        if (this.applied === from) this.replaceStalled();
+        return false;
+      }
+    }
     this.reach(last);
     return true;
+  }
+
+  /**
+   * The consumer delivered nothing for a whole wait while behind the stream (its server-side state
+   * lost in a failover; the client would reset it only after missed heartbeats): start a fresh one,
+   * at most once per interval. Reads ask the wallet meanwhile.
+   */
+  private replaceStalled() {
+    if (!this.current || Date.now() - this.lastReplace < REPLACE_EVERY_MS) return;
+    this.lastReplace = Date.now();
+    this.current.stop();
+    this.current = undefined;
   }
 
   async balance(walletId: string): Promise<number> {
@@ -145,6 +168,7 @@ class BalanceCopy {
 
   stop() {
     this.stopped = true;
+    this.current?.stop();
   }
 }
 

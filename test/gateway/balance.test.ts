@@ -55,3 +55,35 @@ t.test('a quote shows the balance as of now without a wallet request', async (t)
   spy.unsubscribe();
   t.equal(walletAsked, 0, 'no wallet.balance request');
 });
+
+t.test('the gateway\'s ledger consumer lost on the server: balances stay right, and it recovers', async (t) => {
+  const app = await startTestApp(t, { actors: ['wallet'] });
+  const { key, walletId } = await app.newKey();
+  const balance = async () => (await app.request('GET', '/v1/balance', { key })).json.balance as number;
+  await wallet.grant(app.nc, walletId, 1000, 'test funds');
+  t.equal(await balance(), 1000);
+  const { jetstreamManager } = await import('@nats-io/jetstream');
+  const jsm = await jetstreamManager(app.nc);
+  const consumers = await jsm.consumers.list('LEDGER').next();
+  // the gateway's starts after the stream's end (the wallet's projection reads from the start)
+  const ours = consumers.filter((c) => c.config.deliver_policy === 'by_start_sequence');
+  t.equal(ours.length, 1, 'the gateway follows the ledger with one consumer');
+  await jsm.consumers.delete('LEDGER', ours[0]!.name);
+  await wallet.grant(app.nc, walletId, 500, 'more');
+  t.equal(await balance(), 1500, 'the write after the loss is in the next answer');
+  let recovered = false;
+  let expected = 1500;
+  for (let i = 0; i < 40 && !recovered; i++) {
+    await new Promise((r) => setTimeout(r, 250));
+    await wallet.grant(app.nc, walletId, 1, `step ${i}`);
+    expected += 1;
+    let asked = 0;
+    const spy = app.nc.subscribe(subjects.wallet.balance, { callback: () => { asked++; } });
+    await app.nc.flush();
+    t.equal(await balance(), expected, `balance right while recovering (${i})`);
+    await app.nc.flush();
+    spy.unsubscribe();
+    recovered = asked === 0;
+  }
+  t.ok(recovered, 'reads come from the ledger consumer again, without asking the wallet');
+});

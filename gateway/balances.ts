@@ -46,6 +46,8 @@ class BalanceCopy {
   /** The running consumer's messages, while one runs. */
   private current?: { stop(): void };
   private lastReplace = 0;
+  /** The consumer ended and is being started again: reads ask the wallet meanwhile instead of waiting. */
+  private restarting = false;
   private readonly lastSeq: () => Promise<StreamInfo>;
   private readonly prefix = subjects.ledger('');
 
@@ -72,6 +74,7 @@ class BalanceCopy {
       }
       this.applied = -1;
       this.heads.clear();
+      this.restarting = true;
       if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
     }
     this.stopped = true;
@@ -86,6 +89,7 @@ class BalanceCopy {
     const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
     const messages = await consumer.consume();
     this.current = messages;
+    this.restarting = false;
     this.reach(start);
     for await (const m of messages) {
       if (this.stopped) { messages.stop(); break; }
@@ -114,6 +118,7 @@ class BalanceCopy {
    * wait. Sequences the stream deleted (a repaired ledger) never arrive: they count as applied.
    */
   private async synced(): Promise<boolean> {
+    if (this.restarting) return false;
     const info = await this.lastSeq();
     const last = info.state.last_seq;
     // while the consumer starts (applied -1) this waits for it too

@@ -46,6 +46,12 @@ class BalanceCopy {
   /** The running consumer's messages, while one runs. */
   private current?: { stop(): void };
   private lastReplace = 0;
+  /**
+   * Counts consumer restarts. A wallet read from the stream is kept only if the consumer that will
+   * deliver its later entries is still the one running: a new one starts at the stream's end then
+   * and would never deliver entries written between that read and its start.
+   */
+  private generation = 0;
   /** The consumer ended and is being started again: reads ask the wallet meanwhile instead of waiting. */
   private restarting = false;
   private readonly lastSeq: () => Promise<StreamInfo>;
@@ -74,6 +80,7 @@ class BalanceCopy {
       }
       this.applied = -1;
       this.heads.clear();
+      this.generation++;
       this.restarting = true;
       if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
     }
@@ -160,13 +167,17 @@ class BalanceCopy {
   }
 
   async balance(walletId: string): Promise<number> {
-    if (!(await this.synced().catch(() => false))) return (await wallet.balance(this.nc, walletId)).balance;
+    const generation = this.generation;
+    const synced = await this.synced().catch(() => false);
+    // the consumer restarted meanwhile: what it had applied is gone
+    if (!synced || generation !== this.generation) return (await wallet.balance(this.nc, walletId)).balance;
     const kept = this.heads.get(walletId);
     if (kept) return kept.balance;
     // no entry since the consumer started: the wallet's last entry straight from the stream
     const m = await (await this.manager()).streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
     // no entry yet is kept too (sequence 0): the wallet's first entry comes through the consumer
     const head = m ? { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter } : { seq: 0, balance: 0 };
+    if (generation !== this.generation) return head.balance; // right now, but not to be kept
     this.keep(walletId, head);
     return this.heads.get(walletId)?.balance ?? head.balance;
   }

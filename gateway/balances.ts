@@ -82,6 +82,8 @@ class BalanceCopy {
       this.heads.clear();
       this.generation++;
       this.restarting = true;
+      // reads waiting on the consumer that ended ask the wallet now
+      for (const w of this.waiters) w.wake();
       if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
     }
     this.stopped = true;

@@ -55,7 +55,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     docsUrl: `${baseUrl}${ERRORS_PATH}`,
     kv: { keys, jobs, catalogue, limits, datasets, topups },
   };
-  mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
+  const mounted = mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
 
   // job transitions for the metrics
   const evtSub = nc.subscribe(subjects.evtJobAll, {
@@ -78,6 +78,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
       ready = false;
       evtSub.unsubscribe();
       jobWatchOf(jobs).stop();
+      mounted.stop();
       if (listenSocket) uws.us_listen_socket_close(listenSocket as never);
       listenSocket = null;
     },

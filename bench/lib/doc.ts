@@ -23,7 +23,10 @@ The gateway runs as its own process (\`node --import tsx main.ts gateway\`), wit
 actor in another, against a throwaway \`nats-server\` started by the bench. Load comes from
 autocannon in a separate child process (\`bench/lib/load.ts\`), 1 request in flight per connection,
 one API key (and wallet) per connection. Each endpoint is measured against two baselines, each also
-its own process and loaded the same way; runs rotate between the three servers.
+its own process and loaded the same way; runs rotate between the three servers. The gateway bench
+runs no converter: a stand-in \`websitepro\` catalogue entry lets quotes price (a quote contacts no
+worker). \`BENCH_GATEWAY_ENDPOINTS=balance,quote\` measures only those rows;
+\`BENCH_GATEWAY_PROF=<dir>\` writes a V8 CPU profile of the gateway process when it stops.
 
 - **bare uWS**: a uWebSockets.js handler (the same native build the gateway loads) that answers
   the path with the bytes the gateway answered (captured at the start of the run). No parsing, no
@@ -34,22 +37,24 @@ its own process and loaded the same way; runs rotate between the three servers.
   the gateway's options and the same TypeBox schemas, the gateway's own auth step
   (\`gateway/pipeline/auth.ts\`: key lookup in the \`keys\` bucket behind the same 30 s cache) and
   limit step (\`gateway/pipeline/limit.ts\`: the same \`LocalLimiter\` in memory per key or per client
-  address; the shared \`limits\` bucket only for job creation, as in the gateway), the same wallet
-  request over NATS. It leaves out Prometheus metrics, OPTIONS/405 handling and the gateway's
-  precomputed answers (it runs the route's handler on every request).
+  address; the shared \`limits\` bucket only for job creation, as in the gateway), the same NATS
+  reads (balances from the ledger as of now, \`gateway/balances.ts\`; the catalogue copy), and the
+  same precomputed bytes for \`fixedAnswer\` routes, rebuilt on the same catalogue changes. It
+  leaves out Prometheus metrics and OPTIONS/405 handling.
 
 What each row's baselines do, per endpoint (the gateway's work is the same as node:http's):
 
 | endpoint | gateway and node:http, per request | bare uWS |
 |---|---|---|
-| \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id; the gateway writes bytes built once at start (\`fixedAnswer\`), node:http runs the handler and \`JSON.stringify\` | replays the captured bytes with a fresh request id |
-| \`GET /v1/services\` | per-address \`LocalLimiter\`, the catalogue copy synced with the bucket (one stream-info request), JSON | replays the captured bytes |
-| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, one \`wallet.balance\` request, JSON | replays the captured bytes |
-| \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, \`wallet.balance\` | reads the body, replays the bytes |
+| \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id, bytes built once at start (\`fixedAnswer\`) | replays the captured bytes with a fresh request id |
+| \`GET /v1/services\` | per-address \`LocalLimiter\`, request id, bytes rebuilt when the catalogue watch delivers a change (no NATS per request) | replays the captured bytes |
+| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, the ledger's last sequence (one stream-info request shared by the reads arriving together), the wallet's last entry from the gateway's ledger consumer, JSON | replays the captured bytes |
+| \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, the catalogue copy (no request while it shows a converter) | reads the body, replays the bytes |
 
 Endpoints: \`GET /v1\`, \`GET /v1/pricing\` (public: rate limit per client address, answer built from
-config); \`GET /v1/services\` (public, live catalogue); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
-\`POST /v1/websitepro/quote\` (the same, plus body read, JSON parse, Ajv validation and pricing).
+config); \`GET /v1/services\` (public, live catalogue, precomputed); \`GET /v1/balance\` (key lookup,
+per-key rate limit, balance as of now from the ledger); \`POST /v1/websitepro/quote\` (the same,
+plus body read, JSON parse, Ajv validation and pricing).
 **req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
 **p99** is the 99th percentile latency of the 2xx answers, from every answer's own time
 (autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,

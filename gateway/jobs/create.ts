@@ -14,6 +14,7 @@ import { newId } from '../../shared/ids.ts';
 import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
+import { readBalance } from '../balances.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
@@ -36,7 +37,7 @@ const costOf = (plan: Plan) => plan.items.reduce((s, i) => s + i.price, 0);
 export async function quoteJob(d: JobDeps, service: ServiceName, body: unknown, walletId: string): Promise<QuoteDoc> {
   const plan = await SERVICE_MODULES[service].plan(body, planContext(d, walletId));
   const cost = costOf(plan);
-  const { balance } = await wallet.balance(d.nc, walletId);
+  const balance = await readBalance(d.nc, walletId);
   return {
     service,
     target: plan.target,

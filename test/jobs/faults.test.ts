@@ -89,8 +89,10 @@ t.test('a worker process killed mid-task: the task is redelivered to another wor
   });
   await next(/^ready$/);
   const { walletId } = await s.newWallet(1000);
+  // listened for before the creation: its task goes out with it and may start before submit returns
+  const started = next(/^working /);
   const { job } = await s.submit(walletId, [{ key: 'pdf', price: 100, behave: 'hang-once' }]);
-  const working = await next(/^working /);
+  const working = await started;
   t.match(working, `working ${job.id} pdf 1`);
   child.kill('SIGKILL');
   await new Promise((r) => child.once('exit', r));

@@ -360,7 +360,7 @@ export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file: 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
   const size = Math.max(1, Math.min(config.websitepro.concurrency, os.availableParallelism()));
-  const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs, recycleAfter: 200 });
+  const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs });
   const stores = new Map<string, Promise<ObjectStore>>();
   const deps: Deps = {
     nc, config, log, pool,

@@ -3,7 +3,7 @@
 // show refused at once, a crashed renderer noticed, and "loaded" decided by a documented settle
 // rule instead of waiting for a network idle that some pages never reach. Shared by shots and by
 // websitepro's PDF / rendered-HTML endpoints. The rule is described in docs/shots.md.
-import type { HTTPRequest, HTTPResponse, Page } from 'puppeteer-core';
+import type { CDPSession, HTTPRequest, HTTPResponse, Page, Target } from 'puppeteer-core';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { PhaseTimes } from './pool.ts';
 
@@ -90,9 +90,19 @@ export class PageWatch {
       void (type === 'beforeunload' ? d.accept() : d.dismiss()).catch(() => {});
     });
     page.on('popup', (p) => {
-      this.report.popupsClosed = (this.report.popupsClosed ?? 0) + 1;
-      void p?.close().catch(() => {});
+      if (p) this.closePopup(p.target(), () => p.close());
     });
+    // Chromium: a popup whose script raises a dialog before puppeteer has set its page up never
+    // becomes a 'popup' event (the set-up waits on the blocked renderer), and its dialog blocks
+    // the opener too (same process). So a window our page opens is closed as its target appears,
+    // by id from the browser's side, which does not need the popup's renderer.
+    if ((page.browser() as unknown as { protocol?: string }).protocol === 'cdp') {
+      page.browserContext().on('targetcreated', (target: Target) => {
+        if (target.type() !== 'page' || target.opener() !== page.target()) return;
+        const targetId = (target as unknown as { _targetId?: string })._targetId;
+        if (targetId) this.closePopup(target, () => closeTargetById(page, targetId));
+      });
+    }
     page.on('request', (r: HTTPRequest) => {
       if (r.isNavigationRequest() && r.frame() === page.mainFrame()) this.documents++;
       this.inflight.add(r);
@@ -120,6 +130,15 @@ export class PageWatch {
     page.on('error', (e: Error) => this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)));
   }
 
+  private popups = new WeakSet<Target>();
+  private closePopup(target: Target, close: () => Promise<unknown>) {
+    if (!this.popups.has(target)) {
+      this.popups.add(target);
+      this.report.popupsClosed = (this.report.popupsClosed ?? 0) + 1;
+    }
+    void close().catch(() => {});
+  }
+
   /**
    * Until no request has been in flight for `quietMs`, counted from the network's last activity
    * (so time already spent waiting for the load event counts), or `capMs` at most.
@@ -140,6 +159,17 @@ export class PageWatch {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One CDP session per opener page, made on its first popup, for closing targets by id. */
+const closers = new WeakMap<Page, Promise<CDPSession>>();
+async function closeTargetById(opener: Page, targetId: string) {
+  let session = closers.get(opener);
+  if (!session) {
+    session = opener.createCDPSession();
+    closers.set(opener, session);
+  }
+  await (await session).send('Target.closeTarget', { targetId });
+}
 
 interface LoadState {
   loaded: boolean;

@@ -32,6 +32,15 @@ export const HOSTILE_PAGES: Record<string, string> = {
   </script>`),
   '/popup': doc('<a id="blank" href="/popup-target" target="_blank">new tab</a>', 'rgb(0,0,160)',
     `<script>addEventListener('DOMContentLoaded', () => { window.open('/popup-alert?open'); document.getElementById('blank').click(); })</script>`),
+  // a window opened by a click (a user gesture: the popup blocker lets it through) whose script
+  // raises a dialog before anything can attach to it; the opener turns green once it runs on
+  '/popup-click': doc('<button id="open" style="width:200px;height:100px">open</button>', 'rgb(0,0,160)', `<script>
+    addEventListener('DOMContentLoaded', () => document.getElementById('open').addEventListener('click', () => {
+      const w = window.open('');
+      if (w) w.alert('from the popup');
+      document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
+    }));
+  </script>`),
   '/popup-target': doc('<p>popup</p>', 'rgb(255,0,0)'),
   '/popup-alert': doc('<p>popup</p>', 'rgb(255,0,0)', `<script>alert('from the popup')</script>`),
   '/idle/longpoll': doc('<p>long poll</p>', 'rgb(0,128,128)', `<script>fetch('/hang').catch(() => {})</script>`),

@@ -17,12 +17,19 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
     t.equal(frame.extra.loadCapped, true);
     t.ok(fms < 20000, `endless frame: ${fms} ms`);
   });
-  // Known gap (issue 15, open): in CI a popup shot in chromium-143 once hung to the 30 s page limit.
-  // Kept running and reported, not counted, until the headless-shell popup path is understood.
-  t.test(`${id}: popup not captured, the opener is`, { todo: 'a popup shot in the older headless-shell majors hung once in CI (issue 15)' }, async (t) => {
+  // The headless shell has no popup blocker: a popup that alerted froze the opener until the page
+  // timeout, now and then (CI). With new windows refused (launchers/sparticuz-chromium.ts) no popup
+  // page is even fetched, in every try; the phone is Chromium proper, whose blocker refuses them.
+  t.test(`${id}: popups never open, the opener is captured`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
-    const popup = await b.shoot(fx.url('/popup'), { viewport: { w: 400, h: 400 } });
-    t.same(await pixel(popup.png, 5, 300), [0, 0, 160], 'the opener captured');
+    for (let i = 0; i < 5; i++) {
+      const [popup, ms] = await timed(() => b.shoot(fx.url('/popup'), { viewport: { w: 400, h: 400 } }));
+      t.ok(ms < 15000, `try ${i}: ${ms} ms`);
+      t.same(await pixel(popup.png, 5, 300), [0, 0, 160], 'the opener captured');
+      t.notOk(popup.extra.dialogs?.length, 'no dialog from a popup');
+    }
+    t.equal(fx.hits.get('/popup-alert'), undefined, 'window.open opened nothing');
+    t.equal(fx.hits.get('/popup-target'), undefined, 'the target=_blank click opened nothing');
   });
 }

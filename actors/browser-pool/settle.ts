@@ -92,15 +92,26 @@ export class PageWatch {
     page.on('popup', (p) => {
       if (p) this.closePopup(p.target(), () => p.close());
     });
-    // Chromium: a popup whose script raises a dialog before puppeteer has set its page up never
-    // becomes a 'popup' event (the set-up waits on the blocked renderer), and its dialog blocks
-    // the opener too (same process). So a window our page opens is closed as its target appears,
-    // by id from the browser's side, which does not need the popup's renderer.
+    // Not every window the page opens becomes a 'popup' event: in Chromium a popup whose script
+    // raises a dialog before puppeteer has set its page up never does (the set-up waits on the
+    // blocked renderer), and its dialog freezes the opener too (same process); over BiDi a window
+    // opened by a frame is nobody's popup. The task's context holds only this page, so any other
+    // page appearing in it is a window the page opened: closed as it appears. In Chromium by
+    // target id from the browser's side, which does not need the popup's renderer.
+    const ctx = page.browserContext();
     if ((page.browser() as unknown as { protocol?: string }).protocol === 'cdp') {
-      page.browserContext().on('targetcreated', (target: Target) => {
-        if (target.type() !== 'page' || target.opener() !== page.target()) return;
+      ctx.on('targetcreated', (target: Target) => {
         const targetId = (target as unknown as { _targetId?: string })._targetId;
-        if (targetId) this.closePopup(target, () => closeTargetById(page, targetId));
+        if (target.type() === 'page' && target !== page.target() && targetId) this.closePopup(target, () => closeTargetById(page, targetId));
+      });
+    } else {
+      // BiDi calls a frame a 'page' target too (and asking it for its page makes one), so the
+      // context's top-level pages are looked at instead
+      ctx.on('targetcreated', (target: Target) => {
+        if (target.type() !== 'page') return;
+        setImmediate(() => void ctx.pages().then((pages) => {
+          for (const p of pages) if (p !== page) this.closePopup(p.target(), () => p.close());
+        }).catch(() => {}));
       });
     }
     page.on('request', (r: HTTPRequest) => {

@@ -128,6 +128,9 @@ export class PageWatch {
     page.on('response', (r: HTTPResponse) => {
       if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
       this.mainResponse = r;
+      // the previous document's requests end with it, and Chromium does not always say so (its
+      // favicon fetch stayed "in flight" and held every quiet wait after a redirect to its cap)
+      for (const q of this.inflight) if (q !== r.request()) this.inflight.delete(q);
       const h = r.headers();
       // the guard proxy answers a plain-http request it refuses itself, with this header
       const guard = h['x-guard-error'];
@@ -185,6 +188,8 @@ async function closeTargetById(opener: Page, targetId: string) {
 interface LoadState {
   loaded: boolean;
   refresh: number | null;
+  /** performance.timeOrigin: one per document, so it tells a new document from the old one. */
+  origin: number;
 }
 
 /**
@@ -199,8 +204,25 @@ const WAIT_LOAD = `(async (loadCap, fontsCap) => {
   if (document.fonts && document.fonts.status !== 'loaded') await capped(document.fonts.ready, fontsCap);
   const meta = document.querySelector('meta[http-equiv="refresh" i]');
   const refresh = meta ? Number.parseFloat(meta.content) : Number.NaN;
-  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null };
+  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null, origin: performance.timeOrigin };
 })`;
+
+/**
+ * Until a document other than the one of `origin` is parsed, or `ms`. Asked of the page instead of
+ * waiting for a navigation event: a refresh of 0 s has often left before the wait could start.
+ */
+async function otherDocumentParsed(page: Page, origin: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const now = await Promise.race([
+      (page.evaluate('[performance.timeOrigin, document.readyState]') as Promise<[number, string]>).catch(() => null),
+      sleep(1000).then(() => null),
+    ]);
+    if (now && now[0] !== origin && now[1] !== 'loading') return true;
+    await sleep(100);
+  }
+  return false;
+}
 
 async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Promise<LoadState> {
   return page.evaluate(`${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`) as Promise<LoadState>;
@@ -280,9 +302,8 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
     if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
     if (state !== 'moved' && state.refresh !== null && state.refresh <= SETTLE.metaRefreshMaxSec && hop < SETTLE.maxHops) {
-      await watch.race(page.waitForNavigation({ waitUntil: 'domcontentloaded', timeout: Math.min(left(), state.refresh * 1000 + 5000) })).catch((e: unknown) => {
-        if (e instanceof TaskFailure) throw e;
-      });
+      // the document count cannot tell: the refresh may have been requested before it was read
+      if (await watch.race(otherDocumentParsed(page, state.origin, Math.min(left(), state.refresh * 1000 + 5000)))) state = 'moved';
     } else {
       await watch.race(watch.quiet(SETTLE.quietMs, Math.min(SETTLE.quietCapMs, left())));
     }

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
 import { failureOf, testBrowser, timed } from './browsers.ts';
+import { SETTLE } from '../../actors/browser-pool/settle.ts';
 
 // The older Chromium majors (headless shell from @sparticuz/chromium) and the phone get the same
 // page handling: a short pass over the pages that used to hold a shot until its timeout (30 s).
@@ -16,6 +17,25 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
     const [frame, fms] = await timed(() => b.shoot(fx.url('/idle/frame'), { viewport: { w: 400, h: 400 } }));
     t.equal(frame.extra.loadCapped, true);
     t.ok(fms < 20000, `endless frame: ${fms} ms`);
+  });
+  t.test(`${id}: a frame of another site alerts, redirects are followed, an endless script is a timeout`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id);
+    const [framed, ms] = await timed(() => b.shoot(fx.url('/xframe?frame=/frame/alert'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } }));
+    t.ok(ms < 15000, `frame of another site: ${ms} ms`);
+    t.same(framed.extra.dialogs?.map((d) => d.type), ['alert', 'confirm'], 'the frame\'s dialogs answered and listed');
+    for (const path of ['/redirect/meta', '/redirect/js']) {
+      const [shot, rms] = await timed(() => b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } }));
+      t.ok(rms < 15000, `${path}: ${rms} ms`);
+      t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${path}: the destination captured`);
+    }
+    const [err, lms] = await timed(() => failureOf(b.shoot(fx.url('/loop/later'), { viewport: { w: 400, h: 400 } })));
+    t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
+    const bound = SETTLE.loadCapMs + SETTLE.fontsCapMs + SETTLE.stuckMs + 10000;
+    t.ok(lms < bound, `endless script: ${lms} ms (bound ${bound}, page timeout 30 s)`);
+    const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
+    t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');
+    t.equal(b.managed().launches, 1, 'the browser survived');
   });
   // The headless shell has no popup blocker: a popup that alerted froze the opener until the page
   // timeout, now and then (CI). With new windows refused (launchers/sparticuz-chromium.ts) no popup

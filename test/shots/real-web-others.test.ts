@@ -18,12 +18,20 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
     t.equal(frame.extra.loadCapped, true);
     t.ok(fms < 20000, `endless frame: ${fms} ms`);
   });
-  t.test(`${id}: a frame of another site alerts, redirects are followed, an endless script is a timeout`, async (t) => {
+  t.test(`${id}: dialogs (also of a frame of another site), a long poll, pushState, redirects, an endless script`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
     const [framed, ms] = await timed(() => b.shoot(fx.url('/xframe?frame=/frame/alert'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } }));
     t.ok(ms < 15000, `frame of another site: ${ms} ms`);
     t.same(framed.extra.dialogs?.map((d) => d.type), ['alert', 'confirm'], 'the frame\'s dialogs answered and listed');
+    const [all, ams] = await timed(() => b.shoot(fx.url('/dialog/all'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } }));
+    t.ok(ams < 15000, `alert, confirm, prompt and a later alert: ${ams} ms`);
+    t.same(all.extra.dialogs?.map((d) => d.type), ['alert', 'confirm', 'prompt', 'alert']);
+    for (const path of ['/idle/longpoll', '/pushstate']) {
+      const [shot, ims] = await timed(() => b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } }));
+      t.ok(ims < 15000, `${path}: ${ims} ms`);
+      t.same(await pixel(shot.png, 5, 390), [0, 128, 128], `${path} captured`);
+    }
     for (const path of ['/redirect/meta', '/redirect/js']) {
       const [shot, rms] = await timed(() => b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } }));
       t.ok(rms < 15000, `${path}: ${rms} ms`);

@@ -61,3 +61,24 @@ t.test('chromium: a context with a page adds one renderer process, not two', asy
     t.ok(after - before >= 4, 'a renderer per context (they never share one)');
   });
 });
+
+t.test('chromium: the next context is made when the page asks (once parsed), and the next task gets it', async (t) => {
+  const fx = await startFixtures(t);
+  const b = await testBrowser(t, 'chromium');
+  const m = b.managed();
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  let made: unknown;
+  await m.withPage(30000, async (page, ctx, browser, ahead) => {
+    await page.goto(fx.url('/plain'), { waitUntil: 'load' });
+    const others = () => browser.browserContexts().filter((c) => c !== ctx && c !== browser.defaultBrowserContext());
+    await sleep(300);
+    t.equal(others().length, 0, 'alone, no other context is made while the page is set up and loads');
+    ahead.makeNext();
+    for (let i = 0; i < 100 && others().length === 0; i++) await sleep(50);
+    t.equal(others().length, 1, 'one context made ahead once asked');
+    made = others()[0];
+  });
+  await m.withPage(30000, async (_page, ctx) => {
+    t.equal(ctx, made, 'the next task runs in the context made ahead');
+  });
+});

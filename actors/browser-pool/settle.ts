@@ -255,6 +255,8 @@ export interface OpenOptions {
   /** From the guard proxy: whether it refused a non-public address since `t`. */
   blockedSince?(t: number): boolean;
   times?: PhaseTimes;
+  /** Called once the main document is parsed: the page then mostly waits (the pool uses it). */
+  onParsed?(): void;
 }
 
 /**
@@ -283,6 +285,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
     opts.times?.add('navigation (to DOMContentLoaded)', performance.now() - tNav);
   }
+  opts.onParsed?.();
   const tSettle = performance.now();
   for (let hop = 0; ; hop++) {
     const before = watch.documents;

@@ -53,7 +53,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
       if (!claimed?.changed) return;
       const job = claimed.job;
       const attemptNo = job.webhook!.tries + 1;
-      const body = JSON.stringify(webhookPayload(job, config.server.baseUrl));
+      const body = JSON.stringify(webhookPayload(job, job.baseUrl ?? config.server.baseUrl));
       const at = Date.now();
       let attempt: WebhookAttempt;
       let delivered = false;

@@ -84,6 +84,12 @@ export interface JobRecord {
   purgedAt?: number;
   results: ResultRecord[];
   webhook?: JobWebhook;
+  /**
+   * Public base URL of the gateway that created the job, for the result URLs its webhook carries:
+   * a supervisor cannot know a gateway's port that was picked at start (PORT=0, no BASE_URL).
+   * Absent on jobs from before it was recorded (then the supervisor's own server.baseUrl).
+   */
+  baseUrl?: string;
 }
 
 export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];

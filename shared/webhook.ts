@@ -12,6 +12,7 @@ import type { Config } from './config/index.ts';
 import { Type as T } from '@sinclair/typebox';
 import { ApiError } from './errors.ts';
 import { resolvePinned, toApiError } from './outbound/index.ts';
+import type { WebhookAttempt } from './protocol/jobs.ts';
 
 export const WEBHOOK_HEADERS = {
   signature: 'X-Payloads-Signature',
@@ -171,6 +172,8 @@ export async function deliverWebhook(o: {
   config: Config;
   ca?: SecureContextOptions['ca'];
   signal?: AbortSignal;
+  /** After each attempt: what it got, and when the next one is due (absent: none follows). */
+  onAttempt?: (attempt: WebhookAttempt, result: DeliveryResult, nextAt: number | undefined) => Promise<void>;
 }): Promise<DeliveryResult> {
   const url = new URL(o.url);
   const body = JSON.stringify(o.payload);
@@ -182,15 +185,21 @@ export async function deliverWebhook(o: {
       if (o.signal?.aborted) break;
     }
     const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1));
+    const at = Date.now();
+    let retry: boolean;
     try {
       const status = await postWebhook(url, body, headers, o.config, o.ca);
       last = { delivered: status >= 200 && status < 300, attempts: i + 1, status, error: null };
-      if (last.delivered || !retryableStatus(status)) return last;
+      retry = !last.delivered && retryableStatus(status);
     } catch (e) {
       last = { delivered: false, attempts: i + 1, status: null, error: (e as Error).message };
       // a blocked address does not become public by waiting
-      if ((e as { code?: string }).code === 'blocked_address') return last;
+      retry = (e as { code?: string }).code !== 'blocked_address';
     }
+    const more = retry && i + 1 < tries && !o.signal?.aborted;
+    const attempt: WebhookAttempt = last.error === null ? { at, status: last.status } : { at, status: null, error: last.error.slice(0, 300) };
+    await o.onAttempt?.(attempt, last, more ? Date.now() + o.config.webhooks.backoffMs * 2 ** i : undefined);
+    if (!more) return last;
   }
   return last;
 }

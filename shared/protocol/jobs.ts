@@ -37,6 +37,8 @@ export interface ResultRecord {
   taskSeq?: number;
   /** Results this one is made from (shots compare): its task is published once all are done. */
   after?: string[];
+  /** labs: the delivery of this report to the job's webhook (written by the relay-prober that sends it). */
+  webhook?: ResultWebhook;
 }
 
 /** One POST of a job's webhook. */
@@ -65,6 +67,19 @@ export interface JobWebhook {
 }
 
 export const WEBHOOK_ATTEMPTS_KEPT = 10;
+
+/**
+ * The webhook of one labs report, sent by the prober that made it (once per result). Absent until
+ * the report is stored; pending while being sent; delivered; failed: retries used up, refused, or
+ * the prober stopped between attempts.
+ */
+export interface ResultWebhook {
+  url: string;
+  state: 'pending' | 'delivered' | 'failed';
+  tries: number;
+  attempts: WebhookAttempt[];
+  nextAt?: number;
+}
 
 export interface JobRecord {
   id: string;

@@ -13,6 +13,7 @@ import { Type as T } from '@sinclair/typebox';
 import { ApiError } from './errors.ts';
 import { resolvePinned, toApiError } from './outbound/index.ts';
 import type { WebhookAttempt } from './protocol/jobs.ts';
+import { sleep } from './runtime.ts';
 
 export const WEBHOOK_HEADERS = {
   signature: 'X-Payloads-Signature',
@@ -181,8 +182,9 @@ export async function deliverWebhook(o: {
   let last: DeliveryResult = { delivered: false, attempts: 0, status: null, error: null };
   for (let i = 0; i < tries; i++) {
     if (i > 0) {
-      await new Promise((r) => setTimeout(r, o.config.webhooks.backoffMs * 2 ** (i - 1)));
-      if (o.signal?.aborted) break;
+      // a stop ends the wait at once: the caller says the delivery was given up while it still can
+      const waited = await sleep(o.config.webhooks.backoffMs * 2 ** (i - 1), o.signal).then(() => true, () => false);
+      if (!waited || o.signal?.aborted) break;
     }
     const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1));
     const at = Date.now();

@@ -23,7 +23,7 @@ async function waitPaid(nc: Parameters<typeof wallet.topupGet>[0], w: string, id
 
 // ---------------------------------------------------------------- LND REST (TLS, macaroon, subscribe)
 function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
-  const invoices = new Map<string, { state: string; value: number; r_hash: string; payment_request: string }>();
+  const invoices = new Map<string, { state: string; value: number; r_hash: string; payment_request: string; creation_date: string; expiry: string }>();
   const subscribers = new Set<http.ServerResponse>();
   let failCreate = false;
   const server = https.createServer(tls, async (req, res) => {
@@ -34,14 +34,14 @@ function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
       if (failCreate) return send(res, 500, { code: 2, message: 'unable to create invoice', details: [] });
       const { hash, bolt11 } = makeInvoice(Number(body.value), body.memo, Number(body.expiry));
       const r_hash = Buffer.from(hash, 'hex').toString('base64');
-      invoices.set(hash, { state: 'OPEN', value: Number(body.value), r_hash, payment_request: bolt11 });
+      invoices.set(hash, { state: 'OPEN', value: Number(body.value), r_hash, payment_request: bolt11, creation_date: String(Math.floor(Date.now() / 1000)), expiry: String(body.expiry) });
       return send(res, 200, { r_hash, payment_request: bolt11, add_index: String(invoices.size), payment_addr: randomBytes(32).toString('base64') });
     }
     const m = /^\/v1\/invoice\/([0-9a-f]{64})$/.exec(url.pathname);
     if (req.method === 'GET' && m) {
       const inv = invoices.get(m[1]!);
       if (!inv) return send(res, 404, { code: 5, message: 'unable to locate invoice', details: [] });
-      return send(res, 200, { memo: '', r_hash: inv.r_hash, value: String(inv.value), state: inv.state, settled: inv.state === 'SETTLED', amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0' });
+      return send(res, 200, { memo: '', r_hash: inv.r_hash, value: String(inv.value), state: inv.state, creation_date: inv.creation_date, expiry: inv.expiry, settled: inv.state === 'SETTLED', amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0' });
     }
     if (req.method === 'GET' && url.pathname === '/v1/invoices/subscribe') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -104,7 +104,10 @@ t.test('lnd: wrong macaroon or untrusted certificate are errors, not silent', as
   const inv = await good.createInvoice(100, 'x', 600);
   t.same(await good.lookupInvoice(inv.paymentHash), { state: 'open' });
   lnd.invoices.get(inv.paymentHash)!.state = 'CANCELED';
-  t.match(await good.lookupInvoice(inv.paymentHash), { state: 'failed' });
+  t.match(await good.lookupInvoice(inv.paymentHash), { state: 'failed' }, 'canceled before its expiry: failed');
+  // LND cancels an invoice itself when it expires: that is an expiry
+  lnd.invoices.get(inv.paymentHash)!.creation_date = String(Math.floor(Date.now() / 1000) - 601);
+  t.same(await good.lookupInvoice(inv.paymentHash), { state: 'expired' }, 'canceled past its expiry: expired');
   await t.rejects(good.lookupInvoice('00'.repeat(32)), LightningError, 'unknown invoice: 404 from the node');
 });
 

@@ -92,7 +92,7 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
           onAttempt: (attempt, r, nextAt) => {
             final = nextAt === undefined;
             return record((w) => {
-              w.tries = r.attempts;
+              w.tries += 1; // all attempts, also those of an earlier delivery of the same task
               w.attempts = [...w.attempts, attempt].slice(-WEBHOOK_ATTEMPTS_KEPT);
               if (final) {
                 w.state = r.delivered ? 'delivered' : 'failed';

@@ -107,7 +107,6 @@ export interface JobRecord {
   baseUrl?: string;
 }
 
-export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';
 
 /** Published on `job.submitted.<service>` (JOBS stream), message id = jobId. The job itself is in the `jobs` bucket. */

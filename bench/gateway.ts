@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKey } from '../shared/keys.ts';
+import { advertise } from '../shared/catalogue.ts';
 import { figure, quick, type BenchRow } from './figure.ts';
 import type { Cluster } from './lib/cluster.ts';
 import { createInterface } from 'node:readline';
@@ -81,11 +82,18 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
   const keys = await Promise.all(Array.from({ length: opts.connections }, () => createKey(cluster.nc, 'admin')));
   const perConnection = keys.map((k) => ({ authorization: `Bearer ${k.key}` }));
 
+  // a quote prices against the live catalogue and needs no worker: a stand-in converter entry lets it
+  // answer when the bench runs no converter (the gateway bench starts only the wallet)
+  const converter = !cluster.procs.has('converter')
+    ? await advertise(cluster.nc, 'websitepro', 'bench-stand-in', () => ({ outputs: ['metadata', 'markdown', 'text', 'html', 'pdf'].map((id) => ({ id })) }))
+    : undefined;
   // what the gateway answers, byte for byte: the bare baseline replays it
   const captures: Capture[] = [];
   const live: Endpoint[] = [];
+  const only = process.env.BENCH_GATEWAY_ENDPOINTS?.split(',');
   const perAddress = keys.map((_, i) => ({ 'x-forwarded-for': `198.51.100.${i + 1}` }));
   for (const ep of ENDPOINTS) {
+    if (only && !only.includes(ep.id)) continue;
     if (captures.some((c) => c.method === ep.method && c.path === ep.path)) {
       live.push(ep);
       continue;
@@ -157,6 +165,7 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
       }
     }
   } finally {
+    await converter?.stop();
     await loader.proc.stop();
     for (const s of ['uws', 'node'] as const) await servers[s].proc?.stop();
   }

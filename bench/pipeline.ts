@@ -136,7 +136,7 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
       // a count has no baseline: the direct call makes no NATS traffic at all
       {
         name: 'websitepro metadata job: JetStream writes per job', unit: 'writes', value: perJob(traffic.jetstreamWrites), baseline: NaN, ratio: NaN, samples: [perJob(traffic.jetstreamWrites)],
-        note: `${counted} jobs one after another; every stream's (KV, object store) last sequence moved, summed (${Object.entries(traffic.writesByStream).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}); also ${perJob(traffic.jsApi).toFixed(1)} JetStream API calls and ${perJob(traffic.jsAcks).toFixed(1)} acks per job`,
+        note: `${counted} jobs one after another; every stream's (KV, object store) last sequence moved, summed (${Object.entries(traffic.writesByStream).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}); also ${perJob(traffic.jsApi).toFixed(1)} JetStream API calls (${Object.entries(traffic.jsApiByKind).sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}) and ${perJob(traffic.jsAcks).toFixed(1)} acks per job`,
       },
       {
         name: 'websitepro metadata job: core NATS requests per job', unit: 'requests', value: perJob(traffic.coreRequests), baseline: NaN, ratio: NaN, samples: [perJob(traffic.coreRequests)],

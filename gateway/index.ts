@@ -11,6 +11,7 @@ import { mountRoutes } from './server.ts';
 import { createMetrics } from './metrics.ts';
 import { allRoutes } from './routes/index.ts';
 import type { GatewayContext } from './route.ts';
+import { jobWatchOf } from './jobs/index.ts';
 
 export interface GatewayHandle {
   port: number;
@@ -54,7 +55,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     docsUrl: `${baseUrl}${ERRORS_PATH}`,
     kv: { keys, jobs, catalogue, limits, datasets, topups },
   };
-  mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
+  const mounted = mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
 
   // job transitions for the metrics
   const evtSub = nc.subscribe(subjects.evtJobAll, {
@@ -76,6 +77,8 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     async stop() {
       ready = false;
       evtSub.unsubscribe();
+      jobWatchOf(jobs).stop();
+      mounted.stop();
       if (listenSocket) uws.us_listen_socket_close(listenSocket as never);
       listenSocket = null;
     },

@@ -51,6 +51,9 @@ export interface GatewayContext {
   kv: { keys: KV; jobs: KV; catalogue: KV; limits: KV; datasets: KV; topups: KV };
 }
 
+/** Watches what a fixed answer is built from; calls `changed` when it changed; returns the stop function. */
+export type AnswerInputs = (ctx: GatewayContext, changed: () => void) => () => void;
+
 /** What route modules that build their routes at start (ops) are given. */
 export interface RouteDeps {
   metrics: Metrics;
@@ -85,11 +88,14 @@ export interface Route {
   /** Which limit a request takes a token from (gateway/pipeline/limit.ts); default `key` with auth, `address` without. */
   rateLimit?: RateLimit;
   /**
-   * The answer is the same for every caller and follows from config alone (index, price list): the
-   * gateway builds its bytes and headers once at start and then only limits, adds the request id
-   * and writes them (gateway/pipeline/fixed.ts). The handler must not read the request.
+   * The answer is the same for every caller: the gateway builds its bytes and headers by running the
+   * handler with no caller, and a GET then only limits, adds the request id and writes them
+   * (gateway/pipeline/fixed.ts). The handler must not read the request. `true`: it follows from
+   * config alone (index, price list), built once at start. `{follows}`: it follows state that
+   * changes (the live catalogue); `follows` calls `changed` when it did and the answer is rebuilt,
+   * GETs meanwhile getting the previous one (the route's description says how late it may be).
    */
-  fixedAnswer?: boolean;
+  fixedAnswer?: true | { follows: AnswerInputs };
   /** Not in /openapi.json (HTML pages, metrics). */
   hidden?: boolean;
   handler(req: RouteRequest, ctx: GatewayContext): Promise<Reply>;

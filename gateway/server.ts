@@ -32,27 +32,49 @@ interface CompiledRoute extends Validators {
   fixed?: { answer: FixedAnswer; observe: (seconds: number) => void };
 }
 
+/** A followed fixed answer whose rebuild failed is tried again after this long. */
+const REBUILD_RETRY_MS = 1000;
+
 const REQUEST_ID = /^[\w.-]{1,64}$/;
 /** The path as logged and shown in messages; route parameters are decoded one by one (a key may hold %2F). */
 const decodedPath = (raw: string) => { try { return decodeURI(raw); } catch { return raw; } };
 
-export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerOptions) {
+/** Mount the pipeline; the returned stop ends what fixed answers follow (catalogue watches). */
+export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerOptions): { stop(): void } {
   const { config, log } = ctx;
   const validators = createValidatorCompiler();
   const router = compileRouter(routes.map((route) => ({ method: route.method, path: route.path, target: { route, rateLimit: rateLimitOf(route), ...validators(route) } as CompiledRoute })));
   const authenticate = createAuth(ctx.kv.keys);
   const limit = createLimit(config, ctx.kv.limits);
   const bodyBytes = config.limits.bodyBytes;
+  const stops: (() => void)[] = [];
+  let stopped = false;
   for (const r of routes) {
     if (!r.fixedAnswer) continue;
     const target = router.find(r.method, r.path)?.target;
-    // until built (or if building failed) the route is served the ordinary way, by its handler
-    if (target) {
-      buildFixedAnswer(r, ctx).then(
-        (answer) => { target.fixed = { answer, observe: metrics.observer(r.path, r.method, answer.status) }; },
-        (err) => log.warn({ err, route: r.path }, 'fixed answer not built; served by the handler'),
-      );
-    }
+    if (!target) continue;
+    // until built (or while building failed) the route is served the ordinary way, by its handler
+    let building = false;
+    let again = false;
+    const build = async () => {
+      if (building) { again = true; return; }
+      building = true;
+      do {
+        again = false;
+        try {
+          const answer = await buildFixedAnswer(r, ctx);
+          target.fixed = { answer, observe: metrics.observer(r.path, r.method, answer.status) };
+        } catch (err) {
+          // never serve an answer older than a change we know of: the handler serves until a rebuild works
+          target.fixed = undefined;
+          log.warn({ err, route: r.path }, 'fixed answer not built; served by the handler');
+          if (typeof r.fixedAnswer === 'object' && !stopped) setTimeout(() => void build(), REBUILD_RETRY_MS).unref();
+        }
+      } while (again && !stopped);
+      building = false;
+    };
+    void build();
+    if (typeof r.fixedAnswer === 'object') stops.push(r.fixedAnswer.follows(ctx, () => void build()));
   }
   const logsRequests = log.isLevelEnabled('info');
 
@@ -159,4 +181,10 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
       }
     })();
   });
+  return {
+    stop() {
+      stopped = true;
+      for (const stop of stops) stop();
+    },
+  };
 }

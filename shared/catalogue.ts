@@ -49,6 +49,8 @@ export async function advertise(nc: NatsConnection, service: ServiceName, instan
 class CatalogueCopy {
   private entries = new Map<string, CatalogueEntry>();
   readonly mirror: KvMirror;
+  /** Told after every change the watch delivers (followCatalogue). */
+  readonly listeners = new Set<() => void>();
 
   constructor(kv: KV) {
     this.mirror = new KvMirror(kv, (e) => {
@@ -57,7 +59,15 @@ class CatalogueCopy {
           this.entries.set(e.key, e.json<CatalogueEntry>());
         } catch { /* not an entry: ignored */ }
       } else this.entries.delete(e.key);
+      for (const l of this.listeners) l();
     });
+  }
+
+  /** The live entries' keys, in one string: changes when an instance comes, goes or ages out. */
+  liveKeys(now = Date.now()): string {
+    const keys: string[] = [];
+    for (const [key, entry] of this.entries) if (isLive(entry, now)) keys.push(key);
+    return keys.sort().join(' ');
   }
 
   live(service: ServiceName, now = Date.now()): CatalogueEntry[] {
@@ -75,18 +85,64 @@ class CatalogueCopy {
 
 const copies = new WeakMap<KV, CatalogueCopy>();
 
-/**
- * Every live entry of a service, from this process's copy of the bucket (started on first use).
- * The answer includes every advertisement acknowledged before the call. While the copy is loading
- * (at most 5 s) or after its connection closed, the bucket is listed instead.
- */
-export async function readCatalogue(kv: KV, service: ServiceName): Promise<CatalogueEntry[]> {
+function copyOf(kv: KV): CatalogueCopy {
   let c = copies.get(kv);
   if (!c || !c.mirror.alive) {
     c = new CatalogueCopy(kv);
     copies.set(kv, c);
   }
+  return c;
+}
+
+/** How often a follower looks for entries that aged out (an instance that died without deleting its entry). */
+const AGE_CHECK_MS = 1000;
+
+/**
+ * Call `changed` whenever this process's copy of the bucket changes: after each change the watch
+ * delivers (several in one tick count once), and within a second of an entry aging out (max age
+ * sends no notification). What a precomputed answer built from the catalogue follows
+ * (gateway: GET /v1/services); it then reads with readCatalogue. Returns the stop function.
+ */
+export function followCatalogue(kv: KV, changed: () => void): () => void {
+  const c = copyOf(kv);
+  let pending = false;
+  const notify = () => {
+    if (pending) return;
+    pending = true;
+    setImmediate(() => { pending = false; changed(); });
+  };
+  let seen = c.liveKeys();
+  const onChange = () => { seen = c.liveKeys(); notify(); };
+  c.listeners.add(onChange);
+  const timer = setInterval(() => {
+    const now = c.liveKeys();
+    if (now !== seen) { seen = now; notify(); }
+  }, AGE_CHECK_MS);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    c.listeners.delete(onChange);
+  };
+}
+
+/**
+ * Every live entry of a service, from this process's copy of the bucket (started on first use).
+ * The answer includes every advertisement acknowledged before the call. While the copy is loading
+ * (at most 5 s) or after its connection closed, the bucket is listed instead.
+ *
+ * `enough`: the caller only needs the catalogue to offer something (a converter runs, the browsers
+ * asked for are offered). When the copy as it is already says so, it is the answer without asking
+ * the stream (no round trip); only an answer that falls short is confirmed as of now. An instance
+ * that stopped a moment ago may then still be counted, as one that dies just after a read always
+ * could: its tasks fail as worker_lost and are refunded. A refusal is never given from a stale copy.
+ */
+export async function readCatalogue(kv: KV, service: ServiceName, enough?: (entries: CatalogueEntry[]) => boolean): Promise<CatalogueEntry[]> {
+  const c = copyOf(kv);
   const m = c.mirror;
+  if (enough && m.isLoaded && m.alive) {
+    const now = c.live(service);
+    if (enough(now)) return now;
+  }
   if (!m.isLoaded) {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([m.loaded, m.ended, new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);

@@ -50,9 +50,12 @@ export const subjects = {
   /** shots options.compare: one task per pair of screenshots, published once both are stored. */
   taskCompare: 'task.compare',
 
-  // RESULTS stream: outcomes and progress reported by workers
+  // RESULTS stream: outcomes reported by workers
   resultsAll: 'result.>',
   result: (jobId: string) => `result.${jobId}`,
+  /** Progress lines: core NATS, no stream stores them (a lost line is only a display). */
+  progressAll: 'progress.>',
+  progress: (jobId: string) => `progress.${jobId}`,
 
   // LEDGER stream: one subject per wallet
   ledgerAll: 'ledger.>',

@@ -49,8 +49,18 @@ const jsOf = (nc: NatsConnection) => {
  * swallowed by an earlier outcome that got lost. The supervisor keeps the first final outcome.
  */
 export async function publishOutcome(nc: NatsConnection, o: Outcome, source = 'worker'): Promise<void> {
+  if (o.kind === 'progress') return publishProgress(nc, o);
   const msgID = source === 'worker' ? outcomeMsgId(o.jobId, o.resultKey) : `${outcomeMsgId(o.jobId, o.resultKey)}:${source}`;
-  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), o.kind === 'progress' ? undefined : { msgID });
+  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), { msgID });
+}
+
+/**
+ * A progress line is a core NATS message on `progress.<jobId>`, not stored and not acknowledged:
+ * the worker does not wait for a disk write to say what it is doing, and the supervisor folds the
+ * newest line into the job document only while the result is still pending.
+ */
+export function publishProgress(nc: NatsConnection, o: Extract<Outcome, { kind: 'progress' }>): void {
+  nc.publish(subjects.progress(o.jobId), JSON.stringify(o));
 }
 
 /**

@@ -140,6 +140,21 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     entry.timer.unref();
     progressDue.set(key, entry);
   };
+  // Progress lines come as core messages (shared/worker.ts), one instance of the group each.
+  const progressSub = nc.subscribe(subjects.progressAll, {
+    queue: CONSUMERS.supervisorResults,
+    callback: (err, m) => {
+      if (err || stopping) return;
+      let o: Outcome;
+      try {
+        o = m.json<Outcome>();
+      } catch {
+        return; // not a line: nothing to show
+      }
+      if (o?.kind === 'progress' && typeof o.jobId === 'string' && typeof o.resultKey === 'string') noteProgress(o);
+    },
+  });
+  // (a worker of an older version still sends its lines on RESULTS: handled the same way below)
   const resultsPump = await pump(STREAMS.results, CONSUMERS.supervisorResults, (m) => {
     let o: Outcome;
     try {
@@ -280,6 +295,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     async stop() {
       stopping = true;
       clearInterval(timer);
+      progressSub.unsubscribe();
       for (const { timer: t } of progressDue.values()) clearTimeout(t);
       progressDue.clear();
       await service.stop().catch(() => {});

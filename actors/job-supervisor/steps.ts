@@ -8,10 +8,11 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
-import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { isFinished, objectName, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
+import { isFinished, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
+import { sleep } from '../../shared/runtime.ts';
+import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 
@@ -28,54 +29,32 @@ export interface Deps {
   webhooks?: { send(jobId: string): void };
 }
 
-/** Fan a job out: one task per result that needs work; results without work are done at once. */
+/**
+ * Fan a job out: one task per result that needs work; results without work are done at once. The
+ * gateway does this at creation; here it is the backstop for a job written `queued` because its
+ * tasks could not be published then (job.submitted, or the sweep of stale queued jobs).
+ */
 export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   const cur = await readJob(d.jobs, jobId);
   if (!cur) {
     d.log.warn({ jobId }, 'job.submitted for a job that is not in the bucket; dropped');
     return;
   }
-  const job = cur.job;
-  if (job.status !== 'queued') return;
-  const mod = SERVICE_MODULES[job.service];
-  const seqs = new Map<string, number>();
-  for (const r of job.results) {
-    // a result made from others (shots compare) goes out in releaseDependents once they are done
-    if (r.status !== 'pending' || !r.subject || r.after) continue;
-    const task: Task = {
-      v: 1,
-      jobId: job.id,
-      service: job.service,
-      resultKey: r.key,
-      walletId: job.walletId,
-      store: mod.store,
-      objectName: objectName(job.id, r.key),
-      expiresAt: job.expiresAt,
-      params: r.params ?? {},
-    };
-    // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
-    const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(job.id, r.key) });
-    if (!ack.duplicate) seqs.set(r.key, ack.seq);
-  }
-  const res = await updateJob(d.jobs, jobId, (j) => {
-    if (j.status !== 'queued') return false;
-    j.status = 'processing';
-    j.startedAt = Date.now();
-    for (const r of j.results) {
-      if (r.status !== 'pending') continue;
-      if (!r.subject) r.status = 'done';
-      else if (seqs.has(r.key)) r.taskSeq = seqs.get(r.key);
-    }
-    return true;
-  });
+  if (cur.job.status !== 'queued') return;
+  // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
+  const seqs = await publishRootTasks(d.js, cur.job);
+  const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, seqs));
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'processing');
   await settleJob(d, jobId);
 }
 
+/** How long an outcome whose job is not in the bucket waits for it before its redelivery is asked for. */
+const UNKNOWN_JOB_RETRY_MS = 200;
+
 /** Record a worker's outcome (or progress) on its result. */
 export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   if (o.kind === 'lost') return loseResult(d, o.jobId, o.resultKey, o.message);
-  const res = await updateJob(d.jobs, o.jobId, (j) => {
+  const record = (j: JobRecord) => {
     const r = j.results.find((x) => x.key === o.resultKey);
     if (!r || r.status !== 'pending') return false;
     if (o.kind === 'progress') {
@@ -97,7 +76,19 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
       if (o.message) r.message = o.message;
     }
     return true;
-  });
+  };
+  let res = await updateJob(d.jobs, o.jobId, record);
+  if (!res) {
+    // The gateway publishes a job's tasks just before it writes the document: an outcome can
+    // arrive first. Retried (the step fails, the message comes back) for as long as the document
+    // may still be written, the orphan grace of its charge; after that the job never existed.
+    if (o.kind !== 'progress' && Date.now() - o.at < d.config.wallet.orphanChargeGraceSeconds * 1000) {
+      // usually a few milliseconds behind: one quick look before the redelivery's longer delay
+      await sleep(UNKNOWN_JOB_RETRY_MS);
+      res = await updateJob(d.jobs, o.jobId, record);
+      if (!res) throw new Error(`outcome for job ${o.jobId}, not (yet) in the bucket`);
+    }
+  }
   if (!res) {
     d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'outcome for an unknown job; dropped');
     return;
@@ -131,17 +122,7 @@ export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
       continue;
     }
     if (inputs.some((x) => x!.status !== 'done')) continue;
-    const task: Task = {
-      v: 1,
-      jobId,
-      service: job.service,
-      resultKey: r.key,
-      walletId: job.walletId,
-      store: SERVICE_MODULES[job.service].store,
-      objectName: objectName(jobId, r.key),
-      expiresAt: job.expiresAt,
-      params: { ...(r.params ?? {}), inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })) },
-    };
+    const task = taskOf(job, r, { ...(r.params ?? {}), inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })) });
     const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, r.key) });
     if (!ack.duplicate) seqs.set(r.key, ack.seq);
   }

@@ -10,7 +10,10 @@
 //       code: the same route handlers from gateway/routes, the same Ajv options and TypeBox schemas,
 //       the same auth step (gateway/pipeline/auth.ts: key lookup with its 30 s cache), the same limit
 //       step (gateway/pipeline/limit.ts: LocalLimiter in memory per key or address, the shared
-//       `limits` bucket only for job creation), the same wallet requests over NATS. It leaves out
+//       `limits` bucket only for job creation), the same NATS reads (balances from the ledger as of
+//       now, gateway/balances.ts; the catalogue copy), and the same precomputed bytes for
+//       `fixedAnswer` routes (/v1, /v1/pricing, /v1/services; rebuilt on the same catalogue
+//       changes), so a public GET is the limit, the request id and the write here too. It leaves out
 //       what is not work on the request: Prometheus metrics, the access log (off at warn level in
 //       the gateway too), OPTIONS/405 handling.
 import { createServer, type IncomingMessage } from 'node:http';
@@ -27,6 +30,7 @@ import type { GatewayContext, RateLimit, Route, RouteRequest } from '../../gatew
 import { createAuth } from '../../gateway/pipeline/auth.ts';
 import { createLimit, rateLimitOf } from '../../gateway/pipeline/limit.ts';
 import { statusLine } from '../../gateway/http.ts';
+import { buildFixedAnswer, type FixedAnswer } from '../../gateway/pipeline/fixed.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { COMPONENTS } from '../../shared/schemas/api.ts';
 import { BUCKETS } from '../../shared/names.ts';
@@ -91,10 +95,18 @@ async function plainNode() {
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false });
   (addFormats as unknown as (a: Ajv) => void)(ajv);
   for (const s of COMPONENTS) ajv.addSchema(s);
-  const routes = new Map<string, { route: Route; rateLimit: RateLimit; body?: ValidateFunction }>();
+  const routes = new Map<string, { route: Route; rateLimit: RateLimit; body?: ValidateFunction; fixed?: FixedAnswer }>();
   for (const route of allRoutes({ metrics: createMetrics(), isReady: () => true })) {
     if (route.path.includes(':')) continue; // the benchmarked paths have no parameters
-    routes.set(`${route.method} ${route.path}`, { route, rateLimit: rateLimitOf(route), ...(route.body ? { body: ajv.compile(route.body) } : {}) });
+    const entry: { route: Route; rateLimit: RateLimit; body?: ValidateFunction; fixed?: FixedAnswer } = { route, rateLimit: rateLimitOf(route), ...(route.body ? { body: ajv.compile(route.body) } : {}) };
+    routes.set(`${route.method} ${route.path}`, entry);
+    // a fixed answer is built as the gateway builds it (and rebuilt on the same changes), so a GET
+    // does the gateway's work: the limit, the request id and the write
+    if (route.fixedAnswer) {
+      const build = () => buildFixedAnswer(route, ctx).then((a) => { entry.fixed = a; }, () => { entry.fixed = undefined; });
+      await build();
+      if (typeof route.fixedAnswer === 'object') route.fixedAnswer.follows(ctx, () => void build());
+    }
   }
   // the gateway's own auth and limit steps, so both servers do the same work per request
   const authenticate = createAuth(ctx.kv.keys);
@@ -124,6 +136,14 @@ async function plainNode() {
       const hit = routes.get(`${req.method} ${path}`);
       if (!hit) throw new ApiError('not_found', `no such path: ${path}`);
       const { route } = hit;
+      if (hit.fixed && req.method === 'GET') {
+        limit(hit.rateLimit, undefined, clientIp(req));
+        const headers: Record<string, string> = { 'x-request-id': requestId };
+        for (const [k, v] of hit.fixed.headers) headers[k] = v;
+        res.writeHead(hit.fixed.status, headers);
+        res.end(hit.fixed.body);
+        return;
+      }
       const raw = route.body ? await readBody(req, config.limits.bodyBytes) : null;
       const rq: RouteRequest = {
         method: route.method, path, params: {}, query: {}, body: undefined,

@@ -104,7 +104,9 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
       }
     }
-    const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'));
+    // BENCH_GATEWAY_PROF=<dir>: a V8 CPU profile of the gateway, written when it stops
+    const prof = process.env.BENCH_GATEWAY_PROF;
+    const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'), false, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
     const m = await waitReady(gw, /gateway: (http\S+)/);
     procs.set('gateway', gw);
     cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');

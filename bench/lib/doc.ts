@@ -23,7 +23,10 @@ The gateway runs as its own process (\`node --import tsx main.ts gateway\`), wit
 actor in another, against a throwaway \`nats-server\` started by the bench. Load comes from
 autocannon in a separate child process (\`bench/lib/load.ts\`), 1 request in flight per connection,
 one API key (and wallet) per connection. Each endpoint is measured against two baselines, each also
-its own process and loaded the same way; runs rotate between the three servers.
+its own process and loaded the same way; runs rotate between the three servers. The gateway bench
+runs no converter: a stand-in \`websitepro\` catalogue entry lets quotes price (a quote contacts no
+worker). \`BENCH_GATEWAY_ENDPOINTS=balance,quote\` measures only those rows;
+\`BENCH_GATEWAY_PROF=<dir>\` writes a V8 CPU profile of the gateway process when it stops.
 
 - **bare uWS**: a uWebSockets.js handler (the same native build the gateway loads) that answers
   the path with the bytes the gateway answered (captured at the start of the run). No parsing, no
@@ -34,22 +37,24 @@ its own process and loaded the same way; runs rotate between the three servers.
   the gateway's options and the same TypeBox schemas, the gateway's own auth step
   (\`gateway/pipeline/auth.ts\`: key lookup in the \`keys\` bucket behind the same 30 s cache) and
   limit step (\`gateway/pipeline/limit.ts\`: the same \`LocalLimiter\` in memory per key or per client
-  address; the shared \`limits\` bucket only for job creation, as in the gateway), the same wallet
-  request over NATS. It leaves out Prometheus metrics, OPTIONS/405 handling and the gateway's
-  precomputed answers (it runs the route's handler on every request).
+  address; the shared \`limits\` bucket only for job creation, as in the gateway), the same NATS
+  reads (balances from the ledger as of now, \`gateway/balances.ts\`; the catalogue copy), and the
+  same precomputed bytes for \`fixedAnswer\` routes, rebuilt on the same catalogue changes. It
+  leaves out Prometheus metrics and OPTIONS/405 handling.
 
 What each row's baselines do, per endpoint (the gateway's work is the same as node:http's):
 
 | endpoint | gateway and node:http, per request | bare uWS |
 |---|---|---|
-| \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id; the gateway writes bytes built once at start (\`fixedAnswer\`), node:http runs the handler and \`JSON.stringify\` | replays the captured bytes with a fresh request id |
-| \`GET /v1/services\` | per-address \`LocalLimiter\`, the catalogue copy synced with the bucket (one stream-info request), JSON | replays the captured bytes |
-| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, one \`wallet.balance\` request, JSON | replays the captured bytes |
-| \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, \`wallet.balance\` | reads the body, replays the bytes |
+| \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id, bytes built once at start (\`fixedAnswer\`) | replays the captured bytes with a fresh request id |
+| \`GET /v1/services\` | per-address \`LocalLimiter\`, request id, bytes rebuilt when the catalogue watch delivers a change (no NATS per request) | replays the captured bytes |
+| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, the ledger's last sequence (one stream-info request shared by the reads arriving together), the wallet's last entry from the gateway's ledger consumer, JSON | replays the captured bytes |
+| \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, the catalogue copy (no request while it shows a converter) | reads the body, replays the bytes |
 
 Endpoints: \`GET /v1\`, \`GET /v1/pricing\` (public: rate limit per client address, answer built from
-config); \`GET /v1/services\` (public, live catalogue); \`GET /v1/balance\` (key lookup, per-key rate limit, \`wallet.balance\` request);
-\`POST /v1/websitepro/quote\` (the same, plus body read, JSON parse, Ajv validation and pricing).
+config); \`GET /v1/services\` (public, live catalogue, precomputed); \`GET /v1/balance\` (key lookup,
+per-key rate limit, balance as of now from the ledger); \`POST /v1/websitepro/quote\` (the same,
+plus body read, JSON parse, Ajv validation and pricing).
 **req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
 **p99** is the 99th percentile latency of the 2xx answers, from every answer's own time
 (autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,
@@ -62,8 +67,8 @@ request) - in the gateway and the node:http baseline alike.
 ### Pipeline (\`bench/pipeline.ts\`)
 
 A \`websitepro\` job with the \`metadata\` output for a page served by a \`node:http\` fixture on
-127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge →
-\`job.submitted\` → job-supervisor → task → converter → result → supervisor). Baseline: the
+127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge → task →
+job document, already dispatched → converter → result → supervisor → the gateway's shared watch). Baseline: the
 converter's own fetch-and-convert functions called directly in one process, for the same page.
 The ratio is the pipeline's overhead.
 
@@ -72,8 +77,24 @@ subscription on its own connection counts the traffic. *JetStream writes* is how
 stream's last sequence moved (KV buckets and object stores included: a put, a delete marker and a
 stream publish each take one), split by stream in the note; *core requests* are messages with a
 reply subject outside streams, the JetStream API and inboxes (actor-to-actor request/reply, e.g.
-\`wallet.charge\`). JetStream API calls and acks are in the note. A count has no baseline (the direct
-call makes no NATS traffic): the column shows \`-\`.
+\`wallet.charge\`). JetStream API calls (by kind) and acks are in the note. A count has no baseline
+(the direct call makes no NATS traffic): the column shows \`-\`. Issue 17 brought the count from
+17.5 to about 13 writes per job (1 core request instead of 2 under steady traffic): the job
+document is written once, already dispatched; progress lines are core messages; see
+\`docs/notes/issue-17.md\`.
+
+**Job creation under load** (\`scripts/load.ts\`: its own 3-node cluster, 16 clients creating
+websitepro, shots and labs jobs for 30 s and long-polling them; not part of \`npm run bench\`; rerun
+with \`node --import tsx scripts/load.ts\`). Issue 17, session 13, one run each, back to back on the
+shared 2-core machine (load average 22 → 36 during the first, 35 → 38 during the second: not quiet):
+
+| code | jobs created in 31 s | jobs/s | creation p50 | p90 | p99 | audit |
+|---|---|---|---|---|---|---|
+| before (36f12e2: job.submitted, supervisor dispatch, stored progress, a watch per poll) | 474 | 15.2 | 1013 ms | 1389 ms | 1837 ms | clean |
+| after (dispatch at creation, core progress, shared watch, cached supervisor ping) | 548 | 17.6 | 860 ms | 1322 ms | 1675 ms | clean |
+
+In both runs about 45 shots jobs were still queued behind the single Chromium pool when the
+120 s drain ended (2 cores); none failed, none was lost.
 
 ### Memory (\`bench/memory.ts\`)
 

@@ -17,10 +17,10 @@ const running = new Set<Proc>();
 const ORPHAN_GUARD = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
 
 /** `node --import tsx <script> ...args` from the repository root. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, stdin = false): Proc {
+export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, stdin = false, nodeFlags: string[] = []): Proc {
   // every child has an IPC channel and ends itself when it closes, so a bench that dies (even by
   // SIGKILL) leaves no actor, baseline or load generator behind
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', 'ipc'],

@@ -20,6 +20,16 @@ export interface Traffic {
   jsAcks: number;
   /** Core requests and publishes by subject (ids folded to `*`), for the note. */
   bySubject: Record<string, number>;
+  /** JetStream API calls by kind (`CONSUMER.MSG.NEXT`, `DIRECT.GET`...: the stream and consumer names left out). */
+  jsApiByKind: Record<string, number>;
+}
+
+/** `$JS.API.CONSUMER.MSG.NEXT.TASKS.converter` → `CONSUMER.MSG.NEXT`: the call without the names it applies to. */
+export function jsApiKind(subject: string): string {
+  const t = subject.split('.').slice(2);
+  const verbs = ['INFO', 'CREATE', 'DELETE', 'NEXT', 'GET', 'UPDATE', 'NAMES', 'LIST', 'PURGE'];
+  const end = t.findIndex((x) => verbs.includes(x));
+  return (end >= 0 ? t.slice(0, end + 1) : t.slice(0, 2)).join('.');
 }
 
 /** Does NATS subject `s` match `pattern` (with `*` and `>`)? */
@@ -52,13 +62,18 @@ export async function countTraffic(url: string, run: () => Promise<void>, settle
   try {
     const jsm = await jetstreamManager(nc);
     const before = await streamState(jsm);
-    const t: Traffic = { jetstreamWrites: 0, writesByStream: {}, coreRequests: 0, corePublishes: 0, jsApi: 0, jsAcks: 0, bySubject: {} };
+    const t: Traffic = { jetstreamWrites: 0, writesByStream: {}, coreRequests: 0, corePublishes: 0, jsApi: 0, jsAcks: 0, bySubject: {}, jsApiByKind: {} };
     const sub = nc.subscribe('>', {
       callback: (_err, m) => {
         const s = m.subject;
         // replies, and the server's own advisories, are no one's request
         if (s.startsWith('_INBOX.') || s.startsWith('$JS.EVENT.')) return;
-        if (s.startsWith('$JS.API.')) { t.jsApi++; return; }
+        if (s.startsWith('$JS.API.')) {
+          t.jsApi++;
+          const k = jsApiKind(s);
+          t.jsApiByKind[k] = (t.jsApiByKind[k] ?? 0) + 1;
+          return;
+        }
         if (s.startsWith('$JS.ACK.')) { t.jsAcks++; return; }
         if (before.subjects.some((p) => subjectMatches(p, s))) return; // a stream write, counted by sequence
         if (m.reply) t.coreRequests++;

@@ -47,7 +47,7 @@ export interface paths {
         };
         /**
          * List of services
-         * @description `available` is true while at least one instance of the service runs.
+         * @description `available` is true while at least one instance of the service runs. The answer is rebuilt when the live catalogue changes: an instance that starts or stops shows here within moments (the time this gateway's catalogue watch takes to deliver it); one that dies without stopping drops out once its entry is 30 s old.
          */
         get: operations["getV1Services"];
         put?: never;

@@ -1,6 +1,6 @@
 // Quote and job creation, generic over the service modules. The order is the money rule of the
-// design: validate → plan (price) → queue bound → precheck → charge → write the job (the commit
-// point) → publish job.submitted. A failure after the charge and before the commit point is
+// design: validate → plan (price) → queue bound → precheck → charge → publish the tasks → write the
+// job, already dispatched (the commit point). A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
@@ -14,11 +14,13 @@ import { newId } from '../../shared/ids.ts';
 import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
+import { readBalance } from '../balances.ts';
 import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
+import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
 
 export interface JobDeps {
   nc: NatsConnection;
@@ -37,7 +39,7 @@ const costOf = (plan: Plan) => plan.items.reduce((s, i) => s + i.price, 0);
 export async function quoteJob(d: JobDeps, service: ServiceName, body: unknown, walletId: string): Promise<QuoteDoc> {
   const plan = await SERVICE_MODULES[service].plan(body, planContext(d, walletId));
   const cost = costOf(plan);
-  const { balance } = await wallet.balance(d.nc, walletId);
+  const balance = await readBalance(d.nc, walletId);
   return {
     service,
     target: plan.target,
@@ -50,14 +52,18 @@ export async function quoteJob(d: JobDeps, service: ServiceName, body: unknown, 
 }
 
 const jsmCache = new WeakMap<NatsConnection, JetStreamManager>();
-
-/** Tasks published and not yet finished, all services together (the TASKS work queue's depth). */
-export async function unfinishedTasks(nc: NatsConnection): Promise<number> {
+async function jsmOf(nc: NatsConnection): Promise<JetStreamManager> {
   let jsm = jsmCache.get(nc);
   if (!jsm) {
     jsm = await jetstreamManager(nc);
     jsmCache.set(nc, jsm);
   }
+  return jsm;
+}
+
+/** Tasks published and not yet finished, all services together (the TASKS work queue's depth). */
+export async function unfinishedTasks(nc: NatsConnection): Promise<number> {
+  const jsm = await jsmOf(nc);
   const info = await jsm.streams.info(STREAMS.tasks);
   return info.state.messages;
 }
@@ -69,13 +75,22 @@ export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
   }
 }
 
+/** How long a job-supervisor's answer to the ping is taken as "one is running". */
+const SUPERVISOR_SEEN_MS = 1000;
+const supervisorSeen = new WeakMap<NatsConnection, number>();
+
 /**
  * No job-supervisor instance answering its micro service ping: a job created now would stay queued,
  * charged, until one comes back. Refused with 503 before any charge instead.
  */
 export async function checkSupervisor(d: Pick<JobDeps, 'nc'>, timeoutMs = 2000): Promise<void> {
+  // An answer stands for a second: under steady traffic a creation costs no ping of its own. A
+  // supervisor that dies within it leaves a job that waits, its tasks and outcomes kept in their
+  // streams, for the next one (the same as a supervisor that dies just after the ping).
+  if (Date.now() - (supervisorSeen.get(d.nc) ?? -Infinity) < SUPERVISOR_SEEN_MS) return;
   try {
     await d.nc.request(`$SRV.PING.${MICRO.jobSupervisor}`, '', { timeout: timeoutMs });
+    supervisorSeen.set(d.nc, Date.now());
   } catch (e) {
     if (isTransientNatsError(e) || /no responders|timeout/i.test(String((e as Error)?.message))) {
       throw new ApiError('service_unavailable', 'no job-supervisor instance is running; nothing was charged', {}, { 'retry-after': '5' });
@@ -192,6 +207,18 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
   }
 
+  // The tasks go out before the document, which is then written once, already dispatched: no
+  // supervisor step between the creation and the work. A worker that finishes before the document
+  // is stored has its outcome retried by the supervisor until it appears (recordOutcome). Tasks
+  // that could not be published leave the job `queued` for the supervisor's dispatch (the backstop).
+  const seqs = await publishRootTasks(d.js, job, STORE_TIMEOUT_MS).catch((err) => {
+    d.log.warn({ err, jobId: job.id }, 'tasks not published at creation; the supervisor dispatches the job');
+    return null;
+  });
+  if (seqs) {
+    job = structuredClone(job);
+    markDispatched(job, seqs);
+  }
   const store = await storeNewJob(d, job);
   if (store.stored) return afterCommit(d, job, balance);
   if (store.maybe) {
@@ -202,6 +229,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     throw new ApiError('service_unavailable', `the job may not have been created (the message system is failing over): look for ${job.id} in GET /v1/jobs before creating it again; if it does not appear, its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
   }
   d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
+  if (seqs) await withdrawTasks(d.nc, seqs);
   await giveMarkBack();
   const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
     // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its
@@ -254,12 +282,23 @@ async function storeNewJob(d: JobDeps, job: JobRecord): Promise<StoreResult> {
   }
 }
 
+/**
+ * The tasks of a job whose document was not stored, taken back so no worker does work nobody paid
+ * for. Best effort: a task left behind only costs its work (its outcome names no job and is dropped).
+ */
+async function withdrawTasks(nc: NatsConnection, seqs: Map<string, number>): Promise<void> {
+  const jsm = await jsmOf(nc).catch(() => null);
+  if (jsm) for (const seq of seqs.values()) await jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch(() => {});
+}
+
 async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise<{ job: JobRecord; balance: number }> {
-  // From here the job exists and is charged. If the publish is lost, the supervisor's sweep picks
-  // up the queued job; refunding now would give away a job that will still run.
-  // The two publishes are independent (JOBS and EVENTS, each fsynced before its acknowledgement,
-  // docs/reliability.md "Durability"): sent together, a creation waits for one fsync, not two.
-  const [submitted] = await Promise.allSettled([publishSubmitted(d.js, job), publishJobEvent(d.nc, job, 'created')]);
-  if (submitted.status === 'rejected') d.log.warn({ err: submitted.reason, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it');
+  // From here the job exists and is charged. The operators' event is best effort and nothing
+  // waits for it (publishJobEvent never throws).
+  void publishJobEvent(d.nc, job, 'created');
+  if (job.status !== 'queued') return { job, balance };
+  // Not dispatched at creation: job.submitted asks the supervisor to. If this publish is lost too,
+  // the supervisor's sweep picks up the queued job; refunding now would give away a job that will
+  // still run.
+  await publishSubmitted(d.js, job).catch((err) => d.log.warn({ err, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it'));
   return { job, balance };
 }

@@ -2,6 +2,7 @@
 // refund on failure), the long poll, and the mapping of a stored job to the API's Job.
 export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobDeps } from './create.ts';
 export { waitForJob } from './wait.ts';
+export { JobWatch, jobWatchOf } from './watch.ts';
 export { toPublicJob, toPublicResult, isExpired, resultPath } from '../../shared/protocol/public-job.ts';
 export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';
 export { jobEventStream, decodeCursor, type SeenState } from './events.ts';

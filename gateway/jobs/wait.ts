@@ -1,5 +1,7 @@
 // Long polling: hold until a job is finished, the time is up or the client goes away. Watches the
 // job's key in the `jobs` bucket, so it wakes on the supervisor's write, on any gateway instance.
+// The gateway's routes share one watch of the bucket instead (watch.ts); this one-watch-per-poll
+// form serves callers without a gateway (tests, tools).
 import { sleep } from '../../shared/runtime.ts';
 import type { KV } from '@nats-io/kv';
 import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
@@ -52,7 +54,7 @@ export async function waitForJob(kv: KV, current: JobRecord, waitMs: number, sig
 }
 
 /** Long polling without a watch: a read every POLL_MS until finished, the deadline or the abort. */
-async function pollJob(kv: KV, current: JobRecord, deadline: number, signal?: AbortSignal): Promise<JobRecord> {
+export async function pollJob(kv: KV, current: JobRecord, deadline: number, signal?: AbortSignal): Promise<JobRecord> {
   let latest = current;
   for (;;) {
     const again = await readJob(kv, current.id).catch(() => null);

@@ -1,6 +1,7 @@
 // Fixed answers: a route whose answer is the same for every caller (`fixedAnswer`) has its status
-// line, headers and body built once at start; a request then costs the limit, the request id and
-// one corked write, near what a bare uWebSockets.js handler costs.
+// line, headers and body built at start, and again whenever what it follows changes (the live
+// catalogue for GET /v1/services); a request then costs the limit, the request id and one corked
+// write, near what a bare uWebSockets.js handler costs.
 import type { HttpResponse } from 'uWebSockets.js';
 import { statusLine } from '../http.ts';
 import type { GatewayContext, Route, RouteRequest } from '../route.ts';

@@ -10,9 +10,9 @@ import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
-import { wallet } from '../../shared/protocol/wallet.ts';
+import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, waitForJob, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
@@ -74,9 +74,9 @@ function serviceRoutes(service: ServiceName): Route[] {
         let { job, balance } = created;
         const ms = waitMs(ctx, req.query.wait);
         if (ms > 0) {
-          job = await waitForJob(ctx.kv.jobs, job, ms, req.signal);
+          job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal);
           // refunds may have come back while we waited
-          if (job.refunded > 0) balance = (await wallet.balance(ctx.nc, walletId).catch(() => ({ balance }))).balance;
+          if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
         }
         return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
       },
@@ -143,8 +143,8 @@ const jobRoutes: Route[] = [
     async handler(req, ctx) {
       let job = await ownJob(ctx, req);
       const ms = waitMs(ctx, req.query.wait);
-      if (ms > 0) job = await waitForJob(ctx.kv.jobs, job, ms, req.signal);
-      const { balance } = await wallet.balance(ctx.nc, job.walletId);
+      if (ms > 0) job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal);
+      const balance = await readBalance(ctx.nc, job.walletId);
       return { json: { job: toPublicJob(job, ctx.baseUrl), balance } };
     },
   },

@@ -3,7 +3,7 @@ import { Type as T } from '@sinclair/typebox';
 import { API_VERSION, type Route, type GatewayContext } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { SERVICES, isService, type ServiceName } from '../../shared/names.ts';
-import { readCatalogue, type CatalogueEntry } from '../../shared/catalogue.ts';
+import { followCatalogue, readCatalogue, type CatalogueEntry } from '../../shared/catalogue.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT, COMPARE_MAX_PAIRS } from '../../shared/services/index.ts';
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
@@ -120,7 +120,11 @@ export const publicRoutes: Route[] = [
   },
   {
     method: 'GET', path: '/v1/services', auth: false, tags: ['public'], summary: 'List of services', errors: ['rate_limited'],
-    description: '`available` is true while at least one instance of the service runs.',
+    description: '`available` is true while at least one instance of the service runs. The answer is rebuilt when the live catalogue changes: ' +
+      'an instance that starts or stops shows here within moments (the time this gateway\'s catalogue watch takes to deliver it); ' +
+      'one that dies without stopping drops out once its entry is 30 s old.',
+    // built from the catalogue, not per request: the catalogue watch rebuilds it
+    fixedAnswer: { follows: (ctx, changed) => followCatalogue(ctx.kv.catalogue, changed) },
     responses: { 200: Json('Services') },
     handler: async (_req, ctx) => ({
       json: {

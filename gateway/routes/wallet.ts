@@ -1,8 +1,10 @@
-// Wallet endpoints (spec 4.4): balance, ledger, top-ups. Every one asks the wallet actor over NATS.
+// Wallet endpoints (spec 4.4): balance, ledger, top-ups. The balance is read from the ledger the wallet
+// writes (gateway/balances.ts); the rest ask the wallet actor over NATS.
 import { Type as T } from '@sinclair/typebox';
 import type { Route } from '../route.ts';
 import { Balance, TopupWithBalance } from '../../shared/schemas/api.ts';
 import { wallet, toEur, UNIT, TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
+import { readBalance } from '../balances.ts';
 
 const Entry = T.Object({
   id: T.Integer({ description: 'Entry id: the ledger stream sequence. Ids grow with time but are not contiguous within one wallet. Pass the smallest id of a page as `before` to get the next page.' }),
@@ -35,7 +37,8 @@ export const routes: Route[] = [
     responses: { 200: { description: 'The balance in Payloads (10000 Payloads = 1 EUR) and in EUR.', schema: Balance } },
     errors: ['service_unavailable'],
     async handler(req, ctx) {
-      const { balance } = await wallet.balance(ctx.nc, req.auth!.walletId);
+      // from the ledger as of now, without a wallet request (gateway/balances.ts)
+      const balance = await readBalance(ctx.nc, req.auth!.walletId);
       return { json: { balance, unit: UNIT, eur: toEur(balance) } };
     },
   },

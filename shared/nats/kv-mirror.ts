@@ -8,6 +8,7 @@
 // fresh one, which delivers every key's last value again: `apply` must be idempotent.
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../log.ts';
+import { freshRead } from './fresh.ts';
 
 /** How long a `sync()` waits in all, by default. */
 const SYNC_WAIT_MS = 2000;
@@ -44,7 +45,11 @@ export class KvMirror {
   /** Resolves when the mirror has stopped for good (stop(), or the connection closed). */
   readonly ended: Promise<void>;
 
+  /** The bucket's status, from a request sent after the call; concurrent syncs share one (shared/nats/fresh.ts). */
+  private readonly freshStatus: () => ReturnType<KV['status']>;
+
   constructor(private readonly kv: KV, private readonly apply: (e: KvWatchEntry) => void, private readonly o: KvMirrorOptions = {}) {
+    this.freshStatus = freshRead(() => kv.status());
     this.ended = this.loop();
   }
 
@@ -125,7 +130,7 @@ export class KvMirror {
   async sync(maxWaitMs = SYNC_WAIT_MS): Promise<boolean> {
     if (this.stopped) return false;
     const deadline = Date.now() + maxWaitMs;
-    const status = await within(this.kv.status(), maxWaitMs).catch(() => 'timeout' as const);
+    const status = await within(this.freshStatus(), maxWaitMs).catch(() => 'timeout' as const);
     if (status === 'timeout') return false; // the server is slow: not the watch's fault
     const { last_seq: last, messages } = status.streamInfo.state;
     // nothing stored (all expired): no message is left to wait for

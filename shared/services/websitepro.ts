@@ -36,7 +36,7 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
-    if (!(await readCatalogue(catalogueKv, 'websitepro')).length) throw new ApiError('service_unavailable', 'no converter instance is running');
+    if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length) throw new ApiError('service_unavailable', 'no converter instance is running');
     return {
       target: hostOf(url),
       items: outputs.map((o) => ({

@@ -24,15 +24,40 @@ t.test('public endpoints', async (t) => {
   });
 
   t.test('GET /v1/services reflects live instances', async (t) => {
-    let r = await app.request('GET', '/v1/services');
-    t.equal(r.status, 200);
-    t.same(r.json.services.map((s: any) => [s.name, s.available]), [['websitepro', false], ['shots', false], ['labs', false]]);
+    // the answer is precomputed and rebuilt when the catalogue watch delivers a change: a change
+    // shows within moments, not necessarily on the very next request
+    const availability = async () => {
+      const r = await app.request('GET', '/v1/services');
+      t.equal(r.status, 200);
+      return JSON.stringify(r.json.services.map((s: any) => [s.name, s.available, s.instances]));
+    };
+    const eventually = async (want: unknown, what: string) => {
+      let got = await availability();
+      for (let i = 0; i < 100 && got !== JSON.stringify(want); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        got = await availability();
+      }
+      t.equal(got, JSON.stringify(want), what);
+    };
+    await eventually([['websitepro', false, 0], ['shots', false, 0], ['labs', false, 0]], 'nothing runs');
     const ad = await advertise(app.nc, 'websitepro', 'inst-1', () => ({ outputs: ['metadata', 'markdown'] }));
-    r = await app.request('GET', '/v1/services');
-    t.same(r.json.services.map((s: any) => [s.name, s.available]), [['websitepro', true], ['shots', false], ['labs', false]]);
+    await eventually([['websitepro', true, 1], ['shots', false, 0], ['labs', false, 0]], 'shown once the instance advertised (fails if never reflected)');
     await ad.stop();
-    r = await app.request('GET', '/v1/services');
-    t.equal(r.json.services[0].available, false, 'gone once the instance stops');
+    await eventually([['websitepro', false, 0], ['shots', false, 0], ['labs', false, 0]], 'gone once the instance stops');
+  });
+
+  t.test('GET /v1/services reads nothing from NATS per request', async (t) => {
+    const ad = await advertise(app.nc, 'labs', 'inst-2', () => ({}));
+    t.teardown(() => ad.stop());
+    for (let i = 0; i < 100 && !(await app.request('GET', '/v1/services')).json.services[2].available; i++) await new Promise((r) => setTimeout(r, 50));
+    // reading the catalogue per request costs a stream-info request (the mirror's sync) or a listing
+    let apiCalls = 0;
+    const spy = app.nc.subscribe('$JS.API.>', { callback: (_e, m) => { if (m.subject.includes('KV_catalogue')) apiCalls++; } });
+    await app.nc.flush();
+    for (let i = 0; i < 30; i++) t.equal((await app.request('GET', '/v1/services')).status, 200);
+    await app.nc.flush();
+    spy.unsubscribe();
+    t.equal(apiCalls, 0, 'no catalogue read per GET (fails when each GET syncs the catalogue)');
   });
 
   t.test('GET /v1/services/{service}: catalogue, 404 unknown_service, 503 service_unavailable', async (t) => {

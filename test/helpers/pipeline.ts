@@ -22,10 +22,10 @@ export async function startPipeline(t: Tap, routes: Route[], config: Record<stri
     kv: { keys: await open(BUCKETS.keys), jobs: await open(BUCKETS.jobs), catalogue: await open(BUCKETS.catalogue), limits: await open(BUCKETS.limits), datasets: await open(BUCKETS.datasets), topups: await open(BUCKETS.topups) },
   };
   const app = uws.App();
-  mountRoutes(app, { ctx, routes, metrics: createMetrics(), isReady: () => true });
+  const mounted = mountRoutes(app, { ctx, routes, metrics: createMetrics(), isReady: () => true });
   let sock: unknown;
   const port: number = await new Promise((res, rej) => app.listen('127.0.0.1', 0, (s) => (s ? (sock = s, res(uws.us_socket_local_port(s))) : rej(new Error('listen')))));
-  t.teardown(() => uws.us_listen_socket_close(sock as never));
+  t.teardown(() => { mounted.stop(); uws.us_listen_socket_close(sock as never); });
   const url = `http://127.0.0.1:${port}`;
-  return { ...tn, url, port, newKey: () => createKey(tn.nc, 'admin') };
+  return { ...tn, ctx, url, port, newKey: () => createKey(tn.nc, 'admin') };
 }

@@ -1,7 +1,7 @@
 // The job lifecycle at the NATS level: real wallet, real supervisor, the test worker.
 import t from 'tap';
 import { startJobsSystem } from './lib.ts';
-import { jetstream } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
@@ -14,7 +14,8 @@ t.test('every result delivered: completed, charged in full, files stored', async
   const { walletId } = await s.newWallet(1000);
   const { job, balance } = await s.submit(walletId, [{ key: 'markdown', price: 30 }, { key: 'text', price: 20 }]);
   t.equal(balance, 950, 'charged at creation');
-  t.equal(job.status, 'queued');
+  t.equal(job.status, 'processing', 'written once, already dispatched');
+  t.ok(job.results.every((r) => r.taskSeq), 'with each task\'s stream sequence');
   const done = await s.finished(job.id);
   t.equal(done.status, 'completed');
   t.equal(done.refunded, 0);
@@ -119,7 +120,8 @@ t.test('state changes are published on the EVENTS stream for operators', async (
     if (!m) break;
     if (m.subject === subjects.evtJob('websitepro', job.id)) seen.push(m.json<{ event: string }>().event);
   }
-  t.same(seen, ['created', 'processing', 'completed']);
+  // dispatched at creation: no separate `processing` event (the created one says processing)
+  t.same(seen, ['created', 'completed']);
 });
 
 t.test('compensation: a charge whose job cannot be written is refunded before answering', async (t) => {
@@ -131,5 +133,7 @@ t.test('compensation: a charge whose job cannot be written is refunded before an
   t.equal(await s.balance(walletId), 1000, 'charged and refunded');
   const mine = (await readLedger(s.nc)).filter((e) => e.walletId === walletId).map((e) => [e.type, e.amount]);
   t.same(mine, [['grant', 1000], ['charge', -20], ['refund', 20]]);
+  const jsm = await jetstreamManager(s.nc);
+  t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the task published before the failed write was taken back');
   t.same(await s.violations(), []);
 });

@@ -40,8 +40,11 @@ function task(jobId: string, resultKey: string, params: Record<string, unknown>)
 
 async function runTask(tk: Task): Promise<{ final: Outcome; progress: string[] }> {
   const sub = nc.subscribe(subjects.result(tk.jobId));
-  await jetstream(nc).publish(subjects.taskLabs, JSON.stringify(tk), { msgID: taskMsgId(tk.jobId, tk.resultKey) });
+  // progress lines are core messages on their own subject (shared/worker.ts)
   const progress: string[] = [];
+  const lines = nc.subscribe(subjects.progress(tk.jobId), { callback: (_e, m) => { progress.push(m.json<{ progress: string }>().progress); } });
+  t.teardown(() => lines.unsubscribe());
+  await jetstream(nc).publish(subjects.taskLabs, JSON.stringify(tk), { msgID: taskMsgId(tk.jobId, tk.resultKey) });
   for await (const m of sub) {
     const o = m.json<Outcome>();
     if (o.kind === 'progress') progress.push(o.progress);

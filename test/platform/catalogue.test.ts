@@ -74,3 +74,43 @@ t.test('a watch that lost its server-side consumer does not keep reads stale', a
   t.same(await ids(kv, 'shots'), ['a', 'b'], 'the next read sees the new instance');
   t.same(await ids(kv, 'shots'), ['a', 'b'], 'and so does the one after');
 });
+
+t.test('concurrent reads share their stream-info requests and still see earlier advertisements', async (t) => {
+  const tn = await startTestNats(t);
+  const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
+  const a = await advertise(await tn.connect('a'), 'shots', 'a', () => ({}));
+  t.teardown(() => a.stop());
+  await readCatalogue(kv, 'shots'); // the copy is loaded
+  let infos = 0;
+  const spy = tn.nc.subscribe(`$JS.API.STREAM.INFO.KV_${BUCKETS.catalogue}`, { callback: () => { infos++; } });
+  await tn.nc.flush();
+  const reads = await Promise.all(Array.from({ length: 50 }, () => readCatalogue(kv, 'shots')));
+  await tn.nc.flush();
+  spy.unsubscribe();
+  t.ok(reads.every((r) => r.length === 1), 'every read sees the instance');
+  t.ok(infos <= 2, `${infos} stream-info request(s) for 50 concurrent reads (fails with one per read)`);
+});
+
+t.test('`enough`: a copy that already offers what is needed answers without a round trip; a shortfall is confirmed as of now', async (t) => {
+  const tn = await startTestNats(t);
+  const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
+  const writer = await tn.connect('w');
+  const a = await advertise(writer, 'websitepro', 'a', () => ({}));
+  t.teardown(() => a.stop());
+  await readCatalogue(kv, 'websitepro'); // loaded, and a is in it
+  let infos = 0;
+  const spy = tn.nc.subscribe(`$JS.API.STREAM.INFO.KV_${BUCKETS.catalogue}`, { callback: () => { infos++; } });
+  await tn.nc.flush();
+  for (let i = 0; i < 20; i++) t.equal((await readCatalogue(kv, 'websitepro', (e) => e.length > 0)).length, 1);
+  await tn.nc.flush();
+  t.equal(infos, 0, 'no stream-info request while the copy offers enough (fails when every read syncs)');
+  // a shortfall: the labs instance advertised just now must be seen, never refused from the copy
+  let refused = 0;
+  for (let i = 0; i < 20; i++) {
+    const l = await advertise(writer, 'labs', `l${i}`, () => ({}));
+    if (!(await readCatalogue(kv, 'labs', (e) => e.some((x) => x.instanceId === `l${i}`))).some((x) => x.instanceId === `l${i}`)) refused++;
+    await l.stop();
+  }
+  spy.unsubscribe();
+  t.equal(refused, 0, 'an answer that falls short is read as of now');
+});

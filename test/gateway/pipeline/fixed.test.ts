@@ -77,3 +77,54 @@ t.test('HEAD and other methods on a fixed route go the ordinary way', async (t) 
   const opt = await fetch(`${p.url}/v1/fixed`, { method: 'OPTIONS' });
   t.equal(opt.status, 204);
 });
+
+t.test('a followed fixed answer is rebuilt when its inputs change, not per request', async (t) => {
+  const state = { price: 1, calls: 0, stopped: false };
+  let changed: () => void = () => {};
+  const route: Route = {
+    method: 'GET', path: '/v1/followed', auth: false, summary: 'followed', tags: ['test'], errors: ['rate_limited'], responses: { 200: { description: 'x' } },
+    fixedAnswer: { follows: (_ctx, c) => { changed = c; return () => { state.stopped = true; }; } },
+    handler: async () => {
+      state.calls++;
+      return { json: { price: state.price } };
+    },
+  };
+  const p = await startPipeline(t, [route], { server: { publicRequestsPerMinute: 1_000_000 } });
+  await settled(`${p.url}/v1/followed`);
+  const get = async () => ((await (await fetch(`${p.url}/v1/followed`)).json()) as { price: number }).price;
+  const calls = state.calls;
+  for (let i = 0; i < 10; i++) t.equal(await get(), 1);
+  t.equal(state.calls, calls, 'no handler call per request');
+  state.price = 2;
+  t.equal(await get(), 1, 'the kept answer until told of a change');
+  changed();
+  let seen = 1;
+  for (let i = 0; i < 100 && seen !== 2; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    seen = await get();
+  }
+  t.equal(seen, 2, 'the rebuilt answer once told (fails if a change is never reflected)');
+  t.equal(state.calls, calls + 1, 'one rebuild for one change');
+});
+
+t.test('a rebuild that fails hands the route back to its handler rather than keep an old answer', async (t) => {
+  const state = { price: 1, fail: false };
+  let changed: () => void = () => {};
+  const route: Route = {
+    method: 'GET', path: '/v1/followed', auth: false, summary: 'followed', tags: ['test'], errors: ['rate_limited'], responses: { 200: { description: 'x' } },
+    fixedAnswer: { follows: (_ctx, c) => { changed = c; return () => {}; } },
+    handler: async (req) => {
+      // the rebuild runs with no caller (empty request id); a real request still gets an answer
+      if (state.fail && req.requestId === '') throw new Error('catalogue not readable');
+      return { json: { price: state.price } };
+    },
+  };
+  const p = await startPipeline(t, [route], { server: { publicRequestsPerMinute: 1_000_000 } });
+  await settled(`${p.url}/v1/followed`);
+  state.fail = true;
+  state.price = 3;
+  changed();
+  await new Promise((r) => setTimeout(r, 100));
+  const r = await fetch(`${p.url}/v1/followed`);
+  t.same(await r.json(), { price: 3 }, 'the handler answers with the current state');
+});

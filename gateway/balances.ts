@@ -1,0 +1,203 @@
+// Balances read by the gateway (GET /v1/balance, quotes) without a wallet request each.
+//
+// The wallet is the only writer of the LEDGER stream; every entry carries the wallet's balance after
+// it, so a wallet's balance is its last entry's `balanceAfter` (what the wallet's own `balance`
+// endpoint reads). Asking the wallet costs two hops and the wallet's own stream read per request,
+// and every gateway request queued behind the one wallet process. This gateway instead keeps the
+// last entry per wallet from one ordered consumer on LEDGER, and answers "as of now": it asks the
+// stream for its last sequence (one stream-info request shared by the reads arriving together,
+// shared/nats/fresh.ts) and waits until the consumer has delivered up to it. So a read sees every
+// ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) —
+// read-your-writes, not a cache. Nothing here writes money: charges and refunds still go through
+// the wallet, which checks the balance against the stream with an expected sequence.
+//
+// A wallet with no entry since the consumer started is read straight from the stream (its last
+// message by subject). While the consumer is not running, or a read waits too long, the wallet is
+// asked as before.
+import type { NatsConnection } from '@nats-io/nats-core';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { STREAMS, subjects } from '../shared/names.ts';
+import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
+import { freshRead } from '../shared/nats/fresh.ts';
+
+/** How long a read waits for the consumer to reach the stream's last sequence before asking the wallet. */
+const SYNC_WAIT_MS = 1000;
+/** Wallets kept; past this the map is emptied (the next read of each goes to the stream). */
+const MAX_WALLETS = 100_000;
+/** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
+const MAX_GAP = 1000;
+/** At most one replacement of a stalled consumer per this interval. */
+const REPLACE_EVERY_MS = 10_000;
+/** Pause before a consumer that ended is started again. */
+const RESTART_MS = 1000;
+
+interface Head {
+  seq: number;
+  balance: number;
+}
+
+class BalanceCopy {
+  private heads = new Map<string, Head>();
+  /** Every LEDGER sequence up to this one has been applied (or did not exist). -1: not running. */
+  private applied = -1;
+  private waiters = new Set<{ seq: number; wake: () => void }>();
+  private stopped = false;
+  private jsm?: JetStreamManager;
+  /** The running consumer's messages, while one runs. */
+  private current?: { stop(): void };
+  private lastReplace = 0;
+  /**
+   * Counts consumer restarts. A wallet read from the stream is kept only if the consumer that will
+   * deliver its later entries is still the one running: a new one starts at the stream's end then
+   * and would never deliver entries written between that read and its start.
+   */
+  private generation = 0;
+  /** The consumer ended and is being started again: reads ask the wallet meanwhile instead of waiting. */
+  private restarting = false;
+  private readonly lastSeq: () => Promise<StreamInfo>;
+  private readonly prefix = subjects.ledger('');
+
+  constructor(private readonly nc: NatsConnection) {
+    this.lastSeq = freshRead(async () => (await this.manager()).streams.info(STREAMS.ledger));
+    void this.loop();
+  }
+
+  get alive() {
+    return !this.stopped;
+  }
+
+  private async manager() {
+    return (this.jsm ??= await jetstreamManager(this.nc));
+  }
+
+  private async loop() {
+    while (!this.stopped && !this.nc.isClosed()) {
+      try {
+        await this.consumeOnce();
+      } catch (err) {
+        const name = (err as Error)?.name;
+        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
+      }
+      this.applied = -1;
+      this.heads.clear();
+      this.generation++;
+      this.restarting = true;
+      // reads waiting on the consumer that ended ask the wallet now
+      for (const w of this.waiters) w.wake();
+      if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
+    }
+    this.stopped = true;
+    this.applied = -1;
+    for (const w of this.waiters) w.wake();
+  }
+
+  /** From the stream's current end on: earlier entries are read per wallet on first use. */
+  private async consumeOnce() {
+    const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    const start = info.state.last_seq;
+    const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
+    const messages = await consumer.consume();
+    this.current = messages;
+    this.restarting = false;
+    this.reach(start);
+    for await (const m of messages) {
+      if (this.stopped) { messages.stop(); break; }
+      try {
+        this.keep(m.subject.slice(this.prefix.length), { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter });
+      } catch { /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length)); }
+      this.reach(m.seq);
+    }
+  }
+
+  private keep(walletId: string, head: Head) {
+    const had = this.heads.get(walletId);
+    if (had && had.seq >= head.seq) return;
+    if (!had && this.heads.size >= MAX_WALLETS) this.heads.clear();
+    this.heads.set(walletId, head);
+  }
+
+  private reach(seq: number) {
+    if (seq <= this.applied) return;
+    this.applied = seq;
+    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
+  }
+
+  /**
+   * The stream's entries up to its last sequence as of now are applied; false if not within the
+   * wait. Sequences the stream deleted (a repaired ledger) never arrive: they count as applied.
+   */
+  private async synced(): Promise<boolean> {
+    if (this.restarting) return false;
+    const info = await this.lastSeq();
+    const last = info.state.last_seq;
+    // while the consumer starts (applied -1) this waits for it too
+    if (last <= this.applied) return true;
+    let waiter!: { seq: number; wake: () => void };
+    const reached = new Promise<void>((r) => { waiter = { seq: last, wake: r }; });
+    this.waiters.add(waiter);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([reached, new Promise((r) => { timer = setTimeout(r, SYNC_WAIT_MS); })]);
+    clearTimeout(timer);
+    this.waiters.delete(waiter);
+    if (this.applied >= last) return true;
+    if (this.applied < 0) return false;
+    // nothing arrived: the missing sequences may be ones the stream no longer holds
+    const from = this.applied;
+    if (last - from > MAX_GAP) return false;
+    const detail = await (await this.manager()).streams.info(STREAMS.ledger, { deleted_details: true });
+    const deleted = new Set(detail.state.deleted ?? []);
+    for (let seq = from + 1; seq <= last; seq++) {
+      if (seq >= detail.state.first_seq && !deleted.has(seq)) {
+        if (this.applied === from) this.replaceStalled();
+        return false;
+      }
+    }
+    this.reach(last);
+    return true;
+  }
+
+  /**
+   * The consumer delivered nothing for a whole wait while behind the stream (its server-side state
+   * lost in a failover; the client would reset it only after missed heartbeats): start a fresh one,
+   * at most once per interval. Reads ask the wallet meanwhile.
+   */
+  private replaceStalled() {
+    if (!this.current || Date.now() - this.lastReplace < REPLACE_EVERY_MS) return;
+    this.lastReplace = Date.now();
+    this.current.stop();
+    this.current = undefined;
+  }
+
+  async balance(walletId: string): Promise<number> {
+    const generation = this.generation;
+    const synced = await this.synced().catch(() => false);
+    // the consumer restarted meanwhile: what it had applied is gone
+    if (!synced || generation !== this.generation) return (await wallet.balance(this.nc, walletId)).balance;
+    const kept = this.heads.get(walletId);
+    if (kept) return kept.balance;
+    // no entry since the consumer started: the wallet's last entry straight from the stream
+    const m = await (await this.manager()).streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
+    // no entry yet is kept too (sequence 0): the wallet's first entry comes through the consumer
+    const head = m ? { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter } : { seq: 0, balance: 0 };
+    if (generation !== this.generation) return head.balance; // right now, but not to be kept
+    this.keep(walletId, head);
+    return this.heads.get(walletId)?.balance ?? head.balance;
+  }
+
+  stop() {
+    this.stopped = true;
+    this.current?.stop();
+  }
+}
+
+const copies = new WeakMap<NatsConnection, BalanceCopy>();
+
+/** A wallet's balance as of now (every ledger write acknowledged before the call is in it). */
+export function readBalance(nc: NatsConnection, walletId: string): Promise<number> {
+  let c = copies.get(nc);
+  if (!c || !c.alive) {
+    c = new BalanceCopy(nc);
+    copies.set(nc, c);
+  }
+  return c.balance(walletId);
+}

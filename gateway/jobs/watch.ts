@@ -1,0 +1,154 @@
+// One watch of the whole `jobs` bucket per gateway, shared by every long poll (?wait=): a poll
+// registers for its job's key instead of making a watch (a JetStream consumer, created and
+// deleted) of its own. Wakes on the supervisor's write, whichever supervisor or gateway wrote.
+// When the shared watch cannot be made or breaks (a failover), the polls read their job now and
+// then (wait.ts) and the watch is made again on a later poll.
+import type { KV } from '@nats-io/kv';
+import { KvWatchInclude } from '@nats-io/kv';
+import type { Logger } from '../../shared/log.ts';
+import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
+import { readJob } from '../../shared/jobs/store.ts';
+import { pollJob } from './wait.ts';
+
+/** How long a finished job seen by the watch is remembered: covers a poll that registers just after its write went by. */
+const FINISHED_KEPT_MS = 30_000;
+/** The shortest time between two attempts to make the watch again after it failed. */
+const RESTART_MS = 1000;
+
+type Waiter = (job: JobRecord | null) => void; // null: the watch broke
+
+export class JobWatch {
+  private readonly waiters = new Map<string, Set<Waiter>>();
+  /** Finished jobs the watch delivered lately, by id, with when they came. */
+  private readonly finished = new Map<string, { job: JobRecord; at: number }>();
+  private live = false;
+  private starting: Promise<boolean> | null = null;
+  private lastTry = 0;
+  private stopped = false;
+  private watch: { stop(): void } | null = null;
+  /** How many times the shared watch was made (for tests and the log). */
+  started = 0;
+
+  constructor(private readonly kv: KV, private readonly log?: Logger) {}
+
+  /** The watch running, made now if needed; false when it cannot be made (then polls read). */
+  private ensure(): Promise<boolean> {
+    if (this.live) return Promise.resolve(true);
+    if (this.starting) return this.starting;
+    if (this.stopped || Date.now() - this.lastTry < RESTART_MS) return Promise.resolve(false);
+    this.lastTry = Date.now();
+    this.starting = (async () => {
+      try {
+        const w = await this.kv.watch({ key: '>', include: KvWatchInclude.UpdatesOnly });
+        if (this.stopped) {
+          w.stop();
+          return false;
+        }
+        this.watch = w;
+        this.live = true;
+        this.started++;
+        void this.follow(w);
+        return true;
+      } catch (err) {
+        this.log?.warn({ err }, 'jobs watch not made; long polls read instead');
+        return false;
+      } finally {
+        this.starting = null;
+      }
+    })();
+    return this.starting;
+  }
+
+  private async follow(w: AsyncIterable<{ key: string; operation: string; value: Uint8Array; json<T>(): T }>) {
+    try {
+      for await (const e of w) {
+        if (e.operation !== 'PUT' || !e.value.length) continue;
+        const set = this.waiters.get(e.key);
+        let job: JobRecord;
+        try {
+          job = e.json<JobRecord>();
+        } catch {
+          continue;
+        }
+        if (isFinished(job)) this.remember(job);
+        if (set) for (const wake of set) wake(job);
+      }
+    } catch (err) {
+      if (!this.stopped) this.log?.warn({ err }, 'jobs watch broke; long polls read until it is made again');
+    }
+    this.live = false;
+    this.watch = null;
+    // every poll waiting now goes on by reading
+    for (const set of this.waiters.values()) for (const wake of set) wake(null);
+  }
+
+  private remember(job: JobRecord) {
+    const now = Date.now();
+    this.finished.set(job.id, { job, at: now });
+    // prune from the oldest (insertion order) while past their time
+    for (const [id, f] of this.finished) {
+      if (now - f.at <= FINISHED_KEPT_MS) break;
+      this.finished.delete(id);
+    }
+  }
+
+  /**
+   * Hold until the job is finished, the time is up or the client goes away; the newest record
+   * seen (`current` if nothing newer came). Never throws (see wait.ts).
+   */
+  async wait(current: JobRecord, waitMs: number, signal?: AbortSignal): Promise<JobRecord> {
+    if (isFinished(current) || waitMs <= 0 || signal?.aborted) return current;
+    const deadline = Date.now() + waitMs;
+    const wasLive = this.live;
+    if (!(await this.ensure())) return pollJob(this.kv, current, deadline, signal);
+    let latest = current;
+    let broken = false;
+    let wake!: () => void;
+    const woken = new Promise<void>((r) => { wake = r; });
+    const waiter: Waiter = (job) => {
+      if (!job) broken = true;
+      else latest = job;
+      if (!job || isFinished(job)) wake();
+    };
+    let set = this.waiters.get(current.id);
+    if (!set) this.waiters.set(current.id, (set = new Set()));
+    set.add(waiter);
+    const timer = setTimeout(wake, Math.max(0, deadline - Date.now()));
+    signal?.addEventListener('abort', wake, { once: true });
+    try {
+      // a finish the watch delivered before this poll registered
+      const seen = this.finished.get(current.id);
+      if (seen) return seen.job;
+      // a watch made just now starts with the writes after it: one read covers a write between
+      // the caller's read and that start
+      if (!wasLive) {
+        const again = await readJob(this.kv, current.id).catch(() => null);
+        if (again && isFinished(again.job)) return again.job;
+        if (again) latest = again.job;
+      }
+      await woken;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', wake);
+      set.delete(waiter);
+      if (!set.size) this.waiters.delete(current.id);
+    }
+    if (isFinished(latest) || signal?.aborted) return latest;
+    if (broken) return pollJob(this.kv, latest, deadline, signal);
+    return latest;
+  }
+
+  stop() {
+    this.stopped = true;
+    this.watch?.stop();
+  }
+}
+
+const shared = new WeakMap<KV, JobWatch>();
+
+/** The one shared watch of this `jobs` bucket handle (made on its first long poll). */
+export function jobWatchOf(kv: KV, log?: Logger): JobWatch {
+  let w = shared.get(kv);
+  if (!w) shared.set(kv, (w = new JobWatch(kv, log)));
+  return w;
+}

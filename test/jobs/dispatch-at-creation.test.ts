@@ -1,0 +1,73 @@
+// A job's tasks are published by the gateway at creation, before its document is written once as
+// `processing`. The two edges of that order: an outcome that arrives before the document, and tasks
+// that cannot be published at all (the job is then written `queued` and the supervisor dispatches it).
+import t from 'tap';
+import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { startJobsSystem } from './lib.ts';
+import { STREAMS, subjects } from '../../shared/names.ts';
+import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
+import { createJobRecord } from '../../shared/jobs/store.ts';
+import { markDispatched } from '../../shared/jobs/dispatch.ts';
+import { publishOutcome } from '../../shared/worker.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+t.test('an outcome that arrives before its job document is recorded once the document is written', async (t) => {
+  const s = await startJobsSystem(t);
+  const { walletId } = await s.newWallet(1000);
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, {}, s.config);
+  await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
+  // the worker was faster than the gateway's write (or the write waited out a failover)
+  await publishOutcome(s.nc, { v: 1, kind: 'done', jobId: job.id, resultKey: 'text', at: Date.now() });
+  // past the supervisor's quick second look: the outcome waits for its redelivery
+  await sleep(1500);
+  markDispatched(job, new Map());
+  await createJobRecord(s.deps.kv.jobs, job);
+  // fails against a supervisor that drops an outcome for a job it cannot find (stays processing)
+  const done = await s.finished(job.id, 15_000);
+  t.equal(done.status, 'completed');
+  t.equal(done.results[0]!.status, 'done');
+  t.equal(await s.balance(walletId), 980);
+  t.same(await s.violations(), []);
+});
+
+t.test('tasks that cannot be published at creation: written queued, dispatched by the supervisor', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const jsm = await jetstreamManager(s.nc);
+  // TASKS full (one message, new ones refused): a real refusal of the task's publish
+  const cfg = (await jsm.streams.info(STREAMS.tasks)).config;
+  await jsm.streams.update(STREAMS.tasks, { ...cfg, max_msgs: 1, discard: DiscardPolicy.New });
+  const filler = await jetstream(s.nc).publish(subjects.taskLabs, JSON.stringify({ filler: true }));
+
+  const { job, balance } = await s.submit(walletId, [{ key: 'text', price: 20 }]);
+  t.equal(balance, 980, 'charged');
+  t.equal(job.status, 'queued', 'written queued: its task did not go out');
+  t.notOk(job.results[0]!.taskSeq);
+  await sleep(500);
+  t.equal((await s.job(job.id)).status, 'queued', 'the supervisor cannot dispatch it either while TASKS refuses');
+
+  await jsm.streams.deleteMessage(STREAMS.tasks, filler.seq, false);
+  await jsm.streams.update(STREAMS.tasks, { ...cfg });
+  // job.submitted is redelivered after the failed dispatch
+  const done = await s.finished(job.id, 20_000);
+  t.equal(done.status, 'completed');
+  t.ok(done.results[0]!.taskSeq, 'the supervisor recorded the task it published');
+  t.equal(await s.balance(walletId), 980);
+  t.same(await s.violations(), []);
+});
+
+t.test('a job created through commitJob publishes no job.submitted when its tasks went out', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const jsm = await jetstreamManager(s.nc);
+  const before = (await jsm.streams.info(STREAMS.jobs)).state.last_seq;
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } }] }, walletId, {}, s.config);
+  await commitJob(s.deps, job);
+  t.equal((await s.finished(job.id)).status, 'completed');
+  t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, before, 'nothing written to JOBS');
+  t.same(await s.violations(), []);
+});

@@ -12,6 +12,7 @@ import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.t
 import { ACTORS } from './actors/index.ts';
 import type { GatewayHandle } from './gateway/index.ts';
 import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
+import { deprecatedSettings } from './shared/config/index.ts';
 
 /** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
 const UNITS: Record<string, () => Promise<{ start: ActorStart }>> = {
@@ -31,6 +32,7 @@ const names = everything ? UNIT_NAMES : UNIT_NAMES.filter((n) => asked.includes(
 
 const config = loadConfigOrExit();
 const log = createLogger(names.length === 1 ? names[0]! : 'main', config.server.logLevel);
+for (const d of deprecatedSettings(config)) log.warn(`config: deprecated setting ${d}`);
 
 let server: NatsServerHandle | undefined;
 let url: string;

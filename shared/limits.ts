@@ -39,6 +39,12 @@ export function decide(log: number[], limit: number, periodMs: number, now: numb
   return { allowed: false, retryAfter: Math.max(1, Math.ceil((leaving + periodMs - now) / 1000)), remaining: 0 };
 }
 
+/**
+ * One more take of counter `scope`/`id`, or a refusal with the seconds to wait. A counter that
+ * cannot be updated (a failover's stream leader refusing every revision-checked write, or more
+ * contention than `kvUpdate`'s tries) is not a decision about the customer's rate: it throws a
+ * retryable 503 service_unavailable with Retry-After rather than answering "too many requests".
+ */
 export async function takeToken(kv: KV, scope: string, id: string, limit: number, periodMs: number, now = Date.now()): Promise<LimitDecision> {
   let decision: LimitDecision = { allowed: false, retryAfter: 1, remaining: 0 };
   try {
@@ -51,9 +57,8 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
       return JSON.stringify(log.sort((a, b) => a - b).slice(-limit));
     }, 20);
   } catch (err) {
-    // too much contention on one counter: refuse for a second rather than fail the request
     if (!(err instanceof ApiError && err.code === 'service_unavailable')) throw err;
-    decision = { allowed: false, retryAfter: 1, remaining: 0 };
+    throw new ApiError('service_unavailable', 'the rate counter could not be updated (the message system is failing over or busy); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
   }
   return decision;
 }

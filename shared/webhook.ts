@@ -12,6 +12,8 @@ import type { Config } from './config/index.ts';
 import { Type as T } from '@sinclair/typebox';
 import { ApiError } from './errors.ts';
 import { resolvePinned, toApiError } from './outbound/index.ts';
+import type { WebhookAttempt } from './protocol/jobs.ts';
+import { sleep } from './runtime.ts';
 
 export const WEBHOOK_HEADERS = {
   signature: 'X-Payloads-Signature',
@@ -27,7 +29,7 @@ export const webhookInfo = (key: WebhookKey, config: Config) => ({
   algorithm: 'ed25519',
   signed: `<${WEBHOOK_HEADERS.timestamp}>.<body>`,
   headers: WEBHOOK_HEADERS,
-  retries: config.labs.webhookRetries,
+  retries: config.webhooks.retries,
   docs: 'docs/webhooks.md',
 });
 
@@ -74,7 +76,7 @@ const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
 
 export function keyFromSeed(seedHex: string): WebhookKey {
-  if (!/^[0-9a-f]{64}$/i.test(seedHex)) throw new Error('labs.webhookSigningKey must be 64 hex characters (an Ed25519 seed)');
+  if (!/^[0-9a-f]{64}$/i.test(seedHex)) throw new Error('webhooks.signingKey must be 64 hex characters (an Ed25519 seed)');
   const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
   const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
   return { privateKey, publicKeyHex: Buffer.from(spki.subarray(-32)).toString('hex') };
@@ -82,7 +84,7 @@ export function keyFromSeed(seedHex: string): WebhookKey {
 
 /** The configured key, or one generated once into the data folder (single-machine setups). */
 export function loadWebhookKey(config: Config): WebhookKey {
-  if (config.labs.webhookSigningKey) return keyFromSeed(config.labs.webhookSigningKey);
+  if (config.webhooks.signingKey) return keyFromSeed(config.webhooks.signingKey);
   const file = join(config.dataDir, 'labs-webhook.key');
   if (!existsSync(file)) {
     mkdirSync(config.dataDir, { recursive: true });
@@ -135,13 +137,13 @@ export async function postWebhook(url: URL, body: string, headers: Record<string
       headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': 'payloads webhook', ...headers },
       lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family))) as never,
       ca,
-      timeout: config.labs.webhookTimeoutMs,
+      timeout: config.webhooks.timeoutMs,
     }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
       res.on('error', reject);
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${config.labs.webhookTimeoutMs} ms`)));
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${config.webhooks.timeoutMs} ms`)));
     req.on('error', reject);
     req.end(body);
   });
@@ -171,26 +173,35 @@ export async function deliverWebhook(o: {
   config: Config;
   ca?: SecureContextOptions['ca'];
   signal?: AbortSignal;
+  /** After each attempt: what it got, and when the next one is due (absent: none follows). */
+  onAttempt?: (attempt: WebhookAttempt, result: DeliveryResult, nextAt: number | undefined) => Promise<void>;
 }): Promise<DeliveryResult> {
   const url = new URL(o.url);
   const body = JSON.stringify(o.payload);
-  const tries = 1 + o.config.labs.webhookRetries;
+  const tries = 1 + o.config.webhooks.retries;
   let last: DeliveryResult = { delivered: false, attempts: 0, status: null, error: null };
   for (let i = 0; i < tries; i++) {
     if (i > 0) {
-      await new Promise((r) => setTimeout(r, o.config.labs.webhookBackoffMs * 2 ** (i - 1)));
-      if (o.signal?.aborted) break;
+      // a stop ends the wait at once: the caller says the delivery was given up while it still can
+      const waited = await sleep(o.config.webhooks.backoffMs * 2 ** (i - 1), o.signal).then(() => true, () => false);
+      if (!waited || o.signal?.aborted) break;
     }
     const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1));
+    const at = Date.now();
+    let retry: boolean;
     try {
       const status = await postWebhook(url, body, headers, o.config, o.ca);
       last = { delivered: status >= 200 && status < 300, attempts: i + 1, status, error: null };
-      if (last.delivered || !retryableStatus(status)) return last;
+      retry = !last.delivered && retryableStatus(status);
     } catch (e) {
       last = { delivered: false, attempts: i + 1, status: null, error: (e as Error).message };
       // a blocked address does not become public by waiting
-      if ((e as { code?: string }).code === 'blocked_address') return last;
+      retry = (e as { code?: string }).code !== 'blocked_address';
     }
+    const more = retry && i + 1 < tries && !o.signal?.aborted;
+    const attempt: WebhookAttempt = last.error === null ? { at, status: last.status } : { at, status: null, error: last.error.slice(0, 300) };
+    await o.onAttempt?.(attempt, last, more ? Date.now() + o.config.webhooks.backoffMs * 2 ** i : undefined);
+    if (!more) return last;
   }
   return last;
 }

@@ -30,7 +30,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
   const running = new Map<string, Promise<void>>();
   const stopping = new AbortController();
   // longer than one attempt may take, so a live instance never loses its claim mid-attempt
-  const claimMs = config.labs.webhookTimeoutMs + config.outbound.checkTimeoutMs + 5_000;
+  const claimMs = config.webhooks.timeoutMs + config.outbound.checkTimeoutMs + 5_000;
 
   async function deliver(jobId: string): Promise<void> {
     while (!stopping.signal.aborted) {
@@ -53,7 +53,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
       if (!claimed?.changed) return;
       const job = claimed.job;
       const attemptNo = job.webhook!.tries + 1;
-      const body = JSON.stringify(webhookPayload(job, config.server.baseUrl));
+      const body = JSON.stringify(webhookPayload(job, job.baseUrl ?? config.server.baseUrl));
       const at = Date.now();
       let attempt: WebhookAttempt;
       let delivered = false;
@@ -68,7 +68,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
         // a blocked address does not become public by waiting
         retry = (e as { code?: string }).code !== 'blocked_address';
       }
-      const maxTries = 1 + config.labs.webhookRetries;
+      const maxTries = 1 + config.webhooks.retries;
       const res = await updateJob(d.jobs, jobId, (j) => {
         const x = j.webhook;
         if (!x || x.state !== 'pending') return false;
@@ -80,7 +80,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
           x.state = delivered ? 'delivered' : 'failed';
           delete x.nextAt;
         } else {
-          x.nextAt = Date.now() + config.labs.webhookBackoffMs * 2 ** (attemptNo - 1);
+          x.nextAt = Date.now() + config.webhooks.backoffMs * 2 ** (attemptNo - 1);
         }
         return true;
       });

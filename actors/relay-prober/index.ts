@@ -1,10 +1,13 @@
 // relay-prober: runs the labs modules (quick, conformance, custom selections) against Nostr relays,
 // stores each labs.report/1 in the reports object store, and delivers it to the job's webhook.
 import { readFileSync } from 'node:fs';
+import type { KV } from '@nats-io/kv';
 import { hostname } from 'node:os';
 import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { runWorker, storeResultFile, type TaskContext, type TaskResult } from '../../shared/worker.ts';
-import { TaskFailure } from '../../shared/protocol/jobs.ts';
+import { TaskFailure, WEBHOOK_ATTEMPTS_KEPT, type ResultWebhook } from '../../shared/protocol/jobs.ts';
+import { openJobsKv, updateJob } from '../../shared/jobs/store.ts';
+import { withRetry } from '../../shared/runtime.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { LABS_MODULES } from '../../shared/services/index.ts';
 import { LABS_REPORT_SCHEMA_ID } from '../../shared/schemas/labs-report.ts';
@@ -44,6 +47,7 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
   const key = loadWebhookKey(config);
   const ca = config.labs.extraCaFile ? readFileSync(config.labs.extraCaFile) : undefined;
   const pending = new Set<Promise<unknown>>();
+  const jobsKv = await withRetry('jobs bucket', () => openJobsKv(nc));
   const stopping = new AbortController();
 
   async function handle(ctx: TaskContext): Promise<TaskResult> {
@@ -69,18 +73,41 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
     const host = new URL(params.relay).host.replace(/[^\w.-]/g, '_');
     const file = await storeResultFile(nc, task, body, { contentType: 'application/json', filename: `labs-${params.module}-${host}.json` });
     if (params.webhook) {
-      const p = deliverWebhook({
-        url: params.webhook,
-        payload: { type: 'labs.report', jobId: task.jobId, resultKey: task.resultKey, relay: report.relay.url, module: report.module, score: report.score, summary: report.summary, report },
-        deliveryId: `${task.jobId}:${task.resultKey}`,
-        key,
-        config,
-        ca,
-        signal: stopping.signal,
-      }).then((r) => {
-        if (r.delivered) log.info({ jobId: task.jobId, resultKey: task.resultKey, attempts: r.attempts }, 'webhook delivered');
-        else log.warn({ jobId: task.jobId, resultKey: task.resultKey, ...r }, 'webhook not delivered');
-      }).catch((e) => log.warn({ err: e }, 'webhook failed'))
+      const url = params.webhook;
+      const { jobId, resultKey } = task;
+      // every attempt is written to the result's `webhook` in the job document, as the supervisor
+      // does for the job webhooks of the other services (GET /v1/jobs/{id} shows them)
+      const record = (change: (w: ResultWebhook) => void) => recordResultWebhook(jobsKv, jobId, resultKey, url, change)
+        .catch((err) => log.warn({ err, jobId, resultKey }, 'webhook state not written to the job'));
+      let final = false;
+      const p = record((w) => { w.state = 'pending'; })
+        .then(() => deliverWebhook({
+          url,
+          payload: { type: 'labs.report', jobId, resultKey, relay: report.relay.url, module: report.module, score: report.score, summary: report.summary, report },
+          deliveryId: `${jobId}:${resultKey}`,
+          key,
+          config,
+          ca,
+          signal: stopping.signal,
+          onAttempt: (attempt, r, nextAt) => {
+            final = nextAt === undefined;
+            return record((w) => {
+              w.tries += 1; // all attempts, also those of an earlier delivery of the same task
+              w.attempts = [...w.attempts, attempt].slice(-WEBHOOK_ATTEMPTS_KEPT);
+              if (final) {
+                w.state = r.delivered ? 'delivered' : 'failed';
+                delete w.nextAt;
+              } else w.nextAt = nextAt;
+            });
+          },
+        }))
+        .then(async (r) => {
+          // stopped between two attempts: this prober gives the delivery up, and says so
+          if (!final) await record((w) => { w.state = 'failed'; delete w.nextAt; });
+          if (r.delivered) log.info({ jobId, resultKey, attempts: r.attempts }, 'webhook delivered');
+          else log.warn({ jobId, resultKey, ...r }, 'webhook not delivered');
+        })
+        .catch((e) => log.warn({ err: e }, 'webhook failed'))
         .finally(() => pending.delete(p));
       pending.add(p);
     }
@@ -98,4 +125,15 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
       await Promise.race([Promise.allSettled([...pending]), new Promise((r) => setTimeout(r, 5000))]);
     },
   };
+}
+
+/** Change the delivery state of one labs result's webhook in its job document (created on first use). */
+async function recordResultWebhook(jobs: KV, jobId: string, resultKey: string, url: string, change: (w: ResultWebhook) => void): Promise<void> {
+  await updateJob(jobs, jobId, (j) => {
+    const r = j.results.find((x) => x.key === resultKey);
+    if (!r) return false;
+    r.webhook ??= { url, state: 'pending', tries: 0, attempts: [] };
+    change(r.webhook);
+    return true;
+  });
 }

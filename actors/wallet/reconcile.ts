@@ -6,33 +6,24 @@
 //   - every credit whose invoice the node does not list as paid is reported, never taken back.
 // Runs every wallet.lightning.reconcileSeconds in each wallet instance (two instances at once are
 // harmless: the credit is decided atomically with its write) and on `npm run admin -- audit`.
-import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from '../../shared/log.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import { ledgerRef, type ReconcileReport, type TopupRecord } from '../../shared/protocol/wallet.ts';
-import { withRetry } from '../../shared/runtime.ts';
+import { readBucket } from '../../shared/audit.ts';
 import type { InvoiceBackend } from './lightning/index.ts';
 import type { Ledger } from './ledger.ts';
 import type { Topups } from './topups.ts';
 import { creditTopup } from './money.ts';
 
-async function readTopups(kv: KV): Promise<TopupRecord[]> {
-  const keys: string[] = [];
-  for await (const k of await kv.keys()) keys.push(k);
-  const out: TopupRecord[] = [];
-  for (const k of keys) {
-    const e = await kv.get(k);
-    if (e && e.operation === 'PUT' && e.value.length) out.push(e.json<TopupRecord>());
-  }
-  return out;
-}
-
-export async function reconcile(o: { ledger: Ledger; topups: Topups; backend: InvoiceBackend; kv: KV; log: Logger }): Promise<ReconcileReport> {
-  const { ledger, topups, backend, kv, log } = o;
+export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }): Promise<ReconcileReport> {
+  const { nc, ledger, topups, backend, log } = o;
   const paid = new Map<string, number | undefined>();
   for await (const inv of backend.listPaid()) paid.set(inv.paymentHash, inv.paidMsat);
-  const all = await readTopups(kv);
+  // read from the stream leader, as the audit does (shared/audit.ts): a key listing is a consumer,
+  // which with a node down can wait for the dead peer with no time limit, and every later run of
+  // this instance would wait on the same stuck one
+  const all = [...(await readBucket<TopupRecord>(nc, BUCKETS.topups)).values()];
   const byHash = new Map(all.filter((t) => t.paymentHash).map((t) => [t.paymentHash, t]));
   const report: ReconcileReport = { backend: backend.name, paidInvoices: paid.size, topups: all.length, credited: [], unknownPaid: [], unpaidCredits: [] };
 
@@ -65,13 +56,10 @@ export async function reconcile(o: { ledger: Ledger; topups: Topups; backend: In
 
 /** The periodic task: one run at a time in this instance; `run()` also answers the wallet.reconcile endpoint. */
 export function startReconciler(o: { nc: NatsConnection; ledger: Ledger; topups: Topups; everyMs: number; log: Logger }) {
-  let kv: KV | undefined;
   let running: Promise<ReconcileReport> | null = null;
   const run = (): Promise<ReconcileReport> => {
-    running ??= (async () => {
-      kv ??= await withRetry('topups bucket', () => new Kvm(o.nc).open(BUCKETS.topups), { log: o.log });
-      return reconcile({ ledger: o.ledger, topups: o.topups, backend: o.topups.backend, kv, log: o.log });
-    })().finally(() => { running = null; });
+    running ??= reconcile({ nc: o.nc, ledger: o.ledger, topups: o.topups, backend: o.topups.backend, log: o.log })
+      .finally(() => { running = null; });
     return running;
   };
   const timer = setInterval(() => {

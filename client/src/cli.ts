@@ -226,6 +226,11 @@ export function program(io: Io): Command {
         io.err.write('the pdf output needs --out\n');
       } else {
         const res = await fetch(r.url, { headers: { authorization: `Bearer ${loadConfig(io.env).key}` }, signal: io.signal });
+        if (!res.ok) {
+          // an error answer (expired, lost, ...) is not the page: say it with the API's code
+          const e = (await res.json().catch(() => null) as { error?: { code?: string; message?: string } } | null)?.error;
+          throw new PayloadsError((e?.code ?? 'internal') as PayloadsError['code'], `${r.key}: ${e?.message ?? `HTTP ${res.status}`}`, res.status);
+        }
         io.out.write(await res.text());
       }
     }

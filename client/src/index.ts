@@ -74,9 +74,12 @@ export interface WaitOptions {
   onUpdate?: (job: Job) => void;
 }
 
+/** A pause the signal can end early; its abort listener is removed when it ends normally. */
 const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  const t = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(t); reject(signal.reason ?? new Error('aborted')); }, { once: true });
+  if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+  const onAbort = () => { clearTimeout(t); reject(signal!.reason ?? new Error('aborted')); };
+  const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+  signal?.addEventListener('abort', onAbort, { once: true });
 });
 
 export type PayloadsClient = ReturnType<typeof createPayloadsClient>;

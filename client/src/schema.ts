@@ -426,6 +426,24 @@ export interface components {
             filename?: string;
             oneTime?: boolean;
             progress?: string;
+            /** @description labs: the delivery of this report to the job's webhook (docs/webhooks.md); absent until the report is stored. */
+            webhook?: {
+                url: string;
+                /** @description pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, a refused address, or the prober stopped between attempts. */
+                state: "pending" | "delivered" | "failed";
+                /** @description Attempts made so far. */
+                tries: number;
+                /** @description The last attempts, oldest first. */
+                attempts: {
+                    /** @description Attempt started (Unix time, ms) */
+                    at: number;
+                    /** @description HTTP status of the receiver; null when none came. */
+                    status: number | null;
+                    error?: string;
+                }[];
+                /** @description Next retry (Unix time, ms) */
+                nextAttemptAt?: number;
+            };
         } & {
             [key: string]: unknown;
         };

@@ -28,6 +28,8 @@ export interface JobDeps {
   config: Config;
   log: Logger;
   kv: { jobs: KV; catalogue: KV; datasets: KV };
+  /** This gateway's public base URL (its real port when PORT=0), recorded in the job for its webhook. */
+  baseUrl?: string;
 }
 
 const planContext = (d: JobDeps, walletId: string): PlanContext => ({ config: d.config, nc: d.nc, walletId, catalogueKv: d.kv.catalogue, datasetsKv: d.kv.datasets });
@@ -150,7 +152,9 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
   await checkQueue(d, plan.items.filter((i) => i.task).length);
   await mod.precheck?.(body, plan, ctx);
 
-  return commitJob(d, newJobRecord(service, plan, walletId, body, d.config));
+  const job = newJobRecord(service, plan, walletId, body, d.config);
+  if (d.baseUrl) job.baseUrl = d.baseUrl;
+  return commitJob(d, job);
 }
 
 /**

@@ -33,7 +33,7 @@ const WaitQuery = T.Object({
   wait: T.Optional(T.Integer({ minimum: 0, description: 'Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25.' })),
 }, { additionalProperties: true });
 
-const deps = (ctx: GatewayContext): JobDeps => ({ nc: ctx.nc, js: ctx.js, config: ctx.config, log: ctx.log, kv: ctx.kv });
+const deps = (ctx: GatewayContext): JobDeps => ({ nc: ctx.nc, js: ctx.js, config: ctx.config, log: ctx.log, kv: ctx.kv, baseUrl: ctx.baseUrl });
 const waitMs = (ctx: GatewayContext, wait: unknown) => Math.min(Number(wait ?? 0), ctx.config.limits.maxWaitSeconds) * 1000;
 const walletOf = (req: RouteRequest) => req.auth!.walletId;
 

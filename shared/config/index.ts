@@ -8,7 +8,7 @@ import { Ajv } from 'ajv';
 import { ServerConfig, NatsConfig, RetentionConfig, LimitsConfig } from './platform.ts';
 import { PricingConfig } from './pricing.ts';
 import { OutboundConfig } from './outbound.ts';
-import { JobsConfig, WebsiteproConfig, ShotsConfig, LabsConfig } from './services.ts';
+import { JobsConfig, WebsiteproConfig, ShotsConfig, LabsConfig, WebhooksConfig, DEPRECATED_SETTINGS } from './services.ts';
 import { WalletConfig } from './wallet.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -25,6 +25,7 @@ export const ConfigSchema = T.Object({
   websitepro: WebsiteproConfig,
   shots: ShotsConfig,
   labs: LabsConfig,
+  webhooks: WebhooksConfig,
   wallet: WalletConfig,
 }, { additionalProperties: false });
 
@@ -71,6 +72,24 @@ function setPath(o: Json, path: string, value: unknown) {
   cur[parts.at(-1)!] = value;
 }
 
+function getPath(o: Json, path: string): unknown {
+  let cur: unknown = o;
+  for (const p of path.split('.')) cur = cur && typeof cur === 'object' ? (cur as Json)[p] : undefined;
+  return cur;
+}
+
+/** Deprecated names set in `raw` and not yet replaced there, each copied onto its new name. */
+function applyDeprecated(raw: Json): string[] {
+  const used: string[] = [];
+  for (const [old, now] of Object.entries(DEPRECATED_SETTINGS)) {
+    const v = getPath(raw, old);
+    if (v === undefined) continue;
+    used.push(old);
+    if (getPath(raw, now) === undefined) setPath(raw, now, v);
+  }
+  return used;
+}
+
 function merge(a: Json, b: Json): Json {
   const out: Json = { ...a };
   for (const [k, v] of Object.entries(b)) {
@@ -92,6 +111,10 @@ function readJson(file: string): Json {
 
 const ajv = new Ajv({ useDefaults: true, allErrors: true, coerceTypes: false, strict: false });
 const validate = ajv.compile(ConfigSchema);
+
+const deprecatedUse = new WeakMap<Config, string[]>();
+/** The deprecated setting names this configuration was given, for a warning at start. */
+export const deprecatedSettings = (c: Config): string[] => deprecatedUse.get(c) ?? [];
 
 export interface LoadOptions {
   env?: NodeJS.ProcessEnv;
@@ -117,6 +140,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   }
   if (opts.overrides) raw = merge(raw, opts.overrides);
   const cfg = structuredClone(raw);
+  const deprecated = applyDeprecated(cfg);
   if (!validate(cfg)) {
     const first = validate.errors!.map((e) => {
       const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : '(root)';
@@ -135,5 +159,6 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     if (c.wallet.rate.provider === 'fixed') throw new ConfigError('config: wallet.rate.provider "fixed" is refused in production mode (set RATE_PROVIDER=exchanges)');
     if (c.outbound.allowCidrs.length) throw new ConfigError('config: outbound.allowCidrs must be empty in production mode');
   }
+  if (deprecated.length) deprecatedUse.set(c, deprecated.map((d) => `${d} (use ${DEPRECATED_SETTINGS[d]})`));
   return c;
 }

@@ -3,7 +3,7 @@ import { Type as T } from '@sinclair/typebox';
 export const ServerConfig = T.Object({
   host: T.String({ default: '127.0.0.1', description: 'Address the gateway listens on (env HOST).' }),
   port: T.Integer({ minimum: 0, maximum: 65535, default: 8080, description: 'Gateway port (env PORT); 0 picks a free one.' }),
-  baseUrl: T.String({ default: '', description: 'Public base URL (env BASE_URL). Empty means http://localhost:<port>.' }),
+  baseUrl: T.String({ default: '', description: 'Public base URL (env BASE_URL): result, docs and account URLs, in answers and webhooks. Empty means http://localhost:<port>, with the port the gateway really listens on (also with PORT=0). Each job records the URL of the gateway that created it; its webhook names the results there.' }),
   mode: T.Union([T.Literal('development'), T.Literal('production')], { default: 'development', description: 'env MODE. Production refuses the dev Lightning backend and the fixed rate.' }),
   logLevel: T.String({ default: 'info', description: 'pino level (env LOG_LEVEL).' }),
   publicRequestsPerMinute: T.Integer({ minimum: 1, default: 600, description: 'Requests per minute per client address to public endpoints.' }),

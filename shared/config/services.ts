@@ -26,10 +26,12 @@ export const LabsConfig = T.Object({
   allowedPorts: T.Array(T.Integer({ minimum: 1, maximum: 65535 }), { default: [443, 80, 4848, 7000, 7447, 7777, 8008, 8080, 8443, 9735], description: 'Relay ports that may be tested.' }),
   relayTestsPerHour: T.Integer({ minimum: 1, default: 30, description: 'Tests of one relay per hour, all customers together, before 429 relay_busy.' }),
   moduleTimeoutMs: T.Integer({ minimum: 1000, default: 120000, description: 'Time a module may run.' }),
-  webhookRetries: T.Integer({ minimum: 0, default: 5, description: 'Webhook delivery retries (exponential backoff).' }),
-  webhookBackoffMs: T.Integer({ minimum: 1, default: 2000, description: 'First webhook retry delay; doubles each retry.' }),
-  webhookTimeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Time one webhook POST may take.' }),
-  webhookSigningKey: T.String({ default: '', description: 'Ed25519 private key seed (64 hex) that signs webhooks; every prober instance needs the same one. Empty: generated once into <dataDir>/labs-webhook.key.' }),
+  // Deprecated names of webhooks.* (from when only labs sent webhooks), still read: loadConfig copies
+  // each one onto its webhooks.* setting when that one is not set.
+  webhookRetries: T.Optional(T.Integer({ minimum: 0, description: 'Deprecated alias of `webhooks.retries`.' })),
+  webhookBackoffMs: T.Optional(T.Integer({ minimum: 1, description: 'Deprecated alias of `webhooks.backoffMs`.' })),
+  webhookTimeoutMs: T.Optional(T.Integer({ minimum: 100, description: 'Deprecated alias of `webhooks.timeoutMs`.' })),
+  webhookSigningKey: T.Optional(T.String({ description: 'Deprecated alias of `webhooks.signingKey`.' })),
   replyTimeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Time a relay may take to answer a REQ, EVENT, COUNT or AUTH.' }),
   quietMs: T.Integer({ minimum: 10, default: 2000, description: 'How long the probe waits to be sure something does NOT arrive.' }),
   idleMs: T.Integer({ minimum: 10, default: 15000, description: 'Idle time of the connection-stability check.' }),
@@ -37,3 +39,19 @@ export const LabsConfig = T.Object({
   extraCaFile: T.String({ default: '', description: 'PEM file of extra trusted CAs for relay TLS and webhooks (tests only).' }),
   concurrency: T.Integer({ minimum: 1, default: 4, description: 'Modules a relay-prober instance runs at once.' }),
 }, { default: {} });
+
+/** Webhooks of every service (labs reports, finished websitepro and shots jobs; docs/webhooks.md). */
+export const WebhooksConfig = T.Object({
+  retries: T.Integer({ minimum: 0, default: 5, description: 'Webhook delivery retries (exponential backoff).' }),
+  backoffMs: T.Integer({ minimum: 1, default: 2000, description: 'First webhook retry delay; doubles each retry.' }),
+  timeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Time one webhook POST may take.' }),
+  signingKey: T.String({ default: '', description: 'Ed25519 private key seed (64 hex) that signs every webhook; every supervisor, prober and gateway needs the same one. Empty: generated once into <dataDir>/labs-webhook.key.' }),
+}, { default: {} });
+
+/** Deprecated setting → the setting it now stands for (copied over by loadConfig). */
+export const DEPRECATED_SETTINGS: Record<string, string> = {
+  'labs.webhookRetries': 'webhooks.retries',
+  'labs.webhookBackoffMs': 'webhooks.backoffMs',
+  'labs.webhookTimeoutMs': 'webhooks.timeoutMs',
+  'labs.webhookSigningKey': 'webhooks.signingKey',
+};

@@ -24,8 +24,8 @@ const QUORUM_MISSES = 2;
  * A server cut off from the cluster's majority by a network partition keeps its client connections
  * healthy, so the client never moves, while every JetStream request through it fails for as long
  * as the partition lasts (partition.test.ts: job creation failed for the whole 30 s 2/1 split and
- * 27 s after it healed). Every QUORUM_CHECK_MS the connection asks JetStream for account info (the
- * meta leader answers it); after QUORUM_MISSES misses in a row it reconnects, to the next server
+ * 27 s after it healed). Every QUORUM_CHECK_MS the connection asks JetStream for the stream names
+ * (only the meta leader answers them); after QUORUM_MISSES misses in a row it reconnects, to the next server
  * of its list. A cluster-wide outage only makes it rotate through the servers every ~10 s.
  */
 function leaveServerWithoutQuorum(nc: NatsConnection) {

@@ -37,6 +37,8 @@ export interface ResultRecord {
   taskSeq?: number;
   /** Results this one is made from (shots compare): its task is published once all are done. */
   after?: string[];
+  /** labs: the delivery of this report to the job's webhook (written by the relay-prober that sends it). */
+  webhook?: ResultWebhook;
 }
 
 /** One POST of a job's webhook. */
@@ -66,6 +68,19 @@ export interface JobWebhook {
 
 export const WEBHOOK_ATTEMPTS_KEPT = 10;
 
+/**
+ * The webhook of one labs report, sent by the prober that made it (once per result). Absent until
+ * the report is stored; pending while being sent; delivered; failed: retries used up, refused, or
+ * the prober stopped between attempts.
+ */
+export interface ResultWebhook {
+  url: string;
+  state: 'pending' | 'delivered' | 'failed';
+  tries: number;
+  attempts: WebhookAttempt[];
+  nextAt?: number;
+}
+
 export interface JobRecord {
   id: string;
   service: ServiceName;
@@ -84,9 +99,14 @@ export interface JobRecord {
   purgedAt?: number;
   results: ResultRecord[];
   webhook?: JobWebhook;
+  /**
+   * Public base URL of the gateway that created the job, for the result URLs its webhook carries:
+   * a supervisor cannot know a gateway's port that was picked at start (PORT=0, no BASE_URL).
+   * Absent on jobs from before it was recorded (then the supervisor's own server.baseUrl).
+   */
+  baseUrl?: string;
 }
 
-export const FINAL_JOB_STATUSES: readonly JobStatus[] = ['completed', 'failed'];
 export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';
 
 /** Published on `job.submitted.<service>` (JOBS stream), message id = jobId. The job itself is in the `jobs` bucket. */

@@ -1,11 +1,16 @@
 // The one mapping from the stored JobRecord to the public Job document of spec 2.1 / 2.2.
-import type { JobRecord, ResultRecord } from './jobs.ts';
+import type { JobRecord, ResultRecord, WebhookAttempt } from './jobs.ts';
 import type { JobDoc, ResultDoc } from '../schemas/api.ts';
 
 export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
 
 /** Results are gone once expiresAt has passed, whether or not the sweep has deleted them yet. */
 export const isExpired = (job: Pick<JobRecord, 'expiresAt' | 'purgedAt'>, now = Date.now()) => now >= job.expiresAt || job.purgedAt !== undefined;
+
+/** A webhook's delivery as the API shows it (the job's, or a labs result's). */
+function publicWebhook<S extends string>(w: { url: string; state: S; tries: number; attempts: WebhookAttempt[]; nextAt?: number }) {
+  return { url: w.url, state: w.state, tries: w.tries, attempts: w.attempts, ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}) };
+}
 
 export function toPublicResult(job: JobRecord, r: ResultRecord, baseUrl: string, now = Date.now()): ResultDoc {
   const out: ResultDoc = {
@@ -20,6 +25,7 @@ export function toPublicResult(job: JobRecord, r: ResultRecord, baseUrl: string,
   if (r.message && r.status === 'failed') out.message = r.message;
   if (r.oneTime) out.oneTime = true;
   if (r.status === 'pending' && r.progress) out.progress = r.progress;
+  if (r.webhook) out.webhook = publicWebhook(r.webhook);
   if (r.file) {
     out.contentType = r.file.contentType;
     out.bytes = r.file.bytes;
@@ -48,8 +54,7 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
   if (job.error) out.error = job.error;
   if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
   if (job.webhook) {
-    const w = job.webhook;
-    out.webhook = { url: w.url, state: w.state, tries: w.tries, attempts: w.attempts, ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}) };
+    out.webhook = publicWebhook(job.webhook);
   }
   return out;
 }

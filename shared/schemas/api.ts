@@ -14,6 +14,21 @@ export const ErrorBody = T.Object({
   }, { additionalProperties: true }),
 }, { $id: 'Error' });
 
+/** A webhook's delivery: the job's (websitepro, shots) or one labs report's (on its result). */
+function webhookDelivery<S extends string>(states: S[], stateMeaning: string, description: string) {
+  return T.Object({
+    url: T.String(),
+    state: T.Union(states.map((s) => T.Literal(s)), { description: stateMeaning }),
+    tries: T.Integer({ description: 'Attempts made so far.' }),
+    attempts: T.Array(T.Object({
+      at: Ms('Attempt started'),
+      status: T.Union([T.Integer(), T.Null()], { description: 'HTTP status of the receiver; null when none came.' }),
+      error: T.Optional(T.String()),
+    }), { description: 'The last attempts, oldest first.' }),
+    nextAttemptAt: T.Optional(Ms('Next retry')),
+  }, { description });
+}
+
 export const Result = T.Object({
   key: T.String({ description: 'Output name, module name, `custom`, `dataset`, or the screenshot file name.' }),
   status: T.Union([T.Literal('pending'), T.Literal('done'), T.Literal('failed')]),
@@ -28,6 +43,11 @@ export const Result = T.Object({
   filename: T.Optional(T.String()),
   oneTime: T.Optional(T.Boolean()),
   progress: T.Optional(T.String()),
+  webhook: T.Optional(webhookDelivery(
+    ['pending', 'delivered', 'failed'],
+    'pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, a refused address, or the prober stopped between attempts.',
+    'labs: the delivery of this report to the job\'s webhook (docs/webhooks.md); absent until the report is stored.',
+  )),
 }, { $id: 'Result', additionalProperties: true });
 
 export const Job = T.Object({
@@ -43,17 +63,11 @@ export const Job = T.Object({
   finishedAt: T.Optional(Ms('Finished')),
   expiresAt: Ms('Results are deleted after this'),
   results: T.Array(T.Ref('Result')),
-  webhook: T.Optional(T.Object({
-    url: T.String(),
-    state: T.Union([T.Literal('waiting'), T.Literal('pending'), T.Literal('delivered'), T.Literal('failed')], { description: 'waiting: the job runs; pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, or a refused address.' }),
-    tries: T.Integer({ description: 'Attempts made so far.' }),
-    attempts: T.Array(T.Object({
-      at: Ms('Attempt started'),
-      status: T.Union([T.Integer(), T.Null()], { description: 'HTTP status of the receiver; null when none came.' }),
-      error: T.Optional(T.String()),
-    }), { description: 'The last attempts, oldest first.' }),
-    nextAttemptAt: T.Optional(Ms('Next retry')),
-  }, { description: 'websitepro and shots: the delivery of the job\'s webhook (docs/webhooks.md).' })),
+  webhook: T.Optional(webhookDelivery(
+    ['waiting', 'pending', 'delivered', 'failed'],
+    'waiting: the job runs; pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, or a refused address.',
+    'websitepro and shots: the delivery of the job\'s webhook (docs/webhooks.md).',
+  )),
 }, { $id: 'Job', additionalProperties: true });
 
 export const QuoteItem = T.Object({ key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) }, { additionalProperties: true });

@@ -4,6 +4,7 @@ import { BUCKETS, OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import { takeToken } from '../limits.ts';
+import { wallet } from '../protocol/wallet.ts';
 import { resolvePinned, toApiError, tcpProbe, type PinnedAddress } from '../outbound/index.ts';
 import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
@@ -103,11 +104,16 @@ export const labs: ServiceModule<LabsRequest> = {
     }
     return { target: relay.hostname.replace(/^\[|\]$/g, ''), items };
   },
-  async precheck(body, _plan, { config, nc }) {
+  async precheck(body, plan, { config, nc, walletId }) {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
     const pinned = await checkAddress(relay.hostname, config);
     await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
+    // A job its wallet cannot pay is refused by the charge (402, with what to top up); it must not
+    // spend one of the relay's tests on the way, or a key without money could make the relay busy
+    // for every customer. (A balance that drops between here and the charge only costs one test.)
+    const cost = plan.items.reduce((s, i) => s + i.price, 0);
+    if ((await wallet.balance(nc, walletId)).balance < cost) return;
     // All customers together: exact over any rolling hour, revision-checked in the limits bucket.
     const kv = await new Kvm(nc).open(BUCKETS.limits);
     const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);

@@ -5,7 +5,7 @@ import t from 'tap';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { startMiniRelay } from '../labs/fixtures/mini-relay.ts';
-import { fastLabs } from '../labs/fixtures/probe.ts';
+import { fastLabs, fastWebhooks } from '../labs/fixtures/probe.ts';
 import { runCli } from './run-cli.ts';
 
 t.test('payloads labs: a table of the checks; the exit code follows the failures', async (t) => {
@@ -13,7 +13,7 @@ t.test('payloads labs: a table of the checks; the exit code follows the failures
   const silent = await startMiniRelay({ silent: true });
   t.teardown(() => relay.close());
   t.teardown(() => silent.close());
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port] } } });
+  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port] }, webhooks: fastWebhooks } });
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const env = { PAYLOADS_URL: app.url, PAYLOADS_KEY: k.key };

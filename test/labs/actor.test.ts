@@ -14,7 +14,7 @@ import { verifyWebhook, WEBHOOK_HEADERS } from '../../shared/webhook.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
 import { makeCerts } from './fixtures/certs.ts';
 import { startWebhookReceiver } from './fixtures/webhook-receiver.ts';
-import { fastLabs, validate } from './fixtures/probe.ts';
+import { fastLabs, fastWebhooks, validate } from './fixtures/probe.ts';
 
 const certs = makeCerts(30);
 t.teardown(() => certs.cleanup());
@@ -30,7 +30,7 @@ t.teardown(rx.close);
 const hooks = rx.got;
 const hookUrl = rx.url;
 
-const { nc, config } = await startTestNats(t, { labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port, silent.port] } });
+const { nc, config } = await startTestNats(t, { labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port, silent.port] }, webhooks: fastWebhooks });
 const actor = await start({ nc, config, log: testLog(), instanceId: 'prober-test-1' });
 t.teardown(() => actor.stop());
 

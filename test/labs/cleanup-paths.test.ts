@@ -3,18 +3,7 @@
 // leaves nothing of its own behind but the kind-5 requests.
 import t from 'tap';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
-import { probe } from './fixtures/probe.ts';
-import { ProbeFatal } from '../../actors/relay-prober/probe.ts';
-
-async function fatalCode(fn: () => Promise<unknown>): Promise<string | null> {
-  try {
-    await fn();
-    return null;
-  } catch (e) {
-    if (e instanceof ProbeFatal) return e.code;
-    throw e;
-  }
-}
+import { probe, fatalCode } from './fixtures/probe.ts';
 
 const testEvents = (relay: { events: Map<string, { kind: number; tags: string[][] }> }) => [...relay.events.values()].filter((e) => e.kind !== 5);
 

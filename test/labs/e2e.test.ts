@@ -4,7 +4,7 @@ import t from 'tap';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
-import { fastLabs, validate } from './fixtures/probe.ts';
+import { fastLabs, fastWebhooks, validate } from './fixtures/probe.ts';
 
 const relay = await startMiniRelay({});
 const silent = await startMiniRelay({ silent: true });
@@ -12,7 +12,7 @@ t.teardown(() => relay.close());
 t.teardown(() => silent.close());
 
 t.test('labs end to end', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port], relayTestsPerHour: 4 } } });
+  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port], relayTestsPerHour: 4 }, webhooks: fastWebhooks } });
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const balance = async () => (await wallet.balance(app.nc, k.walletId)).balance;

@@ -5,8 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startMiniRelay, type Faults } from './fixtures/mini-relay.ts';
 import { startTestRelay } from './fixtures/relay.ts';
-import { probe } from './fixtures/probe.ts';
-import { ProbeFatal } from '../../actors/relay-prober/probe.ts';
+import { probe, fatalCode } from './fixtures/probe.ts';
 
 interface Case {
   name: string;
@@ -96,17 +95,6 @@ t.test('NIP-11 fields of the wrong type warn (the document structure is a SHOULD
   t.ok(wrong.includes('name is not a string') && wrong.includes('pubkey is not 64 lowercase hex') && wrong.includes('limitation.max_limit is not an integer'), wrong.join('; '));
   t.equal(report.relay.supportedNips, null);
 });
-
-/** The code of the ProbeFatal a run ends with (null when it finished). */
-async function fatalCode(fn: () => Promise<unknown>): Promise<string | null> {
-  try {
-    await fn();
-    return null;
-  } catch (e) {
-    if (e instanceof ProbeFatal) return e.code;
-    throw e;
-  }
-}
 
 t.test('a relay that never answers is not_a_relay', async (t) => {
   const relay = await startMiniRelay({ silent: true });

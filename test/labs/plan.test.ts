@@ -10,10 +10,14 @@ import { labs, parseRelayUrl } from '../../shared/services/labs.ts';
 import { labsCatalogue } from '../../actors/relay-prober/index.ts';
 import { keyFromSeed } from '../../shared/webhook.ts';
 import { startMiniRelay } from './fixtures/mini-relay.ts';
+import { startWallet, fund } from '../wallet/_helpers.ts';
 
 const relay = await startMiniRelay({});
 t.teardown(() => relay.close());
-const { nc, config } = await startTestNats(t, { labs: { allowedPorts: [443, 80, relay.port], relayTestsPerHour: 3 } });
+const tn = await startTestNats(t, { labs: { allowedPorts: [443, 80, relay.port], relayTestsPerHour: 3 } });
+const { nc, config } = tn;
+// the precheck spends a relay test only for a job its wallet can pay (a real wallet answers)
+await startWallet(t, tn);
 const ad = await advertise(nc, 'labs', 'plan-test', () => labsCatalogue(config, keyFromSeed('b2'.repeat(32))));
 t.teardown(() => ad.stop());
 const kvm = new Kvm(nc);
@@ -55,6 +59,7 @@ t.test('plan: modules, custom, dataset fee once per wallet', async (t) => {
 });
 
 t.test('precheck: blocked, unreachable, bad webhook host, relay_busy', async (t) => {
+  await fund(nc, ctx.walletId, 10_000);
   const body = { relay: relay.url, modules: ['quick' as const] };
   const plan = await labs.plan(body, ctx);
   const strict = { ...ctx, config: { ...config, outbound: { ...config.outbound, allowCidrs: [] } } };
@@ -67,6 +72,7 @@ t.test('precheck: blocked, unreachable, bad webhook host, relay_busy', async (t)
   // relayTestsPerHour = 3, all customers together (one was used above)
   let busy: ApiError | null = null;
   for (let i = 0; i < 4 && !busy; i++) {
+    await fund(nc, `other-${i}`, 10_000);
     try {
       await labs.precheck!(body, plan, { ...ctx, walletId: `other-${i}` });
     } catch (e) {

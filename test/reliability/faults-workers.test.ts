@@ -15,7 +15,7 @@ import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
 import { startGate, ownerOf } from './fixtures/gate.ts';
 import { startPages } from './fixtures/pages.ts';
 import { startMiniRelay } from '../labs/fixtures/mini-relay.ts';
-import { fastLabs } from '../labs/fixtures/probe.ts';
+import { fastLabs, fastWebhooks } from '../labs/fixtures/probe.ts';
 
 // a cluster, seven to nine Node processes and Chromium on a shared 2-core machine: more than tap's default 300 s
 t.setTimeout(480_000);
@@ -34,7 +34,7 @@ t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered
     env: { BROWSERS: 'chromium' },
     config: {
       // a held connection must outlast the second instance's start
-      labs: { ...fastLabs, replyTimeoutMs: 90000, moduleTimeoutMs: 180000, allowedPorts: [gates['relay-prober'].port] },
+      labs: { ...fastLabs, replyTimeoutMs: 90000, moduleTimeoutMs: 180000, allowedPorts: [gates['relay-prober'].port] }, webhooks: fastWebhooks,
       shots: { pageTimeoutMs: 120000 },
       websitepro: { fetchTimeoutMs: 120000 },
     },

@@ -1,6 +1,8 @@
 // Local servers speaking the REST APIs of LND, LNbits and Core Lightning (clnrest) closely enough
 // for the wallet's backends: create, look up and list invoices, with each node's auth header, and a
 // hand to mark an invoice paid or unpaid (what a real payment, or a node's own record, would do).
+// The pieces they are made of (real BOLT11 invoices, JSON bodies, a listening server, a node's
+// self-signed TLS certificate) are exported for tests that need a node behaving otherwise.
 import http from 'node:http';
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
@@ -11,7 +13,7 @@ import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
 import { tempDir } from '../helpers/nats.ts';
 
-type Tap = { teardown(fn: () => unknown): void };
+export type Tap = { teardown(fn: () => unknown): void };
 const nodeKey = secp256k1.utils.randomSecretKey();
 
 export interface FakeNode {
@@ -25,24 +27,27 @@ export interface FakeNode {
 
 interface Inv { hash: string; msat: number; paid: boolean; bolt11: string; label: string; index: number }
 
-function makeInvoice(sats: number, description: string, expiry: number) {
+/** A real regtest invoice, signed by this fixture's node key, for a fresh payment hash. */
+export function makeInvoice(sats: number, description: string, expiry: number) {
   const hash = createHash('sha256').update(randomBytes(32)).digest();
   const bolt11 = encodeInvoice({ network: 'bcrt', msat: BigInt(sats) * 1000n, timestamp: Math.floor(Date.now() / 1000), paymentHash: hash, paymentSecret: randomBytes(32), description, expirySeconds: expiry }, nodeKey);
   return { hash: hash.toString('hex'), bolt11 };
 }
 
-async function readJson(req: http.IncomingMessage): Promise<any> {
+/** The request's JSON body (undefined when empty). */
+export async function readJson(req: http.IncomingMessage): Promise<any> {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   return chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
 }
 
-const send = (res: http.ServerResponse, status: number, body: unknown) => {
+export const send = (res: http.ServerResponse, status: number, body: unknown) => {
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify(body));
 };
 
-function listen(t: Tap, server: http.Server | https.Server): Promise<number> {
+/** Listen on a free loopback port (closed at teardown); answers the port. */
+export function listen(t: Tap, server: http.Server | https.Server): Promise<number> {
   t.teardown(() => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r(undefined)); }));
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)));
 }
@@ -68,16 +73,22 @@ function store() {
   };
 }
 
-/** LND REST: TLS with its own certificate, hex macaroon header; listinvoices pages by add_index (at most 2 per page here, so paging is exercised). */
-export async function fakeLnd(t: Tap): Promise<FakeNode> {
+/** A self-signed certificate for 127.0.0.1, as an LND node makes its own (tls.cert). */
+export function selfSignedCert(): { key: string; cert: string; certPath: string } {
   const dir = tempDir('payloads-tls-');
   const keyPath = join(dir, 'tls.key');
   const certPath = join(dir, 'tls.cert');
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
+}
+
+/** LND REST: TLS with its own certificate, hex macaroon header; listinvoices pages by add_index (at most 2 per page here, so paging is exercised). */
+export async function fakeLnd(t: Tap): Promise<FakeNode> {
+  const tls = selfSignedCert();
   const macaroon = randomBytes(32).toString('hex');
   const s = store();
   const asLnd = (i: Inv) => ({ r_hash: Buffer.from(i.hash, 'hex').toString('base64'), payment_request: i.bolt11, value: String(i.msat / 1000), add_index: String(i.index), state: i.paid ? 'SETTLED' : 'OPEN', settled: i.paid, amt_paid_msat: i.paid ? String(i.msat) : '0' });
-  const server = https.createServer({ key: readFileSync(keyPath), cert: readFileSync(certPath) }, async (req, res) => {
+  const server = https.createServer({ key: tls.key, cert: tls.cert }, async (req, res) => {
     if (req.headers['grpc-metadata-macaroon'] !== macaroon) return send(res, 401, { code: 2, message: 'verification failed: signature mismatch after caveat verification', details: [] });
     const url = new URL(req.url!, 'https://x');
     if (req.method === 'POST' && url.pathname === '/v1/invoices') {
@@ -101,7 +112,7 @@ export async function fakeLnd(t: Tap): Promise<FakeNode> {
     send(res, 404, { code: 5, message: 'Not Found' });
   });
   const port = await listen(t, server);
-  return s.node({ backend: 'lnd', url: `https://127.0.0.1:${port}`, macaroonHex: macaroon, tlsCertPath: certPath });
+  return s.node({ backend: 'lnd', url: `https://127.0.0.1:${port}`, macaroonHex: macaroon, tlsCertPath: tls.certPath });
 }
 
 /** LNbits: invoice key in X-Api-Key; GET /api/v1/payments?limit&offset lists newest first, incoming with amount > 0 (msat). */

@@ -3,46 +3,14 @@
 import t from 'tap';
 import http from 'node:http';
 import https from 'node:https';
-import { execFileSync } from 'node:child_process';
-import { randomBytes, createHash } from 'node:crypto';
-import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
+import { startTestNats, testLog, testConfig } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
-import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
 import { createBackend, LightningError } from '../../actors/wallet/lightning/index.ts';
-import { testConfig } from '../helpers/nats.ts';
-
-type Tap = { teardown(fn: () => unknown): void };
-const nodeKey = secp256k1.utils.randomSecretKey();
-
-/** A real invoice as a node would make it. */
-function makeInvoice(sats: number, description: string, expiry: number) {
-  const preimage = randomBytes(32);
-  const hash = createHash('sha256').update(preimage).digest();
-  const bolt11 = encodeInvoice({ network: 'bcrt', msat: BigInt(sats) * 1000n, timestamp: Math.floor(Date.now() / 1000), paymentHash: hash, paymentSecret: randomBytes(32), description, expirySeconds: expiry }, nodeKey);
-  return { hash: hash.toString('hex'), bolt11 };
-}
-
-async function readJson(req: http.IncomingMessage): Promise<any> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
-}
-
-function listen(t: Tap, server: http.Server | https.Server): Promise<number> {
-  t.teardown(() => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r(undefined)); }));
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)));
-}
-
-const send = (res: http.ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-};
+import { makeInvoice, readJson, send, listen, selfSignedCert } from './_nodes.ts';
 
 async function waitPaid(nc: Parameters<typeof wallet.topupGet>[0], w: string, id: string, viaGet = true) {
   for (let i = 0; i < 100; i++) {
@@ -54,16 +22,8 @@ async function waitPaid(nc: Parameters<typeof wallet.topupGet>[0], w: string, id
 }
 
 // ---------------------------------------------------------------- LND REST (TLS, macaroon, subscribe)
-function selfSignedCert(): { key: string; cert: string; certPath: string } {
-  const dir = tempDir('payloads-tls-');
-  const keyPath = join(dir, 'tls.key');
-  const certPath = join(dir, 'tls.cert');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-  return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
-}
-
 function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
-  const invoices = new Map<string, { state: string; value: number; r_hash: string; payment_request: string }>();
+  const invoices = new Map<string, { state: string; value: number; r_hash: string; payment_request: string; creation_date: string; expiry: string }>();
   const subscribers = new Set<http.ServerResponse>();
   let failCreate = false;
   const server = https.createServer(tls, async (req, res) => {
@@ -74,14 +34,14 @@ function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
       if (failCreate) return send(res, 500, { code: 2, message: 'unable to create invoice', details: [] });
       const { hash, bolt11 } = makeInvoice(Number(body.value), body.memo, Number(body.expiry));
       const r_hash = Buffer.from(hash, 'hex').toString('base64');
-      invoices.set(hash, { state: 'OPEN', value: Number(body.value), r_hash, payment_request: bolt11 });
+      invoices.set(hash, { state: 'OPEN', value: Number(body.value), r_hash, payment_request: bolt11, creation_date: String(Math.floor(Date.now() / 1000)), expiry: String(body.expiry) });
       return send(res, 200, { r_hash, payment_request: bolt11, add_index: String(invoices.size), payment_addr: randomBytes(32).toString('base64') });
     }
     const m = /^\/v1\/invoice\/([0-9a-f]{64})$/.exec(url.pathname);
     if (req.method === 'GET' && m) {
       const inv = invoices.get(m[1]!);
       if (!inv) return send(res, 404, { code: 5, message: 'unable to locate invoice', details: [] });
-      return send(res, 200, { memo: '', r_hash: inv.r_hash, value: String(inv.value), state: inv.state, settled: inv.state === 'SETTLED', amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0' });
+      return send(res, 200, { memo: '', r_hash: inv.r_hash, value: String(inv.value), state: inv.state, creation_date: inv.creation_date, expiry: inv.expiry, settled: inv.state === 'SETTLED', amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0' });
     }
     if (req.method === 'GET' && url.pathname === '/v1/invoices/subscribe') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -144,7 +104,10 @@ t.test('lnd: wrong macaroon or untrusted certificate are errors, not silent', as
   const inv = await good.createInvoice(100, 'x', 600);
   t.same(await good.lookupInvoice(inv.paymentHash), { state: 'open' });
   lnd.invoices.get(inv.paymentHash)!.state = 'CANCELED';
-  t.match(await good.lookupInvoice(inv.paymentHash), { state: 'failed' });
+  t.match(await good.lookupInvoice(inv.paymentHash), { state: 'failed' }, 'canceled before its expiry: failed');
+  // LND cancels an invoice itself when it expires: that is an expiry
+  lnd.invoices.get(inv.paymentHash)!.creation_date = String(Math.floor(Date.now() / 1000) - 601);
+  t.same(await good.lookupInvoice(inv.paymentHash), { state: 'expired' }, 'canceled past its expiry: expired');
   await t.rejects(good.lookupInvoice('00'.repeat(32)), LightningError, 'unknown invoice: 404 from the node');
 });
 

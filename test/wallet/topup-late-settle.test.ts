@@ -2,27 +2,14 @@
 // unpaid after its expiry stays pending, and a payment that settles late is credited (issue 20).
 import t from 'tap';
 import http from 'node:http';
-import { randomBytes, createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
 import { Kvm } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
+import { makeInvoice, readJson, send, listen } from './_nodes.ts';
 import { audit } from '../../shared/audit.ts';
-
-const nodeKey = secp256k1.utils.randomSecretKey();
-
-async function readJson(req: http.IncomingMessage): Promise<any> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
-}
-const send = (res: http.ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-};
 
 t.test('an invoice the node reports unpaid past its expiry stays pending; its late settlement is credited', async (t) => {
   // A Core Lightning REST node whose invoices claim an expiry two minutes ago (a slow node, clock skew).
@@ -31,12 +18,10 @@ t.test('an invoice the node reports unpaid past its expiry stays pending; its la
   const server = http.createServer(async (req, res) => {
     const b = await readJson(req);
     if (req.method === 'POST' && req.url === '/v1/invoice') {
-      const preimage = randomBytes(32);
-      const hash = createHash('sha256').update(preimage).digest();
-      const bolt11 = encodeInvoice({ network: 'bcrt', msat: BigInt(b.amount_msat), timestamp: Math.floor(Date.now() / 1000), paymentHash: hash, paymentSecret: randomBytes(32), description: b.description, expirySeconds: b.expiry }, nodeKey);
+      const { hash, bolt11 } = makeInvoice(b.amount_msat / 1000, b.description, b.expiry);
       const expires_at = Math.floor(Date.now() / 1000) - 120;
-      invoices.set(hash.toString('hex'), { label: b.label, status: 'unpaid', msat: b.amount_msat, expires_at });
-      return send(res, 201, { payment_hash: hash.toString('hex'), bolt11, expires_at, payment_secret: randomBytes(32).toString('hex'), created_index: invoices.size });
+      invoices.set(hash, { label: b.label, status: 'unpaid', msat: b.amount_msat, expires_at });
+      return send(res, 201, { payment_hash: hash, bolt11, expires_at, payment_secret: randomBytes(32).toString('hex'), created_index: invoices.size });
     }
     if (req.method === 'POST' && req.url === '/v1/listinvoices') {
       lookups++;
@@ -45,8 +30,7 @@ t.test('an invoice the node reports unpaid past its expiry stays pending; its la
     }
     send(res, 404, { code: -32601, message: 'Unknown command' });
   });
-  t.teardown(() => new Promise((r) => { server.closeAllConnections(); server.close(() => r(undefined)); }));
-  const port = await new Promise<number>((r) => server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)));
+  const port = await listen(t, server);
 
   const tn = await startTestNats(t, { wallet: { lightning: { backend: 'cln', url: `http://127.0.0.1:${port}`, rune: 'rune-abc', pollMs: 100, maxPollMs: 200 } } });
   await startWallet(t, tn);

@@ -56,17 +56,25 @@ export async function cleanupAfterStop(p: Probe, boundMs: number): Promise<Clean
   if (![...p.stored.keys(), ...p.unconfirmed.keys()].some((id) => !p.deleted.has(id))) return null;
   let c: RelayConn | null = null;
   let timer: NodeJS.Timeout | undefined;
+  let over = false;
   try {
     return await Promise.race([
       (async () => {
-        c = await p.open({ forCleanup: true });
-        return deleteTestEvents(p, c);
+        const conn = await p.open({ forCleanup: true });
+        // opened after the bound ran out: nobody is left to close it but us
+        if (over) {
+          conn.close();
+          return null;
+        }
+        c = conn;
+        return deleteTestEvents(p, conn);
       })(),
       new Promise<null>((r) => { timer = setTimeout(() => r(null), boundMs); }),
     ]);
   } catch {
     return null;
   } finally {
+    over = true;
     clearTimeout(timer);
     (c as RelayConn | null)?.close();
   }

@@ -1,6 +1,6 @@
 // LND over its REST proxy: macaroon in `Grpc-Metadata-macaroon` (hex), the node's TLS certificate.
 //   POST /v1/invoices {value, memo, expiry}       -> {r_hash (base64), payment_request, add_index}
-//   GET  /v1/invoice/{r_hash_hex}                 -> {state: OPEN|SETTLED|CANCELED|ACCEPTED, amt_paid_msat, ...}
+//   GET  /v1/invoice/{r_hash_hex}                 -> {state: OPEN|SETTLED|CANCELED|ACCEPTED, amt_paid_msat, creation_date, expiry, ...}
 //   GET  /v1/invoices/subscribe                   -> newline-delimited {"result": Invoice} as invoices change
 //   GET  /v1/invoices?index_offset=N&num_max_invoices=M&reversed=false
 //                                                 -> {invoices: [Invoice], last_index_offset} (forward pages by add_index)
@@ -9,7 +9,7 @@ import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceS
 
 const LIST_PAGE = 500;
 
-interface LndInvoice { r_hash?: string; payment_request?: string; state?: string; amt_paid_msat?: string; settled?: boolean }
+interface LndInvoice { r_hash?: string; payment_request?: string; state?: string; amt_paid_msat?: string; settled?: boolean; creation_date?: string; expiry?: string }
 
 export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBackend> {
   const c = ctx.config.wallet.lightning;
@@ -28,7 +28,12 @@ export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBack
       const r = await http.json<LndInvoice>('GET', `/v1/invoice/${hash}`);
       switch (r.state) {
         case 'SETTLED': return { state: 'paid', paidMsat: Number(r.amt_paid_msat ?? 0) };
-        case 'CANCELED': return { state: 'failed', reason: 'canceled by the node' };
+        case 'CANCELED': {
+          // LND cancels an unpaid invoice itself once it has expired: that top-up expired, it did not fail
+          const expiresAt = (Number(r.creation_date) + Number(r.expiry)) * 1000;
+          if (expiresAt > 0 && Date.now() >= expiresAt) return { state: 'expired' };
+          return { state: 'failed', reason: 'canceled by the node' };
+        }
         case 'OPEN': case 'ACCEPTED': return { state: 'open' };
         default: throw new LightningError(`lnd: unknown invoice state ${String(r.state)}`);
       }

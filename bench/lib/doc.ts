@@ -1,5 +1,5 @@
 // docs/performance.md: the latest full table, what each figure means, the command, the machine.
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 
 interface RunInfo {
   startedAt: string;
@@ -109,7 +109,33 @@ export \`run(): Promise<BenchFigure[]>\`; each row says what its baseline is. A 
 the tree is listed as skipped.
 `;
 
+/** A text cut at its `### ` headings: [heading line, section text] in order. */
+function sections(text: string): [string, string][] {
+  return text.split(/\n(?=### )/).map((part) => [part.split('\n')[0]!, part.trimEnd()]);
+}
+
+/**
+ * EXPLANATION, with the hand-written sections of the existing doc (a service's own figures and
+ * what its changes bought, e.g. Converter, Shots) kept where they stood: a run rewrites the table
+ * and the generated explanation, never the per-service write-ups.
+ */
+export function explanationKeeping(existing: string | undefined): string {
+  const generated = sections(EXPLANATION);
+  const at = existing?.indexOf('## What the figures mean') ?? -1;
+  if (!existing || at < 0) return EXPLANATION;
+  const known = new Set(generated.map(([h]) => h));
+  const out = generated.map(([h, t]) => ({ h, parts: [t] }));
+  let after = out[0]!;
+  for (const [h, t] of sections(existing.slice(at))) {
+    const own = out.find((o) => o.h === h);
+    if (own) after = own;
+    else if (!known.has(h)) after.parts.push(t);
+  }
+  return out.flatMap((o) => o.parts).join('\n\n') + '\n';
+}
+
 export function writePerformanceDoc(file: string, r: RunInfo, table: string) {
+  const explanation = explanationKeeping(existsSync(file) ? readFileSync(file, 'utf8') : undefined);
   const m = r.machine;
   const v = r.versions;
   const text = `# Performance
@@ -122,6 +148,6 @@ Versions: Node ${String(v.node)}, ${String(v.natsServer)}, uWS binary \`${String
 
 ${table}
 
-${EXPLANATION}`;
+${explanation}`;
   writeFileSync(file, text);
 }

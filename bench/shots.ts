@@ -15,6 +15,7 @@ import { startTestNats } from '../test/helpers/nats.ts';
 import { startFixtures } from '../test/shots/fixtures.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from '../test/shots/pool.ts';
 import { launcherFor } from '../actors/browser-pool/launchers/registry.ts';
+import { SETTLE } from '../actors/browser-pool/settle.ts';
 import { startBrowserProxy } from '../actors/browser-pool/proxy.ts';
 import { testLog } from '../test/helpers/nats.ts';
 import { figure, median, quick, type BenchFigure } from './figure.ts';
@@ -25,8 +26,13 @@ const envInt = (name: string, def: number) => {
 };
 const log = (s: string) => process.stderr.write(`bench shots: ${s}\n`);
 
-/** Resident memory (MB) of a process and all its descendants, from /proc. */
-export function treeRssMb(root: number, exclude: number[] = []): number {
+/**
+ * Memory (MB) of a process and all its descendants, from /proc: resident (VmRSS, every process
+ * counts the shared library pages it maps, so a tree of many renderers counts Chromium's binary
+ * many times) or proportional (Pss: shared pages divided among the processes sharing them; the sum
+ * is what the tree really takes from the machine).
+ */
+export function treeRssMb(root: number, exclude: number[] = [], kind: 'rss' | 'pss' = 'rss'): number {
   const children = new Map<number, number[]>();
   const rss = new Map<number, number>();
   for (const d of readdirSync('/proc')) {
@@ -34,7 +40,7 @@ export function treeRssMb(root: number, exclude: number[] = []): number {
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
+      const m = kind === 'rss' ? /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8')) : /Pss:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/smaps_rollup`, 'utf8'));
       const pid = Number(d);
       rss.set(pid, m ? Number(m[1]) : 0);
       children.set(ppid, [...(children.get(ppid) ?? []), pid]);
@@ -54,10 +60,26 @@ export function treeRssMb(root: number, exclude: number[] = []): number {
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /**
+ * Memory of a tree once it has settled: a closed context's renderer exits a moment after the
+ * close, so a reading right after a burst of shots counts pages already gone. Read every second
+ * until two readings are within 2 % (at most 20 s).
+ */
+async function settledTreeMb(root: number, exclude: number[]): Promise<number> {
+  let prev = treeRssMb(root, exclude);
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const now = treeRssMb(root, exclude);
+    if (Math.abs(now - prev) <= 0.02 * prev) return now;
+    prev = now;
+  }
+  return prev;
+}
+
+/**
  * The baseline: a warm browser, a page per shot, goto until load, a PNG, close. With `ownContext`
  * each shot gets its own context (the pool's isolation) made on demand, for the context's row.
  */
-async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, ownContext = false): Promise<number> {
+async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, ownContext = false, quietMs = 0): Promise<number> {
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, async () => {
@@ -67,6 +89,9 @@ async function plainLoop(browser: Browser, url: string, n: number, concurrency: 
       const page = await (ctx ?? browser).newPage();
       await page.setViewport({ width: vp.w, height: vp.h });
       await page.goto(url, { waitUntil: 'load' });
+      // the quiet-network part of the actor's settle rule (puppeteer counts from the call, the
+      // actor from the network's last activity, so this waits as long or longer)
+      if (quietMs) await page.waitForNetworkIdle({ idleTime: quietMs, timeout: 2000 }).catch(() => {});
       await page.screenshot({ type: 'png' });
       await page.close();
       await ctx?.close();
@@ -103,22 +128,24 @@ export async function run(): Promise<BenchFigure[]> {
         await plainLoop(proxied, url, 2, 1, vp);
         const configured = tn.config.shots.concurrency;
         const base1: number[] = [];
-        const baseC: number[] = [];
         const viaProxy: number[] = [];
         const ownContext: number[] = [];
+        const withQuiet: number[] = [];
         for (let r = 0; r < rounds; r++) {
           base1.push(await plainLoop(plain, url, n, 1, vp));
-          baseC.push(await plainLoop(plain, url, n, configured, vp));
           viaProxy.push(await plainLoop(proxied, url, n, 1, vp));
           ownContext.push(await plainLoop(plain, url, n, 1, vp, true));
+          withQuiet.push(await plainLoop(plain, url, n, 1, vp, false, SETTLE.quietMs));
         }
         await proxied.close().catch(() => {});
         await proxy.stop();
         out.push(figure({ name: `shots ${id} plain loop through the guard proxy, per minute`, unit: 'shots/min', samples: viaProxy, baselineSamples: base1, note: 'the plain loop with every request through the outbound guard proxy (resolve, check, dial); baseline: the plain loop without it' }));
         out.push(figure({ name: `shots ${id} plain loop with a new context per shot, per minute`, unit: 'shots/min', samples: ownContext, baselineSamples: base1, note: 'the plain loop creating and closing an isolated context per shot on demand; baseline: the plain loop (default context)' }));
+        out.push(figure({ name: `shots ${id} plain loop waiting ${SETTLE.quietMs} ms of quiet network after load, per minute`, unit: 'shots/min', samples: withQuiet, baselineSamples: base1, note: `the plain loop with the quiet-network wait of the actor's settle rule (page.waitForNetworkIdle idleTime ${SETTLE.quietMs}); baseline: the plain loop (load event only)` }));
 
         // memory per concurrent page: browser tree RSS with k pages open minus idle, per page
         const idle = treeRssMb(plain.process()!.pid!);
+        const idlePss = treeRssMb(plain.process()!.pid!, [], 'pss');
         // open `openPages` pages of the fixture at once (each from `open`), measure, close them
         const perPage = async (open: () => Promise<{ page: Page; close(): Promise<void> }>) => {
           const opened = await Promise.all(Array.from({ length: openPages }, async () => {
@@ -128,8 +155,10 @@ export async function run(): Promise<BenchFigure[]> {
             return o;
           }));
           const mb = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
+          const pss = round1((treeRssMb(plain.process()!.pid!, [], 'pss') - idlePss) / openPages);
           await Promise.all(opened.map((o) => o.close()));
-          return mb;
+          await settledTreeMb(plain.process()!.pid!, []);
+          return { mb, pss };
         };
         const plainPerPage = await perPage(async () => {
           const page = await plain.newPage();
@@ -139,7 +168,8 @@ export async function run(): Promise<BenchFigure[]> {
           const c = await plain.createBrowserContext();
           return { page: await c.newPage(), close: () => c.close() };
         });
-        out.push(figure({ name: `shots ${id} memory per concurrent page (own context)`, unit: 'MB', samples: [isolatedPerPage], baselineSamples: [plainPerPage], note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context` }));
+        out.push(figure({ name: `shots ${id} memory per concurrent page (own context)`, unit: 'MB', samples: [isolatedPerPage.mb], baselineSamples: [plainPerPage.mb], note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context` }));
+        out.push(figure({ name: `shots ${id} memory per concurrent page (own context), proportional`, unit: 'MB', samples: [isolatedPerPage.pss], baselineSamples: [plainPerPage.pss], note: `the same pages, browser process tree PSS over idle (shared pages counted once); baseline: pages in the default context` }));
 
         // the pool at concurrency 1 and at the configured concurrency
         for (const c of [1, configured]) {
@@ -147,8 +177,12 @@ export async function run(): Promise<BenchFigure[]> {
           const version = pool.stats().browsers[0]!.versions[0]!;
           const browserId = pool.stats().browsers[0]!.id;
           const samples: number[] = [];
+          // the baseline of this row is measured right before each round of the actor: on a shared
+          // machine the load changes within minutes, and rounds measured far apart compare loads
+          const paired: number[] = [];
           let wallMs = 0;
           for (let r = -1; r < rounds; r++) {
+            if (r >= 0) paired.push(await plainLoop(plain, url, n, c, vp));
             if (r === 0) pool.phases.reset();
             const jobId = newJobId();
             const o = watchOutcomes(tn.nc, jobId);
@@ -168,7 +202,7 @@ export async function run(): Promise<BenchFigure[]> {
           await pool.stop();
           if (c === 1) {
             // where one shot's time goes, each step against the plain loop's whole shot
-            const plainMs = round1(60000 / median(base1));
+            const plainMs = round1(60000 / median(paired));
             const perShot = round1(wallMs / (n * rounds));
             let inSteps = 0;
             for (const [phase, ms] of Object.entries(phases)) {
@@ -178,15 +212,18 @@ export async function run(): Promise<BenchFigure[]> {
             out.push(figure({ name: `shots ${id} c=1 step: the rest (task pull, outcome, ack, hand-offs)`, unit: 'ms/shot', samples: [round1(Math.max(0, perShot - inSteps))], baselineSamples: [plainMs], note: 'wall time per shot minus the steps above (thumbnail and upload overlap the next shot, so this can read low)' }));
             log(`${id} c=1 steps (ms/shot, plain shot ${plainMs}, actor shot ${perShot}): ${JSON.stringify(phases)}`);
           }
-          out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: c === 1 ? base1 : baseC, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, network idle, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop, warm browser, ${c} page(s) at once` }));
-          log(`${id} c=${c}: ${samples.join(', ')} shots/min vs plain ${(c === 1 ? base1 : baseC).join(', ')}`);
+          out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: paired, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, settle rule, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop (load event, PNG), warm browser, ${c} page(s) at once, measured right before each round` }));
+          log(`${id} c=${c}: ${samples.join(', ')} shots/min vs plain ${paired.join(', ')}`);
         }
       } finally {
         await plain.close().catch(() => {});
       }
 
       // leaks: resident memory of this process and its browsers after few and many shots
-      const pool = await startPool(t, tn, [id], `bench-${id}-leak`);
+      // the browser is not restarted during this figure (restartAfter above `many`): with the
+      // configured restart every 100 pages, a reading at a multiple of 100 found no browser at all
+      // (it starts on the next task), and one between restarts only a browser's first pages
+      const pool = await startPool(t, tn, [id], `bench-${id}-leak`, { restartAfter: many + 1 });
       const version = pool.stats().browsers[0]!.versions[0]!;
       const browserId = pool.stats().browsers[0]!.id;
       const rssAfter: Record<number, number> = {};
@@ -200,12 +237,11 @@ export async function run(): Promise<BenchFigure[]> {
         o.stop();
         done = target;
         (globalThis as { gc?: () => void }).gc?.();
-        await new Promise((r) => setTimeout(r, 1000));
-        rssAfter[target] = treeRssMb(process.pid, [natsPid]);
+        rssAfter[target] = await settledTreeMb(process.pid, [natsPid]);
         log(`${id}: RSS after ${target} shots: ${rssAfter[target]} MB`);
       }
       await pool.stop();
-      out.push(figure({ name: `shots ${id} resident memory after ${many} shots`, unit: 'MB', samples: [rssAfter[many]!], baselineSamples: [rssAfter[few]!], note: `this process (actor, fixture server) and its browsers, nats-server excluded; baseline: after ${few} shots; restartAfter ${tn.config.shots.restartAfter}` }));
+      out.push(figure({ name: `shots ${id} resident memory after ${many} shots`, unit: 'MB', samples: [rssAfter[many]!], baselineSamples: [rssAfter[few]!], note: `this process (actor, fixture server) and its browser, nats-server excluded, read once settled; baseline: after ${few} shots; one browser throughout (restartAfter ${many + 1}; configured ${tn.config.shots.restartAfter})` }));
     }
     return out;
   } finally {

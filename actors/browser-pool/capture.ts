@@ -46,6 +46,8 @@ export interface CaptureEnv {
   blockedSince?(t: number): boolean;
   /** Where the time goes (bench rows). */
   times?: PhaseTimes;
+  /** The pool's hook to make the next task's context while this page settles. */
+  ahead?: { makeNext(): void };
 }
 
 const noTimes = { time: <T>(_phase: string, fn: () => Promise<T>) => fn() };
@@ -141,7 +143,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   if (p.options.hideCookieBanner) await times.time('cookie banner', () => prepareCookieBanner(page));
 
   progress(`loading ${p.url}`);
-  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times });
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext });
 
   // the document's own address: over BiDi page.url() can lag a script redirect
   const finalUrl = await page.evaluate(() => location.href).catch(() => page.url());

@@ -111,8 +111,8 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
       const release = await slots.acquire(signal);
       let shot;
       try {
-        shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withPage(cfg.pageTimeoutMs, (page) =>
-          captureShot(page, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince, times }), times);
+        shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withPage(cfg.pageTimeoutMs, (page, _ctx, _browser, ahead) =>
+          captureShot(page, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince, times, ahead }), times);
       } catch (e) {
         counts.failed++;
         if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);

@@ -184,24 +184,38 @@ export class ManagedBrowser {
 
   /**
    * A fresh context and page for a task: the one made ahead if it belongs to this browser
-   * generation, and the next one started right away, off the task's critical path. Isolation is
-   * the same as making it on demand: every task gets its own new context, used once.
+   * generation (else one made now), and `makeNext`, which starts the next task's. Isolation is the
+   * same as making it on demand: every task gets its own new context, used once.
    */
-  private async fresh(gen: Generation): Promise<Fresh> {
+  private async fresh(gen: Generation): Promise<Fresh & { makeNext(): void }> {
     const s = this.spare;
     this.spare = undefined;
     let got: Fresh | undefined;
     if (s?.gen === gen) got = await s.ready.catch(() => undefined);
     else if (s) void s.ready.then((f) => f.ctx.close()).catch(() => {});
-    if (!gen.retired && !this.closed && gen.browser.connected) this.spare = { gen, ready: this.make(gen) };
-    return got ?? this.make(gen);
+    let made = false;
+    const makeNext = () => {
+      if (made) return;
+      made = true;
+      // one spare at a time: a concurrent task may have made it already
+      if (!this.spare && !gen.retired && !this.closed && gen.browser.connected) this.spare = { gen, ready: this.make(gen) };
+    };
+    // with other pages of this browser at work there is no quiet moment to wait for, and the next
+    // task comes sooner: the spare is started now; alone, this page starts it once it is parsed
+    if (gen.active > 1) makeNext();
+    return { ...(got ?? await this.make(gen)), makeNext };
   }
 
   /**
    * Run `fn` with a fresh page in a fresh context of this browser. Past `timeoutMs` the context
    * is closed (and the browser killed if even that hangs) and PageTimeout is thrown.
+   *
+   * The next task's context is made while this one runs, when `fn` calls `ahead.makeNext()` (or
+   * when `fn` ends): making a context is a few hundred ms of the browser's main thread and a new
+   * renderer process, so it is best done while this page waits for its network to go quiet, not
+   * while it is being set up and navigated (every CDP call would queue behind it).
    */
-  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser) => Promise<T>, times?: PhaseTimes): Promise<T> {
+  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser, ahead: { makeNext(): void }) => Promise<T>, times?: PhaseTimes): Promise<T> {
     const gen = await this.generation();
     gen.pages++;
     gen.active++;
@@ -212,15 +226,17 @@ export class ManagedBrowser {
     }
     let ctx: BrowserContext | undefined;
     let timer: NodeJS.Timeout | undefined;
+    let makeNext: (() => void) | undefined;
     try {
       const t0 = performance.now();
       const f = await this.fresh(gen);
       times?.add('context and page', performance.now() - t0);
       ctx = f.ctx;
+      makeNext = f.makeNext;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new PageTimeout(timeoutMs)), timeoutMs);
       });
-      return await Promise.race([fn(f.page, f.ctx, gen.browser), timeout]);
+      return await Promise.race([fn(f.page, f.ctx, gen.browser, { makeNext: f.makeNext }), timeout]);
     } catch (e) {
       if (e instanceof PageTimeout && ctx) {
         const closedInTime = await Promise.race([ctx.close().then(() => true, () => false), sleep(5000).then(() => false)]);
@@ -234,6 +250,7 @@ export class ManagedBrowser {
       throw e;
     } finally {
       clearTimeout(timer);
+      makeNext?.();
       // closed in the background: the task's result does not wait for the browser's clean-up
       if (ctx) void Promise.race([ctx.close().catch(() => {}), sleep(5000)]).then(() => this.done(gen));
       else await this.done(gen);

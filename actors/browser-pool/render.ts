@@ -31,15 +31,15 @@ function checkUrl(url: unknown): string {
 }
 
 /** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
-async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean) {
+async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: { makeNext(): void }) {
   const watch = new PageWatch(page);
-  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince });
+  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext });
   return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
-  const run = async <T>(fn: (page: Page) => Promise<T>): Promise<T> => {
+  const run = async <T>(fn: (page: Page, ahead: { makeNext(): void }) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
     try {
@@ -48,7 +48,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       throw new ApiError('busy', 'every page of this browser-pool instance is busy; retry later');
     }
     try {
-      return await browser.withPage(pageTimeoutMs, fn);
+      return await browser.withPage(pageTimeoutMs, (page, _ctx, _browser, ahead) => fn(page, ahead));
     } catch (e) {
       throw toApiError(e);
     } finally {
@@ -59,8 +59,8 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     async renderPdf(req: RenderPdfRequest): Promise<RenderPdfReply> {
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
-      const pdf = await run(async (page) => {
-        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
+      const pdf = await run(async (page, ahead) => {
+        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
         await page.emulateMediaType('print');
         return Buffer.from(await watch.race(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
       });
@@ -69,8 +69,8 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     },
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
-      return run(async (page) => {
-        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince);
+      return run(async (page, ahead) => {
+        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
         return { html: await watch.race(page.content()), finalUrl: await page.evaluate(() => location.href).catch(() => page.url()), status };
       });
     },

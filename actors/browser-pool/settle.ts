@@ -3,7 +3,7 @@
 // show refused at once, a crashed renderer noticed, and "loaded" decided by a documented settle
 // rule instead of waiting for a network idle that some pages never reach. Shared by shots and by
 // websitepro's PDF / rendered-HTML endpoints. The rule is described in docs/shots.md.
-import type { HTTPRequest, HTTPResponse, Page } from 'puppeteer-core';
+import type { CDPSession, HTTPRequest, HTTPResponse, Page, Target } from 'puppeteer-core';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { PhaseTimes } from './pool.ts';
 
@@ -90,9 +90,30 @@ export class PageWatch {
       void (type === 'beforeunload' ? d.accept() : d.dismiss()).catch(() => {});
     });
     page.on('popup', (p) => {
-      this.report.popupsClosed = (this.report.popupsClosed ?? 0) + 1;
-      void p?.close().catch(() => {});
+      if (p) this.closePopup(p.target(), () => p.close());
     });
+    // Not every window the page opens becomes a 'popup' event: in Chromium a popup whose script
+    // raises a dialog before puppeteer has set its page up never does (the set-up waits on the
+    // blocked renderer), and its dialog freezes the opener too (same process); over BiDi a window
+    // opened by a frame is nobody's popup. The task's context holds only this page, so any other
+    // page appearing in it is a window the page opened: closed as it appears. In Chromium by
+    // target id from the browser's side, which does not need the popup's renderer.
+    const ctx = page.browserContext();
+    if ((page.browser() as unknown as { protocol?: string }).protocol === 'cdp') {
+      ctx.on('targetcreated', (target: Target) => {
+        const targetId = (target as unknown as { _targetId?: string })._targetId;
+        if (target.type() === 'page' && target !== page.target() && targetId) this.closePopup(target, () => closeTargetById(page, targetId));
+      });
+    } else {
+      // BiDi calls a frame a 'page' target too (and asking it for its page makes one), so the
+      // context's top-level pages are looked at instead
+      ctx.on('targetcreated', (target: Target) => {
+        if (target.type() !== 'page') return;
+        setImmediate(() => void ctx.pages().then((pages) => {
+          for (const p of pages) if (p !== page) this.closePopup(p.target(), () => p.close());
+        }).catch(() => {}));
+      });
+    }
     page.on('request', (r: HTTPRequest) => {
       if (r.isNavigationRequest() && r.frame() === page.mainFrame()) this.documents++;
       this.inflight.add(r);
@@ -107,6 +128,9 @@ export class PageWatch {
     page.on('response', (r: HTTPResponse) => {
       if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
       this.mainResponse = r;
+      // the previous document's requests end with it, and Chromium does not always say so (its
+      // favicon fetch stayed "in flight" and held every quiet wait after a redirect to its cap)
+      for (const q of this.inflight) if (q !== r.request()) this.inflight.delete(q);
       const h = r.headers();
       // the guard proxy answers a plain-http request it refuses itself, with this header
       const guard = h['x-guard-error'];
@@ -118,6 +142,15 @@ export class PageWatch {
     // Chromium: the renderer died (out of memory, a crash); Firefox reports no such event, its
     // pages fail by the script heap limit instead (launchers/firefox.ts)
     page.on('error', (e: Error) => this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)));
+  }
+
+  private popups = new WeakSet<Target>();
+  private closePopup(target: Target, close: () => Promise<unknown>) {
+    if (!this.popups.has(target)) {
+      this.popups.add(target);
+      this.report.popupsClosed = (this.report.popupsClosed ?? 0) + 1;
+    }
+    void close().catch(() => {});
   }
 
   /**
@@ -141,9 +174,22 @@ export class PageWatch {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** One CDP session per opener page, made on its first popup, for closing targets by id. */
+const closers = new WeakMap<Page, Promise<CDPSession>>();
+async function closeTargetById(opener: Page, targetId: string) {
+  let session = closers.get(opener);
+  if (!session) {
+    session = opener.createCDPSession();
+    closers.set(opener, session);
+  }
+  await (await session).send('Target.closeTarget', { targetId });
+}
+
 interface LoadState {
   loaded: boolean;
   refresh: number | null;
+  /** performance.timeOrigin: one per document, so it tells a new document from the old one. */
+  origin: number;
 }
 
 /**
@@ -158,8 +204,25 @@ const WAIT_LOAD = `(async (loadCap, fontsCap) => {
   if (document.fonts && document.fonts.status !== 'loaded') await capped(document.fonts.ready, fontsCap);
   const meta = document.querySelector('meta[http-equiv="refresh" i]');
   const refresh = meta ? Number.parseFloat(meta.content) : Number.NaN;
-  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null };
+  return { loaded, refresh: Number.isFinite(refresh) ? refresh : null, origin: performance.timeOrigin };
 })`;
+
+/**
+ * Until a document other than the one of `origin` is parsed, or `ms`. Asked of the page instead of
+ * waiting for a navigation event: a refresh of 0 s has often left before the wait could start.
+ */
+async function otherDocumentParsed(page: Page, origin: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    const now = await Promise.race([
+      (page.evaluate('[performance.timeOrigin, document.readyState]') as Promise<[number, string]>).catch(() => null),
+      sleep(1000).then(() => null),
+    ]);
+    if (now && now[0] !== origin && now[1] !== 'loading') return true;
+    await sleep(100);
+  }
+  return false;
+}
 
 async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Promise<LoadState> {
   return page.evaluate(`${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`) as Promise<LoadState>;
@@ -192,6 +255,8 @@ export interface OpenOptions {
   /** From the guard proxy: whether it refused a non-public address since `t`. */
   blockedSince?(t: number): boolean;
   times?: PhaseTimes;
+  /** Called once the main document is parsed: the page then mostly waits (the pool uses it). */
+  onParsed?(): void;
 }
 
 /**
@@ -220,6 +285,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
     opts.times?.add('navigation (to DOMContentLoaded)', performance.now() - tNav);
   }
+  opts.onParsed?.();
   const tSettle = performance.now();
   for (let hop = 0; ; hop++) {
     const before = watch.documents;
@@ -239,9 +305,8 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
     if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
     if (state !== 'moved' && state.refresh !== null && state.refresh <= SETTLE.metaRefreshMaxSec && hop < SETTLE.maxHops) {
-      await watch.race(page.waitForNavigation({ waitUntil: 'domcontentloaded', timeout: Math.min(left(), state.refresh * 1000 + 5000) })).catch((e: unknown) => {
-        if (e instanceof TaskFailure) throw e;
-      });
+      // the document count cannot tell: the refresh may have been requested before it was read
+      if (await watch.race(otherDocumentParsed(page, state.origin, Math.min(left(), state.refresh * 1000 + 5000)))) state = 'moved';
     } else {
       await watch.race(watch.quiet(SETTLE.quietMs, Math.min(SETTLE.quietCapMs, left())));
     }

@@ -7,6 +7,7 @@ import { flattenLayoutTables } from './tables.ts';
 import { isPdf, readPdf, pdfMarkdown, pdfMetadata, pdfText, type PdfContent } from './pdf.ts';
 import createDOMPurify from 'dompurify';
 import { decodeBody } from './charset.ts';
+import { capNesting, MAX_DEPTH } from './depth.ts';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
 
 export type TextOutput = 'metadata' | 'markdown' | 'text' | 'html';
@@ -158,20 +159,24 @@ const failure = (e: unknown, what: string): OutputFailure => ({ ok: false, error
  * so it comes out of any HTML that parses.
  */
 function convertHtml(input: ConvertInput, mt: string): ConvertResult {
-  const { text: source, charset } = decodeBody(input.body, input.contentType);
+  const { text: decoded, charset } = decodeBody(input.body, input.contentType);
   const want = new Set(input.outputs);
   const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
   const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
+  const warnings = [...(input.warnings ?? [])];
+  let source = decoded;
   const parse = () => parseHtml(source, input.finalUrl);
   try {
     let doc: Document;
     try {
+      const capped = capNesting(decoded);
+      source = capped.html;
+      if (capped.flattened) warnings.push(`the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`);
       doc = parse();
     } catch (e) {
       failAll(failure(e, 'the page does not parse as HTML'));
       return { outputs: out };
     }
-    const warnings = [...(input.warnings ?? [])];
     if (input.detectJs && !input.rendered) {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };

@@ -1,10 +1,15 @@
 // The converter actor: websitepro tasks. One fetch per job, shared by all its outputs:
 //   - the task of the job's first output ("leader") fetches the page through the outbound guard,
-//     renders it in browser-pool when it needs JavaScript, converts every text output of the job in
-//     one worker-thread pass, writes each output's file under its own object name, and finally writes
-//     `<jobId>/_converted`, a small JSON index of what became of every output;
-//   - every other task waits for that index and reports its own entry (no fetch, no parse);
-//     if the index does not appear in time (the leader's worker died), it does the work itself;
+//   renders it in browser-pool when it needs JavaScript, converts every text output of the job in
+//   one worker-thread pass, writes each output's file under its own object name (`<jobId>/<output>`,
+//   its content type and file name in the object's meta), and reports every other output's outcome
+//   on `result.<jobId>` itself, with the message id that output's own task would use;
+//   - every other task ("follower") listens for its outcome there, or finds its file in the store,
+//   and reports the same (a duplicate the stream drops): no fetch, no parse, no object read;
+//   - `<jobId>/_converted`, a small JSON index of what became of every output, is written only when
+//   the files cannot say it: an output failed, or the job has a `pdf` to decide;
+//   - if neither the outcome nor the file appears in time (the leader's worker died), the follower
+//     does the work itself;
 //   - `pdf` is printed by a real Chromium in browser-pool (request/reply); for a PDF target the
 //     fetched file itself is the result.
 // See docs/websitepro.md.
@@ -13,11 +18,11 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { CONSUMERS, subjects } from '../../shared/names.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
-import { runWorker, type TaskContext } from '../../shared/worker.ts';
+import { runWorker, publishOutcome, type TaskContext } from '../../shared/worker.ts';
 import { call } from '../../shared/micro.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { objectName, TaskFailure, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
+import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
 import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
@@ -27,13 +32,15 @@ import { sniffType, CONTENT_TYPES, type ConvertInput, type ConvertResult, type O
 export const TEXT_OUTPUTS = ['metadata', 'markdown', 'text', 'html'] as const;
 type Output = TextOutput | 'pdf';
 
+type Entry = { file: StoredFile } | { error: string; message: string };
+
 /** `<jobId>/_converted`: what the leader made of every output of the job. */
 export interface ConvertedIndex {
   v: 1;
   at: number;
-  outputs: Partial<Record<Output, { file: StoredFile } | { error: string; message: string }>>;
+  outputs: Partial<Record<Output, Entry>>;
   /** pdf: `browser` means "print it in browser-pool"; a file or error means it is decided. */
-  pdf?: 'browser' | { file: StoredFile } | { error: string; message: string };
+  pdf?: 'browser' | Entry;
 }
 export const indexName = (jobId: string) => `${jobId}/_converted`;
 
@@ -64,27 +71,91 @@ function fetchFailure(e: unknown): { error: string; message: string } {
   return { error: 'unreachable', message: (e as Error).message };
 }
 
+/** Store one output's file; its content type and file name go in the object's meta, so the file alone says what it is. */
 async function putFile(deps: Deps, task: Task, key: Output, data: Uint8Array, contentType: string, ext: string, url: string): Promise<StoredFile> {
   const name = objectName(task.jobId, key);
-  await (await deps.store(task.store)).putBlob({ name }, data);
-  return { store: task.store, name, contentType, bytes: data.length, filename: filenameFor(url, ext) };
+  const filename = filenameFor(url, ext);
+  await (await deps.store(task.store)).putBlob({ name, description: contentType, metadata: { filename } }, data);
+  return { store: task.store, name, contentType, bytes: data.length, filename };
 }
 
-/** Fetch once, render if needed, convert all text outputs, store every file and the index. */
-async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: string): Promise<ConvertedIndex> {
+/** An output's stored file as its outcome would describe it, or null when there is none. */
+async function storedFile(st: ObjectStore, task: Task, key: Output): Promise<{ file: StoredFile } | null> {
+  const info = await st.info(objectName(task.jobId, key)).catch(() => null);
+  if (!info || info.deleted) return null;
+  const known = key === 'pdf' ? { contentType: 'application/pdf', ext: 'pdf' } : CONTENT_TYPES[key];
+  return { file: { store: task.store, name: info.name, contentType: info.description || known.contentType, bytes: info.size, filename: info.metadata?.filename ?? filenameFor(String(task.params.url ?? ''), known.ext) } };
+}
+
+async function readIndex(st: ObjectStore, jobId: string): Promise<ConvertedIndex | null> {
+  const raw = await st.getBlob(indexName(jobId)).catch(() => null);
+  return raw ? (JSON.parse(new TextDecoder().decode(raw)) as ConvertedIndex) : null;
+}
+
+/**
+ * A redelivered task finds what an earlier delivery (its own, or a follower that gave up waiting)
+ * already made: the index, or every text output's file. A first delivery does not look: nothing can
+ * be there yet, and the failed lookup cost a request per job.
+ */
+async function earlierWork(st: ObjectStore, task: Task, outputs: Output[]): Promise<ConvertedIndex | null> {
+  const index = await readIndex(st, task.jobId);
+  if (index || outputs.includes('pdf')) return index;
+  const found: ConvertedIndex = { v: 1, at: Date.now(), outputs: {} };
+  for (const o of outputs) {
+    const f = await storedFile(st, task, o);
+    if (!f) return null;
+    found.outputs[o] = f;
+  }
+  return found;
+}
+
+/** Progress for a step only when it is still running after a while: a fast job publishes none (the heartbeat keeps the task alive). */
+const SLOW_STEP_MS = 1000;
+async function step<T>(ctx: TaskContext, text: string, fn: () => Promise<T>): Promise<T> {
+  const timer = setTimeout(() => void ctx.progress(text), SLOW_STEP_MS);
+  try {
+    return await fn();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The index when the files cannot say it all (a failed output, the pdf decision), then every other
+ * output's outcome, reported for its task with the message id that task would use: the supervisor
+ * has the result at once and the follower finds it on the subject it listens to. A lost publish is
+ * not lost work: the follower finds the file or the index in the store.
+ */
+async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outputs: Output[], self: Output): Promise<void> {
+  const { task } = ctx;
+  const failed = Object.values(index.outputs).some((e) => 'error' in e);
+  if (failed || outputs.includes('pdf')) await (await deps.store(task.store)).putBlob({ name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
+  for (const o of outputs) {
+    if (o === self) continue;
+    const e = o === 'pdf' ? index.pdf : index.outputs[o];
+    if (!e || e === 'browser') continue; // printed by the pdf task itself
+    const at = Date.now();
+    const outcome: Outcome = 'file' in e ? { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, file: e.file } : { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message };
+    await publishOutcome(deps.nc, outcome).catch((err: Error) => deps.log.warn({ err, jobId: task.jobId, resultKey: o }, 'outcome for a follower not published; it finds its file or the index'));
+  }
+}
+
+/** Fetch once, render if needed, convert all text outputs, store every file, report the others' outcomes. */
+async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: string, self: Output): Promise<ConvertedIndex> {
   const { task } = ctx;
   const st = await deps.store(task.store);
-  const prior = await st.getBlob(indexName(task.jobId)).catch(() => null);
-  if (prior) return JSON.parse(new TextDecoder().decode(prior)) as ConvertedIndex;
+  if (ctx.deliveryCount > 1) {
+    const prior = await earlierWork(st, task, outputs);
+    if (prior) return prior;
+  }
 
   const text = outputs.filter((o): o is TextOutput => o !== 'pdf');
   const index: ConvertedIndex = { v: 1, at: Date.now(), outputs: {} };
   const { config } = deps;
-  await ctx.progress('fetching');
   let res: GuardedResponse | null = null;
   let failed: { error: string; message: string } | null = null;
   try {
-    res = await guardedFetch(url, {
+    res = await step(ctx, 'fetching', () => guardedFetch(url, {
       allowCidrs: config.outbound.allowCidrs,
       maxRedirects: config.outbound.maxRedirects,
       connectTimeoutMs: config.outbound.connectTimeoutMs,
@@ -92,7 +163,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
       maxBytes: config.websitepro.maxBytes,
       signal: ctx.signal,
       headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-    });
+    }));
     if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
   } catch (e) {
     if (ctx.signal.aborted) throw e;
@@ -101,7 +172,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   if (failed || !res) {
     for (const o of outputs) index.outputs[o] = failed!;
     if (outputs.includes('pdf')) index.pdf = failed!;
-    await st.putBlob({ name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
+    await settle(deps, ctx, index, outputs, self);
     return index;
   }
 
@@ -119,11 +190,10 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
     warnings: [],
   };
   if (text.length) {
-    await ctx.progress('converting');
     let result: ConvertResult;
     let last: ConvertInput = { ...base, detectJs: true };
     try {
-      result = await deps.pool.run(last);
+      result = await step(ctx, 'converting', () => deps.pool.run(last));
       if (result.needsJavaScript) {
         const reason = result.reason;
         const rendered = await renderInBrowser(deps, res.url).catch((e: Error) => e);
@@ -167,7 +237,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
     // a PDF target is its own PDF; everything else is printed by a browser
     index.pdf = mt === 'application/pdf' ? { file: await putFile(deps, task, 'pdf', res.body, 'application/pdf', 'pdf', res.url) } : 'browser';
   }
-  await st.putBlob({ name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
+  await settle(deps, ctx, index, outputs, self);
   return index;
 }
 
@@ -176,36 +246,55 @@ async function renderInBrowser(deps: Deps, url: string): Promise<RenderHtmlReply
 }
 
 /**
- * Wait for the leader's index; null when it did not come in time. The store is looked at again
- * whenever an outcome of the job is published (the leader reports right after it wrote the index),
- * and every 2 s in any case: polling every 200 ms cost the pipeline a tenth of its CPU.
+ * A follower waits for what the leader made of its output: its outcome on `result.<jobId>` (the
+ * leader reports it), else its stored file, else the index (failed outputs, the pdf decision). The
+ * store is read once at the start (the leader may be done already), then when the leader's own
+ * outcome is published without one for this output, and every 2 s. Null when nothing came in time.
  */
-async function waitIndex(deps: Deps, ctx: TaskContext): Promise<ConvertedIndex | null> {
-  const st = await deps.store(ctx.task.store);
+async function waitForLeader(deps: Deps, ctx: TaskContext, output: Output, leader: Output): Promise<Entry | 'browser' | null> {
+  const { task } = ctx;
+  const st = await deps.store(task.store);
   const c = deps.config;
   const limit = Date.now() + c.websitepro.fetchTimeoutMs + c.shots.pageTimeoutMs + 2 * c.websitepro.convertTimeoutMs + 10000;
-  let lastBeat = 0;
-  let news = 0;
+  let lastBeat = Date.now();
+  let mine: Entry | null = null;
+  let leaderDone = 0;
   let wake: (() => void) | null = null;
-  const sub = deps.nc.subscribe(subjects.result(ctx.task.jobId), {
-    callback: () => {
-      news++;
+  const sub = deps.nc.subscribe(subjects.result(task.jobId), {
+    callback: (_err, m) => {
+      let o: Outcome;
+      try {
+        o = m.json<Outcome>();
+      } catch {
+        return;
+      }
+      if (o.kind === 'done' && o.resultKey === output && o.file) mine = { file: o.file };
+      else if (o.kind === 'failed' && o.resultKey === output) mine = { error: o.error, message: o.message ?? o.error };
+      else if ((o.kind === 'done' || o.kind === 'failed') && o.resultKey === leader) leaderDone++;
+      else return;
       wake?.();
     },
   });
   try {
+    let lookups = 0;
     while (Date.now() < limit && !ctx.signal.aborted) {
-      const seen = news;
-      const info = await st.info(indexName(ctx.task.jobId)).catch(() => null);
-      if (info) {
-        const raw = await st.getBlob(indexName(ctx.task.jobId));
-        if (raw) return JSON.parse(new TextDecoder().decode(raw)) as ConvertedIndex;
+      const seen = leaderDone;
+      if (mine) return mine;
+      const file = await storedFile(st, task, output);
+      if (file) return file;
+      // the index exists only when an output failed or a pdf is decided: not worth a request on the
+      // first look, when the leader has most likely not finished
+      if (lookups++ > 0 || output === 'pdf') {
+        const index = await readIndex(st, task.jobId);
+        const e = index ? (output === 'pdf' ? index.pdf : index.outputs[output]) : undefined;
+        if (e) return e;
       }
+      if (mine) return mine;
       if (Date.now() - lastBeat > 5000) {
         lastBeat = Date.now();
         await ctx.progress('waiting for the page to be fetched');
       }
-      if (news !== seen) continue;
+      if (leaderDone !== seen) continue;
       await new Promise<void>((r) => {
         const timer = setTimeout(r, 2000);
         wake = () => {
@@ -215,7 +304,7 @@ async function waitIndex(deps: Deps, ctx: TaskContext): Promise<ConvertedIndex |
       });
       wake = null;
     }
-    return null;
+    return mine;
   } finally {
     sub.unsubscribe();
   }
@@ -236,7 +325,7 @@ async function printPdf(deps: Deps, task: Task, url: string): Promise<StoredFile
   return { store: task.store, name, contentType: 'application/pdf', bytes: reply.bytes, filename: filenameFor(url, 'pdf') };
 }
 
-function outcome(entry: { file: StoredFile } | { error: string; message: string } | undefined, key: string): { file: StoredFile } {
+function outcome(entry: Entry | undefined, key: string): { file: StoredFile } {
   if (!entry) throw new TaskFailure('conversion_failed', `no ${key} was produced`);
   if ('error' in entry) throw new TaskFailure(entry.error, entry.message);
   return { file: entry.file };
@@ -254,21 +343,24 @@ export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file: 
     await ctx.progress('printing');
     return { file: await printPdf(deps, ctx.task, url) };
   }
-  const leader = outputs[0] === output;
-  let index = leader ? null : await waitIndex(deps, ctx);
-  index ??= await produce(deps, ctx, outputs, url);
-  if (output !== 'pdf') return outcome(index.outputs[output], output);
-  if (index.pdf === 'browser' || index.pdf === undefined) {
+  const leader = outputs[0]!;
+  let entry: Entry | 'browser' | null | undefined = leader === output ? null : await waitForLeader(deps, ctx, output, leader);
+  if (!entry) {
+    const index = await produce(deps, ctx, outputs, url, output);
+    entry = output === 'pdf' ? index.pdf : index.outputs[output];
+  }
+  if (output !== 'pdf') return outcome(entry === 'browser' ? undefined : entry, output);
+  if (entry === 'browser' || entry === undefined) {
     await ctx.progress('printing');
     return { file: await printPdf(deps, ctx.task, url) };
   }
-  return outcome(index.pdf, 'pdf');
+  return outcome(entry, 'pdf');
 }
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
   const size = Math.max(1, Math.min(config.websitepro.concurrency, os.availableParallelism()));
-  const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs, recycleAfter: 200 });
+  const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs });
   const stores = new Map<string, Promise<ObjectStore>>();
   const deps: Deps = {
     nc, config, log, pool,

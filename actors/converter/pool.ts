@@ -1,7 +1,9 @@
 // A small pool of worker threads for jsdom work, so the actor's event loop stays free for
 // heartbeats and NATS traffic while a large page converts. A conversion that runs too long or
-// exhausts its heap kills only its thread; threads are also recycled after a number of pages
-// (jsdom and V8 caches grow).
+// exhausts its heap kills only its thread. Threads are not recycled by count: a new thread costs
+// about 1.2 s of CPU (tsx compiling the sources, loading jsdom; ~30 pages' worth), and one thread's
+// RSS stayed flat over 2500 pages (docs/performance.md). A thread whose heap stays large after a
+// conversion (a huge page's leftovers) is replaced.
 import { Worker } from 'node:worker_threads';
 import type { ConvertInput, ConvertResult } from './convert.ts';
 
@@ -9,8 +11,10 @@ export interface PoolOptions {
   size: number;
   /** Longest one conversion may take. */
   taskTimeoutMs?: number;
-  /** Replace a thread after this many conversions. */
+  /** Replace a thread after this many conversions (default: never). */
   recycleAfter?: number;
+  /** Replace a thread whose heap in use after a conversion is above this, MB (default 512). */
+  recycleHeapMb?: number;
   /** Heap of one thread, MB. */
   maxHeapMb?: number;
 }
@@ -42,10 +46,16 @@ export class ConvertPool {
   private queue: Job[] = [];
   private nextId = 1;
   private closed = false;
+  private spawned = 0;
   constructor(private opts: PoolOptions) {}
 
   get size() {
     return this.opts.size;
+  }
+
+  /** Threads started so far (replacements included). */
+  get started() {
+    return this.spawned;
   }
 
   /** Convert on a free thread; `timeoutMs` overrides the pool's limit for this one call. */
@@ -60,6 +70,7 @@ export class ConvertPool {
   private spawn(): Slot {
     const worker = new Worker(ENTRY, { resourceLimits: { maxOldGenerationSizeMb: this.opts.maxHeapMb ?? 1024 } });
     worker.unref();
+    this.spawned++;
     const slot: Slot = { worker, busy: false, done: 0 };
     this.slots.push(slot);
     return slot;
@@ -92,14 +103,15 @@ export class ConvertPool {
       w.off('exit', onExit);
       slot.busy = false;
       slot.done++;
-      if (!healthy || slot.done >= (this.opts.recycleAfter ?? 200)) this.retire(slot);
+      if (!healthy || slot.done >= (this.opts.recycleAfter ?? Infinity)) this.retire(slot);
       fn();
       this.pump();
     };
-    const onMessage = (m: { id: number; result?: ConvertResult; error?: string }) => {
+    const onMessage = (m: { id: number; result?: ConvertResult; error?: string; heapMb?: number }) => {
       if (m.id !== id) return;
-      if (m.error !== undefined) finish(() => job.reject(new ConversionError('conversion_failed', m.error!.split('\n')[0]!)), true);
-      else finish(() => job.resolve(m.result!), true);
+      const healthy = (m.heapMb ?? 0) <= (this.opts.recycleHeapMb ?? 512);
+      if (m.error !== undefined) finish(() => job.reject(new ConversionError('conversion_failed', m.error!.split('\n')[0]!)), healthy);
+      else finish(() => job.resolve(m.result!), healthy);
     };
     const onError = (e: Error) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread died: ${e.message}`)), false);
     const onExit = (code: number) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread exited (${code})`)), false);

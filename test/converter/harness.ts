@@ -27,6 +27,17 @@ export async function jobRunner(nats: TestNats) {
   // the plan asks the catalogue whether a converter runs (this one advertises itself)
   const catalogueKv = await new Kvm(nats.nc).open(BUCKETS.catalogue);
 
+  /** A job's tasks as the supervisor would publish them, not yet published. */
+  async function planJob(url: string, outputs: string[]): Promise<{ jobId: string; tasks: { subject: string; task: Task }[] }> {
+    const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config, catalogueKv } as never);
+    const jobId = newId('job');
+    return {
+      jobId,
+      tasks: plan.items.map((item) => ({ subject: item.task!.subject, task: { v: 1, jobId, service: 'websitepro', resultKey: item.key, walletId: 'w_test', store: websitepro.store, objectName: objectName(jobId, item.key), expiresAt: Date.now() + 3600_000, params: item.task!.params } })),
+    };
+  }
+  const publishTask = (p: { subject: string; task: Task }) => js.publish(p.subject, JSON.stringify(p.task), { msgID: taskMsgId(p.task.jobId, p.task.resultKey) });
+
   async function runJob(url: string, outputs: string[], timeoutMs = 60000): Promise<Record<string, Final>> {
     const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config, catalogueKv } as never);
     const jobId = newId('job');
@@ -56,5 +67,5 @@ export async function jobRunner(nats: TestNats) {
     const b = await store.getBlob(o.file.name);
     return Buffer.from(b!).toString('utf8');
   }
-  return { runJob, read, store };
+  return { runJob, read, store, planJob, publishTask };
 }

@@ -46,3 +46,16 @@ t.test('a runaway conversion is stopped and its thread replaced', async (t) => {
   const r = await pool.run({ ...input, body: Buffer.from('<article><p>small</p></article>') });
   t.ok('outputs' in r, 'the next conversion runs on a fresh thread');
 });
+
+t.test('a thread is kept across conversions, and replaced when its heap stays large', async (t) => {
+  const small = { ...input, body: Buffer.from('<article><h1>Small</h1><p>A small page with a few words.</p></article>'), outputs: ['metadata', 'markdown'] as ConvertInput['outputs'] };
+  const kept = new ConvertPool({ size: 1 });
+  t.teardown(() => kept.close());
+  for (let i = 0; i < 30; i++) await kept.run(small);
+  // a new thread costs ~1.2 s of CPU (tsx, jsdom); memory stays flat without replacing it
+  t.equal(kept.started, 1, 'one thread for 30 conversions');
+  const strict = new ConvertPool({ size: 1, recycleHeapMb: 1 });
+  t.teardown(() => strict.close());
+  for (let i = 0; i < 3; i++) t.ok('outputs' in (await strict.run(small)));
+  t.equal(strict.started, 3, 'a thread over the heap limit after a conversion is replaced');
+});

@@ -32,6 +32,33 @@ export const HOSTILE_PAGES: Record<string, string> = {
   </script>`),
   '/popup': doc('<a id="blank" href="/popup-target" target="_blank">new tab</a>', 'rgb(0,0,160)',
     `<script>addEventListener('DOMContentLoaded', () => { window.open('/popup-alert?open'); document.getElementById('blank').click(); })</script>`),
+  // a window opened by a click (a user gesture: the popup blocker lets it through) whose script
+  // raises a dialog before anything can attach to it; the opener turns green once it runs on
+  '/popup-click': doc('<button id="open" style="width:200px;height:100px">open</button>', 'rgb(0,0,160)', `<script>
+    addEventListener('DOMContentLoaded', () => document.getElementById('open').addEventListener('click', () => {
+      const w = window.open('');
+      if (w) w.alert('from the popup');
+      document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
+    }));
+  </script>`),
+  // pages for a frame of another site (see /xframe): dialogs while loading and later, popups on
+  // load (no gesture) and on a click
+  '/frame/alert': doc('<p>frame</p>', 'rgb(200,0,0)', `<script>
+    alert('from the frame');
+    addEventListener('load', () => setTimeout(() => {
+      confirm('frame later?');
+      document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
+    }, 300));
+  </script>`),
+  '/frame/popup': doc('<a id="blank" href="/popup-target?frame" target="_blank">new tab</a>', 'rgb(0,160,0)',
+    `<script>addEventListener('DOMContentLoaded', () => { window.open('/popup-alert?frame'); document.getElementById('blank').click(); })</script>`),
+  '/frame/popup-click': doc('<button id="open" style="width:200px;height:200px">open</button>', 'rgb(200,0,0)', `<script>
+    addEventListener('DOMContentLoaded', () => document.getElementById('open').addEventListener('click', () => {
+      const w = window.open('');
+      if (w) w.alert('from the popup');
+      document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
+    }));
+  </script>`),
   '/popup-target': doc('<p>popup</p>', 'rgb(255,0,0)'),
   '/popup-alert': doc('<p>popup</p>', 'rgb(255,0,0)', `<script>alert('from the popup')</script>`),
   '/idle/longpoll': doc('<p>long poll</p>', 'rgb(0,128,128)', `<script>fetch('/hang').catch(() => {})</script>`),
@@ -69,6 +96,14 @@ export function hostileRoute(u: URL, req: IncomingMessage, res: ServerResponse):
       res.writeHead(200, { 'content-type': u.searchParams.get('type') ?? 'application/octet-stream' });
       timers.push(setInterval(() => res.write(Buffer.alloc(64, 1)), 200));
       return true;
+    case '/xframe': { // the page of ?frame=/frame/... framed from the other loopback site
+      const [host, port] = String(req.headers.host ?? '').split(':');
+      const other = host === 'localhost' ? '127.0.0.1' : 'localhost';
+      const src = `http://${other}:${port}${u.searchParams.get('frame') ?? '/plain'}`;
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(doc(`<iframe src="${src}" width="200" height="200" style="border:0;display:block"></iframe>`, 'rgb(0,0,160)'));
+      return true;
+    }
     case '/attachment':
       res.writeHead(200, { 'content-type': 'text/html', 'content-disposition': 'attachment; filename="page.html"' });
       res.end(HOSTILE_PAGES['/dialog/load']);

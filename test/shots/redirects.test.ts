@@ -9,7 +9,8 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
     for (const path of ['/redirect/meta', '/redirect/js']) {
-      const shot = await b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } });
+      const [shot, ms] = await timed(() => b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } }));
+      t.ok(ms < 15000, `${path}: took ${ms} ms`);
       t.equal(new URL(shot.extra.finalUrl!).pathname, '/plain', `${path} followed`);
       t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${path}: the destination captured`);
     }
@@ -21,13 +22,15 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: a late web font is waited for; a page that is dark by itself is captured dark`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
-    const shot = await b.shoot(fx.url('/late-font'), { viewport: { w: 800, h: 300 } });
+    const [shot, ms] = await timed(() => b.shoot(fx.url('/late-font'), { viewport: { w: 800, h: 300 } }));
+    t.ok(ms < 15000, `late font: took ${ms} ms`);
     t.equal(fx.hits.get('/font.ttf'), 1, 'the font was fetched');
     // font-display: block hides the text until the font arrives (1.5 s after it is asked for)
     let dark = 0;
     for (let x = 10; x < 780; x += 7) if ((await pixel(shot.png, x, 80))[0] < 100) dark++;
     t.ok(dark > 10, `text painted in the late font (${dark} dark samples)`);
-    const self = await b.shoot(fx.url('/self-dark'), { viewport: { w: 400, h: 400 }, scheme: 'light' });
+    const [self, sms] = await timed(() => b.shoot(fx.url('/self-dark'), { viewport: { w: 400, h: 400 }, scheme: 'light' }));
+    t.ok(sms < 15000, `self-dark: took ${sms} ms`);
     const [r, g, bl] = await pixel(self.png, 5, 390);
     t.ok(r < 60 && g < 60 && bl < 60, `dark canvas in a light browser: ${[r, g, bl]}`);
   });

@@ -24,6 +24,15 @@ interface SparticuzModule {
 const DROPPED = ['--single-process', '--disable-web-security', '--allow-running-insecure-content', '--headless', '--use-gl', '--use-angle', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--in-process-gpu', '--enable-features=SharedArrayBuffer'];
 export const sparticuzFlags = (args: string[]) => args.filter((a) => !DROPPED.some((d) => a === d || a.startsWith(`${d}=`)));
 
+/**
+ * The headless shell has no popup blocker (it lives in Chrome's UI layer, which the shell leaves
+ * out): every `window.open` opened a window, and one whose script raised a dialog at once froze
+ * the opener (same renderer) until the page timeout, intermittently, as the dialog won or lost
+ * the race with puppeteer's set-up of the popup. This shell switch refuses every new window,
+ * which is what Chromium's blocker does to a page that had no user gesture (we never give one).
+ */
+export const HEADLESS_SHELL_FLAGS = ['--block-new-web-contents'];
+
 const unpacked = new Map<string, Promise<string>>();
 
 async function unpack(pkg: string, mod: SparticuzModule): Promise<string> {
@@ -74,7 +83,7 @@ export function sparticuzChromium(configId: string): Launcher {
       return puppeteer.launch({
         executablePath,
         headless: 'shell',
-        args: [...new Set([...sparticuzFlags(m.args), ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
+        args: [...new Set([...sparticuzFlags(m.args), ...HEADLESS_SHELL_FLAGS, ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
         defaultViewport: null,
         ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
         // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans

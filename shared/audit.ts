@@ -4,7 +4,7 @@
 //   const { violations } = await audit(nc); t.same(violations, []);
 // Run it when the system is quiet: a job between its charge and its job document, or a top-up between
 // its credit and its status update, shows up as a violation until that step is done.
-import { jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -34,6 +34,11 @@ export interface AuditReport {
 // read answers as soon as a majority has elected one. They are consistent (the leader's copy) and
 // pipelined, READ_CONCURRENCY in flight.
 const READ_CONCURRENCY = 32;
+// One read is one small message from a leader. Right after a leader is lost the first reads go
+// unanswered until a new one is elected (5-8 s, longer under load); with the client's default 5 s
+// request timeout the caller's retries came too late for the operator's budget (admin's 12 s), with
+// 2 s they follow the election closely.
+const READ_TIMEOUT_MS = 2000;
 
 /** `f` over `items`, at most `limit` at once, results in order. */
 async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise<R>): Promise<R[]> {
@@ -50,7 +55,7 @@ async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise
 }
 
 export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS });
   const { state } = await jsm.streams.info(STREAMS.ledger);
   if (state.messages === 0) return [];
   const seqs = Array.from({ length: state.last_seq - state.first_seq + 1 }, (_, i) => state.first_seq + i);
@@ -65,14 +70,14 @@ export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
 
 /** Every live key of a bucket: the subjects its stream holds, from the leader's stream info. */
 export async function bucketKeys(nc: NatsConnection, bucket: string): Promise<string[]> {
-  const jsm = await jetstreamManager(nc);
+  const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS });
   const prefix = `$KV.${bucket}.`;
   const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
   return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
 }
 
 export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean): Promise<Map<string, T>> {
-  const kv: KV = await new Kvm(nc).open(bucket);
+  const kv: KV = await new Kvm(jetstream(nc, { timeout: READ_TIMEOUT_MS })).open(bucket);
   const keys = (await bucketKeys(nc, bucket)).filter((k) => !filter || filter(k)).sort();
   const values = await mapLimit(keys, READ_CONCURRENCY, (k) => kv.get(k));
   const out = new Map<string, T>();
@@ -155,7 +160,7 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
   // One direct lookup per file (a stream-leader request), never a store listing: a listing is a
   // consumer, which with a node down can be placed on or wait for the dead peer (issue 19).
   const stores = new Map<string, Awaited<ReturnType<Objm['open']>>>();
-  const objm = new Objm(nc);
+  const objm = new Objm(jetstream(nc, { timeout: READ_TIMEOUT_MS }));
   for (const job of jobs.values()) {
     if (!job?.results || job.purgedAt !== undefined || job.expiresAt <= now) continue;
     for (const r of job.results) {

@@ -145,7 +145,7 @@ export async function main(argv: string[]) {
   const result = {
     startedAt,
     finishedAt: new Date().toISOString(),
-    command: `${quick() ? 'BENCH_QUICK=1 ' : ''}npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}`,
+    command: `${Object.entries(process.env).filter(([k]) => k === 'BENCH_QUICK' || /^[A-Z]+_BENCH_/.test(k)).map(([k, v]) => `${k}=${v} `).join('')}npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}`,
     quick: quick(),
     parts,
     ...info,

@@ -80,7 +80,10 @@ export async function startTestCluster(t: Tap, overrides: Record<string, unknown
     conns.push(c);
     return c;
   };
-  await retry(async () => provision(await connect(0, 'provision'), config));
+  // a fresh cluster elects its meta leader and learns its peers in a few seconds, much longer on a
+  // loaded 2-core machine (a 20 s budget ran out once in CI); the service's own start-up waits 60 s
+  const provisioner = await retry(() => connect(0, 'provision'));
+  await retry(() => provision(provisioner, config), 60_000, 500);
   return { cluster, config, connect };
 }
 

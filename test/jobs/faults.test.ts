@@ -109,9 +109,17 @@ t.test('a supervisor restarted mid-job carries on', async (t) => {
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
   const { job } = await s.submit(walletId, [{ key: 'a', price: 10, behave: 'slow', params: { ms: 1500 } }, { key: 'b', price: 20, behave: 'fail' }]);
-  // wait until dispatched, then stop the only supervisor while the slow task runs
-  for (let i = 0; i < 100 && (await s.job(job.id)).status === 'queued'; i++) await sleep(50);
+  // wait until dispatched and the fast failure recorded, then stop the only supervisor while the
+  // slow task runs. The tasks go out with the creation, so b's outcome can reach the supervisor
+  // before the document does and be retried a second later; stopped in that second, the retry
+  // would wait out the consumer's 30 s ack wait (delayed, not lost), longer than this test waits.
+  for (let i = 0; i < 100; i++) {
+    const cur = await s.job(job.id);
+    if (cur.status !== 'queued' && cur.results.find((r) => r.key === 'b')?.status !== 'pending') break;
+    await sleep(50);
+  }
   t.equal((await s.job(job.id)).status, 'processing');
+  t.equal((await s.job(job.id)).results.find((r) => r.key === 'a')?.status, 'pending', 'the slow task still runs');
   await s.supervisors[0]!.stop();
   await sleep(2000);
   t.equal((await s.job(job.id)).status, 'processing', 'nothing moves without a supervisor');

@@ -145,8 +145,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   progress(`loading ${p.url}`);
   const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext });
 
-  // the document's own address: over BiDi page.url() can lag a script redirect
-  const finalUrl = await page.evaluate(() => location.href).catch(() => page.url());
+  const finalUrl = watch.finalUrl ?? page.url();
   const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
   if (p.options.hideCookieBanner) {
     progress('hiding the cookie banner');

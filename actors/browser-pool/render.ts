@@ -71,7 +71,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       return run(async (page, ahead) => {
         const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
-        return { html: await watch.race(page.content()), finalUrl: await page.evaluate(() => location.href).catch(() => page.url()), status };
+        return { html: await watch.race(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
       });
     },
   };

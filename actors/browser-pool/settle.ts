@@ -68,6 +68,8 @@ export class PageWatch {
   documents = 0;
   /** The latest main-frame document answer. */
   mainResponse: HTTPResponse | null = null;
+  /** The document's own address once settled (over BiDi page.url() can lag a script redirect). */
+  finalUrl?: string;
   /** Requests in flight, and when the network last started or ended one (ms). */
   private inflight = new Set<HTTPRequest>();
   private lastActivity = Date.now();
@@ -164,6 +166,28 @@ export class PageWatch {
       if (idleFor >= quietMs || Date.now() >= until) return;
       await sleep(Math.max(10, Math.min(until - Date.now(), this.inflight.size ? 50 : quietMs - idleFor)));
     }
+  }
+
+  /**
+   * From now until the page closes, asks the page a trivial question every `SETTLE.stuckMs`; no
+   * answer within that long fails the page with `timeout`. The capture after the settle (address,
+   * screenshot, PDF) needs the main thread, and a script whose endless loop starts just after the
+   * settle would otherwise hold it until the page's own timeout.
+   */
+  watchMainThread(): void {
+    const page = this.page;
+    void (async () => {
+      while (!page.isClosed() && !this.failure) {
+        await sleep(SETTLE.stuckMs);
+        if (page.isClosed() || this.failure) return;
+        const answer = await Promise.race([
+          page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), // closed, its browser gone, or moving on: watched no more
+          sleep(SETTLE.stuckMs).then(() => 'none' as const),
+        ]);
+        if (answer === 'gone') return;
+        if (answer === 'none' && !page.isClosed()) this.fail(new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)'));
+      }
+    })();
   }
 
   /** `p`, or the page's failure if that comes first. */
@@ -316,6 +340,16 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     // a hop refused by the guard over https leaves Chromium on its error page
     if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url())) throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
   }
+  // A script that starts its endless loop just after the load event has passed every check so far,
+  // and would hold the capture (which needs the main thread) until the page's timeout: the page's
+  // own address is asked for here, within the stuck limit.
+  const href = await watch.race(Promise.race([
+    page.evaluate(() => location.href).catch(() => page.url()),
+    sleep(Math.min(SETTLE.stuckMs, left())).then(() => null),
+  ]));
+  if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
+  watch.finalUrl = href;
+  watch.watchMainThread();
   opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
   if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
   return resp;

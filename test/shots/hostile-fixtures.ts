@@ -69,6 +69,8 @@ export const HOSTILE_PAGES: Record<string, string> = {
   '/idle/frame': doc('<p>endless frame</p><iframe src="/drip?type=text/html" width="100" height="100"></iframe>', 'rgb(0,128,128)'),
   '/loop/inline': doc('<p>never parsed</p>', 'rgb(0,0,0)', '<script>for (;;) {}</script>'),
   '/loop/later': doc('<p>busy</p>', 'rgb(0,128,128)', `<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0))</script>`),
+  // the loop starts after the page has settled: during the capture (here, the shot's delay)
+  '/loop/settled': doc('<p>busy</p>', 'rgb(0,128,128)', `<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 1000))</script>`),
   '/memory': doc('<p>hog</p>', 'rgb(0,128,128)', `<script>window.hog = []; for (;;) window.hog.push(new Array(1e6).fill(1.5));</script>`),
   '/redirect/meta': doc('<p>refreshing</p>', 'rgb(200,0,0)', '<meta http-equiv="refresh" content="0;url=/plain">'),
   '/redirect/js': doc('<p>moving</p>', 'rgb(200,0,0)', `<script>location.replace('/plain')</script>`),

@@ -21,6 +21,18 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     t.equal(b.managed().launches, 1, 'the browser survived');
   });
 
+  t.test(`${id}: a script whose endless loop starts after the settle fails as timeout well before the page timeout`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await testBrowser(t, id); // the page timeout is 30 s
+    const [err, ms] = await timed(() => failureOf(b.shoot(fx.url('/loop/settled'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } })));
+    t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
+    t.match(err?.message, /main thread stopped answering/, 'named as a stuck page, not the page timeout');
+    t.ok(ms < 20000, `took ${ms} ms (the main thread is asked every 3 s)`);
+    const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
+    t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');
+    t.equal(b.managed().launches, 1, 'the browser survived');
+  });
+
   t.test(`${id}: a page that allocates without end is stopped at its heap limit; the browser survives`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id, { timeoutMs: PAGE_TIMEOUT_MS });

@@ -8,6 +8,7 @@ import { isPdf, readPdf, pdfMarkdown, pdfMetadata, pdfText, type PdfContent } fr
 import createDOMPurify from 'dompurify';
 import { decodeBody } from './charset.ts';
 import { capNesting, MAX_DEPTH } from './depth.ts';
+import { asciiLower, attrIs, classPattern, firstDescendant, firstElement, hasAncestorNamed, hasDescendantNamed, indexPage, named, type PageIndex } from './elements.ts';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
 
 export type TextOutput = 'metadata' | 'markdown' | 'text' | 'html';
@@ -168,11 +169,13 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const parse = () => parseHtml(source, input.finalUrl);
   try {
     let doc: Document;
+    let page: ParsedPage;
     try {
       const capped = capNesting(decoded);
       source = capped.html;
       if (capped.flattened) warnings.push(`the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`);
-      doc = parse();
+      page = parse();
+      doc = page.doc;
     } catch (e) {
       failAll(failure(e, 'the page does not parse as HTML'));
       return { outputs: out };
@@ -181,8 +184,8 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    const keep = guard(() => prepareDoc(doc), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
-    const facts = guard(() => collectPageFacts(doc, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    const keep = guard(() => prepareDoc(page), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
+    const facts = guard(() => collectPageFacts(page, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
     guard(() => removeDebris(doc), undefined);
     // Readability changes the document it reads; the page facts are taken first, and the rare
     // fallback (no article found) parses the page again instead of every page paying for a copy
@@ -192,8 +195,8 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       main = mainContent(doc, keep, () => {
         const d = parse();
         guard(() => prepareDoc(d), []);
-        guard(() => removeDebris(d), undefined);
-        return d;
+        guard(() => removeDebris(d.doc), undefined);
+        return d.doc;
       });
     } catch (e) {
       mainError = e;
@@ -244,10 +247,20 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
  * made absolute against the final URL (dropped when it is not http(s)), else the final URL.
  */
 let sharedWindow: DOMWindow | null = null;
-function parseHtml(source: string, url: string): Document {
-  sharedWindow ??= new JSDOM('', { url: 'https://converter.invalid/' }).window;
+const WINDOW_URL = 'https://converter.invalid/';
+
+/** A parsed page: the document, its elements sorted by name (one walk), and the <base> put in. */
+interface ParsedPage extends PageIndex {
+  doc: Document;
+  base: HTMLBaseElement;
+}
+
+function parseHtml(source: string, url: string): ParsedPage {
+  sharedWindow ??= new JSDOM('', { url: WINDOW_URL }).window;
   const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
-  const bases = [...doc.querySelectorAll('base[href]')];
+  const index = indexPage(doc);
+  const allBases = named(index, 'base');
+  const bases = allBases.filter((b) => b.hasAttribute('href'));
   let base: string = url;
   if (bases[0]) {
     try {
@@ -257,11 +270,11 @@ function parseHtml(source: string, url: string): Document {
       /* an unparsable <base> is ignored, as browsers do */
     }
   }
-  for (const b of doc.querySelectorAll('base')) b.remove();
+  for (const b of allBases) b.remove();
   const el = doc.createElement('base');
   el.setAttribute('href', base);
   (doc.head ?? doc.documentElement).prepend(el);
-  return doc;
+  return { ...index, doc, base: el };
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */
@@ -275,13 +288,18 @@ function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
 }
 
 /** Absolute URLs, code-block languages and task-list boxes made to survive Readability; returns the classes to keep. */
-function prepareDoc(doc: Document): string[] {
-  absolutize(doc);
-  const keep = markCodeLanguages(doc);
+function prepareDoc(page: ParsedPage): string[] {
+  const { doc } = page;
+  absolutize(page);
+  const keep = markCodeLanguages(page);
   // Readability drops <input>: keep task-list boxes as marker characters, restored per output
-  for (const box of doc.querySelectorAll('li input[type="checkbox" i]')) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  // (`li input[type="checkbox" i]`)
+  for (const box of named(page, 'input')) {
+    if (attrIs(box, 'type', 'checkbox') && hasAncestorNamed(box, LI)) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  }
   return keep;
 }
+const LI = new Set(['li']);
 
 /**
  * A page needs JavaScript when its static HTML carries (almost) no readable text but does carry
@@ -324,23 +342,28 @@ function visibleText(root: Element, enough: number): string {
 const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
 
 /** Every link and image absolute against the document base (jsdom honours <base>); lazy images made real. */
-function absolutize(doc: Document) {
+function absolutize(page: ParsedPage) {
+  const { doc, base } = page;
   // a <base> pointing anywhere but http(s) would turn every relative link into that scheme
-  for (const b of doc.querySelectorAll('base[href]')) {
-    let ok = false;
-    try {
-      ok = /^https?:$/.test(new URL((b as HTMLBaseElement).href).protocol);
-    } catch {
-      ok = false;
-    }
-    if (!ok) b.remove();
+  // (parseHtml left one <base> only; its href is read against the window's URL, as jsdom does)
+  let ok = false;
+  try {
+    ok = /^https?:$/.test(new URL(base.getAttribute('href') ?? '', WINDOW_URL).protocol);
+  } catch {
+    ok = false;
   }
-  for (const a of doc.querySelectorAll('a[href]')) {
-    const href = a.getAttribute('href')!.trim();
+  if (!ok) base.remove();
+  // what `a.href` gives, with Node's URL parser: jsdom's (whatwg-url, IDNA in JavaScript) cost
+  // more than the rest of this step; an unparsable href stays as written, as jsdom returns it
+  const baseUrl = doc.baseURI;
+  for (const a of named(page, 'a')) {
+    const raw = a.getAttribute('href');
+    if (raw === null) continue;
+    const href = raw.trim();
     if (/^javascript:/i.test(href)) a.removeAttribute('href');
-    else if (!href.startsWith('#')) a.setAttribute('href', (a as HTMLAnchorElement).href);
+    else if (!href.startsWith('#')) a.setAttribute('href', resolveHref(raw, baseUrl));
   }
-  for (const img of doc.querySelectorAll('img')) {
+  for (const img of named(page, 'img')) {
     const lazy = img.getAttribute('data-src') ?? img.getAttribute('data-lazy-src') ?? img.getAttribute('data-original');
     const src = img.getAttribute('src') ?? '';
     if (lazy && (!src || src.startsWith('data:'))) img.setAttribute('src', lazy);
@@ -354,7 +377,15 @@ function absolutize(doc: Document) {
     }
     img.removeAttribute('srcset');
   }
-  for (const el of doc.querySelectorAll('source[srcset]')) el.removeAttribute('srcset');
+  for (const el of named(page, 'source')) if (el.hasAttribute('srcset')) el.removeAttribute('srcset');
+}
+
+function resolveHref(raw: string, base: string): string {
+  try {
+    return new URL(raw, base).href;
+  } catch {
+    return raw;
+  }
 }
 
 interface PageFacts {
@@ -382,7 +413,7 @@ const clean = (s: string | null | undefined) => {
   return v ? v : null;
 };
 
-function jsonLd(doc: Document): Record<string, unknown>[] {
+function jsonLd(page: ParsedPage): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   const visit = (v: unknown) => {
     if (Array.isArray(v)) v.forEach(visit);
@@ -391,7 +422,9 @@ function jsonLd(doc: Document): Record<string, unknown>[] {
       if ('@graph' in v) visit((v as { '@graph': unknown })['@graph']);
     }
   };
-  for (const s of doc.querySelectorAll('script[type="application/ld+json"]')) {
+  // `script[type="application/ld+json"]`: type is compared ignoring ASCII case in HTML
+  for (const s of named(page, 'script')) {
+    if (!attrIs(s, 'type', 'application/ld+json')) continue;
     try {
       visit(JSON.parse(s.textContent ?? ''));
     } catch {
@@ -408,11 +441,15 @@ const nameOf = (v: unknown): string | null => {
   return null;
 };
 
-function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
-  const meta = (sel: string) => clean(doc.querySelector(sel)?.getAttribute('content'));
+function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFacts {
+  const { doc } = page;
+  const metas = named(page, 'meta');
+  // `meta[attr="value" i]`: the first such <meta>, even when its content is empty
+  const meta = (attr: string, value: string) => clean(metas.find((m) => attrIs(m, attr, value))?.getAttribute('content'));
   const openGraph: Record<string, string> = {};
   const twitter: Record<string, string> = {};
-  for (const m of doc.querySelectorAll('meta[property], meta[name]')) {
+  for (const m of metas) {
+    if (!m.hasAttribute('property') && !m.hasAttribute('name')) continue;
     const key = (m.getAttribute('property') ?? m.getAttribute('name') ?? '').trim().toLowerCase();
     const val = clean(m.getAttribute('content'));
     if (!val) continue;
@@ -420,7 +457,7 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
     else if (key.startsWith('article:')) openGraph[key] ??= val;
     else if (key.startsWith('twitter:')) twitter[key.slice(8)] ??= val;
   }
-  const ld = jsonLd(doc);
+  const ld = jsonLd(page);
   const ldFirst = (k: string) => ld.map((o) => o[k]).find((v) => v !== undefined && v !== null);
   const abs = (u: string | null | undefined) => {
     if (!u) return null;
@@ -431,17 +468,21 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
       return null;
     }
   };
-  const icons = [...doc.querySelectorAll('link[rel][href]')].filter((l) => /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
+  const links = named(page, 'link');
+  const icons = links.filter((l) => l.hasAttribute('rel') && l.hasAttribute('href') && /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
   const icon = icons.find((l) => /(^|\s)icon(\s|$)/i.test(l.getAttribute('rel')!)) ?? icons[0];
-  const headings = [...doc.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+  const headings = page.headings
     .map((h) => ({ level: Number(h.tagName[1]), text: clean(h.textContent) ?? '' }))
     .filter((h) => h.text)
     .slice(0, 200);
   const host = new URL(input.finalUrl).host;
   let internal = 0, external = 0;
-  for (const a of doc.querySelectorAll('a[href]')) {
+  const baseUrl = doc.baseURI;
+  for (const a of named(page, 'a')) {
+    const href = a.getAttribute('href');
+    if (href === null) continue;
     try {
-      const u = new URL(a.getAttribute('href')!, doc.baseURI);
+      const u = new URL(href, baseUrl);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') continue;
       if (u.host === host) internal++;
       else external++;
@@ -449,8 +490,10 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
       /* unparsable href: not a link */
     }
   }
-  const firstImg = [...doc.querySelectorAll('article img[src], main img[src], img[src]')].map((i) => i.getAttribute('src')!).find((s) => !s.startsWith('data:'));
-  const timeEl = doc.querySelector('article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]');
+  // `article img[src], main img[src], img[src]`: the last group holds the others
+  const firstImg = named(page, 'img').map((i) => i.getAttribute('src')).find((s) => s !== null && !s.startsWith('data:'));
+  // `article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]`
+  const timeEl = named(page, 'time').find((t) => (t.hasAttribute('datetime') && (t.hasAttribute('pubdate') || hasAncestorNamed(t, ARTICLE))) || t.getAttribute('itemprop') === 'datePublished');
   const publisher = ldFirst('publisher');
   const ldString = (...keys: string[]) => {
     for (const o of ld) for (const k of keys) if (typeof o[k] === 'string' && clean(o[k] as string)) return clean(o[k] as string);
@@ -458,25 +501,28 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
   };
   // fallbacks after Readability, in this order: JSON-LD, Open Graph, Twitter, <meta> (docs/websitepro.md)
   return {
-    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
-    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('meta[name="description" i]'),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]),
-    canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
-    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('meta[name="author" i]') ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
-    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
+    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(page.headings.find((h) => h.localName === 'h1')?.textContent),
+    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('name', 'description'),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('http-equiv', 'content-language') ?? clean(input.contentLanguage?.split(',')[0]),
+    canonical: abs(links.find((l) => attrIs(l, 'rel', 'canonical'))?.getAttribute('href')),
+    // `[rel="author"], [itemprop="author"]` (rel ignores ASCII case in HTML), walked only when needed
+    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('name', 'author') ?? clean(firstElement(doc.documentElement, (e) => attrIs(e, 'rel', 'author') || e.getAttribute('itemprop') === 'author')?.textContent),
+    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('name', 'date') ?? clean(timeEl?.getAttribute('datetime')),
     modifiedTime: clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
-    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('meta[name="application-name" i]'),
-    keywords: (meta('meta[name="keywords" i]') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
-    robots: meta('meta[name="robots" i]'),
+    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('name', 'application-name'),
+    keywords: (meta('name', 'keywords') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    robots: meta('name', 'robots'),
     favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
     image: abs(openGraph.image ?? openGraph['image:url']) ?? abs(twitter.image ?? twitter['image:src']) ?? abs(firstImg),
     openGraph,
     twitter,
     headings,
     links: { total: internal + external, internal, external },
-    images: doc.querySelectorAll('img').length,
+    images: named(page, 'img').length,
   };
 }
+
+const ARTICLE = new Set(['article']);
 
 interface MainContent {
   /** Element holding the main content (in the page's own document). */
@@ -497,10 +543,11 @@ const tasks = (s: string, done: string, open: string) => s.replaceAll(TASK_DONE,
 const CODE_LANG = /(?:^|\s)(?:language|lang|highlight-source|brush:?)-?([a-z0-9+#_-]+)/i;
 
 /** Put a code block's language on its <code> as `language-x`, the one class Readability is told to keep. */
-function markCodeLanguages(doc: Document): string[] {
+function markCodeLanguages(page: ParsedPage): string[] {
+  const { doc } = page;
   const classes = new Set<string>();
-  for (const pre of doc.querySelectorAll('pre')) {
-    const code = pre.querySelector('code');
+  for (const pre of named(page, 'pre')) {
+    const code = firstDescendant(pre, (e) => e.localName === 'code');
     const from = [code?.getAttribute('class'), pre.getAttribute('class'), pre.parentElement?.getAttribute('class'), code?.getAttribute('data-lang'), pre.getAttribute('data-lang'), pre.getAttribute('data-language')];
     let lang: string | null = null;
     for (const c of from) {

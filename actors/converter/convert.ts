@@ -608,29 +608,52 @@ const SKIP_LINKS = new Set(['#content', '#main', '#main-content']);
 
 /** Cookie banners, consent walls, ads, "[edit]" links, heading permalinks: page furniture, never content. */
 function removeDebris(doc: Document) {
-  // one walk over the elements: a selector list of case-insensitive substring matches costs
-  // nwsapi ten times as much (docs/performance.md)
+  // one walk over the elements for every rule: a selector list of case-insensitive substring
+  // matches cost nwsapi ten times as much, and each list is a walk of its own (docs/performance.md)
   const doomed: Element[] = [];
-  const walk = (parent: Element) => {
+  // `.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor,
+  // a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]`
+  const editLinks: Element[] = [];
+  // `h1 a[href^="#"]` … `h6 a[href^="#"]`
+  const permalinks: Element[] = [];
+  // `:is(h1, h2, h3, h4, h5, h6) :is(a, span, button)`
+  const inHeading: Element[] = [];
+  const editClass = classPattern(doc, ['mw-editsection', 'editsection', 'edit-link', 'post-edit-link']);
+  const anchorClass = classPattern(doc, ['headerlink', 'anchor', 'anchorjs-link', 'heading-anchor', 'hash-link']);
+  const walk = (parent: Element, heading: boolean) => {
     for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
-      const name = `${el.id} ${el.getAttribute('class') ?? ''}`;
+      const cls = el.getAttribute('class');
+      const name = `${el.id} ${cls ?? ''}`;
       const role = el.getAttribute('role');
+      const tag = el.localName;
       const furniture = FURNITURE_NAME.test(name) || el.hasAttribute('data-ad-slot') || role === 'dialog' || role === 'alertdialog' || el.getAttribute('aria-modal') === 'true' || (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
       // a class name is a weak signal: only small boxes go, so an article about cookies stays
-      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) doomed.push(el);
-      else walk(el);
+      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !hasDescendantNamed(el, HOLDS_CONTENT)) {
+        doomed.push(el);
+        continue;
+      }
+      if (cls !== null && editClass.test(cls)) editLinks.push(el);
+      else if (tag === 'a' && ((cls !== null && anchorClass.test(cls)) || (el.getAttribute('href') ?? '').includes('action=edit'))) editLinks.push(el);
+      if (heading) {
+        if (tag === 'a' && el.getAttribute('href')?.startsWith('#')) permalinks.push(el);
+        if (tag === 'a' || tag === 'span' || tag === 'button') inHeading.push(el);
+      }
+      walk(el, heading || HEADING_NAMES.has(tag));
     }
   };
-  if (doc.documentElement) walk(doc.documentElement);
+  if (doc.documentElement) walk(doc.documentElement, false);
   for (const el of doomed) el.remove();
-  doc.querySelectorAll('.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor, a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]').forEach((n) => n.remove());
-  for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
-    if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
+  // in the order the selector lists ran: what an earlier rule removed is gone for the later ones
+  for (const el of editLinks) el.remove();
+  for (const a of permalinks) {
+    if (a.isConnected && /^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
   }
-  for (const el of doc.querySelectorAll(':is(h1, h2, h3, h4, h5, h6) :is(a, span, button)')) {
+  for (const el of inHeading) {
     if (el.isConnected && /^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '')) el.remove();
   }
 }
+const HOLDS_CONTENT = new Set(['article', 'main', 'h1']);
+const HEADING_NAMES = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 function isTrackingPixel(img: Element): boolean {
   const w = img.getAttribute('width'), h = img.getAttribute('height');
@@ -643,8 +666,28 @@ function isTrackingPixel(img: Element): boolean {
 function prepare(root: Element): Element {
   // in place: the main content is a tree of its own by now (metadata has counted its words)
   const r = root;
-  r.querySelectorAll('script, style, noscript, template, link, meta').forEach((n) => n.remove());
-  for (const img of r.querySelectorAll('img')) {
+  // one walk for `script, style, noscript, template, link, meta`, `img`, `a[href^="data:" i]`
+  // and the tables: nothing inside a removed element is looked at again
+  const strip: Element[] = [];
+  const imgs: Element[] = [];
+  const dataLinks: Element[] = [];
+  const tables: Element[] = [];
+  const walk = (parent: Element) => {
+    for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
+      const tag = el.localName;
+      if (NOT_CONTENT.has(tag)) {
+        strip.push(el);
+        continue;
+      }
+      if (tag === 'img') imgs.push(el);
+      else if (tag === 'a' && asciiLower(el.getAttribute('href')?.slice(0, 5) ?? '') === 'data:') dataLinks.push(el);
+      else if (tag === 'table') tables.push(el);
+      walk(el);
+    }
+  };
+  walk(r);
+  for (const n of strip) n.remove();
+  for (const img of imgs) {
     const src = img.getAttribute('src') ?? '';
     if (!src || src.startsWith('data:') || isTrackingPixel(img)) {
       const alt = clean(img.getAttribute('alt'));
@@ -652,15 +695,16 @@ function prepare(root: Element): Element {
       else img.remove();
     }
   }
-  for (const a of r.querySelectorAll('a[href^="data:" i]')) a.removeAttribute('href');
-  flattenLayoutTables(r);
+  for (const a of dataLinks) a.removeAttribute('href');
+  flattenLayoutTables(r, tables);
   return r;
 }
+const NOT_CONTENT = new Set(['script', 'style', 'noscript', 'template', 'link', 'meta']);
 
 /** The title becomes the first heading of every output; drop a leading heading that only repeats it. */
 function dropTitleHeading(root: Element, title: string | null) {
   if (!title) return;
-  const first = root.querySelector('h1, h2');
+  const first = firstDescendant(root, (e) => e.localName === 'h1' || e.localName === 'h2');
   if (first && clean(first.textContent) === title) first.remove();
 }
 

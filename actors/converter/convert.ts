@@ -1,5 +1,6 @@
 // Page → outputs, pure and synchronous (runs inside a worker thread, see pool.ts). One jsdom parse
 // serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
+import { createRequire } from 'node:module';
 import { JSDOM, type DOMWindow } from 'jsdom';
 import { Readability } from '@mozilla/readability';
 import { markdownOf } from './markdown.ts';
@@ -258,6 +259,7 @@ interface ParsedPage extends PageIndex {
 function parseHtml(source: string, url: string): ParsedPage {
   sharedWindow ??= new JSDOM('', { url: WINDOW_URL }).window;
   const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
+  shareSelectorEngine(doc);
   const index = indexPage(doc);
   const allBases = named(index, 'base');
   const bases = allBases.filter((b) => b.hasAttribute('href'));
@@ -275,6 +277,29 @@ function parseHtml(source: string, url: string): ParsedPage {
   el.setAttribute('href', base);
   (doc.head ?? doc.documentElement).prepend(el);
   return { ...index, doc, base: el };
+}
+
+/**
+ * jsdom gives every document a selector engine (nwsapi) of its own on its first query, and the
+ * engine compiles each selector again: Readability's queries and jsdom's own `<base>` lookup cost
+ * an engine and their compiles on every page. nwsapi follows the document of the node it is asked
+ * about, so one engine per thread serves every page; one per compatibility mode, since nwsapi
+ * compiles quirks mode into class selectors. If jsdom stops keeping the engine where it is looked
+ * for, every document simply makes its own again.
+ */
+const jsdomImpl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as { implForWrapper(w: object): { _nwsapi?: unknown } | null };
+const selectorEngines = new Map<string, unknown>();
+function shareSelectorEngine(doc: Document) {
+  const impl = jsdomImpl.implForWrapper(doc);
+  if (!impl) return;
+  const mode = doc.compatMode;
+  const engine = selectorEngines.get(mode);
+  if (engine) {
+    impl._nwsapi ??= engine;
+    return;
+  }
+  doc.querySelector('base[href]'); // jsdom makes the document's engine on first use; it asks this selector anyway
+  if (impl._nwsapi) selectorEngines.set(mode, impl._nwsapi);
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */

@@ -251,12 +251,12 @@ let sharedWindow: DOMWindow | null = null;
 const WINDOW_URL = 'https://converter.invalid/';
 
 /** A parsed page: the document, its elements sorted by name (one walk), and the <base> put in. */
-interface ParsedPage extends PageIndex {
+export interface ParsedPage extends PageIndex {
   doc: Document;
   base: HTMLBaseElement;
 }
 
-function parseHtml(source: string, url: string): ParsedPage {
+export function parseHtml(source: string, url: string): ParsedPage {
   sharedWindow ??= new JSDOM('', { url: WINDOW_URL }).window;
   const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
   shareSelectorEngine(doc);

@@ -123,6 +123,9 @@ t.test('one selector engine per thread and compatibility mode, each document que
   // asked in turn, a class compiled for one mode must not answer for the other
   for (let round = 0; round < 2; round++) {
     t.same(docs.map((d) => d.querySelectorAll('.note').length), [2, 0, 2, 0, 2], 'quirks: class in any case; standards: exact');
+    // selectors nwsapi compiles with the class test inside (a lone class is looked up at run time)
+    t.same(docs.map((d) => d.querySelectorAll('p:is(.note)').length), [2, 0, 2, 0, 2], 'the same for a compiled class test');
+    t.same(docs.map((d) => d.querySelectorAll('.note ~ p').length), [2, 0, 2, 0, 2], 'the same for a compiled sibling test');
     t.same(docs.map((d) => d.querySelectorAll('p').length), [3, 2, 3, 2, 3], 'each document answers with its own elements');
     t.same(docs.map((d) => d.querySelector('p')!.ownerDocument === d), [true, true, true, true, true]);
   }

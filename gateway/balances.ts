@@ -15,7 +15,7 @@
 // message by subject). While the consumer is not running, or a read waits too long, the wallet is
 // asked as before.
 import type { NatsConnection } from '@nats-io/nats-core';
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../shared/names.ts';
 import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
 import { freshRead } from '../shared/nats/fresh.ts';
@@ -26,6 +26,11 @@ const SYNC_WAIT_MS = 1000;
 const MAX_WALLETS = 100_000;
 /** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
 const MAX_GAP = 1000;
+/**
+ * A direct get not answered within this is given up for stream info. Turned off on the server, it is
+ * not refused at once: the JetStream API's own subscription takes it and nobody answers.
+ */
+const DIRECT_WAIT_MS = 500;
 /** At most one replacement of a stalled consumer per this interval. */
 const REPLACE_EVERY_MS = 10_000;
 /** Pause before a consumer that ended is started again. */
@@ -54,11 +59,18 @@ class BalanceCopy {
   private generation = 0;
   /** The consumer ended and is being started again: reads ask the wallet meanwhile instead of waiting. */
   private restarting = false;
-  private readonly lastSeq: () => Promise<StreamInfo>;
+  private readonly lastSeq: () => Promise<number>;
+  /**
+   * The ledger allows direct gets, which it does only with one replica (shared/nats/provision.ts):
+   * then the one server storing it answers them, as strictly as a stream-info request and at about
+   * half its cost (no mirror of the ledger exists: one made with `mirror_direct` would answer too).
+   * Checked at each consumer start; any failed direct get turns it off until then.
+   */
+  private direct = false;
   private readonly prefix = subjects.ledger('');
 
   constructor(private readonly nc: NatsConnection) {
-    this.lastSeq = freshRead(async () => (await this.manager()).streams.info(STREAMS.ledger));
+    this.lastSeq = freshRead(() => this.lastSequence());
     void this.loop();
   }
 
@@ -69,6 +81,7 @@ class BalanceCopy {
   private async manager() {
     return (this.jsm ??= await jetstreamManager(this.nc));
   }
+
 
   private async loop() {
     while (!this.stopped && !this.nc.isClosed()) {
@@ -91,9 +104,32 @@ class BalanceCopy {
     for (const w of this.waiters) w.wake();
   }
 
+  /**
+   * The stream's last sequence, from a request sent now: its last message by a direct get where
+   * that is strict, else a stream-info request (answered by the stream's leader). A deleted tail
+   * makes the first smaller than the second; nothing left to read lies between them.
+   */
+  private async lastSequence(): Promise<number> {
+    if (this.direct) {
+      try {
+        // the request form, not the subject-appended one the client uses for last_by_subj, which
+        // would publish to a subject ending in a wildcard
+        const m = await this.nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), { timeout: DIRECT_WAIT_MS });
+        if (m.headers?.code === 404) return 0; // an empty ledger
+        const seq = Number(m.headers?.get('Nats-Sequence'));
+        if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+        return seq;
+      } catch {
+        this.direct = false; // no longer allowed (the ledger was replicated since), or the server is slow
+      }
+    }
+    return (await (await this.manager()).streams.info(STREAMS.ledger)).state.last_seq;
+  }
+
   /** From the stream's current end on: earlier entries are read per wallet on first use. */
   private async consumeOnce() {
     const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    this.direct = info.config.allow_direct === true && info.config.num_replicas === 1;
     const start = info.state.last_seq;
     const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
     const messages = await consumer.consume();
@@ -128,8 +164,7 @@ class BalanceCopy {
    */
   private async synced(): Promise<boolean> {
     if (this.restarting) return false;
-    const info = await this.lastSeq();
-    const last = info.state.last_seq;
+    const last = await this.lastSeq();
     // while the consumer starts (applied -1) this waits for it too
     if (last <= this.applied) return true;
     let waiter!: { seq: number; wake: () => void };

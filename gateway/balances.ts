@@ -18,7 +18,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../shared/names.ts';
 import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
-import { freshRead } from '../shared/nats/fresh.ts';
+import { AppliedUpTo, freshRead } from '../shared/nats/fresh.ts';
 
 /** How long a read waits for the consumer to reach the stream's last sequence before asking the wallet. */
 const SYNC_WAIT_MS = 1000;
@@ -43,9 +43,8 @@ interface Head {
 
 class BalanceCopy {
   private heads = new Map<string, Head>();
-  /** Every LEDGER sequence up to this one has been applied (or did not exist). -1: not running. */
-  private applied = -1;
-  private waiters = new Set<{ seq: number; wake: () => void }>();
+  /** LEDGER sequences applied to `heads` (or that did not exist). -1: no consumer running. */
+  private applied = new AppliedUpTo(-1);
   private stopped = false;
   private jsm?: JetStreamManager;
   /** The running consumer's messages, while one runs. */
@@ -91,17 +90,15 @@ class BalanceCopy {
         const name = (err as Error)?.name;
         if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
       }
-      this.applied = -1;
       this.heads.clear();
       this.generation++;
       this.restarting = true;
       // reads waiting on the consumer that ended ask the wallet now
-      for (const w of this.waiters) w.wake();
+      this.applied.reset(-1);
       if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
     }
     this.stopped = true;
-    this.applied = -1;
-    for (const w of this.waiters) w.wake();
+    this.applied.reset(-1);
   }
 
   /**
@@ -135,13 +132,13 @@ class BalanceCopy {
     const messages = await consumer.consume();
     this.current = messages;
     this.restarting = false;
-    this.reach(start);
+    this.applied.reach(start);
     for await (const m of messages) {
       if (this.stopped) { messages.stop(); break; }
       try {
         this.keep(m.subject.slice(this.prefix.length), { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter });
       } catch { /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length)); }
-      this.reach(m.seq);
+      this.applied.reach(m.seq);
     }
   }
 
@@ -152,12 +149,6 @@ class BalanceCopy {
     this.heads.set(walletId, head);
   }
 
-  private reach(seq: number) {
-    if (seq <= this.applied) return;
-    this.applied = seq;
-    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
-  }
-
   /**
    * The stream's entries up to its last sequence as of now are applied; false if not within the
    * wait. Sequences the stream deleted (a repaired ledger) never arrive: they count as applied.
@@ -166,28 +157,20 @@ class BalanceCopy {
     if (this.restarting) return false;
     const last = await this.lastSeq();
     // while the consumer starts (applied -1) this waits for it too
-    if (last <= this.applied) return true;
-    let waiter!: { seq: number; wake: () => void };
-    const reached = new Promise<void>((r) => { waiter = { seq: last, wake: r }; });
-    this.waiters.add(waiter);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([reached, new Promise((r) => { timer = setTimeout(r, SYNC_WAIT_MS); })]);
-    clearTimeout(timer);
-    this.waiters.delete(waiter);
-    if (this.applied >= last) return true;
-    if (this.applied < 0) return false;
+    if (await this.applied.reached(last, SYNC_WAIT_MS)) return true;
+    if (this.applied.seq < 0) return false;
     // nothing arrived: the missing sequences may be ones the stream no longer holds
-    const from = this.applied;
+    const from = this.applied.seq;
     if (last - from > MAX_GAP) return false;
     const detail = await (await this.manager()).streams.info(STREAMS.ledger, { deleted_details: true });
     const deleted = new Set(detail.state.deleted ?? []);
     for (let seq = from + 1; seq <= last; seq++) {
       if (seq >= detail.state.first_seq && !deleted.has(seq)) {
-        if (this.applied === from) this.replaceStalled();
+        if (this.applied.seq === from) this.replaceStalled();
         return false;
       }
     }
-    this.reach(last);
+    this.applied.reach(last);
     return true;
   }
 

@@ -109,13 +109,7 @@ class BalanceCopy {
   private async lastSequence(): Promise<number> {
     if (this.direct) {
       try {
-        // the request form, not the subject-appended one the client uses for last_by_subj, which
-        // would publish to a subject ending in a wildcard
-        const m = await this.nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), { timeout: DIRECT_WAIT_MS });
-        if (m.headers?.code === 404) return 0; // an empty ledger
-        const seq = Number(m.headers?.get('Nats-Sequence'));
-        if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
-        return seq;
+        return await ledgerLastSeqDirect(this.nc);
       } catch {
         this.direct = false; // no longer allowed (the ledger was replicated since), or the server is slow
       }
@@ -206,6 +200,20 @@ class BalanceCopy {
     this.stopped = true;
     this.current?.stop();
   }
+}
+
+/**
+ * The ledger's last sequence from a direct get of its last message (0: an empty ledger); throws
+ * where the ledger refuses direct gets. Strict only with one replica (see BalanceCopy.direct).
+ */
+export async function ledgerLastSeqDirect(nc: NatsConnection): Promise<number> {
+  // the request form, not the subject-appended one the client uses for last_by_subj, which would
+  // publish to a subject ending in a wildcard
+  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), { timeout: DIRECT_WAIT_MS });
+  if (m.headers?.code === 404) return 0;
+  const seq = Number(m.headers?.get('Nats-Sequence'));
+  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+  return seq;
 }
 
 const copies = new WeakMap<NatsConnection, BalanceCopy>();

@@ -5,9 +5,9 @@
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startTestApp } from '../helpers/app.ts';
-import { testConfig } from '../helpers/nats.ts';
+import { startTestNats, testConfig } from '../helpers/nats.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { streamConfigs } from '../../shared/nats/provision.ts';
+import { provision, streamConfigs } from '../../shared/nats/provision.ts';
 import { STREAMS } from '../../shared/names.ts';
 
 /** Counts the JetStream API requests on the ledger by kind while `fn` runs. */
@@ -27,6 +27,15 @@ t.test('the ledger allows direct gets with one replica and not when replicated',
   const ledger = (replicas: number) => streamConfigs(testConfig({ nats: { replicas } })).find((s) => s.name === STREAMS.ledger)!;
   t.equal(ledger(1).allow_direct, true);
   t.equal(ledger(3).allow_direct, false, 'a replica that lags could answer a direct get with an older sequence');
+});
+
+t.test('a ledger made before (no direct gets) allows them after the next start', async (t) => {
+  const tn = await startTestNats(t);
+  const jsm = await jetstreamManager(tn.nc);
+  const cfg = (await jsm.streams.info(STREAMS.ledger)).config;
+  await jsm.streams.update(STREAMS.ledger, { ...cfg, allow_direct: false });
+  await provision(tn.nc, tn.config);
+  t.equal((await jsm.streams.info(STREAMS.ledger)).config.allow_direct, true);
 });
 
 t.test('one replica: reads ask the last sequence by direct get and see every write made before them', async (t) => {

@@ -15,7 +15,7 @@
 // message by subject). While the consumer is not running, or a read waits too long, the wallet is
 // asked as before.
 import type { NatsConnection } from '@nats-io/nats-core';
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../shared/names.ts';
 import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
 import { AppliedUpTo, freshRead } from '../shared/nats/fresh.ts';
@@ -31,6 +31,8 @@ const MAX_GAP = 1000;
  * not refused at once: the JetStream API's own subscription takes it and nobody answers.
  */
 const DIRECT_WAIT_MS = 500;
+/** After a direct get failed, reads ask stream info for this long before trying one again. */
+const DIRECT_PAUSE_MS = 5000;
 /** At most one replacement of a stalled consumer per this interval. */
 const REPLACE_EVERY_MS = 10_000;
 /** Pause before a consumer that ended is started again. */
@@ -63,9 +65,11 @@ class BalanceCopy {
    * The ledger allows direct gets, which it does only with one replica (shared/nats/provision.ts):
    * then the one server storing it answers them, as strictly as a stream-info request and at about
    * half its cost (no mirror of the ledger exists: one made with `mirror_direct` would answer too).
-   * Checked at each consumer start; any failed direct get turns it off until then.
+   * Taken from every stream-info answer (the consumer's start, reads while direct gets are off).
    */
   private direct = false;
+  /** A direct get failed (turned off, or the server slow): none is tried before this time. */
+  private directPausedUntil = 0;
   private readonly prefix = subjects.ledger('');
 
   constructor(private readonly nc: NatsConnection) {
@@ -107,20 +111,24 @@ class BalanceCopy {
    * makes the first smaller than the second; nothing left to read lies between them.
    */
   private async lastSequence(): Promise<number> {
-    if (this.direct) {
+    if (this.direct && Date.now() >= this.directPausedUntil) {
       try {
         return await ledgerLastSeqDirect(this.nc);
       } catch {
-        this.direct = false; // no longer allowed (the ledger was replicated since), or the server is slow
+        // turned off (the ledger was replicated since) or the server is slow: the stream info below
+        // says which, and a slow server costs a read the direct get's timeout only once a pause
+        this.directPausedUntil = Date.now() + DIRECT_PAUSE_MS;
       }
     }
-    return (await (await this.manager()).streams.info(STREAMS.ledger)).state.last_seq;
+    const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    this.direct = directIsStrict(info.config);
+    return info.state.last_seq;
   }
 
   /** From the stream's current end on: earlier entries are read per wallet on first use. */
   private async consumeOnce() {
     const info = await (await this.manager()).streams.info(STREAMS.ledger);
-    this.direct = info.config.allow_direct === true && info.config.num_replicas === 1;
+    this.direct = directIsStrict(info.config);
     const start = info.state.last_seq;
     const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
     const messages = await consumer.consume();
@@ -201,6 +209,9 @@ class BalanceCopy {
     this.current?.stop();
   }
 }
+
+/** Direct gets answered by the one server storing the stream: as strict as asking its leader. */
+const directIsStrict = (c: StreamConfig) => c.allow_direct === true && c.num_replicas === 1;
 
 /**
  * The ledger's last sequence from a direct get of its last message (0: an empty ledger); throws

@@ -3,6 +3,7 @@
 // only then, shared/nats/provision.ts), a stream-info request otherwise. Either way every ledger
 // write acknowledged before a read is in its answer.
 import t from 'tap';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startTestApp } from '../helpers/app.ts';
 import { startTestNats, testConfig } from '../helpers/nats.ts';
@@ -75,4 +76,17 @@ t.test('direct gets turned off on the server (the ledger replicated since): read
   t.equal(stale, 0, 'each answer includes the charge made just before it');
   t.ok(calls.info >= 5, `a stream-info request per read (${calls.info})`);
   t.ok(calls.direct <= 1, `at most the one direct get that found them off (${calls.direct})`);
+  // allowed again (replicas back to one): the stream info says so, and after the pause reads use direct gets again
+  await jsm.streams.update(STREAMS.ledger, { ...cfg, allow_direct: true });
+  await balance();
+  await sleep(5500);
+  const again = await ledgerApiCalls(app, async () => {
+    for (let i = 6; i <= 8; i++) {
+      await wallet.charge(app.nc, { walletId, jobId: `k${i}`, amount: 100 });
+      if ((await balance()) !== 5000 - 100 * i) stale++;
+    }
+  });
+  t.equal(stale, 0);
+  t.ok(again.direct >= 3, `direct gets again (${again.direct})`);
+  t.equal(again.info, 0, 'no stream-info request');
 });

@@ -5,8 +5,8 @@
 // endpoint reads). Asking the wallet costs two hops and the wallet's own stream read per request,
 // and every gateway request queued behind the one wallet process. This gateway instead keeps the
 // last entry per wallet from one ordered consumer on LEDGER, and answers "as of now": it asks the
-// stream for its last sequence (one stream-info request shared by the reads arriving together,
-// shared/nats/fresh.ts) and waits until the consumer has delivered up to it. So a read sees every
+// stream for its last sequence (one request shared by the reads arriving together,
+// shared/nats/fresh.ts: a direct get where that is strict, else stream info) and waits until the consumer has delivered up to it. So a read sees every
 // ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) —
 // read-your-writes, not a cache. Nothing here writes money: charges and refunds still go through
 // the wallet, which checks the balance against the stream with an expected sequence.
@@ -84,7 +84,6 @@ class BalanceCopy {
   private async manager() {
     return (this.jsm ??= await jetstreamManager(this.nc));
   }
-
 
   private async loop() {
     while (!this.stopped && !this.nc.isClosed()) {

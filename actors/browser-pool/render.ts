@@ -62,7 +62,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const pdf = await run(async (page, ahead) => {
         const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
         await page.emulateMediaType('print');
-        return Buffer.from(await watch.race(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
+        return Buffer.from(await watch.ownCapture(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
       });
       await stores.put(req.store, req.objectName, pdf);
       return { bytes: pdf.length, contentType: 'application/pdf' };
@@ -71,7 +71,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       return run(async (page, ahead) => {
         const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
-        return { html: await watch.race(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
+        return { html: await watch.ownCapture(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
       });
     },
   };

@@ -183,14 +183,32 @@ export class PageWatch {
       while (!page.isClosed() && !this.failure) {
         await sleep(SETTLE.stuckMs);
         if (page.isClosed() || this.failure) return;
+        const asked = Date.now();
         const answer = await Promise.race([
           page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), // closed, its browser gone, or moving on: watched no more
           sleep(SETTLE.stuckMs).then(() => 'none' as const),
         ]);
         if (answer === 'gone') return;
-        if (answer === 'none' && !page.isClosed()) this.fail(new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)'));
+        // our own work (a long document's print layout held it 20 s) is not a script that does not end
+        const ours = this.ownWork > 0 || this.ownWorkEndedAt >= asked;
+        if (answer === 'none' && !ours && !page.isClosed()) this.fail(new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)'));
       }
     })();
+  }
+
+  /** Captures of ours in progress (print, serialisation), and when the last one ended. */
+  private ownWork = 0;
+  private ownWorkEndedAt = 0;
+
+  /**
+   * `p`, a capture of ours that holds the page's main thread (a PDF, the DOM's serialisation):
+   * the main-thread watch does not count its time as a stuck page. Raced with the page's failure.
+   */
+  ownCapture<T>(p: Promise<T>): Promise<T> {
+    this.ownWork++;
+    const done = () => { this.ownWork--; this.ownWorkEndedAt = Date.now(); };
+    p.then(done, done);
+    return this.race(p);
   }
 
   /** `p`, or the page's failure if that comes first. */

@@ -237,7 +237,9 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     }
     return { outputs: out };
   } finally {
-    // nothing to close: documents of the shared window are garbage once unreferenced
+    // documents of the shared window are garbage once unreferenced, and the shared selector
+    // engines' resolvers reference the last ones they ran on
+    releaseSelectorEngines();
   }
 }
 
@@ -287,19 +289,47 @@ export function parseHtml(source: string, url: string): ParsedPage {
  * compiles quirks mode into class selectors. If jsdom stops keeping the engine where it is looked
  * for, every document simply makes its own again.
  */
-const jsdomImpl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as { implForWrapper(w: object): { _nwsapi?: unknown } | null };
-const selectorEngines = new Map<string, unknown>();
+const jsdomImpl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as { implForWrapper(w: object): { _nwsapi?: SelectorEngine } | null };
+/** nwsapi's resolver caches: per selector, the node it last ran from and what it found. */
+interface SelectorEngine { selectResolvers?: { clear(): void }; matchResolvers?: { clear(): void } }
+/** Per compatibility mode: the engine and the tiny document it was made on. */
+const selectorEngines = new Map<string, { engine: SelectorEngine; seed: Document }>();
 function shareSelectorEngine(doc: Document) {
   const impl = jsdomImpl.implForWrapper(doc);
   if (!impl) return;
-  const mode = doc.compatMode;
-  const engine = selectorEngines.get(mode);
-  if (engine) {
-    impl._nwsapi ??= engine;
-    return;
+  const engine = selectorEngineFor(doc.compatMode);
+  if (!engine) return;
+  releaseSelectorEngines();
+  impl._nwsapi ??= engine;
+}
+
+/**
+ * Drops the shared engines' resolvers, which hold, per selector, the page it last ran on and the
+ * nodes found there: a big page stayed alive for good through a selector no later page asked (a
+ * worker held ~1 GB after one 2 MB page). A resolver is made again for every new document anyway;
+ * the compiled selectors, the part worth sharing, are cached apart and stay.
+ */
+function releaseSelectorEngines() {
+  for (const { engine, seed } of selectorEngines.values()) {
+    seed.querySelector('p'); // the last document it ran on (kept until its next query) is its own
+    engine.selectResolvers?.clear();
+    engine.matchResolvers?.clear();
   }
-  doc.querySelector('base[href]'); // jsdom makes the document's engine on first use; it asks this selector anyway
-  if (impl._nwsapi) selectorEngines.set(mode, impl._nwsapi);
+}
+
+/**
+ * The thread's engine for a compatibility mode, made on a tiny document of our own: an engine
+ * keeps the document it was made for as long as it lives, which must not be a page.
+ */
+function selectorEngineFor(mode: string): SelectorEngine | undefined {
+  const known = selectorEngines.get(mode);
+  if (known) return known.engine;
+  const seed = new sharedWindow!.DOMParser().parseFromString(mode === 'BackCompat' ? '<p>' : '<!doctype html><p>', 'text/html') as unknown as Document;
+  if (seed.compatMode !== mode) return undefined; // a mode this cannot make: the page keeps its own engine
+  seed.querySelector('base[href]'); // jsdom makes the document's engine on first use
+  const engine = jsdomImpl.implForWrapper(seed)?._nwsapi;
+  if (engine) selectorEngines.set(mode, { engine, seed });
+  return engine;
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */

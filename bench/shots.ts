@@ -116,26 +116,43 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
 }
 
 /**
- * A plain puppeteer-core loop: a warm browser, a page per shot, the viewport, navigate and settle
- * (`settle`), a PNG, close. With `ownContext` each shot gets its own context (the pool's
+ * A plain puppeteer-core loop: a warm browser, a page per shot (in the default context at
+ * concurrency 1, in a context per lane above), the viewport, navigate and settle (`settle`), a
+ * PNG, close. With `ownContext` each shot gets its own context (the pool's
  * isolation) made on demand, for the context's row.
  */
-async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, settle: Settle = 'none', ownContext = false): Promise<number> {
+export async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, settle: Settle = 'none', ownContext = false, steps?: Map<string, number>): Promise<number> {
   let next = 0;
+  // each lane (page at once) has a context of its own, made before the clock starts and kept for
+  // all its shots: two pages sharing one renderer wedged Chromium's screenshots for minutes
+  // (twice at c=2 in this bench, as puppeteer issue #12712 describes), and pages in separate
+  // renderers are what the actor runs too
+  const lanes = concurrency > 1 ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
+  await Promise.all(lanes.map(async (lane) => {
     while (next < n) {
       next++;
+      const marks: [string, number][] = [['start', performance.now()]];
+      const mark = (s: string) => marks.push([s, performance.now()]);
       const ctx = ownContext ? await browser.createBrowserContext() : undefined;
-      const page = await (ctx ?? browser).newPage();
+      const page = await (ctx ?? lane ?? browser).newPage();
+      mark('page');
       await page.setViewport({ width: vp.w, height: vp.h });
+      mark('viewport');
       await openLikeAPlainLoop(page, url, settle);
+      mark('settled');
       await page.screenshot({ type: 'png' });
+      mark('png');
       await page.close();
       await ctx?.close();
+      mark('closed');
+      for (let i = 1; i < marks.length; i++) steps?.set(marks[i]![0], (steps.get(marks[i]![0]) ?? 0) + (marks[i]![1] - marks[i - 1]![1]) / n);
+      if (marks.at(-1)![1] - marks[0]![1] > 5000) log(`slow plain shot (${settle}, c=${concurrency}): ${marks.map(([k, t]) => `${k} ${Math.round(t - marks[0]![1])}`).join(', ')}`);
     }
   }));
-  return round1(n / ((performance.now() - t0) / 60000));
+  const perMinute = round1(n / ((performance.now() - t0) / 60000));
+  await Promise.all(lanes.map((l) => l?.close()));
+  return perMinute;
 }
 
 export async function run(): Promise<BenchFigure[]> {
@@ -221,11 +238,12 @@ export async function run(): Promise<BenchFigure[]> {
           // as a reference row, so what the change of baseline (session 14) hides is in sight
           const paired: number[] = [];
           const pairedNoSettle: number[] = [];
+          const plainSteps = new Map<string, number>();
           let wallMs = 0;
           for (let r = -1; r < rounds; r++) {
             if (r >= 0) {
               pairedNoSettle.push(await plainLoop(plain, url, n, c, vp, 'none'));
-              paired.push(await plainLoop(plain, url, n, c, vp, 'rule'));
+              paired.push(await plainLoop(plain, url, n, c, vp, 'rule', false, plainSteps));
             }
             if (r === 0) pool.phases.reset();
             const jobId = newJobId();
@@ -255,6 +273,11 @@ export async function run(): Promise<BenchFigure[]> {
             }
             out.push(figure({ name: `shots ${id} c=1 step: the rest (task pull, outcome, ack, hand-offs)`, unit: 'ms/shot', samples: [round1(Math.max(0, perShot - inSteps))], baselineSamples: [plainMs], note: 'wall time per shot minus the steps above (thumbnail and upload overlap the next shot, so this can read low)' }));
             log(`${id} c=1 steps (ms/shot, plain shot ${plainMs}, actor shot ${perShot}): ${JSON.stringify(phases)}`);
+            log(`${id} c=1 settled plain loop's steps (ms/shot, ending at): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`);
+          }
+          if (c !== 1) {
+            log(`${id} c=${c} steps (ms per shot, summed over pages at work at once; wall ms per shot ${round1(wallMs / (n * rounds))}): ${JSON.stringify(phases)}`);
+            log(`${id} c=${c} settled plain loop's steps (ms per shot, summed over pages at once): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`);
           }
           out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: paired, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, settle rule, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop settling by the same rule (load, fonts, ${SETTLE.quietMs} ms quiet network), PNG, warm browser, ${c} page(s) at once, measured right before each round` }));
           out.push(figure({ name: `shots ${id} per minute, concurrency ${c}, reference: plain loop, no settle`, unit: 'shots/min', samples, baselineSamples: pairedNoSettle, note: `the same actor rounds; baseline: the plain loop capturing at the load event (no settle), ${c} page(s) at once, measured right before each round; not a goal row (until session 13 it was): that loop does less work than the actor` }));

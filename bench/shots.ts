@@ -124,9 +124,10 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
 export async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, settle: Settle = 'none', ownContext = false, steps?: Map<string, number>): Promise<number> {
   let next = 0;
   // each lane (page at once) has a context of its own, made before the clock starts and kept for
-  // all its shots: two pages sharing one renderer wedged Chromium's screenshots for minutes
-  // (twice at c=2 in this bench, as puppeteer issue #12712 describes), and pages in separate
-  // renderers are what the actor runs too
+  // all its shots. In the default context two pages of one site share a renderer, and that wedged
+  // Chromium's screenshots for minutes (three times at c=2 in this bench, even with captures one
+  // at a time; puppeteer issue #12712). A lane's page is then alone in its renderer, as a page of
+  // the loop at concurrency 1 is, and as each page of the actor is.
   const lanes = concurrency > 1 ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
   const t0 = performance.now();
   await Promise.all(lanes.map(async (lane) => {

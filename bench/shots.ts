@@ -116,8 +116,8 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
 }
 
 /**
- * A plain puppeteer-core loop: a warm browser, a page per shot (in the default context at
- * concurrency 1, in a context per lane above), the viewport, navigate and settle (`settle`), a
+ * A plain puppeteer-core loop: a warm browser, a page per shot (in the default context; in a
+ * context per lane above concurrency 1 in Chromium), the viewport, navigate and settle (`settle`), a
  * PNG, close. With `ownContext` each shot gets its own context (the pool's
  * isolation) made on demand, for the context's row.
  */
@@ -127,8 +127,11 @@ export async function plainLoop(browser: Browser, url: string, n: number, concur
   // all its shots. In the default context two pages of one site share a renderer, and that wedged
   // Chromium's screenshots for minutes (three times at c=2 in this bench, even with captures one
   // at a time; puppeteer issue #12712). A lane's page is then alone in its renderer, as a page of
-  // the loop at concurrency 1 is, and as each page of the actor is.
-  const lanes = concurrency > 1 ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
+  // the loop at concurrency 1 is, and as each page of the actor is. Chromium only: Firefox never
+  // wedged, and over BiDi a new tab in a user context whose last tab just closed can fail
+  // (DiscardedBrowsingContextError).
+  const cdp = (browser as unknown as { protocol?: string }).protocol === 'cdp';
+  const lanes = concurrency > 1 && cdp ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
   const t0 = performance.now();
   await Promise.all(lanes.map(async (lane) => {
     while (next < n) {

@@ -197,16 +197,21 @@ export class ManagedBrowser {
     if (s?.gen === gen) got = await s.ready.catch(() => undefined);
     else if (s) void s.ready.then((f) => f.ctx.close()).catch(() => {});
     let made = false;
-    const makeNext = () => {
+    const startSpare = () => {
       if (made) return;
       made = true;
-      this.closeNow();
       // one spare at a time: a concurrent task may have made it already
       if (!this.spare && !gen.retired && !this.closed && gen.browser.connected) this.spare = { gen, ready: this.make(gen) };
     };
+    // finished contexts are closed once this page is parsed, whoever else is at work: at the
+    // task's start the close would hold this page's first calls
+    const makeNext = () => {
+      this.closeNow();
+      startSpare();
+    };
     // with other pages of this browser at work there is no quiet moment to wait for, and the next
     // task comes sooner: the spare is started now; alone, this page starts it once it is parsed
-    if (gen.active - gen.closing > 1) makeNext();
+    if (gen.active - gen.closing > 1) startSpare();
     return { ...(got ?? await this.make(gen)), makeNext };
   }
 

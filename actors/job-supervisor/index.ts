@@ -58,6 +58,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const projection = new JobProjection(log);
   await projection.start(d.jobs);
   await Promise.race([projection.ready, new Promise((r) => setTimeout(r, 15_000))]);
+  d.copyOf = (id) => projection.getStored(id);
 
   // Our own consumers: redeliver until handled (no max_deliver); a failed step naks with a delay.
   const consumerCfg = (durable: string, filter: string) => ({

@@ -14,6 +14,11 @@ import { createInterface } from 'node:readline';
 import { spawnTs, waitReady, stderrOf, type Proc } from './lib/procs.ts';
 import type { LoadResult, LoadSpec } from './lib/load.ts';
 import type { Capture } from './lib/baseline-server.ts';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { freshRead } from '../shared/nats/fresh.ts';
+import { ledgerLastSeqDirect } from '../gateway/balances.ts';
+import { STREAMS } from '../shared/names.ts';
 
 export interface Endpoint {
   id: string;
@@ -164,10 +169,41 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
         rows.push(figure({ name: `${name} p99 vs ${label}`, unit: 'ms', samples: pick('gateway', (r) => r.p99), baselineSamples: pick(base, (r) => r.p99), note }));
       }
     }
+    if (!only || only.includes('balance')) rows.push(await ledgerCheckRow(cluster.nc, opts));
   } finally {
     await converter?.stop();
     await loader.proc.stop();
     for (const s of ['uws', 'node'] as const) await servers[s].proc?.stop();
   }
   return { rows, raw };
+}
+
+/**
+ * The round trip every batch of balance reads waits for (gateway/balances.ts): the ledger's last
+ * sequence by a direct get (one replica) against a stream-info request, each shared by as many
+ * readers as the bench has connections (freshRead), against the bench's own nats-server.
+ */
+async function ledgerCheckRow(nc: NatsConnection, opts: GatewayBenchOptions): Promise<BenchRow> {
+  const jsm = await jetstreamManager(nc);
+  const ways = {
+    direct: () => ledgerLastSeqDirect(nc),
+    info: async () => (await jsm.streams.info(STREAMS.ledger)).state.last_seq,
+  };
+  const samples: Record<keyof typeof ways, number[]> = { direct: [], info: [] };
+  for (let rep = 0; rep < opts.repeats * 2; rep++) {
+    for (const way of (rep % 2 ? ['info', 'direct'] : ['direct', 'info']) as (keyof typeof ways)[]) {
+      const read = freshRead(ways[way]);
+      const end = Date.now() + opts.duration * 500;
+      let n = 0;
+      await Promise.all(Array.from({ length: opts.connections }, async () => { while (Date.now() < end) { await read(); n++; } }));
+      samples[way].push(n / (opts.duration / 2));
+    }
+  }
+  return figure({
+    name: 'ledger last sequence as of now: direct get vs stream info',
+    unit: 'reads/s',
+    samples: samples.direct,
+    baselineSamples: samples.info,
+    note: `${opts.connections} readers sharing the requests (freshRead), ${opts.duration / 2} s x ${opts.repeats * 2} each, alternating; the bench's nats-server, one replica.`,
+  });
 }

@@ -5,8 +5,8 @@
 // endpoint reads). Asking the wallet costs two hops and the wallet's own stream read per request,
 // and every gateway request queued behind the one wallet process. This gateway instead keeps the
 // last entry per wallet from one ordered consumer on LEDGER, and answers "as of now": it asks the
-// stream for its last sequence (one stream-info request shared by the reads arriving together,
-// shared/nats/fresh.ts) and waits until the consumer has delivered up to it. So a read sees every
+// stream for its last sequence (one request shared by the reads arriving together,
+// shared/nats/fresh.ts: a direct get where that is strict, else stream info) and waits until the consumer has delivered up to it. So a read sees every
 // ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) —
 // read-your-writes, not a cache. Nothing here writes money: charges and refunds still go through
 // the wallet, which checks the balance against the stream with an expected sequence.
@@ -15,10 +15,10 @@
 // message by subject). While the consumer is not running, or a read waits too long, the wallet is
 // asked as before.
 import type { NatsConnection } from '@nats-io/nats-core';
-import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
+import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../shared/names.ts';
 import { wallet, type LedgerMessage } from '../shared/protocol/wallet.ts';
-import { freshRead } from '../shared/nats/fresh.ts';
+import { AppliedUpTo, freshRead } from '../shared/nats/fresh.ts';
 
 /** How long a read waits for the consumer to reach the stream's last sequence before asking the wallet. */
 const SYNC_WAIT_MS = 1000;
@@ -26,6 +26,13 @@ const SYNC_WAIT_MS = 1000;
 const MAX_WALLETS = 100_000;
 /** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
 const MAX_GAP = 1000;
+/**
+ * A direct get not answered within this is given up for stream info. Turned off on the server, it is
+ * not refused at once: the JetStream API's own subscription takes it and nobody answers.
+ */
+const DIRECT_WAIT_MS = 500;
+/** After a direct get failed, reads ask stream info for this long before trying one again. */
+const DIRECT_PAUSE_MS = 5000;
 /** At most one replacement of a stalled consumer per this interval. */
 const REPLACE_EVERY_MS = 10_000;
 /** Pause before a consumer that ended is started again. */
@@ -38,9 +45,8 @@ interface Head {
 
 class BalanceCopy {
   private heads = new Map<string, Head>();
-  /** Every LEDGER sequence up to this one has been applied (or did not exist). -1: not running. */
-  private applied = -1;
-  private waiters = new Set<{ seq: number; wake: () => void }>();
+  /** LEDGER sequences applied to `heads` (or that did not exist). -1: no consumer running. */
+  private applied = new AppliedUpTo(-1);
   private stopped = false;
   private jsm?: JetStreamManager;
   /** The running consumer's messages, while one runs. */
@@ -54,11 +60,20 @@ class BalanceCopy {
   private generation = 0;
   /** The consumer ended and is being started again: reads ask the wallet meanwhile instead of waiting. */
   private restarting = false;
-  private readonly lastSeq: () => Promise<StreamInfo>;
+  private readonly lastSeq: () => Promise<number>;
+  /**
+   * The ledger allows direct gets, which it does only with one replica (shared/nats/provision.ts):
+   * then the one server storing it answers them, as strictly as a stream-info request and at about
+   * half its cost (no mirror of the ledger exists: one made with `mirror_direct` would answer too).
+   * Taken from every stream-info answer (the consumer's start, reads while direct gets are off).
+   */
+  private direct = false;
+  /** A direct get failed (turned off, or the server slow): none is tried before this time. */
+  private directPausedUntil = 0;
   private readonly prefix = subjects.ledger('');
 
   constructor(private readonly nc: NatsConnection) {
-    this.lastSeq = freshRead(async () => (await this.manager()).streams.info(STREAMS.ledger));
+    this.lastSeq = freshRead(() => this.lastSequence());
     void this.loop();
   }
 
@@ -78,34 +93,53 @@ class BalanceCopy {
         const name = (err as Error)?.name;
         if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
       }
-      this.applied = -1;
       this.heads.clear();
       this.generation++;
       this.restarting = true;
       // reads waiting on the consumer that ended ask the wallet now
-      for (const w of this.waiters) w.wake();
+      this.applied.reset(-1);
       if (!this.stopped) await new Promise((r) => setTimeout(r, RESTART_MS).unref());
     }
     this.stopped = true;
-    this.applied = -1;
-    for (const w of this.waiters) w.wake();
+    this.applied.reset(-1);
+  }
+
+  /**
+   * The stream's last sequence, from a request sent now: its last message by a direct get where
+   * that is strict, else a stream-info request (answered by the stream's leader). A deleted tail
+   * makes the first smaller than the second; nothing left to read lies between them.
+   */
+  private async lastSequence(): Promise<number> {
+    if (this.direct && Date.now() >= this.directPausedUntil) {
+      try {
+        return await ledgerLastSeqDirect(this.nc);
+      } catch {
+        // turned off (the ledger was replicated since) or the server is slow: the stream info below
+        // says which, and a slow server costs a read the direct get's timeout only once a pause
+        this.directPausedUntil = Date.now() + DIRECT_PAUSE_MS;
+      }
+    }
+    const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    this.direct = directIsStrict(info.config);
+    return info.state.last_seq;
   }
 
   /** From the stream's current end on: earlier entries are read per wallet on first use. */
   private async consumeOnce() {
     const info = await (await this.manager()).streams.info(STREAMS.ledger);
+    this.direct = directIsStrict(info.config);
     const start = info.state.last_seq;
     const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
     const messages = await consumer.consume();
     this.current = messages;
     this.restarting = false;
-    this.reach(start);
+    this.applied.reach(start);
     for await (const m of messages) {
       if (this.stopped) { messages.stop(); break; }
       try {
         this.keep(m.subject.slice(this.prefix.length), { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter });
       } catch { /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length)); }
-      this.reach(m.seq);
+      this.applied.reach(m.seq);
     }
   }
 
@@ -116,43 +150,28 @@ class BalanceCopy {
     this.heads.set(walletId, head);
   }
 
-  private reach(seq: number) {
-    if (seq <= this.applied) return;
-    this.applied = seq;
-    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
-  }
-
   /**
    * The stream's entries up to its last sequence as of now are applied; false if not within the
    * wait. Sequences the stream deleted (a repaired ledger) never arrive: they count as applied.
    */
   private async synced(): Promise<boolean> {
     if (this.restarting) return false;
-    const info = await this.lastSeq();
-    const last = info.state.last_seq;
+    const last = await this.lastSeq();
     // while the consumer starts (applied -1) this waits for it too
-    if (last <= this.applied) return true;
-    let waiter!: { seq: number; wake: () => void };
-    const reached = new Promise<void>((r) => { waiter = { seq: last, wake: r }; });
-    this.waiters.add(waiter);
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([reached, new Promise((r) => { timer = setTimeout(r, SYNC_WAIT_MS); })]);
-    clearTimeout(timer);
-    this.waiters.delete(waiter);
-    if (this.applied >= last) return true;
-    if (this.applied < 0) return false;
+    if (await this.applied.reached(last, SYNC_WAIT_MS)) return true;
+    if (this.applied.seq < 0) return false;
     // nothing arrived: the missing sequences may be ones the stream no longer holds
-    const from = this.applied;
+    const from = this.applied.seq;
     if (last - from > MAX_GAP) return false;
     const detail = await (await this.manager()).streams.info(STREAMS.ledger, { deleted_details: true });
     const deleted = new Set(detail.state.deleted ?? []);
     for (let seq = from + 1; seq <= last; seq++) {
       if (seq >= detail.state.first_seq && !deleted.has(seq)) {
-        if (this.applied === from) this.replaceStalled();
+        if (this.applied.seq === from) this.replaceStalled();
         return false;
       }
     }
-    this.reach(last);
+    this.applied.reach(last);
     return true;
   }
 
@@ -188,6 +207,23 @@ class BalanceCopy {
     this.stopped = true;
     this.current?.stop();
   }
+}
+
+/** Direct gets answered by the one server storing the stream: as strict as asking its leader. */
+const directIsStrict = (c: StreamConfig) => c.allow_direct === true && c.num_replicas === 1;
+
+/**
+ * The ledger's last sequence from a direct get of its last message (0: an empty ledger); throws
+ * where the ledger refuses direct gets. Strict only with one replica (see BalanceCopy.direct).
+ */
+export async function ledgerLastSeqDirect(nc: NatsConnection): Promise<number> {
+  // the request form, not the subject-appended one the client uses for last_by_subj, which would
+  // publish to a subject ending in a wildcard
+  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), { timeout: DIRECT_WAIT_MS });
+  if (m.headers?.code === 404) return 0;
+  const seq = Number(m.headers?.get('Nats-Sequence'));
+  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+  return seq;
 }
 
 const copies = new WeakMap<NatsConnection, BalanceCopy>();

@@ -48,13 +48,16 @@ What each row's baselines do, per endpoint (the gateway's work is the same as no
 |---|---|---|
 | \`GET /v1\`, \`GET /v1/pricing\` | per-address \`LocalLimiter\`, request id, bytes built once at start (\`fixedAnswer\`) | replays the captured bytes with a fresh request id |
 | \`GET /v1/services\` | per-address \`LocalLimiter\`, request id, bytes rebuilt when the catalogue watch delivers a change (no NATS per request) | replays the captured bytes |
-| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, the ledger's last sequence (one stream-info request shared by the reads arriving together), the wallet's last entry from the gateway's ledger consumer, JSON | replays the captured bytes |
+| \`GET /v1/balance\` | auth cache hit, per-key \`LocalLimiter\`, the ledger's last sequence (one request shared by the reads arriving together: a direct get of the last entry with one replica, else stream info), the wallet's last entry from the gateway's ledger consumer, JSON | replays the captured bytes |
 | \`POST /v1/websitepro/quote\` | the same plus body read, JSON parse, Ajv, pricing, the catalogue copy (no request while it shows a converter) | reads the body, replays the bytes |
 
 Endpoints: \`GET /v1\`, \`GET /v1/pricing\` (public: rate limit per client address, answer built from
 config); \`GET /v1/services\` (public, live catalogue, precomputed); \`GET /v1/balance\` (key lookup,
 per-key rate limit, balance as of now from the ledger); \`POST /v1/websitepro/quote\` (the same,
-plus body read, JSON parse, Ajv validation and pricing).
+plus body read, JSON parse, Ajv validation and pricing). The row **ledger last sequence as of now**
+measures the one NATS round trip of a balance read alone: as many readers as connections share
+requests through \`shared/nats/fresh.ts\`, asking the ledger's last sequence by a direct get (what a
+gateway does with one replica) against a stream-info request (what it does when replicated).
 **req/s** counts 2xx answers only; the note of each row gives non-2xx and error counts if any.
 **p99** is the 99th percentile latency of the 2xx answers, from every answer's own time
 (autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,

@@ -94,7 +94,9 @@ export class JobWatch {
 
   /**
    * Hold until the job is finished, the time is up or the client goes away; the newest record
-   * seen (`current` if nothing newer came). Never throws (see wait.ts).
+   * seen (`current` if nothing newer came). Never throws: a job creation that waits has charged
+   * already, so a failing watch must not turn its answer into an error (the client would create the
+   * job again).
    */
   async wait(current: JobRecord, waitMs: number, signal?: AbortSignal): Promise<JobRecord> {
     if (isFinished(current) || waitMs <= 0 || signal?.aborted) return current;

@@ -32,3 +32,48 @@ export function freshRead<T>(fetch: () => Promise<T>): () => Promise<T> {
     return next;
   };
 }
+
+/**
+ * How far a copy that follows a stream has applied it (every sequence up to `seq` applied, or gone
+ * from the stream), and the readers waiting for it to reach a sequence: the other half of an "as
+ * of now" read, after the stream's last sequence was asked (gateway/balances.ts, kv-mirror.ts).
+ */
+export class AppliedUpTo {
+  private waiters = new Set<{ seq: number; wake: () => void }>();
+
+  constructor(public seq: number) {}
+
+  /** Every sequence up to `seq` is applied; wakes the readers waiting for it. Never moves back. */
+  reach(seq: number) {
+    if (seq <= this.seq) return;
+    this.seq = seq;
+    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
+  }
+
+  /** Start again at `seq` (a new consumer, nothing of the old one kept): every waiting reader looks again. */
+  reset(seq: number) {
+    this.seq = seq;
+    this.wakeAll();
+  }
+
+  /** Wake every waiting reader (the copy stopped or restarts); each sees whether its sequence is reached. */
+  wakeAll() {
+    for (const w of this.waiters) w.wake();
+    this.waiters.clear();
+  }
+
+  /** Whether `seq` is reached within `ms`; false at once when woken without it (a restart). */
+  async reached(seq: number, ms: number): Promise<boolean> {
+    if (seq <= this.seq) return true;
+    let waiter!: { seq: number; wake: () => void };
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((r) => {
+      waiter = { seq, wake: r };
+      this.waiters.add(waiter);
+      timer = setTimeout(r, Math.max(0, ms));
+    });
+    clearTimeout(timer);
+    this.waiters.delete(waiter);
+    return seq <= this.seq;
+  }
+}

@@ -8,7 +8,7 @@
 // fresh one, which delivers every key's last value again: `apply` must be idempotent.
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../log.ts';
-import { freshRead } from './fresh.ts';
+import { AppliedUpTo, freshRead } from './fresh.ts';
 
 /** How long a `sync()` waits in all, by default. */
 const SYNC_WAIT_MS = 2000;
@@ -25,12 +25,11 @@ export interface KvMirrorOptions {
 
 export class KvMirror {
   /**
-   * Every stream sequence up to this one has been applied (or was gone before the watch saw it).
-   * Only moves once the current watch has caught up with the values it started with: during that
-   * replay a later write to a key may not have arrived yet.
+   * Stream sequences applied (or gone before the watch saw them). Only moves once the current
+   * watch has caught up with the values it started with: during that replay a later write to a
+   * key may not have arrived yet.
    */
-  private applied = 0;
-  private waiters = new Set<{ seq: number; wake: () => void }>();
+  private applied = new AppliedUpTo(0);
   private markLoaded!: () => void;
   /** Resolves once the first watch has delivered the bucket's values as they were when it started. */
   readonly loaded = new Promise<void>((r) => (this.markLoaded = r)).then(() => { this.isLoaded = true; });
@@ -80,8 +79,7 @@ export class KvMirror {
       }
     }
     this.stopped = true;
-    for (const w of this.waiters) w.wake();
-    this.waiters.clear();
+    this.applied.wakeAll();
   }
 
   /** One watch, until it ends; true if it was ended by `replace()`. */
@@ -112,13 +110,7 @@ export class KvMirror {
 
   private caughtUp(seq: number) {
     this.markLoaded();
-    this.reach(seq);
-  }
-
-  private reach(seq: number) {
-    if (seq <= this.applied) return;
-    this.applied = seq;
-    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
+    this.applied.reach(seq);
   }
 
   /**
@@ -134,8 +126,8 @@ export class KvMirror {
     if (status === 'timeout') return false; // the server is slow: not the watch's fault
     const { last_seq: last, messages } = status.streamInfo.state;
     // nothing stored (all expired): no message is left to wait for
-    if (messages === 0) this.reach(last);
-    if (last <= this.applied) return true;
+    if (messages === 0) this.applied.reach(last);
+    if (last <= this.applied.seq) return true;
     const stallMs = this.o.stallMs ?? 3000;
     this.behindSince ??= Date.now();
     for (;;) {
@@ -144,7 +136,7 @@ export class KvMirror {
       if (left <= 0 || this.stopped) return false;
       // wait for the watch, but no longer than it may stay silent before it counts as stalled
       const untilStall = (this.behindSince ?? now) + stallMs - now;
-      if (await this.reached(last, untilStall > 0 ? Math.min(left, untilStall) : left)) return true;
+      if (await this.applied.reached(last, untilStall > 0 ? Math.min(left, untilStall) : left)) return true;
       if (this.behindSince === undefined) this.behindSince = Date.now(); // it delivered: keep waiting
       else if (Date.now() - this.behindSince >= stallMs) this.replace();
     }
@@ -158,17 +150,6 @@ export class KvMirror {
     this.current.stop();
     this.current = undefined;
     this.behindSince = Date.now(); // the fresh watch gets its own time to deliver
-  }
-
-  /** Whether the copy reaches `seq` within `ms`. */
-  private async reached(seq: number, ms: number): Promise<boolean> {
-    if (seq <= this.applied) return true;
-    let waiter!: { seq: number; wake: () => void };
-    const p = new Promise<true>((r) => { waiter = { seq, wake: () => r(true) }; });
-    this.waiters.add(waiter);
-    await within(p, ms);
-    this.waiters.delete(waiter);
-    return seq <= this.applied;
   }
 
   async stop(): Promise<void> {

@@ -25,8 +25,12 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     { ...common, name: STREAMS.results, subjects: [subjects.resultsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
     // The ledger is the only copy of the money: kept forever, never discarded. Its writes are
     // idempotent by their business ref (actors/wallet/ledger.ts), not by the dedupe window, which
-    // only has to outlast writes in flight (shared/nats/cas.ts).
-    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(10 * 60 * 1000) },
+    // only has to outlast writes in flight (shared/nats/cas.ts). Direct gets only on one replica:
+    // the gateway asks "the last sequence as of now" per batch of balance reads (gateway/balances.ts),
+    // a direct get costs about half a stream-info request, and with one replica the one server that
+    // stores the stream answers it. Replicated, any replica answers one, and a replica that lags
+    // answers with an older sequence (nats-server#6557): off, so every answer is the leader's.
+    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(10 * 60 * 1000), allow_direct: replicas === 1 },
     { ...common, name: STREAMS.events, subjects: [subjects.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(DAY), duplicate_window: nanos(60 * 1000) },
     // A task whose deliveries ran out is announced once, as a core NATS advisory: a supervisor
     // that is down or reconnecting at that moment would miss it, and the job would wait for the

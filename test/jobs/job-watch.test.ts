@@ -76,6 +76,19 @@ t.test('a finish that went by just before the poll registered is answered at onc
   t.ok(Date.now() - t0 < 4000, 'not held to the end of the wait');
 });
 
+t.test('a finish written before the watch was made (after the caller read the job) is answered at once', async (t) => {
+  const { kv, newJob, finish } = await setup(t);
+  const watch = new JobWatch(kv);
+  t.teardown(() => watch.stop());
+  const job = await newJob(); // the caller's read: still queued
+  await finish(job.id); // then finished, before any watch exists: the watch (updates only) never delivers it
+  const t0 = Date.now();
+  const got = await watch.wait(job, 5000);
+  t.equal(got.status, 'completed');
+  t.ok(Date.now() - t0 < 4000, 'not held to the end of the wait');
+  t.equal(watch.started, 1);
+});
+
 t.test('no watch can be made (a failover): polls read the job until it is finished', async (t) => {
   const { kv, newJob, finish } = await setup(t);
   let watches = 0;

@@ -13,7 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { BUCKETS, subjects, type ServiceName } from '../../shared/names.ts';
 import { commitJob, newJobRecord, type JobDeps } from '../../gateway/jobs/create.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { waitForJob } from '../../gateway/jobs/wait.ts';
+import { JobWatch } from '../../gateway/jobs/watch.ts';
 import { audit } from '../../shared/audit.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 import type { PlanItem } from '../../shared/services/index.ts';
@@ -57,6 +57,10 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
     kv: { jobs: await kvm.open(BUCKETS.jobs), catalogue: await kvm.open(BUCKETS.catalogue), datasets: await kvm.open(BUCKETS.datasets) },
   };
 
+  // one watch of the bucket for every finished() of the test, as the gateway's long polls share one
+  const jobWatch = new JobWatch(deps.kv.jobs, log);
+  t.teardown(() => jobWatch.stop());
+
   return {
     ...tn,
     deps,
@@ -99,10 +103,10 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
       if (!r) throw new Error(`no job ${id}`);
       return r.job;
     },
-    /** Wait (KV watch) until the job is finished; fails the test's expectations if it is not. */
+    /** Wait (the shared KV watch) until the job is finished; fails the test's expectations if it is not. */
     async finished(id: string, ms = 20_000): Promise<JobRecord> {
       const cur = await readJob(deps.kv.jobs, id);
-      return waitForJob(deps.kv.jobs, cur!.job, ms);
+      return jobWatch.wait(cur!.job, ms);
     },
     async objects(store: string): Promise<string[]> {
       const os = await new Objm(tn.nc).open(store);

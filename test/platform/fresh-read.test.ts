@@ -1,7 +1,7 @@
 // freshRead (shared/nats/fresh.ts): concurrent callers share one request, but never one that was
-// sent before they called.
+// sent before they called. AppliedUpTo: readers wait until the copy has applied a sequence.
 import t from 'tap';
-import { freshRead } from '../../shared/nats/fresh.ts';
+import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 
 function controlled() {
   const sent: { n: number; resolve: (v: number) => void }[] = [];
@@ -39,4 +39,21 @@ t.test('a failed request fails its callers only; the waiting ones get the next',
   const b = read();
   await t.rejects(a, /timeout/);
   t.equal(await b, 2);
+});
+
+t.test('applied up to: a reader waits until its sequence is applied, and no longer than its time', async (t) => {
+  const applied = new AppliedUpTo(0);
+  t.equal(await applied.reached(0, 0), true, 'already reached: at once');
+  const five = applied.reached(5, 10_000);
+  const seven = applied.reached(7, 10_000);
+  applied.reach(5);
+  t.equal(await five, true, 'woken when its sequence is applied');
+  applied.reach(3);
+  t.equal(applied.seq, 5, 'never moves back');
+  const t0 = Date.now();
+  t.equal(await applied.reached(9, 50), false, 'not reached within its time');
+  t.ok(Date.now() - t0 < 5000);
+  applied.reset(-1);
+  t.equal(await seven, false, 'a restart wakes the others, not reached');
+  t.equal(applied.seq, -1);
 });

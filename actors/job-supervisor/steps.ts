@@ -102,8 +102,12 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     await afterFinish(d, res.job);
     return;
   }
-  await releaseDependents(d, o.jobId);
-  await settleJob(d, o.jobId);
+  // res.job is the record as of this write (or as read): with results still pending and none made
+  // from others, neither step below has anything to do (settling waits for the last pending
+  // result, whose own outcome settles), so their two reads are skipped
+  const dependents = res.job.results.some((r) => r.after);
+  if (dependents) await releaseDependents(d, o.jobId);
+  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId);
 }
 
 /**

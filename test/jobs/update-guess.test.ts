@@ -34,6 +34,30 @@ t.test('a delivered job is recorded without reading the jobs bucket', async (t) 
   t.same(await s.violations(), []);
 });
 
+t.test('a job of two results: no read after its first outcome', async (t) => {
+  const s = await startJobsSystem(t);
+  await s.startWorker();
+  const { walletId } = await s.newWallet(1000);
+  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: ['metadata', 'markdown'].map((key) => ({ key, price: 30, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } })) }, walletId, {}, s.config);
+  const watch = await s.deps.kv.jobs.watch({ key: job.id });
+  const reads: string[] = [];
+  const sub = s.nc.subscribe('$JS.API.>', { callback: (_e, m) => { if (m.subject.includes(KV_STREAM) && /GET/.test(m.subject)) reads.push(m.subject); } });
+  await commitJob(s.deps, job);
+  let done: JobRecord | null = null;
+  for await (const e of watch) {
+    const j = e.json<JobRecord>();
+    if (isFinished(j)) { done = j; break; }
+  }
+  sub.unsubscribe();
+  t.equal(done?.status, 'completed');
+  t.equal(done?.refunded, 0);
+  // fails against a supervisor that looks for dependents and settling after the first outcome (2
+  // reads). One read may remain: the second outcome can come before the projection has the first
+  // one's write, and its stale copy is then refused and read again.
+  t.ok(reads.length <= 1, `the first outcome leaves one pending: nothing to release or settle, nothing read (${reads.length} reads)`);
+  t.same(await s.violations(), []);
+});
+
 t.test('a stale copy is refused by the revision check and the update is made on the current record', async (t) => {
   const s = await startJobsSystem(t);
   const { walletId } = await s.newWallet(1000);

@@ -130,8 +130,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
             void p.finally(() => slots.delete(p));
           }
         } catch (err) {
-          // a failover, a consumer without a leader yet: pull again shortly
-          if (stopping) break;
+          // a failover, a consumer without a leader yet: pull again shortly (a closed connection: done)
+          if (stopping || nc.isClosed()) break;
           log.warn({ err, stream, durable }, 'pull failed; pulling again');
           await sleep(1000);
         }

@@ -68,6 +68,8 @@ export class PageWatch {
   documents = 0;
   /** The latest main-frame document answer. */
   mainResponse: HTTPResponse | null = null;
+  /** Main-frame documents answered (a server's 3xx is not a document of its own). */
+  answeredDocuments = 0;
   /** The document's own address once settled (over BiDi page.url() can lag a script redirect). */
   finalUrl?: string;
   /** Requests in flight, and when the network last started or ended one (ms). */
@@ -130,6 +132,7 @@ export class PageWatch {
     page.on('response', (r: HTTPResponse) => {
       if (!r.request().isNavigationRequest() || r.frame() !== page.mainFrame()) return;
       this.mainResponse = r;
+      if (r.status() < 300 || r.status() >= 400) this.answeredDocuments++;
       // the previous document's requests end with it, and Chromium does not always say so (its
       // favicon fetch stayed "in flight" and held every quiet wait after a redirect to its cap)
       for (const q of this.inflight) if (q !== r.request()) this.inflight.delete(q);
@@ -349,6 +352,10 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   ]));
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
   watch.finalUrl = href;
+  // a meta refresh of 0 s or an early script redirect can move on before the loop above takes its
+  // first count, and is then not counted there (seen in Firefox under load)
+  const followed = Math.min(SETTLE.maxHops, watch.answeredDocuments - 1);
+  if (followed > (watch.report.hops ?? 0)) watch.report.hops = followed;
   watch.watchMainThread();
   opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
   if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');

@@ -1,5 +1,6 @@
 // Page → outputs, pure and synchronous (runs inside a worker thread, see pool.ts). One jsdom parse
 // serves every output of a job: metadata reads the whole page, markdown/text/html the main content.
+import { createRequire } from 'node:module';
 import { JSDOM, type DOMWindow } from 'jsdom';
 import { Readability } from '@mozilla/readability';
 import { markdownOf } from './markdown.ts';
@@ -8,6 +9,7 @@ import { isPdf, readPdf, pdfMarkdown, pdfMetadata, pdfText, type PdfContent } fr
 import createDOMPurify from 'dompurify';
 import { decodeBody } from './charset.ts';
 import { capNesting, MAX_DEPTH } from './depth.ts';
+import { asciiLower, attrIs, classPattern, firstDescendant, firstElement, hasAncestorNamed, hasDescendantNamed, indexPage, named, type PageIndex } from './elements.ts';
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
 
 export type TextOutput = 'metadata' | 'markdown' | 'text' | 'html';
@@ -168,11 +170,13 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const parse = () => parseHtml(source, input.finalUrl);
   try {
     let doc: Document;
+    let page: ParsedPage;
     try {
       const capped = capNesting(decoded);
       source = capped.html;
       if (capped.flattened) warnings.push(`the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`);
-      doc = parse();
+      page = parse();
+      doc = page.doc;
     } catch (e) {
       failAll(failure(e, 'the page does not parse as HTML'));
       return { outputs: out };
@@ -181,8 +185,8 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    const keep = guard(() => prepareDoc(doc), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
-    const facts = guard(() => collectPageFacts(doc, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    const keep = guard(() => prepareDoc(page), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
+    const facts = guard(() => collectPageFacts(page, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
     guard(() => removeDebris(doc), undefined);
     // Readability changes the document it reads; the page facts are taken first, and the rare
     // fallback (no article found) parses the page again instead of every page paying for a copy
@@ -192,8 +196,8 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       main = mainContent(doc, keep, () => {
         const d = parse();
         guard(() => prepareDoc(d), []);
-        guard(() => removeDebris(d), undefined);
-        return d;
+        guard(() => removeDebris(d.doc), undefined);
+        return d.doc;
       });
     } catch (e) {
       mainError = e;
@@ -244,10 +248,21 @@ function convertHtml(input: ConvertInput, mt: string): ConvertResult {
  * made absolute against the final URL (dropped when it is not http(s)), else the final URL.
  */
 let sharedWindow: DOMWindow | null = null;
-function parseHtml(source: string, url: string): Document {
-  sharedWindow ??= new JSDOM('', { url: 'https://converter.invalid/' }).window;
+const WINDOW_URL = 'https://converter.invalid/';
+
+/** A parsed page: the document, its elements sorted by name (one walk), and the <base> put in. */
+export interface ParsedPage extends PageIndex {
+  doc: Document;
+  base: HTMLBaseElement;
+}
+
+export function parseHtml(source: string, url: string): ParsedPage {
+  sharedWindow ??= new JSDOM('', { url: WINDOW_URL }).window;
   const doc = new sharedWindow.DOMParser().parseFromString(source, 'text/html') as unknown as Document;
-  const bases = [...doc.querySelectorAll('base[href]')];
+  shareSelectorEngine(doc);
+  const index = indexPage(doc);
+  const allBases = named(index, 'base');
+  const bases = allBases.filter((b) => b.hasAttribute('href'));
   let base: string = url;
   if (bases[0]) {
     try {
@@ -257,11 +272,34 @@ function parseHtml(source: string, url: string): Document {
       /* an unparsable <base> is ignored, as browsers do */
     }
   }
-  for (const b of doc.querySelectorAll('base')) b.remove();
+  for (const b of allBases) b.remove();
   const el = doc.createElement('base');
   el.setAttribute('href', base);
   (doc.head ?? doc.documentElement).prepend(el);
-  return doc;
+  return { ...index, doc, base: el };
+}
+
+/**
+ * jsdom gives every document a selector engine (nwsapi) of its own on its first query, and the
+ * engine compiles each selector again: Readability's queries and jsdom's own `<base>` lookup cost
+ * an engine and their compiles on every page. nwsapi follows the document of the node it is asked
+ * about, so one engine per thread serves every page; one per compatibility mode, since nwsapi
+ * compiles quirks mode into class selectors. If jsdom stops keeping the engine where it is looked
+ * for, every document simply makes its own again.
+ */
+const jsdomImpl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as { implForWrapper(w: object): { _nwsapi?: unknown } | null };
+const selectorEngines = new Map<string, unknown>();
+function shareSelectorEngine(doc: Document) {
+  const impl = jsdomImpl.implForWrapper(doc);
+  if (!impl) return;
+  const mode = doc.compatMode;
+  const engine = selectorEngines.get(mode);
+  if (engine) {
+    impl._nwsapi ??= engine;
+    return;
+  }
+  doc.querySelector('base[href]'); // jsdom makes the document's engine on first use; it asks this selector anyway
+  if (impl._nwsapi) selectorEngines.set(mode, impl._nwsapi);
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */
@@ -275,13 +313,18 @@ function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
 }
 
 /** Absolute URLs, code-block languages and task-list boxes made to survive Readability; returns the classes to keep. */
-function prepareDoc(doc: Document): string[] {
-  absolutize(doc);
-  const keep = markCodeLanguages(doc);
+function prepareDoc(page: ParsedPage): string[] {
+  const { doc } = page;
+  absolutize(page);
+  const keep = markCodeLanguages(page);
   // Readability drops <input>: keep task-list boxes as marker characters, restored per output
-  for (const box of doc.querySelectorAll('li input[type="checkbox" i]')) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  // (`li input[type="checkbox" i]`)
+  for (const box of named(page, 'input')) {
+    if (attrIs(box, 'type', 'checkbox') && hasAncestorNamed(box, LI)) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+  }
   return keep;
 }
+const LI = new Set(['li']);
 
 /**
  * A page needs JavaScript when its static HTML carries (almost) no readable text but does carry
@@ -324,23 +367,28 @@ function visibleText(root: Element, enough: number): string {
 const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
 
 /** Every link and image absolute against the document base (jsdom honours <base>); lazy images made real. */
-function absolutize(doc: Document) {
+function absolutize(page: ParsedPage) {
+  const { doc, base } = page;
   // a <base> pointing anywhere but http(s) would turn every relative link into that scheme
-  for (const b of doc.querySelectorAll('base[href]')) {
-    let ok = false;
-    try {
-      ok = /^https?:$/.test(new URL((b as HTMLBaseElement).href).protocol);
-    } catch {
-      ok = false;
-    }
-    if (!ok) b.remove();
+  // (parseHtml left one <base> only; its href is read against the window's URL, as jsdom does)
+  let ok = false;
+  try {
+    ok = /^https?:$/.test(new URL(base.getAttribute('href') ?? '', WINDOW_URL).protocol);
+  } catch {
+    ok = false;
   }
-  for (const a of doc.querySelectorAll('a[href]')) {
-    const href = a.getAttribute('href')!.trim();
+  if (!ok) base.remove();
+  // what `a.href` gives, with Node's URL parser: jsdom's (whatwg-url, IDNA in JavaScript) cost
+  // more than the rest of this step; an unparsable href stays as written, as jsdom returns it
+  const baseUrl = doc.baseURI;
+  for (const a of named(page, 'a')) {
+    const raw = a.getAttribute('href');
+    if (raw === null) continue;
+    const href = raw.trim();
     if (/^javascript:/i.test(href)) a.removeAttribute('href');
-    else if (!href.startsWith('#')) a.setAttribute('href', (a as HTMLAnchorElement).href);
+    else if (!href.startsWith('#')) a.setAttribute('href', resolveHref(raw, baseUrl));
   }
-  for (const img of doc.querySelectorAll('img')) {
+  for (const img of named(page, 'img')) {
     const lazy = img.getAttribute('data-src') ?? img.getAttribute('data-lazy-src') ?? img.getAttribute('data-original');
     const src = img.getAttribute('src') ?? '';
     if (lazy && (!src || src.startsWith('data:'))) img.setAttribute('src', lazy);
@@ -354,7 +402,15 @@ function absolutize(doc: Document) {
     }
     img.removeAttribute('srcset');
   }
-  for (const el of doc.querySelectorAll('source[srcset]')) el.removeAttribute('srcset');
+  for (const el of named(page, 'source')) if (el.hasAttribute('srcset')) el.removeAttribute('srcset');
+}
+
+function resolveHref(raw: string, base: string): string {
+  try {
+    return new URL(raw, base).href;
+  } catch {
+    return raw;
+  }
 }
 
 interface PageFacts {
@@ -382,7 +438,7 @@ const clean = (s: string | null | undefined) => {
   return v ? v : null;
 };
 
-function jsonLd(doc: Document): Record<string, unknown>[] {
+function jsonLd(page: ParsedPage): Record<string, unknown>[] {
   const out: Record<string, unknown>[] = [];
   const visit = (v: unknown) => {
     if (Array.isArray(v)) v.forEach(visit);
@@ -391,7 +447,9 @@ function jsonLd(doc: Document): Record<string, unknown>[] {
       if ('@graph' in v) visit((v as { '@graph': unknown })['@graph']);
     }
   };
-  for (const s of doc.querySelectorAll('script[type="application/ld+json"]')) {
+  // `script[type="application/ld+json"]`: type is compared ignoring ASCII case in HTML
+  for (const s of named(page, 'script')) {
+    if (!attrIs(s, 'type', 'application/ld+json')) continue;
     try {
       visit(JSON.parse(s.textContent ?? ''));
     } catch {
@@ -408,11 +466,15 @@ const nameOf = (v: unknown): string | null => {
   return null;
 };
 
-function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
-  const meta = (sel: string) => clean(doc.querySelector(sel)?.getAttribute('content'));
+function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFacts {
+  const { doc } = page;
+  const metas = named(page, 'meta');
+  // `meta[attr="value" i]`: the first such <meta>, even when its content is empty
+  const meta = (attr: string, value: string) => clean(metas.find((m) => attrIs(m, attr, value))?.getAttribute('content'));
   const openGraph: Record<string, string> = {};
   const twitter: Record<string, string> = {};
-  for (const m of doc.querySelectorAll('meta[property], meta[name]')) {
+  for (const m of metas) {
+    if (!m.hasAttribute('property') && !m.hasAttribute('name')) continue;
     const key = (m.getAttribute('property') ?? m.getAttribute('name') ?? '').trim().toLowerCase();
     const val = clean(m.getAttribute('content'));
     if (!val) continue;
@@ -420,7 +482,7 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
     else if (key.startsWith('article:')) openGraph[key] ??= val;
     else if (key.startsWith('twitter:')) twitter[key.slice(8)] ??= val;
   }
-  const ld = jsonLd(doc);
+  const ld = jsonLd(page);
   const ldFirst = (k: string) => ld.map((o) => o[k]).find((v) => v !== undefined && v !== null);
   const abs = (u: string | null | undefined) => {
     if (!u) return null;
@@ -431,17 +493,21 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
       return null;
     }
   };
-  const icons = [...doc.querySelectorAll('link[rel][href]')].filter((l) => /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
+  const links = named(page, 'link');
+  const icons = links.filter((l) => l.hasAttribute('rel') && l.hasAttribute('href') && /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
   const icon = icons.find((l) => /(^|\s)icon(\s|$)/i.test(l.getAttribute('rel')!)) ?? icons[0];
-  const headings = [...doc.querySelectorAll('h1, h2, h3, h4, h5, h6')]
+  const headings = page.headings
     .map((h) => ({ level: Number(h.tagName[1]), text: clean(h.textContent) ?? '' }))
     .filter((h) => h.text)
     .slice(0, 200);
   const host = new URL(input.finalUrl).host;
   let internal = 0, external = 0;
-  for (const a of doc.querySelectorAll('a[href]')) {
+  const baseUrl = doc.baseURI;
+  for (const a of named(page, 'a')) {
+    const href = a.getAttribute('href');
+    if (href === null) continue;
     try {
-      const u = new URL(a.getAttribute('href')!, doc.baseURI);
+      const u = new URL(href, baseUrl);
       if (u.protocol !== 'http:' && u.protocol !== 'https:') continue;
       if (u.host === host) internal++;
       else external++;
@@ -449,8 +515,10 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
       /* unparsable href: not a link */
     }
   }
-  const firstImg = [...doc.querySelectorAll('article img[src], main img[src], img[src]')].map((i) => i.getAttribute('src')!).find((s) => !s.startsWith('data:'));
-  const timeEl = doc.querySelector('article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]');
+  // `article img[src], main img[src], img[src]`: the last group holds the others
+  const firstImg = named(page, 'img').map((i) => i.getAttribute('src')).find((s) => s !== null && !s.startsWith('data:'));
+  // `article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]`
+  const timeEl = named(page, 'time').find((t) => (t.hasAttribute('datetime') && (t.hasAttribute('pubdate') || hasAncestorNamed(t, ARTICLE))) || t.getAttribute('itemprop') === 'datePublished');
   const publisher = ldFirst('publisher');
   const ldString = (...keys: string[]) => {
     for (const o of ld) for (const k of keys) if (typeof o[k] === 'string' && clean(o[k] as string)) return clean(o[k] as string);
@@ -458,25 +526,28 @@ function collectPageFacts(doc: Document, input: ConvertInput): PageFacts {
   };
   // fallbacks after Readability, in this order: JSON-LD, Open Graph, Twitter, <meta> (docs/websitepro.md)
   return {
-    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(doc.querySelector('h1')?.textContent),
-    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('meta[name="description" i]'),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('meta[http-equiv="content-language" i]') ?? clean(input.contentLanguage?.split(',')[0]),
-    canonical: abs(doc.querySelector('link[rel="canonical" i]')?.getAttribute('href')),
-    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('meta[name="author" i]') ?? clean(doc.querySelector('[rel="author"], [itemprop="author"]')?.textContent),
-    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('meta[name="date" i]') ?? clean(timeEl?.getAttribute('datetime')),
+    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(page.headings.find((h) => h.localName === 'h1')?.textContent),
+    description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('name', 'description'),
+    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('http-equiv', 'content-language') ?? clean(input.contentLanguage?.split(',')[0]),
+    canonical: abs(links.find((l) => attrIs(l, 'rel', 'canonical'))?.getAttribute('href')),
+    // `[rel="author"], [itemprop="author"]` (rel ignores ASCII case in HTML), walked only when needed
+    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('name', 'author') ?? clean(firstElement(doc.documentElement, (e) => attrIs(e, 'rel', 'author') || e.getAttribute('itemprop') === 'author')?.textContent),
+    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('name', 'date') ?? clean(timeEl?.getAttribute('datetime')),
     modifiedTime: clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
-    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('meta[name="application-name" i]'),
-    keywords: (meta('meta[name="keywords" i]') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
-    robots: meta('meta[name="robots" i]'),
+    siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('name', 'application-name'),
+    keywords: (meta('name', 'keywords') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    robots: meta('name', 'robots'),
     favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
     image: abs(openGraph.image ?? openGraph['image:url']) ?? abs(twitter.image ?? twitter['image:src']) ?? abs(firstImg),
     openGraph,
     twitter,
     headings,
     links: { total: internal + external, internal, external },
-    images: doc.querySelectorAll('img').length,
+    images: named(page, 'img').length,
   };
 }
+
+const ARTICLE = new Set(['article']);
 
 interface MainContent {
   /** Element holding the main content (in the page's own document). */
@@ -497,10 +568,11 @@ const tasks = (s: string, done: string, open: string) => s.replaceAll(TASK_DONE,
 const CODE_LANG = /(?:^|\s)(?:language|lang|highlight-source|brush:?)-?([a-z0-9+#_-]+)/i;
 
 /** Put a code block's language on its <code> as `language-x`, the one class Readability is told to keep. */
-function markCodeLanguages(doc: Document): string[] {
+function markCodeLanguages(page: ParsedPage): string[] {
+  const { doc } = page;
   const classes = new Set<string>();
-  for (const pre of doc.querySelectorAll('pre')) {
-    const code = pre.querySelector('code');
+  for (const pre of named(page, 'pre')) {
+    const code = firstDescendant(pre, (e) => e.localName === 'code');
     const from = [code?.getAttribute('class'), pre.getAttribute('class'), pre.parentElement?.getAttribute('class'), code?.getAttribute('data-lang'), pre.getAttribute('data-lang'), pre.getAttribute('data-language')];
     let lang: string | null = null;
     for (const c of from) {
@@ -561,29 +633,52 @@ const SKIP_LINKS = new Set(['#content', '#main', '#main-content']);
 
 /** Cookie banners, consent walls, ads, "[edit]" links, heading permalinks: page furniture, never content. */
 function removeDebris(doc: Document) {
-  // one walk over the elements: a selector list of case-insensitive substring matches costs
-  // nwsapi ten times as much (docs/performance.md)
+  // one walk over the elements for every rule: a selector list of case-insensitive substring
+  // matches cost nwsapi ten times as much, and each list is a walk of its own (docs/performance.md)
   const doomed: Element[] = [];
-  const walk = (parent: Element) => {
+  // `.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor,
+  // a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]`
+  const editLinks: Element[] = [];
+  // `h1 a[href^="#"]` … `h6 a[href^="#"]`
+  const permalinks: Element[] = [];
+  // `:is(h1, h2, h3, h4, h5, h6) :is(a, span, button)`
+  const inHeading: Element[] = [];
+  const editClass = classPattern(doc, ['mw-editsection', 'editsection', 'edit-link', 'post-edit-link']);
+  const anchorClass = classPattern(doc, ['headerlink', 'anchor', 'anchorjs-link', 'heading-anchor', 'hash-link']);
+  const walk = (parent: Element, heading: boolean) => {
     for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
-      const name = `${el.id} ${el.getAttribute('class') ?? ''}`;
+      const cls = el.getAttribute('class');
+      const name = `${el.id} ${cls ?? ''}`;
       const role = el.getAttribute('role');
+      const tag = el.localName;
       const furniture = FURNITURE_NAME.test(name) || el.hasAttribute('data-ad-slot') || role === 'dialog' || role === 'alertdialog' || el.getAttribute('aria-modal') === 'true' || (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
       // a class name is a weak signal: only small boxes go, so an article about cookies stays
-      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !el.querySelector('article, main, h1')) doomed.push(el);
-      else walk(el);
+      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !hasDescendantNamed(el, HOLDS_CONTENT)) {
+        doomed.push(el);
+        continue;
+      }
+      if (cls !== null && editClass.test(cls)) editLinks.push(el);
+      else if (tag === 'a' && ((cls !== null && anchorClass.test(cls)) || (el.getAttribute('href') ?? '').includes('action=edit'))) editLinks.push(el);
+      if (heading) {
+        if (tag === 'a' && el.getAttribute('href')?.startsWith('#')) permalinks.push(el);
+        if (tag === 'a' || tag === 'span' || tag === 'button') inHeading.push(el);
+      }
+      walk(el, heading || HEADING_NAMES.has(tag));
     }
   };
-  if (doc.documentElement) walk(doc.documentElement);
+  if (doc.documentElement) walk(doc.documentElement, false);
   for (const el of doomed) el.remove();
-  doc.querySelectorAll('.mw-editsection, .editsection, .edit-link, .post-edit-link, a.headerlink, a.anchor, a.anchorjs-link, a.heading-anchor, a.hash-link, a[href*="action=edit"]').forEach((n) => n.remove());
-  for (const a of doc.querySelectorAll('h1 a[href^="#"], h2 a[href^="#"], h3 a[href^="#"], h4 a[href^="#"], h5 a[href^="#"], h6 a[href^="#"]')) {
-    if (/^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
+  // in the order the selector lists ran: what an earlier rule removed is gone for the later ones
+  for (const el of editLinks) el.remove();
+  for (const a of permalinks) {
+    if (a.isConnected && /^[\s#¶§🔗]*$/u.test(a.textContent ?? '')) a.remove();
   }
-  for (const el of doc.querySelectorAll(':is(h1, h2, h3, h4, h5, h6) :is(a, span, button)')) {
+  for (const el of inHeading) {
     if (el.isConnected && /^\s*\[?\s*(edit|edit source|bearbeiten|modifier|править)\s*\]?\s*$/i.test(el.textContent ?? '')) el.remove();
   }
 }
+const HOLDS_CONTENT = new Set(['article', 'main', 'h1']);
+const HEADING_NAMES = new Set(['h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
 
 function isTrackingPixel(img: Element): boolean {
   const w = img.getAttribute('width'), h = img.getAttribute('height');
@@ -596,8 +691,28 @@ function isTrackingPixel(img: Element): boolean {
 function prepare(root: Element): Element {
   // in place: the main content is a tree of its own by now (metadata has counted its words)
   const r = root;
-  r.querySelectorAll('script, style, noscript, template, link, meta').forEach((n) => n.remove());
-  for (const img of r.querySelectorAll('img')) {
+  // one walk for `script, style, noscript, template, link, meta`, `img`, `a[href^="data:" i]`
+  // and the tables: nothing inside a removed element is looked at again
+  const strip: Element[] = [];
+  const imgs: Element[] = [];
+  const dataLinks: Element[] = [];
+  const tables: Element[] = [];
+  const walk = (parent: Element) => {
+    for (let el = parent.firstElementChild; el; el = el.nextElementSibling) {
+      const tag = el.localName;
+      if (NOT_CONTENT.has(tag)) {
+        strip.push(el);
+        continue;
+      }
+      if (tag === 'img') imgs.push(el);
+      else if (tag === 'a' && asciiLower(el.getAttribute('href')?.slice(0, 5) ?? '') === 'data:') dataLinks.push(el);
+      else if (tag === 'table') tables.push(el);
+      walk(el);
+    }
+  };
+  walk(r);
+  for (const n of strip) n.remove();
+  for (const img of imgs) {
     const src = img.getAttribute('src') ?? '';
     if (!src || src.startsWith('data:') || isTrackingPixel(img)) {
       const alt = clean(img.getAttribute('alt'));
@@ -605,15 +720,16 @@ function prepare(root: Element): Element {
       else img.remove();
     }
   }
-  for (const a of r.querySelectorAll('a[href^="data:" i]')) a.removeAttribute('href');
-  flattenLayoutTables(r);
+  for (const a of dataLinks) a.removeAttribute('href');
+  flattenLayoutTables(r, tables);
   return r;
 }
+const NOT_CONTENT = new Set(['script', 'style', 'noscript', 'template', 'link', 'meta']);
 
 /** The title becomes the first heading of every output; drop a leading heading that only repeats it. */
 function dropTitleHeading(root: Element, title: string | null) {
   if (!title) return;
-  const first = root.querySelector('h1, h2');
+  const first = firstDescendant(root, (e) => e.localName === 'h1' || e.localName === 'h2');
   if (first && clean(first.textContent) === title) first.remove();
 }
 

@@ -5,9 +5,13 @@
 import TurndownService from 'turndown';
 import { strikethrough, taskListItems, highlightedCodeBlock } from '@joplin/turndown-plugin-gfm';
 import { tableGrid } from './tables.ts';
+import { hasAncestorNamed } from './elements.ts';
 
 const CELL_TAGS = new Set(['TD', 'TH']);
 const TABLE_PARTS = new Set(['TR', 'THEAD', 'TBODY', 'TFOOT', 'CAPTION', 'COLGROUP', 'COL']);
+const TABLE = new Set(['table']);
+/** `n.closest('table')` for a cell or table part (never a table itself), without a selector. */
+const inTable = (n: Node) => hasAncestorNamed(n as Element, TABLE);
 
 /** One cell's Markdown on one line, pipes escaped (GFM needs `\|` even inside code spans). */
 const cellText = (md: string | undefined) => (md ?? '').replace(/\s*\n\s*/g, ' ').replace(/(?<!\\)\|/g, '\\|').trim();
@@ -55,13 +59,13 @@ function build(): TurndownService {
     filter: (n) => CELL_TAGS.has(n.nodeName),
     replacement: (content, n) => {
       // a cell whose table was taken away (Readability does that) is just a block of text
-      if (!(n as Element).closest('table')) return `\n\n${content}\n\n`;
+      if (!inTable(n)) return `\n\n${content}\n\n`;
       cellMarkdown.set(n, content);
       return '';
     },
   });
   td.addRule('tablePart', {
-    filter: (n) => TABLE_PARTS.has(n.nodeName) && !!(n as Element).closest('table'),
+    filter: (n) => TABLE_PARTS.has(n.nodeName) && inTable(n),
     replacement: (content, n) => {
       if (n.nodeName === 'CAPTION') cellMarkdown.set(n, content);
       return '';

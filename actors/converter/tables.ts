@@ -3,7 +3,16 @@
 // tables stay tables and become GFM pipe tables in Markdown (markdown.ts), with colspan/rowspan
 // expanded on a grid. Rules in docs/websitepro.md.
 
-const BLOCK_IN_CELL = 'p, ul, ol, dl, h1, h2, h3, h4, h5, h6, pre, blockquote, figure, table, section, article, hr';
+import { firstDescendant, hasDescendantNamed } from './elements.ts';
+
+// element walks, not selectors: jsdom compiles each selector again for every page (elements.ts)
+const BLOCK_IN_CELL = new Set(['p', 'ul', 'ol', 'dl', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'blockquote', 'figure', 'table', 'section', 'article', 'hr']);
+const IMG = new Set(['img']);
+/** `table.querySelector(':scope > caption')` */
+const captionOf = (table: Element): Element | null => {
+  for (let c = table.firstElementChild; c; c = c.nextElementSibling) if (c.localName === 'caption') return c;
+  return null;
+};
 
 const directRows = (table: Element): Element[] => {
   const rows: Element[] = [];
@@ -20,7 +29,7 @@ export function isLayoutTable(table: Element): boolean {
   if (role === 'presentation' || role === 'none') return true;
   const cells = directRows(table).flatMap(cellsOf);
   if (cells.length <= 1) return true;
-  return cells.some((c) => c.querySelector(BLOCK_IN_CELL) !== null);
+  return cells.some((c) => hasDescendantNamed(c, BLOCK_IN_CELL));
 }
 
 /**
@@ -28,23 +37,24 @@ export function isLayoutTable(table: Element): boolean {
  * paragraph (`**Born**: 10 December 1815`), any other cell its own block. Innermost tables are
  * decided first, so a data table nested in a layout table survives as a table.
  */
-export function flattenLayoutTables(root: Element): void {
-  const tables = [...root.querySelectorAll('table')];
+export function flattenLayoutTables(root: Element, found?: Element[]): void {
+  // `found`: the tables under root in document order, when the caller walked the tree already
+  const tables = found ?? allTables(root);
   const layout = new Set(tables.filter(isLayoutTable));
   const doc = root.ownerDocument;
   for (const table of tables.reverse()) {
     if (!layout.has(table)) continue;
     const box = doc.createElement('div');
-    const caption = table.querySelector(':scope > caption');
+    const caption = captionOf(table);
     if (caption && caption.textContent?.trim()) {
       const p = doc.createElement('p');
       while (caption.firstChild) p.appendChild(caption.firstChild);
       box.appendChild(p);
     }
     for (const tr of directRows(table)) {
-      const cells = cellsOf(tr).filter((c) => c.textContent?.trim() || c.querySelector('img'));
+      const cells = cellsOf(tr).filter((c) => c.textContent?.trim() || hasDescendantNamed(c, IMG));
       if (!cells.length) continue;
-      const inline = cells.every((c) => !c.querySelector(BLOCK_IN_CELL));
+      const inline = cells.every((c) => !hasDescendantNamed(c, BLOCK_IN_CELL));
       if (inline && cells.length > 1) {
         const p = doc.createElement('p');
         cells.forEach((c, i) => {
@@ -96,5 +106,14 @@ export function tableGrid(table: Element): TableGrid {
   const columns = Math.max(0, ...rows.map((r) => r.length));
   const first = trs[0];
   const header = !!first && (first.parentElement?.tagName === 'THEAD' || cellsOf(first).every((c) => c.tagName === 'TH'));
-  return { caption: table.querySelector(':scope > caption'), rows, header, columns };
+  return { caption: captionOf(table), rows, header, columns };
+}
+
+function allTables(root: Element): Element[] {
+  const out: Element[] = [];
+  firstDescendant(root, (e) => {
+    if (e.localName === 'table') out.push(e);
+    return false;
+  });
+  return out;
 }

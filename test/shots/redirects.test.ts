@@ -13,7 +13,12 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
       t.ok(ms < 15000, `${path}: took ${ms} ms`);
       t.equal(new URL(shot.extra.finalUrl!).pathname, '/plain', `${path} followed`);
       t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${path}: the destination captured`);
+      t.equal(shot.extra.hops, 1, `${path}: one document followed`);
     }
+    // a server's redirect is part of the first document's answer, not a document followed
+    const served = await b.shoot(fx.url('/redirect?to=/plain'), { viewport: { w: 400, h: 400 } });
+    t.equal(new URL(served.extra.finalUrl!).pathname, '/plain', '302 followed');
+    t.equal(served.extra.hops, undefined, 'a 302 is no hop');
     const [shot, ms] = await timed(() => b.shoot(fx.url('/pushstate'), { viewport: { w: 400, h: 400 } }));
     t.ok(ms < 15000, `pushState loop: took ${ms} ms`);
     t.same(await pixel(shot.png, 5, 390), [0, 128, 128]);

@@ -13,6 +13,7 @@ import { figure, percentile, quick, type BenchFigure, type BenchRow } from './fi
 import type { Cluster } from './lib/cluster.ts';
 import { startPageServer } from './lib/page.ts';
 import { countTraffic } from './lib/traffic.ts';
+import { WireTrace, summarise, foldSubject, segmentsOf, median, type JobTrace } from './lib/timeline.ts';
 
 export interface PipelineOptions {
   /** Jobs one after another, for latency. */
@@ -26,6 +27,9 @@ export interface PipelineOptions {
 export const pipelineOptions = (): PipelineOptions => quick()
   ? { sequential: 8, jobs: 16, concurrency: 4, rounds: 1 }
   : { sequential: 30, jobs: 40, concurrency: 8, rounds: 3 };
+
+/** Jobs traced stage by stage (bench/lib/timeline.ts); BENCH_PIPELINE_TRACE=<n> to change, 0 for none. */
+const tracedJobs = () => Number(process.env.BENCH_PIPELINE_TRACE ?? (quick() ? 20 : 50));
 
 type One = () => Promise<void>;
 
@@ -79,21 +83,26 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
       }
     };
     // the same fetch options as the converter's leader task
+    /** fetch and conversion of the direct calls made beside the traced jobs */
+    let directSplit: { fetch: number; convert: number }[] | null = null;
     const direct = async () => {
+      const t0 = performance.now();
       const res = await guardedFetch(page.url, {
         allowCidrs: config.outbound.allowCidrs, maxRedirects: config.outbound.maxRedirects, connectTimeoutMs: config.outbound.connectTimeoutMs,
         timeoutMs: config.websitepro.fetchTimeoutMs, maxBytes: config.websitepro.maxBytes,
         headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
       });
+      const t1 = performance.now();
       const r = await pool.run({
         body: res.body, contentType: String(res.headers['content-type'] ?? ''), status: res.status, url: page.url, finalUrl: res.url,
         redirects: res.chain.slice(0, -1), rendered: false, outputs: ['metadata'], warnings: [], detectJs: true,
       });
+      directSplit?.push({ fetch: t1 - t0, convert: performance.now() - t1 });
       if (r.needsJavaScript || !r.outputs.metadata?.ok) failures.push(`direct: ${JSON.stringify(r).slice(0, 200)}`);
     };
 
-    // warm both paths (JIT, worker threads, connections) before measuring
-    for (let i = 0; i < (quick() ? 1 : 3); i++) {
+    // warm both paths (JIT, every worker thread of both pools, connections) before measuring
+    for (let i = 0; i < (quick() ? 3 : 5); i++) {
       await viaPipeline();
       await direct();
     }
@@ -103,6 +112,37 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
     const counted = quick() ? 4 : 10;
     const traffic = await countTraffic(cluster.nats.url, async () => { for (let i = 0; i < counted; i++) await viaPipeline(); });
     const perJob = (n: number) => n / counted;
+
+    // where one job's time goes, stage by stage, jobs one after another
+    let timeline: ReturnType<typeof summarise> = [];
+    let timelineNote = '';
+    const traces: JobTrace[] = [];
+    if (tracedJobs() > 0) {
+      const wire = await WireTrace.start(cluster.nats.url);
+      try {
+        directSplit = [];
+        // each traced job beside a direct call, so both meet the same moment of the machine
+        for (let i = 0; i < tracedJobs(); i++) {
+          traces.push(await wire.job(async () => { await viaPipeline(); return page.lastRequestAt(); }));
+          await direct();
+        }
+      } finally {
+        await wire.close();
+      }
+      timeline = summarise(traces);
+      if (process.env.BENCH_PIPELINE_TRACE_DUMP) {
+        const tr = traces.reduce((a, b) => (b.answeredAt < a.answeredAt ? b : a)); // the fastest job: the least load in it
+        process.stderr.write(tr.events.map((e) => `${e.t.toFixed(2).padStart(8)}  ${foldSubject(e.subject)}${e.reply ? '  ← ' + foldSubject(e.reply).slice(0, 60) : ''}`).join('\n') + `\n fetched ${tr.fetchedAt?.toFixed(2)} answered ${tr.answeredAt.toFixed(2)}\n`);
+      }
+      const segs = traces.map(segmentsOf).filter((x) => x !== null);
+      const segNote = `before the fetch ${median(segs.map((x) => x.before)).toFixed(1)} ms (min ${Math.min(...segs.map((x) => x.before)).toFixed(1)}), fetch + conversion ${median(segs.map((x) => x.work)).toFixed(1)} (min ${Math.min(...segs.map((x) => x.work)).toFixed(1)}), after it ${median(segs.map((x) => x.after)).toFixed(1)} (min ${Math.min(...segs.map((x) => x.after)).toFixed(1)})`;
+      const ds = directSplit;
+      const paired = traces.map((t, i) => t.answeredAt - (ds[i] ? ds[i].fetch + ds[i].convert : NaN)).filter(Number.isFinite);
+      timelineNote = `${segNote}; direct calls beside them: fetch ${median(ds.map((x) => x.fetch)).toFixed(1)} ms + conversion ${median(ds.map((x) => x.convert)).toFixed(1)} ms (min total ${Math.min(...ds.map((x) => x.fetch + x.convert)).toFixed(1)}); overhead per pair (job - its direct call) median ${median(paired).toFixed(1)} ms`;
+      directSplit = null;
+      process.stderr.write(`pipeline segments (${segs.length} jobs): ${timelineNote}\n`);
+      process.stderr.write(`pipeline stages (median of ${traces.length} jobs; at = since the request, step = since the stage before, min = smallest step):\n${timeline.map((s) => `${s.at.toFixed(1).padStart(7)}  +${s.step.toFixed(1).padStart(6)} (min ${s.min.toFixed(1).padStart(5)})  ${s.stage}${s.jobs < traces.length ? ` [${s.jobs} jobs]` : ''}`).join('\n')}\n`);
+    }
 
     const seqPipe: number[] = [];
     const seqDirect: number[] = [];
@@ -143,7 +183,13 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
         note: `${counted} jobs; plus ${perJob(traffic.corePublishes).toFixed(1)} core publishes per job; by subject: ${Object.entries(traffic.bySubject).map(([k, v]) => `${k} ${(v / counted).toFixed(1)}`).join(', ')}`,
       },
     ];
-    return { rows, raw: { options: opts, traffic: { jobs: counted, ...traffic }, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
+    if (timeline.length) {
+      rows.push({
+        name: 'websitepro metadata job: stage timeline, median ms', unit: 'ms', value: timeline[timeline.length - 1]!.at, baseline: NaN, ratio: NaN, samples: traces.map((t) => t.answeredAt),
+        note: `${traces.length} jobs one after another, read off the wire (bench/lib/timeline.ts); ${timelineNote}; step since the stage before (median per job): ${timeline.map((s) => `${s.stage} +${s.step.toFixed(1)}`).join(', ')}`,
+      });
+    }
+    return { rows, raw: { options: opts, timeline, traffic: { jobs: counted, ...traffic }, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
   } finally {
     await pool.close();
     await page.close();

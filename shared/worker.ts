@@ -101,6 +101,9 @@ export async function ensureTaskConsumer(nc: NatsConnection, config: Config, con
   }
 }
 
+/** How long a stopping worker waits for its running tasks to give up after their abort. */
+const STOP_GRACE_MS = 10_000;
+
 /** How long a worker keeps trying to report a finished task through a NATS failover. */
 const OUTCOME_RETRY_MS = 15_000;
 
@@ -128,6 +131,8 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
   const abort = new AbortController();
   let running = 0;
   const idle: (() => void)[] = [];
+  /** Tasks being worked on, with how to hand each back if it is still running when the worker stops. */
+  const inHand = new Map<JsMsg, () => void>();
   const heartbeatMs = Math.max(500, (config.jobs.ackWaitSeconds * 1000) / 3);
 
   async function work(m: JsMsg) {
@@ -141,6 +146,12 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       return;
     }
     const hb = setInterval(() => m.working(), heartbeatMs);
+    let handedBack = false;
+    inHand.set(m, () => {
+      handedBack = true;
+      clearInterval(hb);
+      m.nak();
+    });
     // every task is bounded, whatever the handler does: a handler that hangs while the heartbeat
     // keeps the message alive would otherwise hold the job (and its charge) forever
     const taskAbort = new AbortController();
@@ -175,9 +186,11 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       }
       // outcome first, ack second: a crash in between means a redelivery, never a lost result
       await publishFinalOutcome(nc, outcome, abort.signal, log);
-      m.ack();
+      if (!handedBack) m.ack();
     } catch (e) {
-      if (abort.signal.aborted) {
+      if (handedBack) {
+        // already given back by stop(): another instance has it
+      } else if (abort.signal.aborted) {
         // stopping: let another instance take it right away
         m.nak();
       } else {
@@ -185,6 +198,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
         m.nak(1000 * m.info.deliveryCount);
       }
     } finally {
+      inHand.delete(m);
       clearInterval(hb);
       clearTimeout(deadline);
       abort.signal.removeEventListener('abort', onStop);
@@ -227,7 +241,12 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
       idle.splice(0).forEach((r) => r());
       await loop;
       const t0 = Date.now();
-      while (running > 0 && Date.now() - t0 < 10000) await sleep(50);
+      while (running > 0 && Date.now() - t0 < STOP_GRACE_MS) await sleep(50);
+      // A handler that ignored the abort: its task goes back to the consumer now, and its heartbeat
+      // stops, so another instance takes it at once instead of after ack_wait (or never, while this
+      // process lives on and the heartbeat keeps the task). A late outcome from it is a duplicate.
+      for (const handBack of inHand.values()) handBack();
+      inHand.clear();
     },
   };
 }

@@ -114,7 +114,10 @@ interface Fresh {
 interface Generation {
   browser: Browser;
   pages: number;
+  /** Tasks on this browser, counting those whose context is still to be closed. */
   active: number;
+  /** Of `active`: finished tasks whose context waits for its close (closeSoon). */
+  closing: number;
   retired: boolean;
 }
 
@@ -136,7 +139,7 @@ export class ManagedBrowser {
     killWithProcessGroupOnExit(browser);
     this.version = majorVersion(await browser.version());
     this.launches++;
-    const gen: Generation = { browser, pages: 0, active: 0, retired: false };
+    const gen: Generation = { browser, pages: 0, active: 0, closing: 0, retired: false };
     browser.on('disconnected', () => {
       if (this.current === gen) this.current = undefined;
       if (!gen.retired && !this.closed) this.log.warn({ browser: this.launcher.configId, scheme: this.launchOpts.scheme }, 'browser disconnected; next page starts a new one');
@@ -194,15 +197,21 @@ export class ManagedBrowser {
     if (s?.gen === gen) got = await s.ready.catch(() => undefined);
     else if (s) void s.ready.then((f) => f.ctx.close()).catch(() => {});
     let made = false;
-    const makeNext = () => {
+    const startSpare = () => {
       if (made) return;
       made = true;
       // one spare at a time: a concurrent task may have made it already
       if (!this.spare && !gen.retired && !this.closed && gen.browser.connected) this.spare = { gen, ready: this.make(gen) };
     };
+    // finished contexts are closed once this page is parsed, whoever else is at work: at the
+    // task's start the close would hold this page's first calls
+    const makeNext = () => {
+      this.closeNow();
+      startSpare();
+    };
     // with other pages of this browser at work there is no quiet moment to wait for, and the next
     // task comes sooner: the spare is started now; alone, this page starts it once it is parsed
-    if (gen.active > 1) makeNext();
+    if (gen.active - gen.closing > 1) startSpare();
     return { ...(got ?? await this.make(gen)), makeNext };
   }
 
@@ -252,8 +261,33 @@ export class ManagedBrowser {
       clearTimeout(timer);
       makeNext?.();
       // closed in the background: the task's result does not wait for the browser's clean-up
-      if (ctx) void Promise.race([ctx.close().catch(() => {}), sleep(5000)]).then(() => this.done(gen));
+      if (ctx) this.closeSoon(ctx, gen);
       else await this.done(gen);
+    }
+  }
+
+  /** Finished contexts waiting for closeNow(), each with its fallback timer. */
+  private toClose: { ctx: BrowserContext; gen: Generation; timer: NodeJS.Timeout }[] = [];
+
+  /**
+   * Close a finished task's context when the next page of this browser is parsed (closeNow, from
+   * makeNext), or after CLOSE_LATEST_MS with no next page. Closing a context (its renderer goes) is
+   * browser main-thread work, and done at once it fell on the next task's first steps: its
+   * viewport and navigation queued behind it. The next page's quiet-network wait is idle time.
+   */
+  private closeSoon(ctx: BrowserContext, gen: Generation) {
+    gen.closing++;
+    const timer = setTimeout(() => this.closeNow(), CLOSE_LATEST_MS);
+    this.toClose.push({ ctx, gen, timer });
+  }
+
+  private closeNow() {
+    for (const { ctx, gen, timer } of this.toClose.splice(0)) {
+      clearTimeout(timer);
+      void Promise.race([ctx.close().catch(() => {}), sleep(5000)]).then(() => {
+        gen.closing--;
+        return this.done(gen);
+      });
     }
   }
 
@@ -276,6 +310,7 @@ export class ManagedBrowser {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.closeNow();
     const s = this.spare;
     this.spare = undefined;
     if (s) await s.ready.then((f) => f.ctx.close()).catch(() => {});
@@ -298,3 +333,6 @@ async function closeBrowser(b: Browser) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The longest a finished task's context stays open waiting for the next page (closeSoon). */
+const CLOSE_LATEST_MS = 1000;

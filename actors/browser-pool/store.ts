@@ -1,10 +1,16 @@
 // Files into the object store: the PNG under the task's object name and a WebP thumbnail beside it.
-import { Objm, type ObjectStore } from '@nats-io/obj';
+import { Objm, setSha256Backend, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import sharp from 'sharp';
 import { thumbName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { RawImage } from './capture.ts';
 import type { PhaseTimes } from './pool.ts';
+
+// The object store hashes every object it stores (SHA-256) on this thread, by default in pure
+// JavaScript (the client also runs in browsers); Node's own is many times faster, and a PNG of a
+// few MB hashed in JS held the thread the next shot's thumbnail and CDP messages need. Process-wide
+// (the client has one setting); the digest is the same either way.
+setSha256Backend('native');
 
 export const THUMB_WIDTH = 400;
 /** Thumbnails of tall full-page shots keep the top, at most this many pixels high. */

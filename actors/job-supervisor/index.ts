@@ -2,7 +2,7 @@
 // not delivered, finishes jobs, turns exhausted tasks into worker_lost, deletes expired files.
 // Decisions are in steps.ts; this file wires them to the streams, the advisory and the timers.
 // Any number of instances may run: they share the durable consumers and every step is idempotent.
-import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type ConsumerMessages } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { nanos } from '@nats-io/nats-core';
@@ -20,8 +20,7 @@ import { SERVICES } from '../../shared/names.ts';
 import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
 import { startWebhookSender } from './webhooks.ts';
-import { withRetry } from '../../shared/runtime.ts';
-import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
+import { withRetry, sleep } from '../../shared/runtime.ts';
 
 const shotsKind = (browser: string, version: string) => `shots:${browser}@${version}`;
 /** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
@@ -33,6 +32,8 @@ const LOST_FILE_EVERY_SWEEPS = 10;
 
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
+/** How long one pull stays open: the longest a stop waits for the server to finish sending. */
+const PULL_EXPIRES_MS = 2000;
 /** How long a progress line waits before it is written to the job document (see noteProgress). */
 const PROGRESS_DELAY_MS = 250;
 
@@ -57,6 +58,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const projection = new JobProjection(log);
   await projection.start(d.jobs);
   await Promise.race([projection.ready, new Promise((r) => setTimeout(r, 15_000))]);
+  d.copyOf = (id) => projection.getStored(id);
 
   // Our own consumers: redeliver until handled (no max_deliver); a failed step naks with a delay.
   const consumerCfg = (durable: string, filter: string) => ({
@@ -97,23 +99,45 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     return p;
   }
 
-  async function pump(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<{ iter: ConsumerMessages; done: Promise<void> }> {
+  /**
+   * Pull and handle, at most PARALLEL messages in hand. Bounded pulls (fetch), not a standing
+   * `consume()`: closing a consume subscription drops whatever the server sent it meanwhile, and the
+   * server may still fill the pull it had open, so a stopping instance left messages to the 30 s ack
+   * wait. A fetch ends on the server's word (its batch filled or its time up); a stop lets the open
+   * one end and hands back what still comes in it.
+   */
+  async function pump(stream: string, durable: string, handle: (m: JsMsg) => Promise<void>): Promise<{ done: Promise<void> }> {
     const consumer = await withRetry(`consumer ${durable}`, () => js.consumers.get(stream, durable), { log });
-    const iter = await consumer.consume({ max_messages: PARALLEL, expires: CONSUME_EXPIRES_MS });
     const slots = new Set<Promise<void>>();
     const done = (async () => {
-      for await (const m of iter) {
-        if (stopping) {
-          m.nak();
+      while (!stopping) {
+        const room = PARALLEL - slots.size;
+        if (room <= 0) {
+          await Promise.race(slots);
           continue;
         }
-        const p = handle(m);
-        slots.add(p);
-        void p.finally(() => slots.delete(p));
-        if (slots.size >= PARALLEL) await Promise.race(slots);
+        try {
+          const batch = await consumer.fetch({ max_messages: room, expires: PULL_EXPIRES_MS });
+          for await (const m of batch) {
+            if (stopping) {
+              // pulled, not handled: back for another instance once this pull has surely ended
+              // (an immediate nak would come straight back into it)
+              m.nak(PULL_EXPIRES_MS);
+              continue;
+            }
+            const p = handle(m);
+            slots.add(p);
+            void p.finally(() => slots.delete(p));
+          }
+        } catch (err) {
+          // a failover, a consumer without a leader yet: pull again shortly (a closed connection: done)
+          if (stopping || nc.isClosed()) break;
+          log.warn({ err, stream, durable }, 'pull failed; pulling again');
+          await sleep(1000);
+        }
       }
     })();
-    return { iter, done };
+    return { done };
   }
 
   const jobsPump = await pump(STREAMS.jobs, CONSUMERS.supervisorJobs, (m) =>
@@ -293,6 +317,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   log.info({ instanceId: ctx.instanceId }, 'job-supervisor started');
   return {
     async stop() {
+      // no new pull from here; the open ones end within PULL_EXPIRES_MS, what comes in them is handed back
       stopping = true;
       clearInterval(timer);
       progressSub.unsubscribe();
@@ -300,7 +325,6 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       progressDue.clear();
       await service.stop().catch(() => {});
       const pumps = [jobsPump, resultsPump, lostPump];
-      for (const p of pumps) await p.iter.close().catch(() => {});
       await Promise.allSettled([...pumps.map((p) => p.done), sweeping]);
       await Promise.allSettled([...inflight]);
       await webhooks.stop();

@@ -94,6 +94,12 @@ export class JobProjection {
       .limit(limit).all().map((r) => JSON.parse(r.doc) as JobRecord);
   }
 
+  /** The job as this copy last saw it, with its revision (a guess for a compare-and-set write). */
+  getStored(id: string): { job: JobRecord; revision: number } | null {
+    const r = this.db.select({ doc: jobsTable.doc, revision: jobsTable.revision }).from(jobsTable).where(eq(jobsTable.id, id)).get();
+    return r ? { job: JSON.parse(r.doc) as JobRecord, revision: r.revision } : null;
+  }
+
   get(id: string): JobRecord | null {
     const r = this.db.select({ doc: jobsTable.doc }).from(jobsTable).where(eq(jobsTable.id, id)).get();
     return r ? (JSON.parse(r.doc) as JobRecord) : null;

@@ -13,7 +13,7 @@ import { isFinished, taskMsgId, type JobRecord, type Outcome, type ResultRecord,
 import { publishOutcome } from '../../shared/worker.ts';
 import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
-import { readJob, updateJob, refundedTotal, publishJobEvent } from '../../shared/jobs/store.ts';
+import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } from '../../shared/jobs/store.ts';
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 
 export interface Deps {
@@ -25,6 +25,8 @@ export interface Deps {
   jobs: KV;
   datasets: KV;
   objm: Objm;
+  /** The job as the supervisor's projection last saw it, with its revision: a guess that spares a read. */
+  copyOf?: (jobId: string) => StoredJob | null;
   /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
   webhooks?: { send(jobId: string): void };
 }
@@ -77,7 +79,8 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     }
     return true;
   };
-  let res = await updateJob(d.jobs, o.jobId, record);
+  // the outcome usually comes well after the document was written: the projection has it already
+  let res = await updateJob(d.jobs, o.jobId, record, undefined, d.copyOf?.(o.jobId));
   if (!res) {
     // The gateway publishes a job's tasks just before it writes the document: an outcome can
     // arrive first. Retried (the step fails, the message comes back) for as long as the document
@@ -99,8 +102,12 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     await afterFinish(d, res.job);
     return;
   }
-  await releaseDependents(d, o.jobId);
-  await settleJob(d, o.jobId);
+  // res.job is the record as of this write (or as read): with results still pending and none made
+  // from others, neither step below has anything to do (settling waits for the last pending
+  // result, whose own outcome settles), so their two reads are skipped
+  const dependents = res.job.results.some((r) => r.after);
+  if (dependents) await releaseDependents(d, o.jobId);
+  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId);
 }
 
 /**

@@ -86,6 +86,16 @@ reply subject outside streams, the JetStream API and inboxes (actor-to-actor req
 document is written once, already dispatched; progress lines are core messages; see
 \`docs/notes/issue-17.md\`.
 
+**Stage timeline** (\`bench/lib/timeline.ts\`; \`BENCH_PIPELINE_TRACE=<n>\` jobs, default 20 quick /
+50 full, 0 for none; \`BENCH_PIPELINE_TRACE_DUMP=1\` prints the fastest job's wire trace): the same
+wildcard subscription stamps every message of a job as it reaches the bench (the charge and its
+reply, each stream publish and its ack, the task's delivery to the converter, the object-store
+puts, the outcome's delivery to the supervisor, its write and the watch's push to the gateway);
+the page fixture stamps the fetch. Each traced job is followed by one direct call, so the two meet
+the same moment of the machine. The row's value is the median job; its note gives the median step
+of every stage and three segments per job: before the fetch, fetch + conversion, after it (the
+direct call has only the middle one). No code of the system runs for it.
+
 **Job creation under load** (\`scripts/load.ts\`: its own 3-node cluster, 16 clients creating
 websitepro, shots and labs jobs for 30 s and long-polling them; not part of \`npm run bench\`; rerun
 with \`node --import tsx scripts/load.ts\`). Issue 17, session 13, one run each, back to back on the

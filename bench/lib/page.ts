@@ -2,6 +2,7 @@
 // (title, description, Open Graph and Twitter tags, canonical link, headings, paragraphs, a table,
 // links, images), about 30 KB, the same bytes on every request.
 import { createServer, type Server } from 'node:http';
+import { performance } from 'node:perf_hooks';
 
 export function articleHtml(): string {
   const para = (i: number) => `<p>Paragraph ${i} of the benchmark article. It talks about <a href="/topic/${i}">topic ${i}</a>, quotes <em>someone</em> and <strong>stresses</strong> a point, then ends with a sentence long enough to count as prose for the readability pass that decides what the main content is.</p>`;
@@ -21,11 +22,13 @@ export function articleHtml(): string {
 </article></main><footer><p>Footer text, copyright Bench.</p></footer></body></html>`;
 }
 
-export async function startPageServer(): Promise<{ url: string; requests: () => number; close(): Promise<void> }> {
+export async function startPageServer(): Promise<{ url: string; requests: () => number; lastRequestAt: () => number | undefined; close(): Promise<void> }> {
   const body = Buffer.from(articleHtml(), 'utf8');
   let n = 0;
+  let last: number | undefined;
   const server: Server = createServer((_req, res) => {
     n++;
+    last = performance.now();
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-length': body.length });
     res.end(body);
   });
@@ -34,6 +37,8 @@ export async function startPageServer(): Promise<{ url: string; requests: () => 
   return {
     url: `http://127.0.0.1:${a.port}/article`,
     requests: () => n,
+    /** performance.now() of the last request (the pipeline's stage timeline) */
+    lastRequestAt: () => last,
     close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
   };
 }

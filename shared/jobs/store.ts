@@ -6,7 +6,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, subjects } from '../names.ts';
-import { kvCasPut, kvUpdate } from '../nats/cas.ts';
+import { isCasConflict, kvCasPut, kvUpdate } from '../nats/cas.ts';
 import type { JobEvent, JobRecord } from '../protocol/jobs.ts';
 
 export async function openJobsKv(nc: NatsConnection): Promise<KV> {
@@ -45,8 +45,23 @@ export async function updateJob(
   id: string,
   mutate: (job: JobRecord) => boolean,
   tries = 50,
+  guess?: StoredJob | null,
 ): Promise<{ job: JobRecord; changed: boolean } | null> {
   if (!isJobId(id)) return null;
+  if (guess) {
+    // A copy the caller already holds (the supervisor's projection) spares the read: the write
+    // carries the copy's revision, so it lands only if the copy was the current record. Stale, or
+    // nothing to change on it (which a stale copy cannot tell): read and decide as usual.
+    const next = structuredClone(guess.job);
+    if (mutate(next)) {
+      try {
+        await kvCasPut(kv, id, JSON.stringify(next), guess.revision);
+        return { job: next, changed: true };
+      } catch (e) {
+        if (!isCasConflict(e)) throw e;
+      }
+    }
+  }
   let out: { job: JobRecord; changed: boolean } | null = null;
   await kvUpdate(kv, id, (e) => {
     out = null;

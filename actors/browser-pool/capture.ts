@@ -172,7 +172,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
       extra.heightCapped = true;
     }
   }
-  const take = () => times.time('screenshot', async () => Buffer.from(await page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage })));
+  const take = () => times.time('screenshot', async () => Buffer.from(await watch.ownCapture(page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }))));
   const check = (png: Buffer) => times.time('decode and blank check', async () => {
     const raw = await decode(png);
     return { raw, blank: isBlankRaw(raw) };

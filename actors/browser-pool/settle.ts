@@ -189,8 +189,9 @@ export class PageWatch {
           sleep(SETTLE.stuckMs).then(() => 'none' as const),
         ]);
         if (answer === 'gone') return;
-        // our own work (a long document's print layout held it 20 s) is not a script that does not end
-        const ours = this.ownWork > 0 || this.ownWorkEndedAt >= asked;
+        // our own work (a long document's print layout held it 20 s) is not a script that does not
+        // end, when it had begun before the question: one begun after it found the thread stuck
+        const ours = this.ownBusySince <= asked && (this.ownWork > 0 || this.ownWorkEndedAt >= asked);
         if (answer === 'none' && !ours && !page.isClosed()) this.fail(new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)'));
       }
     })();
@@ -199,13 +200,14 @@ export class PageWatch {
   /** Captures of ours in progress (print, serialisation), and when the last one ended. */
   private ownWork = 0;
   private ownWorkEndedAt = 0;
+  private ownBusySince = 0;
 
   /**
    * `p`, a capture of ours that holds the page's main thread (a PDF, the DOM's serialisation):
    * the main-thread watch does not count its time as a stuck page. Raced with the page's failure.
    */
   ownCapture<T>(p: Promise<T>): Promise<T> {
-    this.ownWork++;
+    if (this.ownWork++ === 0) this.ownBusySince = Date.now();
     const done = () => { this.ownWork--; this.ownWorkEndedAt = Date.now(); };
     p.then(done, done);
     return this.race(p);

@@ -13,8 +13,9 @@ export const attrIs = (el: Element, name: string, want: string) => {
   return v !== null && v.length === want.length && asciiLower(v) === want;
 };
 
-/** Class names are matched case-insensitively in quirks mode, as nwsapi (and browsers) do. */
-export const classPattern = (doc: Document, names: string[]) => new RegExp(`(^|\\s)(${names.join('|')})(\\s|$)`, doc.compatMode === 'BackCompat' ? 'i' : '');
+/** Class names are matched case-insensitively in quirks mode, as nwsapi (and browsers) do; a class
+ *  list splits on ASCII whitespace only (a no-break space is part of a name). */
+export const classPattern = (doc: Document, names: string[]) => new RegExp(`(^|[\\t\\n\\f\\r ])(${names.join('|')})([\\t\\n\\f\\r ]|$)`, doc.compatMode === 'BackCompat' ? 'i' : '');
 
 export interface PageIndex {
   /** Elements by local name, in document order, as the parse left them. */

@@ -95,6 +95,11 @@ t.test('edit links, permalinks and "[edit]" go by the selectors\' rules; classes
   t.notMatch(quirks, 'change]', 'in quirks mode the class matches in any case');
   t.notMatch(quirks, 'about sources');
   t.match(quirks, 'this anchor link');
+  // a class list splits on ASCII whitespace only: "note\u00A0mw-editsection" is one class, which
+  // `.mw-editsection` does not match
+  const nbsp = (await run(`<!doctype html><html><head><title>Rivers</title></head><body><article>
+    <h2>Source<span class="note\u00A0mw-editsection">[kept]</span></h2>${BODY}</article></body></html>`)).md;
+  t.match(nbsp, '\\[kept\\]', 'a no-break space does not separate classes');
 });
 
 t.test('task boxes, code languages, data: links and layout tables', async (t) => {

@@ -24,7 +24,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: a script whose endless loop starts after the settle fails as timeout well before the page timeout`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id); // the page timeout is 30 s
-    const [err, ms] = await timed(() => failureOf(b.shoot(fx.url('/loop/settled'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } })));
+    const [err, ms] = await timed(() => failureOf(b.shoot(fx.url('/loop/settled'), { viewport: { w: 400, h: 400 }, options: { delay: 5 } })));
     t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
     t.match(err?.message, /main thread stopped answering/, 'named as a stuck page, not the page timeout');
     t.ok(ms < 20000, `took ${ms} ms (the main thread is asked every 3 s)`);

@@ -33,7 +33,7 @@ const LOST_FILE_EVERY_SWEEPS = 10;
 /** How many messages one instance works on at once, per consumer. */
 const PARALLEL = 16;
 /** How long one pull stays open: the longest a stop waits for the server to finish sending. */
-const PULL_EXPIRES_MS = 2000;
+const PULL_EXPIRES_MS = 1000; // the least nats.js allows; a stop step of main.ts has 1.5 s for the wallet and the supervisor
 /** How long a progress line waits before it is written to the job document (see noteProgress). */
 const PROGRESS_DELAY_MS = 250;
 

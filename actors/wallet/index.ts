@@ -10,8 +10,7 @@ import { TRANSACTIONS_PAGE, WALLET_API, type walletApi } from '../../shared/prot
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
 import { Projection, rowToEntry } from './projection.ts';
-import { charge, refund, grant } from './money.ts';
-import { ApiError } from '../../shared/errors.ts';
+import { charge, refund, grant, tooLate } from './money.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
 import { startOrphanSweep } from './orphans.ts';
@@ -34,10 +33,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     version: '1.0.0',
     endpoints: {
       [subjects.wallet.charge]: async (r: { walletId: unknown; jobId: unknown; amount: unknown; answerBy?: number }) => {
-        if (r.answerBy !== undefined && Date.now() > r.answerBy) {
-          throw new ApiError('service_unavailable', 'the charge arrived after its caller stopped waiting (the wallet was paused or overloaded); nothing was charged');
-        }
-        const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount);
+        if (r.answerBy !== undefined && Date.now() > r.answerBy) throw tooLate();
+        const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount, r.answerBy);
         return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
       },
       [subjects.wallet.refund]: async (r: { walletId: unknown; jobId: unknown; resultKey: unknown; amount: unknown }) => {

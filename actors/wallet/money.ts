@@ -28,13 +28,23 @@ function idOf(v: unknown, what: string): string {
   return v;
 }
 
-export function charge(ledger: Ledger, walletId: string, jobIdIn: unknown, amountIn: unknown): Promise<AppendResult> {
+/** A charge that reached its write after its caller stopped waiting. */
+export const tooLate = () => new ApiError('service_unavailable', 'the charge arrived after its caller stopped waiting (the wallet was paused or overloaded); nothing was charged');
+
+/**
+ * `answerBy` (epoch ms): the caller stops waiting then. It is checked at each write attempt, after
+ * the wallet's lock and the ledger's catch-up: a wallet resumed with a backlog of charges for one
+ * wallet works through them one by one, and one that reaches its turn too late is refused instead
+ * of charging a creation its caller has answered 503 (the orphan sweep would refund it later).
+ */
+export function charge(ledger: Ledger, walletId: string, jobIdIn: unknown, amountIn: unknown, answerBy?: number): Promise<AppendResult> {
   const jobId = idOf(jobIdIn, 'jobId');
   const amount = amountOf(amountIn, 'amount', 0);
   const ref = ledgerRef.charge(jobId);
   return ledger.append(walletId, (head) => {
     const existing = ledger.projection.byRef(walletId, ref);
     if (existing) return { done: existing };
+    if (answerBy !== undefined && Date.now() > answerBy) throw tooLate();
     if (head.balance < amount) {
       throw new ApiError('insufficient_funds', `The balance (${head.balance} Payloads) is lower than the cost (${amount} Payloads).`, {
         needed: amount,

@@ -126,7 +126,9 @@ export class JobWatch {
       if (!wasLive) {
         const again = await readJob(this.kv, current.id).catch(() => null);
         if (again && isFinished(again.job)) return again.job;
-        if (again) latest = again.job;
+        // the watch may have brought a newer record (the finish, even) while this read was out:
+        // the read's older one must not replace it
+        if (again && latest === current) latest = again.job;
       }
       await woken;
     } finally {

@@ -146,7 +146,8 @@ t.test('two supervisors share the work without stepping on each other', async (t
       { key: 'p', price: 3, behave: i % 2 ? 'progress' : 'succeed', params: { ms: 50 } },
     ])));
   const done = await Promise.all(jobs.map(({ job }) => s.finished(job.id, 30_000)));
-  t.ok(done.every((j) => j.status === 'completed' && j.refunded === 7), 'every job completed with exactly the failed result refunded');
+  const odd = done.filter((j) => j.status !== 'completed' || j.refunded !== 7);
+  t.same(odd.map((j) => ({ status: j.status, refunded: j.refunded, results: j.results.map((r) => [r.key, r.status, r.refunded]) })), [], 'every job completed with exactly the failed result refunded');
   t.equal(await s.balance(walletId), 100_000 - 12 * 13);
   t.same(await s.violations(), []);
 });

@@ -153,3 +153,28 @@ t.test('the client goes away: the wait ends at once', async (t) => {
   t.equal(got.status, 'queued');
   t.ok(Date.now() - t0 < 5000, 'ended by the abort');
 });
+
+t.test('the finish the watch brings while the first poll re-reads the job is not replaced by that older read', async (t) => {
+  const { kv, newJob, finish } = await setup(t);
+  const job = await newJob();
+  // The bucket as the watch sees it, except that the first poll's re-read is answered late: its
+  // record is read before the finish, and handed back only once the watch has delivered the finish.
+  let held = false;
+  const slowFirstGet = new Proxy(kv, {
+    get(target, prop, receiver) {
+      if (prop !== 'get' || held) return Reflect.get(target, prop, receiver);
+      held = true;
+      return async (key: string) => {
+        const before = await target.get(key);
+        await finish(job.id);
+        await sleep(300); // the watch delivers the finish meanwhile
+        return before;
+      };
+    },
+  });
+  const watch = new JobWatch(slowFirstGet as KV);
+  t.teardown(() => watch.stop());
+  const got = await watch.wait(job, 5000);
+  t.ok(held, 'the re-read went out while the finish came in');
+  t.equal(got.status, 'completed', 'the finish is the answer');
+});

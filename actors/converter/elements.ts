@@ -40,15 +40,17 @@ export function indexPage(doc: Document): PageIndex {
     if (!list) byName.set(name, (list = []));
     list.push(el);
     if (HEADINGS.has(name)) headings.push(el);
-    let next: Element | null = el.firstElementChild;
-    if (!next) {
-      let up: Element | null = el;
-      while (up && up !== root && !up.nextElementSibling) up = up.parentElement;
-      next = up && up !== root ? up.nextElementSibling : null;
-    }
-    el = next;
+    el = nextInside(el, root);
   }
   return { byName, headings };
+}
+
+/** The element after `el` in document order, staying inside `root` (null past its end). */
+function nextInside(el: Element, root: Element): Element | null {
+  if (el.firstElementChild) return el.firstElementChild;
+  let up: Element | null = el;
+  while (up && up !== root && !up.nextElementSibling) up = up.parentElement;
+  return up && up !== root ? up.nextElementSibling : null;
 }
 
 export const named = (idx: PageIndex, name: string): Element[] => idx.byName.get(name) ?? [];
@@ -58,13 +60,7 @@ export function firstDescendant(root: Element, pred: (el: Element) => boolean): 
   let el: Element | null = root.firstElementChild;
   while (el) {
     if (pred(el)) return el;
-    let next: Element | null = el.firstElementChild;
-    if (!next) {
-      let up: Element | null = el;
-      while (up && up !== root && !up.nextElementSibling) up = up.parentElement;
-      next = up && up !== root ? up.nextElementSibling : null;
-    }
-    el = next;
+    el = nextInside(el, root);
   }
   return null;
 }

@@ -3,22 +3,13 @@ import sharp from 'sharp';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { startTestNats } from '../helpers/nats.ts';
-import { startFixtures } from './fixtures.ts';
+import { startFixtures, closedPort } from './fixtures.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from './pool.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { BUCKETS, OBJECT_STORES, subjects } from '../../shared/names.ts';
 import { shots, mergeOffers } from '../../shared/services/shots.ts';
 import { call } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { createServer } from 'node:net';
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 t.test('browser-pool: advertises what it launched, takes shots from its consumers, stores PNG + WebP thumbnail, disappears on stop', async (t) => {
   const tn = await startTestNats(t);

@@ -1,20 +1,11 @@
 import t from 'tap';
-import { createServer } from 'node:net';
-import { startFixtures } from './fixtures.ts';
+import { startFixtures, closedPort } from './fixtures.ts';
 import { failureOf, testBrowser, timed } from './browsers.ts';
 import { startBrowserProxy } from '../../actors/browser-pool/proxy.ts';
 import { testConfig, testLog } from '../helpers/nats.ts';
 
 // `unreachable` only when the target could not be reached, in both browsers, directly and (as in
 // production) through the guard proxy; a reached page that fails is never `unreachable`.
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 for (const id of ['chromium', 'firefox']) {
   t.test(`${id}: error codes through the guard proxy: dead target unreachable, reached pages never`, async (t) => {
     const fx = await startFixtures(t);

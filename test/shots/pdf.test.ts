@@ -2,21 +2,12 @@
 // settle rule as shots (dialogs answered, downloads refused) and the same error codes: a page that
 // was reached is never `unreachable`.
 import t from 'tap';
-import { createServer } from 'node:net';
 import { startConverter } from '../converter/harness.ts';
-import { startFixtures } from './fixtures.ts';
+import { startFixtures, closedPort } from './fixtures.ts';
 import { testLog } from '../helpers/nats.ts';
 import { timed } from './browsers.ts';
 
 const PAGE_TIMEOUT_MS = 20000;
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 t.test('pdf: dialogs answered, endless scripts time out, downloads fail as render_failed, dead targets are unreachable', async (t) => {
   const c = await startConverter(t, { shots: { browsers: ['chromium'], concurrency: 2, pageTimeoutMs: PAGE_TIMEOUT_MS } });

@@ -1,6 +1,5 @@
 import t from 'tap';
-import { createServer } from 'node:net';
-import { startFixtures, pixel } from './fixtures.ts';
+import { startFixtures, pixel, closedPort } from './fixtures.ts';
 import { failureOf, testBrowser, timed } from './browsers.ts';
 import { startBrowserProxy } from '../../actors/browser-pool/proxy.ts';
 import { testConfig, testLog } from '../helpers/nats.ts';
@@ -10,14 +9,6 @@ import { testConfig, testLog } from '../helpers/nats.ts';
 // the guard proxy (only 127.0.0.1 is allowed here; 127.0.0.2 stands for a private address);
 // `unreachable` only for a dead target, with and without the proxy; `timeout` for a target that
 // accepts but never answers. Bounds are generous for a loaded machine and short of the page timeout.
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile').split(',')) {
   t.test(`${id}: through the guard proxy: redirect hops checked, a dead target unreachable, reached pages never`, async (t) => {
     const fx = await startFixtures(t);

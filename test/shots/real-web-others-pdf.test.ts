@@ -3,21 +3,12 @@
 // browser-pool actor, as pdf.test.ts checks Debian's Chromium: dialogs answered, endless scripts
 // `timeout`, downloads `render_failed`, dead targets `unreachable`, a reached page never.
 import t from 'tap';
-import { createServer } from 'node:net';
 import { startConverter } from '../converter/harness.ts';
-import { startFixtures } from './fixtures.ts';
+import { startFixtures, closedPort } from './fixtures.ts';
 import { testLog } from '../helpers/nats.ts';
 import { timed } from './browsers.ts';
 
 const PAGE_TIMEOUT_MS = 20000;
-
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131').split(',')) {
   t.test(`${id}: pdf: an alert answered, an endless script timeout, a download render_failed, a dead target unreachable`, async (t) => {

@@ -89,13 +89,19 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
       rmSync(dir, { recursive: true, force: true });
     },
   };
+  // BENCH_PROF=<dir>: a V8 CPU profile of every actor process and the gateway, each written when it
+  // stops (`<dir>/<name>/`; BENCH_PROF_INTERVAL_US: the sampling interval, default 1000); BENCH_GATEWAY_PROF=<dir>: of the gateway only
+  const profFlags = (name: string): string[] => {
+    const dir = process.env.BENCH_PROF ? join(process.env.BENCH_PROF, name) : name === 'gateway' ? process.env.BENCH_GATEWAY_PROF : undefined;
+    return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : [])] : [];
+  };
   try {
     for (const name of opts.actors ?? CLUSTER_ACTORS) {
       if (!(ACTOR_NAMES as readonly string[]).includes(name) || !actorExists(name)) {
         missing.set(name, `actors/${name}/index.ts does not exist in this tree yet`);
         continue;
       }
-      const p = spawnTs(name, 'main.ts', [name], env(name));
+      const p = spawnTs(name, 'main.ts', [name], env(name), false, profFlags(name));
       try {
         await waitReady(p, null);
         procs.set(name, p);
@@ -104,9 +110,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
         missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
       }
     }
-    // BENCH_GATEWAY_PROF=<dir>: a V8 CPU profile of the gateway, written when it stops
-    const prof = process.env.BENCH_GATEWAY_PROF;
-    const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'), false, prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []);
+    const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'), false, profFlags('gateway'));
     const m = await waitReady(gw, /gateway: (http\S+)/);
     procs.set('gateway', gw);
     cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');

@@ -4,10 +4,11 @@
 // updated with revision checks (shared/nats/cas.ts). A take is accepted only while fewer than
 // `limit` accepted times lie in (now - period, now], so no window of that length ever holds more
 // than `limit`. (GCRA, used before, allowed a burst of N and then one every period/N: nearly 2N in a
-// rolling period.) A log of up to 600 numbers per key costs a few KB a write; job creation is not
-// a hot path.
+// rolling period.) A log of up to 600 numbers per key costs a few KB a write. Each process keeps
+// what it last wrote per counter as a guess (below), so a take is usually one write, not a read and
+// a write.
 import type { KV } from '@nats-io/kv';
-import { kvUpdate } from './nats/cas.ts';
+import { isCasConflict, kvCasPut, kvUpdate } from './nats/cas.ts';
 import { ApiError } from './errors.ts';
 
 export interface LimitDecision {
@@ -40,27 +41,73 @@ export function decide(log: number[], limit: number, periodMs: number, now: numb
 }
 
 /**
+ * What this process last wrote for a counter, with the revision of that write: a guess of the
+ * counter's current state, so that a take usually costs one compare-and-set write instead of a read
+ * and a write. The write is the check: it lands only if the guess was the current record; when
+ * anybody else wrote meanwhile (another gateway, another process) it is refused, and the take is
+ * decided again on a fresh read. A guess is used only to allow: a refusal is always decided on a
+ * fresh read (a counter an operator reset must not keep refusing from memory).
+ */
+const guesses = new WeakMap<KV, Map<string, { log: number[]; revision: number }>>();
+/** Counters guessed per bucket handle; past this the guesses are dropped (each costs a read again). */
+const MAX_GUESSES = 10_000;
+
+function guessesOf(kv: KV) {
+  let known = guesses.get(kv);
+  if (!known) guesses.set(kv, (known = new Map()));
+  return known;
+}
+
+/**
  * One more take of counter `scope`/`id`, or a refusal with the seconds to wait. A counter that
  * cannot be updated (a failover's stream leader refusing every revision-checked write, or more
  * contention than `kvUpdate`'s tries) is not a decision about the customer's rate: it throws a
  * retryable 503 service_unavailable with Retry-After rather than answering "too many requests".
  */
 export async function takeToken(kv: KV, scope: string, id: string, limit: number, periodMs: number, now = Date.now()): Promise<LimitDecision> {
+  const key = keyOf(scope, id);
+  const known = guessesOf(kv);
+  const guess = known.get(key);
+  if (guess) {
+    known.delete(key);
+    const log = guess.log.filter((x) => x > now - periodMs);
+    const decision = decide(log, limit, periodMs, now);
+    if (decision.allowed) {
+      log.push(now);
+      const value = log.sort((a, b) => a - b).slice(-limit);
+      try {
+        const revision = await kvCasPut(kv, key, JSON.stringify(value), guess.revision);
+        remember(known, key, value, revision);
+        return decision;
+      } catch (err) {
+        // anything but "somebody wrote since" is an answer about the server, as on the read path
+        if (!isCasConflict(err)) throw err;
+      }
+    }
+  }
   let decision: LimitDecision = { allowed: false, retryAfter: 1, remaining: 0 };
+  let written: number[] = [];
   try {
     // another gateway winning the race makes kvUpdate read again and decide again
-    await kvUpdate(kv, keyOf(scope, id), (e) => {
+    const revision = await kvUpdate(kv, key, (e) => {
       const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
       decision = decide(log, limit, periodMs, now);
       if (!decision.allowed) return undefined;
       log.push(now);
-      return JSON.stringify(log.sort((a, b) => a - b).slice(-limit));
+      written = log.sort((a, b) => a - b).slice(-limit);
+      return JSON.stringify(written);
     }, 20);
+    if (revision !== undefined) remember(known, key, written, revision);
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 'service_unavailable')) throw err;
     throw new ApiError('service_unavailable', 'the rate counter could not be updated (the message system is failing over or busy); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
   }
   return decision;
+}
+
+function remember(known: Map<string, { log: number[]; revision: number }>, key: string, log: number[], revision: number) {
+  if (known.size >= MAX_GUESSES) known.clear();
+  known.set(key, { log, revision });
 }
 
 /**

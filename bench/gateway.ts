@@ -169,6 +169,17 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
         rows.push(figure({ name: `${name} p99 vs ${label}`, unit: 'ms', samples: pick('gateway', (r) => r.p99), baselineSamples: pick(base, (r) => r.p99), note }));
       }
     }
+    // The two baselines against each other where both do (almost) nothing: the most that any work
+    // both servers share can leave of uWS's lead. With a shared per-request cost H, uWS's own cost U
+    // and node:http's N, a route's ratio is (N + H) / (U + H): at most N / U (this row), falling as
+    // H grows. The authenticated rows' ratio vs node:http can only be below it.
+    const ceiling = (s: ServerId) => raw.runs.filter((r) => r.endpoint === 'pricing-many' && r.server === s).map((r) => r.result.okRps);
+    if (ceiling('uws').length && ceiling('node').length) {
+      rows.push(figure({
+        name: 'HTTP layer alone: bare uWS vs node:http, same precomputed bytes (GET /v1/pricing), req/s', unit: 'req/s', samples: ceiling('uws'), baselineSamples: ceiling('node'),
+        note: 'both baselines of the /v1/pricing (1 address per connection) rows: node:http there does only the limiter, the request id and the write. The ceiling of any "vs node:http" ratio of a route whose work both servers share.',
+      }));
+    }
     if (!only || only.includes('balance')) rows.push(await ledgerCheckRow(cluster.nc, opts));
   } finally {
     await converter?.stop();

@@ -110,10 +110,18 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
     const fixed = fixedAnswerFor(res, req, t0);
     if (fixed) return;
     const state: ResState = { aborted: false, done: false };
-    const ac = new AbortController();
+    // made only for a handler that asks for the signal (long polls, events): most requests never do
+    let ac: AbortController | undefined;
+    const signalOf = () => {
+      if (!ac) {
+        ac = new AbortController();
+        if (state.aborted) ac.abort();
+      }
+      return ac.signal;
+    };
     res.onAborted(() => {
       state.aborted = true;
-      ac.abort();
+      ac?.abort();
     });
     // HttpRequest is only valid synchronously: read everything now
     const method = req.getMethod().toUpperCase();
@@ -165,7 +173,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
         return;
       }
       try {
-        const rq: RouteRequest = { method: route.method, path, params: match.params, query: {}, body: undefined, headers, requestId, ip, signal: ac.signal };
+        const rq: RouteRequest = { method: route.method, path, params: match.params, query: {}, body: undefined, headers, requestId, ip, get signal() { return signalOf(); } };
         if (route.auth) rq.auth = await authenticate(headers.authorization);
         const limited = limit(rateLimit, rq.auth?.keyHash, ip);
         if (limited) await limited; // only the shared job limit waits on NATS

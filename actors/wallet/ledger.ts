@@ -8,6 +8,13 @@
 // the write: no two writers spend one balance, and a business event (its `ref`) found absent in
 // step 3 is still absent when written, which makes every operation idempotent for ever, not just
 // inside a dedupe window.
+// Step 1 is skipped when this instance made the wallet's last write itself (issue 17, the hot path):
+// it knows that entry's sequence and balance, and applied it to the projection, which with the
+// earlier entries it had decided on then holds the whole wallet up to it. That head is only a guess
+// (another instance, an operator's repair may have written or deleted since); step 4 checks it as it
+// checks a head read from the stream: a stale guess is refused, forgotten, and the operation decided
+// again on a fresh read. A refusal or a duplicate is never answered from a guess: only a write is
+// checked by step 4, so those are decided again on a fresh read too.
 import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -40,6 +47,9 @@ export interface AppendResult {
 
 const WALLET_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
+/** Wallets whose last head this instance remembers (a forgotten one costs one head read on its next write). */
+const KNOWN_MAX = 100_000;
+
 export function checkWalletId(walletId: unknown): string {
   if (typeof walletId !== 'string' || !WALLET_ID.test(walletId)) throw new ApiError('bad_request', 'walletId is missing or malformed');
   return walletId;
@@ -52,8 +62,12 @@ export class Ledger {
   /** Highest stream sequence applied to the projection by the consumer (contiguous). */
   private applied = 0;
   private waiters: { seq: number; resolve: () => void }[] = [];
-  /** Wallets whose projection is known complete up to this sequence because this instance wrote it. */
-  private known = new Map<string, number>();
+  /**
+   * The head each wallet had after this instance's last write to it: the projection is complete up
+   * to it (this instance decided on it and applied its own entry), so it serves as the guess for the
+   * next write and as the shortcut in `synced`. Least recently written first; capped at KNOWN_MAX.
+   */
+  private known = new Map<string, Head>();
   private locks = new Map<string, Promise<unknown>>();
   private loop: Promise<void> | undefined;
 
@@ -121,7 +135,7 @@ export class Ledger {
   /** The head, once the projection holds every entry of the wallet up to it. */
   async synced(walletId: string): Promise<Head> {
     const head = await this.head(walletId);
-    if (head.seq > 0 && this.known.get(walletId) !== head.seq) await this.until(head.seq, 10000);
+    if (head.seq > 0 && this.known.get(walletId)?.seq !== head.seq) await this.until(head.seq, 10000);
     return head;
   }
 
@@ -138,24 +152,50 @@ export class Ledger {
     }
   }
 
+  private remember(walletId: string, head: Head): void {
+    this.known.delete(walletId); // re-inserted last: the map stays in order of last write
+    this.known.set(walletId, head);
+    if (this.known.size > KNOWN_MAX) this.known.delete(this.known.keys().next().value!);
+  }
+
   /** Append the entry `decide` asks for, atomically with the state it decided on. */
   append(walletId: string, decide: (head: Head) => Decision): Promise<AppendResult> {
     return this.locked(walletId, async () => {
       for (let attempt = 0; ; attempt++) {
-        const head = await this.synced(walletId);
-        const d = decide(head);
-        if ('done' in d) return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
+        const guess = this.known.get(walletId);
+        const head = guess ?? await this.synced(walletId);
+        let d: Decision;
+        try {
+          d = decide(head);
+        } catch (e) {
+          if (!guess) throw e;
+          // a refusal (insufficient funds, no such charge, too late) is answered only on a head read
+          // from the stream: somebody else may have written since this instance's last write
+          this.known.delete(walletId);
+          attempt--;
+          continue;
+        }
+        if ('done' in d) {
+          // the same for a duplicate: its answer carries the current balance
+          if (guess) { this.known.delete(walletId); attempt--; continue; }
+          return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
+        }
         const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
         if (msg.balanceAfter < 0) throw new ApiError('internal', 'refusing a ledger entry that makes a balance negative');
+        // forgotten until the write is known to have landed: a failed or unanswered publish may
+        // still have been stored, and then the guess is stale (step 4 would catch it, at a cost)
+        this.known.delete(walletId);
         try {
           const seq = await casPublish(this.js, subjects.ledger(walletId), JSON.stringify(msg), head.seq);
           faultPoint('after-ledger-write');
           this.projection.apply(seq, walletId, msg);
-          if (this.known.size > 100_000) this.known.clear(); // only a shortcut: without it the projection is waited for
-          this.known.set(walletId, seq);
+          this.remember(walletId, { seq, balance: msg.balanceAfter });
           return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
         } catch (e) {
           if (!isCasConflict(e)) throw e;
+          // A stale guess (another instance or a repair wrote since this instance's last write) is
+          // no contention: read the head now, no pause, and it does not count as an attempt.
+          if (guess) { attempt--; continue; }
           // Another instance wrote to this wallet in between: decide again on the new state.
           if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
           await sleep(Math.random() * Math.min(50, 2 + attempt * 2));

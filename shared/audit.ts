@@ -61,7 +61,7 @@ export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
   const seqs = Array.from({ length: state.last_seq - state.first_seq + 1 }, (_, i) => state.first_seq + i);
   const prefix = subjects.ledger('');
   const msgs = await mapLimit(seqs, READ_CONCURRENCY, (seq) => jsm.streams.getMessage(STREAMS.ledger, { seq }).catch((e: unknown) => {
-    // a sequence with no message (none is ever deleted from LEDGER, but a gap must not stop the audit)
+    // a sequence with no message (the service never deletes one; an operator's repair or a lost write can leave a gap, which must not stop the audit)
     if (e instanceof JetStreamApiError && e.code === 10037) return null;
     throw e;
   }));

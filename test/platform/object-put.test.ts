@@ -17,7 +17,7 @@ const bytesOf = (n: number, seed = 1) => {
 /** The meta fields a put decides (not the ones that differ per put by design). */
 const fields = (i: ObjectInfo) => ({
   name: i.name, size: i.size, chunks: i.chunks, digest: i.digest, description: i.description,
-  options: i.options, metadata: i.metadata, headers: i.headers.toRecord?.() ?? {}, deleted: i.deleted,
+  options: i.options, metadata: i.metadata, headers: Object.fromEntries(i.headers ? i.headers.keys().map((k) => [k, i.headers!.values(k)]) : []), deleted: i.deleted,
 });
 
 const tn = await startTestNats(t);
@@ -91,7 +91,7 @@ t.test('a large object pipelined in a bounded window round-trips', async (t) => 
 t.test('no JetStream API request per put (putBlob made one: the old meta read)', async (t) => {
   const spy = await tn.connect('spy');
   let api: string[] = [];
-  spy.subscribe('$JS.API.>', { callback: (_e, m) => api.push(m.subject) });
+  spy.subscribe('$JS.API.>', { callback: (_e, m) => void api.push(m.subject) });
   await spy.flush();
   const settled = async () => {
     await tn.nc.flush();

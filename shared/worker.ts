@@ -3,7 +3,6 @@
 // outcome on `result.<jobId>` and only then ack. A crash before the ack means redelivery; the
 // supervisor turns an exhausted task into `worker_lost`.
 import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type JetStreamClient } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { STREAMS, subjects } from './names.ts';
 import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
@@ -11,6 +10,7 @@ import type { Config } from './config/index.ts';
 import type { Logger } from './log.ts';
 import { withRetry, sleep } from './runtime.ts';
 import { isTransientNatsError } from './nats/transient.ts';
+import { putObject } from './nats/objects.ts';
 
 export interface TaskContext {
   task: Task;
@@ -68,16 +68,14 @@ export function publishProgress(nc: NatsConnection, o: Extract<Outcome, { kind: 
  * outcome. Writing again (a redelivered task) replaces the object.
  */
 export async function storeResultFile(nc: NatsConnection, task: Task, data: Uint8Array, meta: { contentType: string; filename: string }): Promise<StoredFile> {
-  const os = await new Objm(nc).open(task.store);
-  await os.putBlob({ name: task.objectName, description: meta.contentType }, data);
+  await putObject(nc, task.store, { name: task.objectName, description: meta.contentType }, data);
   return { store: task.store, name: task.objectName, contentType: meta.contentType, bytes: data.byteLength, filename: meta.filename };
 }
 
 /** Store a thumbnail beside the result file (shots); add the answer to the StoredFile as `thumb`. */
 export async function storeThumb(nc: NatsConnection, task: Task, data: Uint8Array, contentType = 'image/webp'): Promise<NonNullable<StoredFile['thumb']>> {
-  const os = await new Objm(nc).open(task.store);
   const name = thumbName(task.jobId, task.resultKey);
-  await os.putBlob({ name, description: contentType }, data);
+  await putObject(nc, task.store, { name, description: contentType }, data);
   return { name, contentType, bytes: data.byteLength };
 }
 

@@ -1,15 +1,18 @@
 // Files into the object store: the PNG under the task's object name and a WebP thumbnail beside it.
-import { Objm, setSha256Backend, type ObjectStore } from '@nats-io/obj';
+import { setSha256Backend } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import sharp from 'sharp';
 import { thumbName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { RawImage } from './capture.ts';
 import type { PhaseTimes } from './pool.ts';
+import { putObject } from '../../shared/nats/objects.ts';
 
-// The object store hashes every object it stores (SHA-256) on this thread, by default in pure
-// JavaScript (the client also runs in browsers); Node's own is many times faster, and a PNG of a
-// few MB hashed in JS held the thread the next shot's thumbnail and CDP messages need. Process-wide
-// (the client has one setting); the digest is the same either way.
+// The object store client hashes every object it reads (SHA-256, to check the digest) on this
+// thread, by default in pure JavaScript (the client also runs in browsers); Node's own is many
+// times faster, and a PNG of a few MB hashed in JS held the thread the next shot's thumbnail and CDP
+// messages need. Writes go through shared/nats/objects.ts, which hashes with node:crypto; reads
+// (compare.ts) still go through the client. Process-wide (the client has one setting); the digest
+// is the same either way.
 setSha256Backend('native');
 
 export const THUMB_WIDTH = 400;
@@ -27,20 +30,12 @@ export async function makeThumb(png: Buffer, raw?: RawImage): Promise<Buffer> {
   return src.resize({ width: tw, height: th, fit: 'cover', position: 'top' }).webp({ quality: 72 }).toBuffer();
 }
 
+/** Writes files to object stores: no store is opened (a missing one refuses the publish, and the put throws). */
 export class Stores {
-  private open = new Map<string, Promise<ObjectStore>>();
   constructor(private readonly nc: NatsConnection) {}
-  get(name: string): Promise<ObjectStore> {
-    let s = this.open.get(name);
-    if (!s) {
-      s = new Objm(this.nc).open(name);
-      this.open.set(name, s);
-      s.catch(() => this.open.delete(name));
-    }
-    return s;
-  }
+  /** In one round trip's time (shared/nats/objects.ts); a re-put replaces the object. */
   async put(store: string, name: string, data: Uint8Array): Promise<void> {
-    await (await this.get(store)).putBlob({ name }, data);
+    await putObject(this.nc, store, { name }, data);
   }
 }
 

@@ -20,6 +20,7 @@ import { CONSUMERS, subjects } from '../../shared/names.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { runWorker, publishOutcome, type TaskContext } from '../../shared/worker.ts';
 import { call } from '../../shared/micro.ts';
+import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
@@ -75,7 +76,7 @@ function fetchFailure(e: unknown): { error: string; message: string } {
 async function putFile(deps: Deps, task: Task, key: Output, data: Uint8Array, contentType: string, ext: string, url: string): Promise<StoredFile> {
   const name = objectName(task.jobId, key);
   const filename = filenameFor(url, ext);
-  await (await deps.store(task.store)).putBlob({ name, description: contentType, metadata: { filename } }, data);
+  await putObject(deps.nc, task.store, { name, description: contentType, metadata: { filename } }, data);
   return { store: task.store, name, contentType, bytes: data.length, filename };
 }
 
@@ -129,7 +130,7 @@ async function step<T>(ctx: TaskContext, text: string, fn: () => Promise<T>): Pr
 async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outputs: Output[], self: Output): Promise<void> {
   const { task } = ctx;
   const failed = Object.values(index.outputs).some((e) => 'error' in e);
-  if (failed || outputs.includes('pdf')) await (await deps.store(task.store)).putBlob({ name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
+  if (failed || outputs.includes('pdf')) await putObject(deps.nc, task.store, { name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
   for (const o of outputs) {
     if (o === self) continue;
     const e = o === 'pdf' ? index.pdf : index.outputs[o];

@@ -189,17 +189,16 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
     guess = res ? { job: res.job, revision: res.revision } : null;
   }
 
+  // Every failed result is refunded first, then marked refunded in the finish's own write: one
+  // job-document write (and one watch delivery to every reader) fewer per refunded job, so the
+  // long poll's answer comes a write sooner. A crash between the refunds and that write leaves
+  // failed results unmarked: the sweep settles the job again and the repeated refunds are the
+  // same ledger entries (idempotent per result), as a crash between a refund and its own mark was.
+  const refundedNow = new Set<string>();
   for (const r of cur.results) {
     if (r.status !== 'failed' || r.refunded) continue;
     if (r.price > 0) await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
-    const res = await updateJob(d.jobs, jobId, (j) => {
-      const x = j.results.find((y) => y.key === r.key);
-      if (!x || x.refunded) return false;
-      x.refunded = true;
-      j.refunded = refundedTotal(j);
-      return true;
-    }, undefined, guess);
-    guess = res ? { job: res.job, revision: res.revision } : null;
+    refundedNow.add(r.key);
   }
 
   // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
@@ -207,14 +206,24 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   const fee = cur.results.find(isDatasetFee);
   if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
 
+  let finished = false;
   const res = await updateJob(d.jobs, jobId, (j) => {
-    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
+    finished = false;
+    let marked = false;
+    for (const x of j.results) {
+      if (refundedNow.has(x.key) && x.status === 'failed' && !x.refunded) { x.refunded = true; marked = true; }
+    }
+    if (marked) j.refunded = refundedTotal(j);
+    // a result failed since the read (refunded by that outcome's own settle): marks only
+    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return marked;
     const status = j.results.some((r) => r.status === 'done') ? 'completed' : 'failed';
-    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return false;
+    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return marked;
     finishInPlace(j);
+    finished = true;
     return true;
   }, undefined, guess);
-  if (res?.changed) await afterFinish(d, res.job);
+  // the event and the webhook follow a finish (or a finished job's new status), not a mark alone
+  if (res?.changed && finished) await afterFinish(d, res.job);
 }
 
 /** The finish of a job with nothing pending or left to refund, in the record about to be written. */

@@ -107,7 +107,9 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   // result, whose own outcome settles), so their two reads are skipped
   const dependents = res.job.results.some((r) => r.after);
   if (dependents) await releaseDependents(d, o.jobId);
-  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId);
+  // without dependents nothing was written since: the record as of this write is settle's guess
+  // (its refund marks and the finish go out without a read each; a stale one is refused and read)
+  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
 }
 
 /**
@@ -155,8 +157,13 @@ const firstError = (job: Pick<JobRecord, 'results'>) => {
  * Once no result is pending: fail the work-less results if no task delivered anything (a job that
  * delivered nothing charges nothing), refund every failed result exactly once, then finish the job.
  */
-export async function settleJob(d: Deps, jobId: string): Promise<void> {
-  let cur = (await readJob(d.jobs, jobId))?.job;
+export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null): Promise<void> {
+  // `known`: the record as the caller just wrote or read it. Its decisions here are those a read
+  // would have made a moment earlier; every write below carries the revision it was decided on
+  // (a guess, shared/jobs/store.ts updateJob), so a stale copy is refused and decided again on a
+  // fresh read, and a refund repeated on a stale copy is one ledger entry (idempotent per result).
+  let guess = known ?? (await readJob(d.jobs, jobId));
+  let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
   // a finished job is settled again only when a delivered result was lost since (loseResult)
   if (isFinished(cur) && !cur.results.some((r) => r.status === 'failed' && !r.refunded)) return;
@@ -177,20 +184,21 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
         changed = true;
       }
       return changed;
-    });
+    }, undefined, guess);
     cur = res?.job ?? cur;
+    guess = res ? { job: res.job, revision: res.revision } : null;
   }
 
+  // Every failed result is refunded first, then marked refunded in the finish's own write: one
+  // job-document write (and one watch delivery to every reader) fewer per refunded job, so the
+  // long poll's answer comes a write sooner. A crash between the refunds and that write leaves
+  // failed results unmarked: the sweep settles the job again and the repeated refunds are the
+  // same ledger entries (idempotent per result), as a crash between a refund and its own mark was.
+  const refundedNow = new Set<string>();
   for (const r of cur.results) {
     if (r.status !== 'failed' || r.refunded) continue;
     if (r.price > 0) await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
-    await updateJob(d.jobs, jobId, (j) => {
-      const x = j.results.find((y) => y.key === r.key);
-      if (!x || x.refunded) return false;
-      x.refunded = true;
-      j.refunded = refundedTotal(j);
-      return true;
-    });
+    refundedNow.add(r.key);
   }
 
   // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
@@ -198,14 +206,24 @@ export async function settleJob(d: Deps, jobId: string): Promise<void> {
   const fee = cur.results.find(isDatasetFee);
   if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
 
+  let finished = false;
   const res = await updateJob(d.jobs, jobId, (j) => {
-    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return false;
+    finished = false;
+    let marked = false;
+    for (const x of j.results) {
+      if (refundedNow.has(x.key) && x.status === 'failed' && !x.refunded) { x.refunded = true; marked = true; }
+    }
+    if (marked) j.refunded = refundedTotal(j);
+    // a result failed since the read (refunded by that outcome's own settle): marks only
+    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return marked;
     const status = j.results.some((r) => r.status === 'done') ? 'completed' : 'failed';
-    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return false;
+    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return marked;
     finishInPlace(j);
+    finished = true;
     return true;
-  });
-  if (res?.changed) await afterFinish(d, res.job);
+  }, undefined, guess);
+  // the event and the webhook follow a finish (or a finished job's new status), not a mark alone
+  if (res?.changed && finished) await afterFinish(d, res.job);
 }
 
 /** The finish of a job with nothing pending or left to refund, in the record about to be written. */

@@ -141,10 +141,23 @@ const jobRoutes: Route[] = [
     responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },
     errors: ['bad_request', 'not_found'],
     async handler(req, ctx) {
-      let job = await ownJob(ctx, req);
+      const first = await ownJob(ctx, req);
       const ms = waitMs(ctx, req.query.wait);
-      if (ms > 0) job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal);
-      const balance = await readBalance(ctx.nc, job.walletId);
+      if (ms <= 0 || isFinished(first)) {
+        return { json: { job: toPublicJob(first, ctx.baseUrl), balance: await readBalance(ctx.nc, first.walletId) } };
+      }
+      // A long poll reads the balance beside its wait, not after it: the read is taken after the
+      // job was read, so it holds every ledger write acknowledged before the request (README
+      // "NATS consistency") and every refund of this job the record read shows (a refund's ledger
+      // write is acknowledged before the record marks it, actors/job-supervisor/steps.ts
+      // settleJob). Refunds made during the wait are marked in the record too: when the job's
+      // `refunded` moved, the balance is read again after the wait, so the answer still carries
+      // the balance after them (README "Jobs"). A finish without a refund costs no round trip
+      // between the watch's delivery and the answer.
+      const early = readBalance(ctx.nc, first.walletId);
+      early.catch(() => {}); // awaited below unless read again; its error is answered then
+      const job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(first, ms, req.signal);
+      const balance = job.refunded === first.refunded ? await early : await readBalance(ctx.nc, job.walletId);
       return { json: { job: toPublicJob(job, ctx.baseUrl), balance } };
     },
   },

@@ -38,7 +38,8 @@ export async function createJobRecord(kv: KV, job: JobRecord, timeoutMs?: number
 /**
  * Apply `mutate` to the current record and write it back with a revision check, retrying on
  * conflicts. `mutate` changes the record in place and returns false when there is nothing to do
- * (then nothing is written). Returns the record as stored afterwards, or null if the job is gone.
+ * (then nothing is written). Returns the record as stored afterwards with its revision (a guess
+ * for the caller's next update), or null if the job is gone.
  */
 export async function updateJob(
   kv: KV,
@@ -46,7 +47,7 @@ export async function updateJob(
   mutate: (job: JobRecord) => boolean,
   tries = 50,
   guess?: StoredJob | null,
-): Promise<{ job: JobRecord; changed: boolean } | null> {
+): Promise<{ job: JobRecord; changed: boolean; revision: number } | null> {
   if (!isJobId(id)) return null;
   if (guess) {
     // A copy the caller already holds (the supervisor's projection) spares the read: the write
@@ -55,26 +56,27 @@ export async function updateJob(
     const next = structuredClone(guess.job);
     if (mutate(next)) {
       try {
-        await kvCasPut(kv, id, JSON.stringify(next), guess.revision);
-        return { job: next, changed: true };
+        const revision = await kvCasPut(kv, id, JSON.stringify(next), guess.revision);
+        return { job: next, changed: true, revision };
       } catch (e) {
         if (!isCasConflict(e)) throw e;
       }
     }
   }
-  let out: { job: JobRecord; changed: boolean } | null = null;
-  await kvUpdate(kv, id, (e) => {
+  let out: { job: JobRecord; changed: boolean; revision: number } | null = null;
+  const written = await kvUpdate(kv, id, (e) => {
     out = null;
     if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
     const cur = e.json<JobRecord>();
     const next = structuredClone(cur);
     if (!mutate(next)) {
-      out = { job: cur, changed: false };
+      out = { job: cur, changed: false, revision: e.revision };
       return undefined;
     }
-    out = { job: next, changed: true };
+    out = { job: next, changed: true, revision: e.revision };
     return JSON.stringify(next);
   }, tries);
+  if (out && written !== undefined) (out as { revision: number }).revision = written;
   return out;
 }
 

@@ -33,6 +33,13 @@ export interface RouteRequest {
   auth?: { walletId: string; keyHash: string };
   /** Aborted when the client goes away. */
   signal: AbortSignal;
+  /**
+   * Routes with `rateLimit: 'jobs'`: the shared job limit's decision (a write to the `limits`
+   * bucket), still in flight when the handler starts, so that the handler's own reads go beside it.
+   * The handler awaits it before anything with an effect (an outbound connection, a charge); the
+   * server awaits it too, and a refusal is the answer whatever the handler answered.
+   */
+  limited?: Promise<void>;
 }
 
 export type Reply =

@@ -175,11 +175,22 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
       try {
         const rq: RouteRequest = { method: route.method, path, params: match.params, query: {}, body: undefined, headers, requestId, ip, get signal() { return signalOf(); } };
         if (route.auth) rq.auth = await authenticate(headers.authorization);
+        // Only the shared job limit waits on NATS. Its write goes beside validation and the
+        // handler's first reads (rq.limited; the handler awaits it before any effect); awaited here
+        // too, so its refusal is answered before any other error, as if it had been awaited first.
         const limited = limit(rateLimit, rq.auth?.keyHash, ip);
-        if (limited) await limited; // only the shared job limit waits on NATS
-        if (query) rq.query = validateQuery(query, parseQuery(rawQuery));
-        if (body) rq.body = validateBody(body, parseJsonBody(raw, headers['content-type']), route.bodyErrorCode);
-        const reply = await handle(route, rq, ctx);
+        if (limited) {
+          limited.catch(() => { /* awaited below */ });
+          rq.limited = limited;
+        }
+        const outcome = await (async () => {
+          if (query) rq.query = validateQuery(query, parseQuery(rawQuery));
+          if (body) rq.body = validateBody(body, parseJsonBody(raw, headers['content-type']), route.bodyErrorCode);
+          return handle(route, rq, ctx);
+        })().then((reply) => ({ reply }), (error: unknown) => ({ error }));
+        if (limited) await limited;
+        if ('error' in outcome) throw outcome.error;
+        const { reply } = outcome;
         if (state.aborted) return finish(499);
         finish(await sendReply(res, state, method === 'HEAD', common, reply));
       } catch (e) {

@@ -143,20 +143,27 @@ export async function publishSubmitted(js: JetStreamClient, job: Pick<JobRecord,
   await js.publish(subjects.jobSubmitted(job.service), JSON.stringify(m), { msgID: job.id });
 }
 
-/** Create a job: charges it in full, writes it and hands it to the supervisor. */
-export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string): Promise<{ job: JobRecord; balance: number }> {
+/**
+ * Create a job: charges it in full, writes it and hands it to the supervisor. `limited`: the shared
+ * job limit's decision still in flight (RouteRequest.limited); nothing with an effect happens before
+ * it allowed the creation.
+ */
+export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>): Promise<{ job: JobRecord; balance: number }> {
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
-  // Independent reads, none of them a write: asked together, one round trip instead of one each
-  // (the target's DNS lookup in the precheck included). Answered in the order they were always
-  // checked, so the error a caller sees is the same.
+  // The limit's write and two reads, independent of each other: asked together, one round trip
+  // instead of one each, and answered in the order they were always checked (the limit first), so
+  // the error a caller sees is the same.
   const checks = await Promise.allSettled([
+    limited ?? Promise.resolve(),
     checkSupervisor(d),
     checkQueue(d, plan.items.filter((i) => i.task).length),
-    Promise.resolve().then(() => mod.precheck?.(body, plan, ctx)),
   ]);
   for (const c of checks) if (c.status === 'rejected') throw c.reason;
+  // After the limit: the precheck connects to the target (and labs takes one of the relay's tests),
+  // which a key over its limit must not be able to make us do at its own rate.
+  await mod.precheck?.(body, plan, ctx);
 
   const job = newJobRecord(service, plan, walletId, body, d.config);
   if (d.baseUrl) job.baseUrl = d.baseUrl;

@@ -70,7 +70,7 @@ function serviceRoutes(service: ServiceName): Route[] {
       errors: [...SERVICE_ERRORS[service], ...PRECHECK_ERRORS[service], 'insufficient_funds', 'rate_limited', 'busy', 'service_unavailable'],
       async handler(req, ctx) {
         const walletId = walletOf(req);
-        const created = await submitJob(deps(ctx), service, req.body, walletId);
+        const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited);
         let { job, balance } = created;
         const ms = waitMs(ctx, req.query.wait);
         if (ms > 0) {

@@ -58,7 +58,7 @@ async function throughput(jobs: number, concurrency: number, one: (worker: numbe
 }
 
 export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions()): Promise<{ rows: BenchRow[]; raw: unknown }> {
-  const needed = ['wallet', 'job-supervisor', 'converter'].filter((a) => !cluster.procs.has(a));
+  const needed = ['wallet', 'job-supervisor', 'converter'].filter((a) => !cluster.units.has(a));
   if (needed.length) return { rows: [{ name: 'pipeline', skipped: `actors not running: ${needed.map((a) => `${a} (${cluster.missing.get(a) ?? 'unknown'})`).join('; ')}` }], raw: null };
 
   const page = await startPageServer();
@@ -202,7 +202,9 @@ export async function runPipelineBench(cluster: Cluster, opts = pipelineOptions(
         note: `${traces.length} jobs one after another, read off the wire (bench/lib/timeline.ts); ${timelineNote}; step since the stage before (median per job): ${timeline.map((s) => `${s.stage} +${s.step.toFixed(1)}`).join(', ')}`,
       });
     }
-    return { rows, raw: { options: opts, timeline, traffic: { jobs: counted, ...traffic }, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
+    // the same rows for the embedded default's layout carry its name (bench/run.ts runs both)
+    const tag = cluster.layout === 'one-process' ? ', one process (npm start)' : '';
+    return { rows: rows.map((r) => ({ ...r, name: r.name + tag })), raw: { layout: cluster.layout, options: opts, timeline, traffic: { jobs: counted, ...traffic }, sequential: { pipeline: seqPipe, direct: seqDirect }, throughput: { pipeline: rpsPipe, direct: rpsDirect }, failures } };
   } finally {
     agent.destroy();
     await pool.close();

@@ -116,6 +116,20 @@ export async function main(argv: string[]) {
         raw.pipeline = p.raw;
       }
       const underLoad = sampler.stop();
+      if (parts.includes('pipeline') && process.env.BENCH_PIPELINE_ONE_PROCESS !== '0') {
+        // the goal is stated for the embedded default: every actor and the gateway in one
+        // process. The same bench against that layout, on a cluster of its own (BENCH_PIPELINE_ONE_PROCESS=0: skip)
+        log('pipeline, one process (the embedded default)');
+        const one = await startCluster({ layout: 'one-process' });
+        try {
+          const { runPipelineBench } = await import('./pipeline.ts');
+          const p = await runPipelineBench(one);
+          rows.push(...p.rows);
+          raw.pipelineOneProcess = p.raw;
+        } finally {
+          await one.stop();
+        }
+      }
       if (probe) {
         log('memory');
         // readings under load only mean something when some load ran

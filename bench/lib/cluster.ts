@@ -42,6 +42,9 @@ export interface Cluster {
   env(name: string): Record<string, string>;
   gatewayUrl: string;
   procs: Map<string, Proc>;
+  /** The actors (and `gateway`) running, whatever the layout. */
+  units: Set<string>;
+  layout: ClusterLayout;
   /** Actors that could not be started, with the reason. */
   missing: Map<string, string>;
   /** Start polling RSS (MB) of every process; returns every reading per process name when stopped. */
@@ -49,7 +52,15 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
-export async function startCluster(opts: { actors?: readonly string[] } = {}): Promise<Cluster> {
+/**
+ * `per-actor` (default): one process per actor and one for the gateway, as the Procfile and a
+ * cluster run them. `one-process`: the actors and the gateway in one process (`main.ts <units...>`),
+ * as `npm start`'s embedded default runs them (its nats-server is the bench's here, as with
+ * NATS_URL set); `procs` then holds that one process as `one-process`.
+ */
+export type ClusterLayout = 'per-actor' | 'one-process';
+
+export async function startCluster(opts: { actors?: readonly string[]; layout?: ClusterLayout } = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'payloads-bench-'));
   const nats = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1 });
   const configFile = join(dir, 'bench-config.json');
@@ -69,7 +80,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
   const procs = new Map<string, Proc>();
   const missing = new Map<string, string>();
   const cluster: Cluster = {
-    dir, nats, nc, config, configFile, env, gatewayUrl: '', procs, missing,
+    dir, nats, nc, config, configFile, env, gatewayUrl: '', procs, missing, units: new Set(), layout: opts.layout ?? 'per-actor',
     sampleRss(intervalMs = 250) {
       const readings: Record<string, number[]> = {};
       const tick = () => {
@@ -96,6 +107,16 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
     return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : [])] : [];
   };
   try {
+    if (opts.layout === 'one-process') {
+      const names = (opts.actors ?? CLUSTER_ACTORS).filter((n) => (ACTOR_NAMES as readonly string[]).includes(n) && actorExists(n));
+      const p = spawnTs('one-process', 'main.ts', [...names, 'gateway'], env('one-process'), false, profFlags('one-process'));
+      const m = await waitReady(p, /gateway: (http\S+)/);
+      procs.set('one-process', p);
+      for (const n of names) cluster.units.add(n);
+      cluster.units.add('gateway');
+      cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');
+      return cluster;
+    }
     for (const name of opts.actors ?? CLUSTER_ACTORS) {
       if (!(ACTOR_NAMES as readonly string[]).includes(name) || !actorExists(name)) {
         missing.set(name, `actors/${name}/index.ts does not exist in this tree yet`);
@@ -105,6 +126,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
       try {
         await waitReady(p, null);
         procs.set(name, p);
+        cluster.units.add(name);
       } catch (e) {
         await p.stop();
         missing.set(name, `did not start: ${(e as Error).message.split('\n').slice(0, 3).join(' ')}`);
@@ -113,6 +135,7 @@ export async function startCluster(opts: { actors?: readonly string[] } = {}): P
     const gw = spawnTs('gateway', 'main.ts', ['gateway'], env('gateway'), false, profFlags('gateway'));
     const m = await waitReady(gw, /gateway: (http\S+)/);
     procs.set('gateway', gw);
+    cluster.units.add('gateway');
     cluster.gatewayUrl = m![1]!.replace('localhost', '127.0.0.1');
   } catch (e) {
     await cluster.stop();

@@ -12,6 +12,8 @@ export const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? ''}`.trim();
 export interface ResState {
   aborted: boolean;
   done: boolean;
+  /** Called once by the owner's `onAborted` after it sets `aborted` (a body read waiting for more). */
+  onAbort?: () => void;
 }
 
 export class BodyTooLarge extends Error {}
@@ -25,30 +27,32 @@ export function readBody(res: HttpResponse, state: ResState, limit: number): Pro
     const parts: Buffer[] = [];
     let size = 0;
     let settled = false;
+    const settle = () => {
+      settled = true;
+      if (state.onAbort === onAbort) state.onAbort = undefined;
+    };
+    // an abort never delivers a last chunk: the owner's onAborted calls this (no timer per request)
+    const onAbort = () => {
+      if (settled) return;
+      settle();
+      reject(new Error('aborted'));
+    };
+    if (state.aborted) return onAbort();
+    state.onAbort = onAbort;
     res.onData((chunk, isLast) => {
       if (settled) return;
       size += chunk.byteLength;
       if (size > limit) {
-        settled = true;
+        settle();
         reject(new BodyTooLarge());
         return;
       }
       parts.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
-        settled = true;
-        resolve(Buffer.concat(parts, size));
+        settle();
+        resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
       }
     });
-    // an abort never delivers a last chunk; the caller's onAborted marks state
-    const check = setInterval(() => {
-      if (state.aborted && !settled) {
-        settled = true;
-        clearInterval(check);
-        reject(new Error('aborted'));
-      }
-      if (settled) clearInterval(check);
-    }, 250);
-    check.unref();
   });
 }
 

@@ -13,23 +13,30 @@ export function createMetrics() {
     registers: [registry],
   });
   const jobs = new Counter({ name: 'payloads_jobs_total', help: 'Job state changes by service and status (from evt.job.>)', labelNames: ['service', 'status'] as const, registers: [registry] });
+  /** One route's observer for a fixed method and status, its label lookups done once (the hot path). */
+  const observer = (route: string, method: string, status: number) => {
+    const labels = { route, method, status: String(status) };
+    const count = requests.labels(labels);
+    const time = latency.labels(labels);
+    return (seconds: number) => {
+      count.inc();
+      time.observe(seconds);
+    };
+  };
+  // every request's observation through a kept observer: no label object and lookup per request
+  const observers = new Map<string, (seconds: number) => void>();
   return {
     registry,
     observe(route: string, method: string, status: number, seconds: number) {
-      const labels = { route, method, status: String(status) };
-      requests.inc(labels);
-      latency.observe(labels, seconds);
+      const k = `${route} ${method} ${status}`;
+      let o = observers.get(k);
+      if (!o) {
+        if (observers.size >= 1000) observers.clear(); // only a shortcut: prom-client keeps the series
+        observers.set(k, (o = observer(route, method, status)));
+      }
+      o(seconds);
     },
-    /** One route's observer for a fixed method and status, its label lookups done once (the hot path). */
-    observer(route: string, method: string, status: number) {
-      const labels = { route, method, status: String(status) };
-      const count = requests.labels(labels);
-      const time = latency.labels(labels);
-      return (seconds: number) => {
-        count.inc();
-        time.observe(seconds);
-      };
-    },
+    observer,
     job(service: string, status: string) {
       jobs.inc({ service, status });
     },

@@ -122,6 +122,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
     res.onAborted(() => {
       state.aborted = true;
       ac?.abort();
+      state.onAbort?.();
     });
     // HttpRequest is only valid synchronously: read everything now
     const method = req.getMethod().toUpperCase();
@@ -142,7 +143,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
     const finish = (status: number) => {
       const ms = performance.now() - t0;
       metrics.observe(routeLabel, method, status, ms / 1000);
-      log.info({ reqId: requestId, method, path, route: routeLabel, status, ms: Math.round(ms * 10) / 10, ip, aborted: state.aborted || undefined }, 'request');
+      if (logsRequests) log.info({ reqId: requestId, method, path, route: routeLabel, status, ms: Math.round(ms * 10) / 10, ip, aborted: state.aborted || undefined }, 'request');
     };
     const fail = (e: unknown, close = false) => finish(sendError(res, state, common, asApiError(e, log, requestId, path), ctx.baseUrl, close));
 

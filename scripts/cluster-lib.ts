@@ -188,6 +188,10 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
   };
   try {
     await cluster.waitReady();
+    // a quorum answers without the third node: one that ended meanwhile (its route port taken just
+    // after it was ready for clients) would leave every replicated stream without a place
+    const gone = nodes.find((n) => n.handle && (n.handle.process.exitCode !== null || n.handle.process.signalCode !== null));
+    if (gone) throw new Error(`nats node ${gone.name} ended while the cluster formed: ${gone.handle!.log()}`);
   } catch (e) {
     await cluster.stop();
     throw e;

@@ -63,6 +63,16 @@ gateway does with one replica) against a stream-info request (what it does when 
 (autocannon's \`response\` event, fractional ms; its built-in histogram keeps whole milliseconds,
 which reads 0 for the bare baseline).
 
+The row **HTTP layer alone** puts the two baselines of the \`/v1/pricing\` (1 address per
+connection) rows against each other: bare uWS and node:http answering the same precomputed bytes,
+node:http doing only the limiter, the request id and the write. It is the most uWS's HTTP layer
+can give over node:http's on this machine, and so the ceiling of every "vs node:http" ratio of a
+route whose work both servers share: with a shared cost H per request, uWS's own cost U and
+node:http's N, the ratio is (N + H) / (U + H), at most N / U and falling as H grows. It measured
+1.29-1.54x in session 15's quiet runs: issue 17's "authenticated reads >= 1.5x node:http, with
+the same code in both" would need a balance read that costs nothing, and is not reachable by the
+gateway (the gateway's own fixed answer measured 1.36-1.66x node:http in the same runs).
+
 The bench raises the request rate limits so they never refuse (a token is still taken per
 request), allows 127.0.0.1 as a target, and logs at \`warn\` (no access-log line per
 request) - in the gateway and the node:http baseline alike.
@@ -73,7 +83,12 @@ A \`websitepro\` job with the \`metadata\` output for a page served by a \`node:
 127.0.0.1, created through the gateway, until the job is \`completed\` (gateway → wallet charge → task →
 job document, already dispatched → converter → result → supervisor → the gateway's shared watch). Baseline: the
 converter's own fetch-and-convert functions called directly in one process, for the same page.
-The ratio is the pipeline's overhead.
+The ratio is the pipeline's overhead. The client is \`node:http\` with a keep-alive agent (undici's
+\`fetch\` added 0.15-0.35 ms of client time per job; it is no part of the system). The rows run
+twice: one process per actor (the Procfile's layout, unmarked), and, marked **one process (npm
+start)**, every actor and the gateway in one process as the embedded default runs them (issue 17
+states its goal for it; its nats-server is the bench's, as with \`NATS_URL\` set;
+\`BENCH_PIPELINE_ONE_PROCESS=0\` skips them).
 
 **Writes per job** (\`bench/lib/traffic.ts\`): jobs run one after another while a wildcard
 subscription on its own connection counts the traffic. *JetStream writes* is how far every
@@ -82,9 +97,12 @@ stream publish each take one), split by stream in the note; *core requests* are 
 reply subject outside streams, the JetStream API and inboxes (actor-to-actor request/reply, e.g.
 \`wallet.charge\`). JetStream API calls (by kind) and acks are in the note. A count has no baseline
 (the direct call makes no NATS traffic): the column shows \`-\`. Issue 17 brought the count from
-17.5 to about 13 writes per job (1 core request instead of 2 under steady traffic): the job
-document is written once, already dispatched; progress lines are core messages; see
-\`docs/notes/issue-17.md\`.
+20 to 10 writes per job (1 core request, the charge, instead of 2): the job document is written
+once, already dispatched; progress lines are core messages; the outcome that delivers the last
+result finishes the job in the same write. Round trips went further than writes: the shared job
+limit is one write (no read), the charge reads nothing before its ledger write, a result file is
+stored in one round trip (chunk and meta together), the supervisor reads nothing before its write;
+see \`docs/notes/issue-17.md\`.
 
 **Stage timeline** (\`bench/lib/timeline.ts\`; \`BENCH_PIPELINE_TRACE=<n>\` jobs, default 20 quick /
 50 full, 0 for none; \`BENCH_PIPELINE_TRACE_DUMP=1\` prints the fastest job's wire trace): the same

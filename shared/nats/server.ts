@@ -1,6 +1,7 @@
 // Starts a real nats-server with JetStream as a child process: the embedded default of `npm start`,
 // the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -65,6 +66,17 @@ export interface NatsServerHandle {
   stop(signal?: NodeJS.Signals, graceMs?: number): Promise<void>;
   /** Stop and remove the store (tests). */
   destroy(): Promise<void>;
+  /** The server's last 4000 characters of log (stderr): why it ended, when it did. */
+  log(): string;
+}
+
+/** Something accepts TCP connections on this loopback port. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const c = net.connect({ host: '127.0.0.1', port });
+    c.once('connect', () => { c.destroy(); resolve(true); });
+    c.once('error', () => { c.destroy(); resolve(false); });
+  });
 }
 
 export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServerHandle> {
@@ -99,6 +111,12 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     stderr = (stderr + d.toString()).slice(-4000);
   });
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
+  const stderrDone = new Promise<void>((res) => child.stderr!.once('close', () => res()));
+  // its last words (the reason) may still be in the pipe when the exit is seen: read them first
+  const exitError = async () => {
+    await Promise.race([stderrDone, sleep(1000)]);
+    return new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
+  };
   let spawnError: Error | undefined;
   child.once('error', (e) => { spawnError = e; });
 
@@ -108,7 +126,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   let clientPort = 0;
   while (Date.now() < deadline) {
     if (spawnError) throw new Error(`nats-server could not be started (${bin}): ${spawnError.message}`);
-    if (child.exitCode !== null) throw new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
+    if (child.exitCode !== null) throw await exitError();
     if (existsSync(portsFile)) {
       try {
         const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[] };
@@ -121,6 +139,22 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   if (!clientPort) {
     child.kill('SIGKILL');
     throw new Error(`nats-server did not start within 15 s: ${stderr}`);
+  }
+  // A cluster node listens for routes apart from clients: a route port taken by another process
+  // (found free, then taken before this server bound it) ends the server after its client port is
+  // up, and the cluster would then form without it (placement of replicated streams fails: "no
+  // suitable peers"). Wait until the route port answers, or report the exit (with its reason).
+  if (opts.cluster) {
+    while (!(await accepts(opts.cluster.port))) {
+      if (child.exitCode !== null || child.signalCode !== null) throw await exitError();
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`nats-server did not listen for routes on ${opts.cluster.port} within 15 s: ${stderr}`);
+      }
+      await sleep(25);
+    }
+    await sleep(50);
+    if (child.exitCode !== null || child.signalCode !== null) throw await exitError();
   }
 
   const stop = async (signal: NodeJS.Signals = 'SIGTERM', graceMs = 10000) => {
@@ -141,5 +175,6 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
       await stop('SIGKILL');
       rmSync(opts.storeDir, { recursive: true, force: true });
     },
+    log: () => stderr,
   };
 }

@@ -26,7 +26,7 @@ export interface PipelineOptions {
 }
 
 export const pipelineOptions = (): PipelineOptions => quick()
-  ? { sequential: 8, jobs: 16, concurrency: 4, rounds: 1 }
+  ? { sequential: 20, jobs: 16, concurrency: 4, rounds: 1 }
   : { sequential: 30, jobs: 40, concurrency: 8, rounds: 3 };
 
 /** Jobs traced stage by stage (bench/lib/timeline.ts); BENCH_PIPELINE_TRACE=<n> to change, 0 for none. */

@@ -127,6 +127,13 @@ shared 2-core machine (load average 22 → 36 during the first, 35 → 38 during
 In both runs about 45 shots jobs were still queued behind the single Chromium pool when the
 120 s drain ended (2 cores); none failed, none was lost.
 
+Issue 17, session 15, on a quiet machine (nothing else running; one run each, back to back):
+
+| code | jobs created in 30 s | jobs/s | creation p50 | p90 | p99 | finished | audit |
+|---|---|---|---|---|---|---|---|
+| before (dca06c8, the session's start) | 1021 | 33.8 | 432 ms | 743 ms | 1015 ms | 1021 of 1021 | clean |
+| after (one-write limit, charge without a head read, one-round-trip files, prepared projections, no Error per request) | 1230 | 40.3 | 359 ms | 614 ms | 1007 ms | 1230 of 1230 | clean |
+
 ### Memory (\`bench/memory.ts\`)
 
 VmRSS from \`/proc/<pid>/status\` of each actor process, idle (after start, before any load) and

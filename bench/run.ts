@@ -81,7 +81,9 @@ async function serviceBench(name: string): Promise<BenchRow[]> {
 }
 
 /** The running cluster, so an interrupt also stops its nats-server. */
-let current: Awaited<ReturnType<typeof startCluster>> | null = null;
+/** Clusters running now: stopped on a signal. */
+const running = new Set<Awaited<ReturnType<typeof startCluster>>>();
+const pipelineBench = () => import(join(ROOT, 'bench', 'pipeline.ts')) as Promise<typeof import('./pipeline.ts')>;
 
 export async function main(argv: string[]) {
   const parts: Part[] = argv.length ? argv.filter((a): a is Part => (ALL_PARTS as readonly string[]).includes(a)) : [...ALL_PARTS];
@@ -97,7 +99,7 @@ export async function main(argv: string[]) {
     log('starting nats-server and actor processes');
     // the gateway alone needs only the wallet behind it; the pipeline and memory need every actor
     const cluster = await startCluster(parts.includes('pipeline') || parts.includes('memory') ? {} : { actors: ['wallet'] });
-    current = cluster;
+    running.add(cluster);
     try {
       const probe = parts.includes('memory') ? await measureIdle(cluster) : null;
       const sampler = cluster.sampleRss();
@@ -109,9 +111,7 @@ export async function main(argv: string[]) {
       }
       if (parts.includes('pipeline')) {
         log('pipeline');
-        const file = join(ROOT, 'bench', 'pipeline.ts');
-        const { runPipelineBench } = (await import(file)) as typeof import('./pipeline.ts');
-        const p = await runPipelineBench(cluster);
+        const p = await (await pipelineBench()).runPipelineBench(cluster);
         rows.push(...p.rows);
         raw.pipeline = p.raw;
       }
@@ -121,12 +121,13 @@ export async function main(argv: string[]) {
         // process. The same bench against that layout, on a cluster of its own (BENCH_PIPELINE_ONE_PROCESS=0: skip)
         log('pipeline, one process (the embedded default)');
         const one = await startCluster({ layout: 'one-process' });
+        running.add(one);
         try {
-          const { runPipelineBench } = await import('./pipeline.ts');
-          const p = await runPipelineBench(one);
+          const p = await (await pipelineBench()).runPipelineBench(one);
           rows.push(...p.rows);
           raw.pipelineOneProcess = p.raw;
         } finally {
+          running.delete(one);
           await one.stop();
         }
       }
@@ -137,7 +138,7 @@ export async function main(argv: string[]) {
       }
     } finally {
       await cluster.stop();
-      current = null;
+      running.delete(cluster);
     }
   }
   if (parts.includes('durability')) {
@@ -186,7 +187,7 @@ if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
   // one shutdown for every way out: children and the cluster's nats-server are always stopped first
   let exiting: Promise<void> | null = null;
   const shutdown = (code: number) => {
-    exiting ??= Promise.allSettled([stopAll(), current?.stop()]).then(() => process.exit(code));
+    exiting ??= Promise.allSettled([stopAll(), ...[...running].map((c) => c.stop())]).then(() => process.exit(code));
     return exiting;
   };
   process.on('SIGINT', () => void shutdown(130));

@@ -73,8 +73,7 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
     const log = guess.log.filter((x) => x > now - periodMs);
     const decision = decide(log, limit, periodMs, now);
     if (decision.allowed) {
-      log.push(now);
-      const value = log.sort((a, b) => a - b).slice(-limit);
+      const value = withTake(log, now, limit);
       try {
         const revision = await kvCasPut(kv, key, JSON.stringify(value), guess.revision);
         remember(known, key, value, revision);
@@ -93,8 +92,7 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
       const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
       decision = decide(log, limit, periodMs, now);
       if (!decision.allowed) return undefined;
-      log.push(now);
-      written = log.sort((a, b) => a - b).slice(-limit);
+      written = withTake(log, now, limit);
       return JSON.stringify(written);
     }, 20);
     if (revision !== undefined) remember(known, key, written, revision);
@@ -103,6 +101,12 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
     throw new ApiError('service_unavailable', 'the rate counter could not be updated (the message system is failing over or busy); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
   }
   return decision;
+}
+
+/** The log after one more take at `now`: oldest first, at most `limit` times. */
+function withTake(log: number[], now: number, limit: number): number[] {
+  log.push(now);
+  return log.sort((a, b) => a - b).slice(-limit);
 }
 
 function remember(known: Map<string, { log: number[]; revision: number }>, key: string, log: number[], revision: number) {

@@ -2,7 +2,7 @@
 // the TASKS stream, heartbeat while working (msg.working()), store nothing itself, report the
 // outcome on `result.<jobId>` and only then ack. A crash before the ack means redelivery; the
 // supervisor turns an exhausted task into `worker_lost`.
-import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstreamManager, AckPolicy, DeliverPolicy, type JsMsg } from '@nats-io/jetstream';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
 import { STREAMS, subjects } from './names.ts';
 import { outcomeMsgId, thumbName, TaskFailure, type Outcome, type StoredFile, type Task } from './protocol/jobs.ts';
@@ -11,6 +11,7 @@ import type { Logger } from './log.ts';
 import { withRetry, sleep } from './runtime.ts';
 import { isTransientNatsError } from './nats/transient.ts';
 import { putObject } from './nats/objects.ts';
+import { jetstreamOf } from './nats/clients.ts';
 
 export interface TaskContext {
   task: Task;
@@ -35,13 +36,6 @@ export interface WorkerOptions {
   taskTimeoutMs?: number;
 }
 
-const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
-const jsOf = (nc: NatsConnection) => {
-  let js = jsCache.get(nc);
-  if (!js) jsCache.set(nc, (js = jetstream(nc)));
-  return js;
-};
-
 /** Final outcomes carry the message id `outcome:<jobId>:<key>`: a repeat (redelivery, worker_lost race) is dropped by the stream. */
 /**
  * `source` separates final outcomes of different origins in the RESULTS dedupe window: a worker's
@@ -51,7 +45,7 @@ const jsOf = (nc: NatsConnection) => {
 export async function publishOutcome(nc: NatsConnection, o: Outcome, source = 'worker'): Promise<void> {
   if (o.kind === 'progress') return publishProgress(nc, o);
   const msgID = source === 'worker' ? outcomeMsgId(o.jobId, o.resultKey) : `${outcomeMsgId(o.jobId, o.resultKey)}:${source}`;
-  await jsOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), { msgID });
+  await jetstreamOf(nc).publish(subjects.result(o.jobId), JSON.stringify(o), { msgID });
 }
 
 /**
@@ -121,7 +115,7 @@ function publishFinalOutcome(nc: NatsConnection, o: Outcome, stopping: AbortSign
 export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const { nc, config, log } = opts;
   // right after a cluster (re)start a consumer may have no leader yet for a few seconds
-  const js = jetstream(nc);
+  const js = jetstreamOf(nc);
   const consumer = await withRetry('task consumer', async () => {
     await ensureTaskConsumer(nc, config, opts.consumer, opts.filterSubject);
     return js.consumers.get(STREAMS.tasks, opts.consumer);

@@ -129,8 +129,7 @@ export class JobProjection {
   }
 
   get(id: string): JobRecord | null {
-    const r = this.q.stored.get({ id });
-    return r ? (JSON.parse(r.doc) as JobRecord) : null;
+    return this.getStored(id)?.job ?? null;
   }
 
   /** Ids of unfinished jobs in a status, created before a time. */

@@ -3,7 +3,7 @@
 // each other's updates. The writes go through shared/nats/cas.ts (the expected revision, which
 // nats-server >= 2.10 holds on a replicated bucket too).
 import { Kvm, type KV } from '@nats-io/kv';
-import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
+import { jetstreamOf } from '../nats/clients.ts';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, subjects } from '../names.ts';
 import { isCasConflict, kvCasPut, kvUpdate } from '../nats/cas.ts';
@@ -85,15 +85,9 @@ export function refundedTotal(job: JobRecord): number {
   return job.results.reduce((s, r) => s + (r.refunded ? r.price : 0), 0);
 }
 
-const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
-
 /** Tell operators (EVENTS stream) that a job changed. Best effort: the KV record is the truth. */
 export async function publishJobEvent(nc: NatsConnection, job: JobRecord, event: string): Promise<void> {
-  let js = jsCache.get(nc);
-  if (!js) {
-    js = jetstream(nc);
-    jsCache.set(nc, js);
-  }
+  const js = jetstreamOf(nc);
   const e: JobEvent = { v: 1, jobId: job.id, service: job.service, walletId: job.walletId, status: job.status, event, cost: job.cost, refunded: job.refunded, at: Date.now() };
   await js.publish(subjects.evtJob(job.service, job.id), JSON.stringify(e)).catch(() => {});
 }

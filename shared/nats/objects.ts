@@ -23,7 +23,8 @@
 // the orphan is never read (readers follow the meta's nuid), and it lives no longer than the bucket
 // keeps anything written at that time. It does count in the bucket's bytes until then.
 import { createHash } from 'node:crypto';
-import { jetstream, jetstreamManager, JsHeaders, PubHeaders, type JetStreamClient, type PubAck } from '@nats-io/jetstream';
+import { jetstreamManager, JsHeaders, PubHeaders, type PubAck } from '@nats-io/jetstream';
+import { jetstreamOf } from './clients.ts';
 import { headers, nuid, type MsgHdrs, type NatsConnection } from '@nats-io/nats-core';
 import { Base64UrlPaddedCodec, type ObjectInfo, type ObjectStoreMeta } from '@nats-io/obj';
 
@@ -44,13 +45,6 @@ export interface PutObjectOptions {
   windowBytes?: number;
 }
 
-const jsCache = new WeakMap<NatsConnection, JetStreamClient>();
-const jsOf = (nc: NatsConnection) => {
-  let js = jsCache.get(nc);
-  if (!js) jsCache.set(nc, (js = jetstream(nc)));
-  return js;
-};
-
 type Settled = { ok: true; ack: PubAck } | { ok: false; err: unknown };
 const settle = (p: Promise<PubAck>): Promise<Settled> => p.then((ack) => ({ ok: true as const, ack }), (err: unknown) => ({ ok: false as const, err }));
 
@@ -63,7 +57,7 @@ export async function putObject(nc: NatsConnection, bucket: string, meta: Object
   if (!/^[-\w]+$/.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
   if (!meta.name) throw new Error('name cannot be empty');
   if (meta.options?.link) throw new Error('link cannot be set when putting the object in bucket');
-  const js = jsOf(nc);
+  const js = jetstreamOf(nc);
   const timeout = opts.timeout ?? js.getOptions().timeout ?? 5000;
   const windowBytes = opts.windowBytes ?? PUT_WINDOW_BYTES;
   const bytes = data ?? new Uint8Array(0);

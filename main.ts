@@ -83,8 +83,12 @@ try {
     log.info({ instanceId }, `${name} started`);
   }
   const gw = handles.find((h) => h.name === 'gateway')?.handle as GatewayHandle | undefined;
+  // the gateway loaded its uWS build already (runtimeInfo names it); other units need only Node's
+  const rt = gw ? (await import('./gateway/uws.ts')).runtimeInfo() : undefined;
+  const runtime = `Node ${process.versions.node} (ABI ${process.versions.modules})${rt ? `, ${rt.libc}, uWS ${rt.uws} (${rt.uwsBinary})` : ''}`;
+  log.info({ node: process.versions.node, uws: rt?.uws }, `runtime: ${runtime}`);
   if (everything && gw) {
-    console.log(`\nPayloads is running.\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`);
+    console.log(`\nPayloads is running.\n  Runtime:  ${runtime}\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`);
   } else if (gw) {
     console.log(`gateway: ${gw.url}`);
   }

@@ -1,9 +1,14 @@
-// Prometheus metrics: requests by route and status, latency, and job transitions seen on evt.job.>.
-import { Registry, Counter, Histogram, collectDefaultMetrics } from 'prom-client';
+// Prometheus metrics: requests by route and status, latency, job transitions seen on evt.job.>, and
+// the runtime (Node, uWS build) as an info gauge.
+import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
+import { runtimeInfo } from './uws.ts';
 
-export function createMetrics() {
+export function createMetrics(runtime = runtimeInfo()) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'payloads_gateway_' });
+  // what this gateway runs on, as labels of a constant 1 (the "info" idiom): Node, its ABI, the C library and the uWS build
+  new Gauge({ name: 'payloads_runtime_info', help: 'Node and uWebSockets.js versions this gateway runs on (always 1)', labelNames: ['node', 'abi', 'libc', 'uws', 'uws_binary'] as const, registers: [registry] })
+    .set({ node: runtime.node, abi: runtime.abi, libc: runtime.libc, uws: runtime.uws, uws_binary: runtime.uwsBinary }, 1);
   const requests = new Counter({ name: 'payloads_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] });
   const latency = new Histogram({
     name: 'payloads_http_request_duration_seconds',

@@ -68,9 +68,6 @@ PIN
   nats_ok || { echo "setup: nats-server $(nats_version) is installed, $NATS_MIN or newer is needed (apt-cache policy nats-server)" >&2; exit 1; }
 fi
 
-# npm packages: install when node_modules is missing or older than the lockfile.
-stamp=node_modules/.package-lock.json
-if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ] || [ package.json -nt "$stamp" ]; then
-  echo "setup: installing npm packages (native builds approved in package.json allowScripts)" >&2
-  if [ -f package-lock.json ]; then npm ci --no-audit --no-fund >&2; else npm install --no-audit --no-fund >&2; fi
-fi
+# npm packages, on the project's Node (node_modules/.bin/node, see scripts/npm-install.sh): when
+# node_modules is missing, older than the lockfile, or holds another Node.
+bash scripts/npm-install.sh

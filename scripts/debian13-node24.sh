@@ -23,7 +23,7 @@ done
 
 if [ -z "${DEBIAN_MIRROR:-}" ]; then
   DEBIAN_MIRROR=$( { sed -n 's#^URIs:[[:space:]]*\(https\?://[^[:space:]]*/debian\)/\?$#\1#p' /etc/apt/sources.list.d/*.sources 2>/dev/null
-    awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null; } | head -1)
+    awk '$1 == "deb" && $2 ~ /\/debian\/?$/ { print $2 }' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null; } | head -1 || true)
 fi
 mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 mirror=${mirror%/}

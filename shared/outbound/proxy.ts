@@ -24,6 +24,11 @@ export interface GuardProxy {
   url: string;
   /** Connections refused so far. */
   blocked: number;
+  /**
+   * Serve a connection accepted elsewhere as if it had arrived on the proxy's port: a browser in a
+   * network namespace of its own reaches the proxy only through a listener inside that namespace.
+   */
+  accept(socket: Duplex): void;
   stop(): Promise<void>;
 }
 
@@ -155,6 +160,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     url: `http://127.0.0.1:${port}`,
     get blocked() {
       return state.blocked;
+    },
+    accept(socket) {
+      server.emit('connection', socket);
     },
     async stop() {
       for (const s of sockets) s.destroy();

@@ -2,6 +2,7 @@
 // Linux all of 127.0.0.0/8 is served by lo), and a hostile page, served from the one allowed
 // address (127.0.0.1), that tries every way out a browser has. A browser-pool actor runs real
 // shot jobs and a real PDF print of the page; every listener must see nothing.
+import type { Test } from 'tap';
 import dgram from 'node:dgram';
 import http from 'node:http';
 import net from 'node:net';
@@ -15,12 +16,7 @@ import { call } from '../../shared/micro.ts';
 import { Kvm } from '@nats-io/kv';
 import type { Config } from '../../shared/config/index.ts';
 
-type Tap = {
-  teardown(fn: () => unknown): void;
-  equal(a: unknown, b: unknown, m?: string): void;
-  ok(a: unknown, m?: string): void;
-  same(a: unknown, b: unknown, m?: string): void;
-};
+type Tap = Test;
 
 /** What reached one forbidden address: UDP datagrams and TCP connections. */
 export interface Sink {
@@ -151,7 +147,7 @@ export async function checkSinksWork(t: Tap, env: EgressEnv) {
     const u = dgram.createSocket('udp4');
     await new Promise<void>((r) => u.send('probe', s.port, s.host, () => r()));
     u.close();
-    await new Promise<void>((r, j) => net.connect(s.port, s.host, function () { this.end('probe'); r(); }).on('error', j));
+    await new Promise<void>((r, j) => { const c = net.connect(s.port, s.host, () => { c.end('probe'); r(); }); c.on('error', j); });
   }
   await sleep(300);
   t.equal(env.leaks().length, 4, 'the listeners receive what reaches them');

@@ -4,6 +4,6 @@ import t from 'tap';
 import { runEgress, startEgressEnv } from './browser-egress.ts';
 
 t.test('chromium + mobile: no packet of a hostile page reaches a forbidden address, shots and pdf', async (t) => {
-  const env = await startEgressEnv(t);
-  await runEgress(t, env, ['chromium', 'mobile'], { pdf: true });
+  const env = await startEgressEnv(t, { browserNetns: process.getuid?.() === 0 ? 'required' : 'auto' });
+  await runEgress(t, env, ['chromium', 'mobile'], { pdf: true, netns: process.getuid?.() === 0 ? true : undefined });
 });

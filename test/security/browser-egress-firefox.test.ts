@@ -4,6 +4,6 @@ import t from 'tap';
 import { runEgress, startEgressEnv } from './browser-egress.ts';
 
 t.test('firefox: no packet of a hostile page reaches a forbidden address', async (t) => {
-  const env = await startEgressEnv(t);
-  await runEgress(t, env, ['firefox'], { pdf: false });
+  const env = await startEgressEnv(t, { browserNetns: process.getuid?.() === 0 ? 'required' : 'auto' });
+  await runEgress(t, env, ['firefox'], { pdf: false, netns: process.getuid?.() === 0 ? true : undefined });
 });

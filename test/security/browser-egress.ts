@@ -7,6 +7,7 @@ import dgram from 'node:dgram';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { startTestNats, type TestNats } from '../helpers/nats.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from '../shots/pool.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
@@ -154,13 +155,35 @@ export async function checkSinksWork(t: Tap, env: EgressEnv) {
   for (const s of [env.a, env.b]) { s.udp.length = 0; s.tcp.length = 0; }
 }
 
+/** Network namespace of every browser process under this one (renderers, content processes too). */
+export function browserNamespaces(): { pid: number; exe: string; ns: string; main: boolean }[] {
+  const parent = new Map<number, number>();
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch { /* gone */ }
+  }
+  const under = (pid: number): boolean => { for (let p = parent.get(pid); p; p = parent.get(p)) if (p === process.pid) return true; return false; };
+  const out: { pid: number; exe: string; ns: string; main: boolean }[] = [];
+  for (const pid of parent.keys()) {
+    if (!under(pid)) continue;
+    try {
+      const exe = readlinkSync(`/proc/${pid}/exe`);
+      if (/chrom|firefox|headless/.test(exe)) out.push({ pid, exe, ns: readlinkSync(`/proc/${pid}/ns/net`), main: parent.get(pid) === process.pid });
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * One browser-pool actor with `browsers`; shot jobs of the hostile page on each (light and dark),
  * then a PDF print of it when the pool has a printer; after each, nothing at any listener.
  */
-export async function runEgress(t: Tap, env: EgressEnv, browsers: string[], opts: { pdf: boolean }) {
+export async function runEgress(t: Tap, env: EgressEnv, browsers: string[], opts: { pdf: boolean; netns?: boolean }) {
   await checkSinksWork(t, env);
   await startPool(t, env.tn, browsers, `egress-${browsers.join('-')}`, { pageTimeoutMs: 30000 });
   const offers = mergeOffers(await readCatalogue(await new Kvm(env.tn.nc).open(BUCKETS.catalogue), 'shots'));
@@ -173,6 +196,17 @@ export async function runEgress(t: Tap, env: EgressEnv, browsers: string[], opts
   const got = await outcomes.waitFor(tasks.length, 120000);
   outcomes.stop();
   for (const task of tasks) t.equal(got.get(task.resultKey)?.kind, 'done', `${task.resultKey}: ${JSON.stringify(got.get(task.resultKey))}`);
+  const procs = browserNamespaces();
+  const own = readlinkSync('/proc/self/ns/net');
+  t.ok(procs.length > 0, `${procs.length} browser processes`);
+  if (opts.netns === true) {
+    t.same(procs.filter((p) => p.ns === own).map((p) => p.exe), [], 'every browser process runs outside this network namespace');
+    // one per browser: Firefox's light and dark processes, Chromium and the phone, each its own
+    const mains = procs.filter((p) => p.main);
+    t.equal(new Set(mains.map((p) => p.ns)).size, mains.length, `${mains.length} browsers, each in a namespace of its own`);
+  } else if (opts.netns === false) {
+    t.same(procs.filter((p) => p.ns !== own).map((p) => p.exe), [], 'flags and prefs only: the browsers share this network namespace');
+  }
   await sleep(1500); // stragglers (ICE retransmits, TURN retries)
   t.same(env.leaks(), [], 'shots: nothing reached a forbidden address');
   t.equal(env.ran.length, tasks.length, `the hostile page ran in every shot: ${env.ran.join(' | ')}`);

@@ -171,5 +171,12 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
   };
 }
 
-/** Chromium flags that force every request (loopback included) through the proxy. */
-export const chromiumProxyArgs = (proxy: { url: string }) => [`--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>'];
+/**
+ * Chromium flags that force every request (loopback included) through the proxy, and keep QUIC,
+ * WebRTC's UDP and DNS prefetch off it (the browser-pool's full list is chromiumProxyFlags in
+ * actors/browser-pool/launchers/types.ts; the strong form is a network namespace, docs/shots.md).
+ */
+export const chromiumProxyArgs = (proxy: { url: string }) => [
+  `--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>', '--disable-quic', '--dns-prefetch-disable',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp', '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+];

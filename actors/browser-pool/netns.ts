@@ -18,22 +18,11 @@ import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { NetnsJail } from './launchers/types.ts';
+
+export type { NetnsJail };
 
 export type NetnsMode = 'auto' | 'required' | 'off';
-
-/** One browser's namespace, made before its launch. */
-export interface NetnsJail {
-  /** `host:port` of the guard proxy as the browser inside sees it. */
-  proxy: string;
-  /** puppeteer launch options that start `executablePath` inside the namespace. */
-  wrap(executablePath: string): { executablePath: string; env: NodeJS.ProcessEnv };
-  /** A free port outside that leads to the same port inside (Firefox's BiDi WebSocket). */
-  forwardInto(): Promise<number>;
-  /** The browser is up: the helper and the forwarding listener are no longer needed. */
-  launched(): void;
-  /** The browser is gone (or never started): close everything of this namespace. */
-  close(): void;
-}
 
 // Runs inside the new namespace. Plain JavaScript, no project imports: it starts in ~100 ms.
 const HELPER = `

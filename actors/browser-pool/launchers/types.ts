@@ -2,9 +2,22 @@
 // chosen by name from config through registry.ts). A launcher knows how to start one browser
 // binary; the pool decides when.
 import type { Browser } from 'puppeteer-core';
-import type { NetnsJail } from '../netns.ts';
 
 export type Scheme = 'light' | 'dark';
+
+/** One browser's network namespace, made before its launch (../netns.ts). */
+export interface NetnsJail {
+  /** `host:port` of the guard proxy as the browser inside sees it. */
+  proxy: string;
+  /** puppeteer launch options that start `executablePath` inside the namespace. */
+  wrap(executablePath: string): { executablePath: string; env: NodeJS.ProcessEnv };
+  /** A free port outside that leads to the same port inside (Firefox's BiDi WebSocket). */
+  forwardInto(): Promise<number>;
+  /** The browser is up: the helper and the forwarding listener are no longer needed. */
+  launched(): void;
+  /** The browser is gone (or never started): close everything of this namespace. */
+  close(): void;
+}
 
 export interface LaunchOptions {
   /** Forward proxy every request of the browser must go through (`host:port`). */

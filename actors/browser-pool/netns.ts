@@ -29,8 +29,12 @@ const HELPER = `
 const net = require('node:net');
 const { spawnSync } = require('node:child_process');
 const fail = (m) => { process.send({ error: m }, () => process.exit(1)); };
-let up = spawnSync('ip', ['link', 'set', 'lo', 'up'], { encoding: 'utf8' });
-if (up.error || up.status !== 0) up = spawnSync('ifconfig', ['lo', 'up'], { encoding: 'utf8' });
+// iproute2 is in /usr/sbin, which a non-root PATH often leaves out
+let up;
+for (const [cmd, args] of [['ip', ['link', 'set', 'lo', 'up']], ['/usr/sbin/ip', ['link', 'set', 'lo', 'up']], ['/sbin/ip', ['link', 'set', 'lo', 'up']], ['/sbin/ifconfig', ['lo', 'up']]]) {
+  up = spawnSync(cmd, args, { encoding: 'utf8' });
+  if (!up.error && up.status === 0) break;
+}
 if (up.error || up.status !== 0) fail('cannot bring lo up in the namespace: ' + (up.error ? up.error.message : up.stderr));
 else {
   const srv = net.createServer();

@@ -135,7 +135,7 @@ export class ManagedBrowser {
 
   private async launch(): Promise<Generation> {
     const t0 = Date.now();
-    const browser = await this.launcher.launch(this.launchOpts);
+    const browser = await this.launchIsolated();
     killWithProcessGroupOnExit(browser);
     this.version = majorVersion(await browser.version());
     this.launches++;
@@ -147,6 +147,28 @@ export class ManagedBrowser {
     });
     this.log.info({ browser: this.launcher.configId, version: this.version, scheme: this.launchOpts.scheme, ms: Date.now() - t0 }, 'browser launched');
     return gen;
+  }
+
+  /**
+   * The launcher's launch, in a network namespace of its own when the pool gives one (netns.ts):
+   * made for this launch, its proxy listener closed when the browser process exits.
+   */
+  private async launchIsolated(): Promise<Browser> {
+    const { isolate, ...opts } = this.launchOpts;
+    if (!isolate) return this.launcher.launch(opts);
+    const jail = await isolate();
+    let browser: Browser;
+    try {
+      browser = await this.launcher.launch({ ...opts, proxy: jail.proxy, jail });
+    } catch (e) {
+      jail.close();
+      throw e;
+    }
+    jail.launched();
+    const child = browser.process();
+    if (child && child.exitCode === null && child.signalCode === null) child.once('exit', () => jail.close());
+    else jail.close();
+    return browser;
   }
 
   private async generation(): Promise<Generation> {

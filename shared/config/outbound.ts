@@ -5,5 +5,6 @@ export const OutboundConfig = T.Object({
   maxRedirects: T.Integer({ minimum: 0, maximum: 20, default: 5, description: 'Redirects followed per fetch; each hop is checked again.' }),
   connectTimeoutMs: T.Integer({ minimum: 100, default: 10000, description: 'Connect timeout for outbound connections.' }),
   checkTimeoutMs: T.Integer({ minimum: 100, default: 5000, description: 'Timeout of the reachability check made at job creation.' }),
+  browserNetns: T.Union([T.Literal('auto'), T.Literal('required'), T.Literal('off')], { default: 'auto', description: 'Each browser in a network namespace of its own where only the guard proxy is reachable (docs/shots.md). auto: where this process can make namespaces (root, or unprivileged user namespaces), else browser flags and prefs only, said loudly at start; required: the browser-pool does not start without it; off: flags and prefs only.' }),
   proxyPort: T.Integer({ minimum: 0, maximum: 65535, default: 0, description: 'Port of the local forward proxy browsers are forced through (0: random).' }),
 }, { default: {} });

@@ -24,6 +24,11 @@ export interface GuardProxy {
   url: string;
   /** Connections refused so far. */
   blocked: number;
+  /**
+   * Serve a connection accepted elsewhere as if it had arrived on the proxy's port: a browser in a
+   * network namespace of its own reaches the proxy only through a listener inside that namespace.
+   */
+  accept(socket: Duplex): void;
   stop(): Promise<void>;
 }
 
@@ -156,6 +161,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     get blocked() {
       return state.blocked;
     },
+    accept(socket) {
+      server.emit('connection', socket);
+    },
     async stop() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
@@ -163,5 +171,12 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
   };
 }
 
-/** Chromium flags that force every request (loopback included) through the proxy. */
-export const chromiumProxyArgs = (proxy: { url: string }) => [`--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>'];
+/**
+ * Chromium flags that force every request (loopback included) through the proxy, and keep QUIC,
+ * WebRTC's UDP and DNS prefetch off it (the browser-pool's full list is chromiumProxyFlags in
+ * actors/browser-pool/launchers/types.ts; the strong form is a network namespace, docs/shots.md).
+ */
+export const chromiumProxyArgs = (proxy: { url: string }) => [
+  `--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>', '--disable-quic', '--dns-prefetch-disable',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp', '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+];

@@ -1,6 +1,6 @@
 // Chromium from Debian (/usr/bin/chromium): the newest Chromium on the machine.
 import puppeteer from './puppeteer.ts';
-import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, type Launcher } from './types.ts';
+import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, jailed, type Launcher } from './types.ts';
 
 export const DEBIAN_CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 
@@ -12,7 +12,7 @@ export function debianChromium(configId = 'chromium'): Launcher {
     engine: 'chromium',
     canPrint: true,
     launch: (opts) => puppeteer.launch({
-      executablePath: DEBIAN_CHROMIUM,
+      ...jailed(opts, DEBIAN_CHROMIUM),
       headless: true,
       args: [...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)],
       defaultViewport: null,

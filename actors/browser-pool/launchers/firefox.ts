@@ -5,7 +5,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
-import { PAGE_HEAP_MB, type Launcher, type LaunchOptions } from './types.ts';
+import { PAGE_HEAP_MB, jailed, type Launcher, type LaunchOptions } from './types.ts';
 
 export const DEBIAN_FIREFOX = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
 
@@ -30,7 +30,19 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
   const prefs: Record<string, unknown> = {
     // 0 dark, 1 light: what prefers-color-scheme answers in every page of this browser
     'layout.css.prefers-color-scheme.content-override': opts.scheme === 'dark' ? 0 : 1,
+    // the first layer of issue 27 (the namespace is the second): nothing that leaves beside the
+    // proxy. No WebRTC at all (STUN/TURN/ICE would send UDP straight out), no HTTP/3 or
+    // WebTransport (QUIC is UDP, which an HTTP proxy does not carry), no pings, no captive-portal
+    // or connectivity probes, no speculative connections or name lookups
+    'media.peerconnection.enabled': false,
+    'media.peerconnection.ice.proxy_only': true,
     'network.http.http3.enable': false,
+    'network.webtransport.enabled': false,
+    'browser.send_pings': false,
+    'network.captive-portal-service.enabled': false,
+    'network.connectivity-service.enabled': false,
+    'network.predictor.enabled': false,
+    'network.dns.disablePrefetchFromHTTPS': true,
     // overlay scrollbars take no layout space: a page is as wide as the viewport, as in Chromium
     'ui.useOverlayScrollbars': 1,
     'widget.gtk.overlay-scrollbars.enabled': true,
@@ -57,6 +69,7 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
       'network.proxy.ssl_port': port,
       'network.proxy.share_proxy_settings': true,
       'network.proxy.socks': '',
+      'network.proxy.socks_remote_dns': true,
       // nothing bypasses the proxy, localhost included
       'network.proxy.no_proxies_on': '',
       'network.proxy.allow_hijacking_localhost': true,
@@ -73,9 +86,11 @@ export function firefox(configId = 'firefox'): Launcher {
     name: 'Firefox ESR',
     engine: 'gecko',
     schemePerBrowser: true,
-    launch: (opts) => puppeteer.launch({
+    launch: async (opts) => puppeteer.launch({
       browser: 'firefox',
-      executablePath: firefoxExecutable(),
+      ...jailed(opts, firefoxExecutable()),
+      // in a namespace BiDi's WebSocket listens inside it: a port outside leads to the same port inside
+      ...(opts.jail ? { debuggingPort: await opts.jail.forwardInto() } : {}),
       headless: true,
       extraPrefsFirefox: firefoxPrefs(opts),
       defaultViewport: null,

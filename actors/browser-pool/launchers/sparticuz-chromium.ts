@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
-import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, type Launcher } from './types.ts';
+import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, jailed, type Launcher } from './types.ts';
 
 interface SparticuzModule {
   args: string[];
@@ -81,7 +81,7 @@ export function sparticuzChromium(configId: string): Launcher {
       }
       const executablePath = await p;
       return puppeteer.launch({
-        executablePath,
+        ...jailed(opts, executablePath),
         headless: 'shell',
         args: [...new Set([...sparticuzFlags(m.args), ...HEADLESS_SHELL_FLAGS, ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
         defaultViewport: null,

@@ -5,6 +5,20 @@ import type { Browser } from 'puppeteer-core';
 
 export type Scheme = 'light' | 'dark';
 
+/** One browser's network namespace, made before its launch (../netns.ts). */
+export interface NetnsJail {
+  /** `host:port` of the guard proxy as the browser inside sees it. */
+  proxy: string;
+  /** puppeteer launch options that start `executablePath` inside the namespace. */
+  wrap(executablePath: string): { executablePath: string; env: NodeJS.ProcessEnv };
+  /** A free port outside that leads to the same port inside (Firefox's BiDi WebSocket). */
+  forwardInto(): Promise<number>;
+  /** The browser is up: the helper and the forwarding listener are no longer needed. */
+  launched(): void;
+  /** The browser is gone (or never started): close everything of this namespace. */
+  close(): void;
+}
+
 export interface LaunchOptions {
   /** Forward proxy every request of the browser must go through (`host:port`). */
   proxy?: string;
@@ -13,6 +27,15 @@ export interface LaunchOptions {
    * (Firefox: WebDriver BiDi has no per-page prefers-color-scheme emulation, so it is a pref).
    */
   scheme?: Scheme;
+  /** The pool's: a fresh network namespace for each launch (netns.ts); ManagedBrowser turns it into `jail`. */
+  isolate?: () => Promise<NetnsJail>;
+  /** The namespace this launch starts in; `proxy` is then the proxy's address inside it. */
+  jail?: NetnsJail;
+}
+
+/** puppeteer's executablePath (and env) for `exe`: started inside the launch's namespace, if it has one. */
+export function jailed(opts: LaunchOptions, exe: string): { executablePath: string; env?: NodeJS.ProcessEnv } {
+  return opts.jail ? opts.jail.wrap(exe) : { executablePath: exe };
 }
 
 /** Phone emulation of a `mobile` launcher: applied to every page; request viewports do not apply. */
@@ -71,6 +94,9 @@ export const CHROMIUM_BASE_FLAGS = [
   '--metrics-recording-only',
   '--password-store=basic',
   '--use-mock-keychain',
+  // no name lookups ahead of a request (<link rel=dns-prefetch>, hovered links): they would go to
+  // the host's resolver, not through the guard proxy
+  '--dns-prefetch-disable',
   // Chromium 15x preloads its omnibox popup (two chrome:// WebUI pages in a renderer of their own)
   // for every new browser context, i.e. every task: measured on 156, a second renderer process per
   // page, 300 ms more CPU and 130 MB more RSS per shot, for a window a headless browser never
@@ -83,9 +109,18 @@ export const CHROMIUM_IGNORED_DEFAULTS = ['--disable-popup-blocking'];
 
 /**
  * Proxy flags: every request through the guard proxy, loopback included (`<-loopback>` removes
- * Chromium's implicit bypass of localhost), and no QUIC (it would not go through an HTTP proxy).
+ * Chromium's implicit bypass of localhost), no QUIC (it would not go through an HTTP proxy), and
+ * WebRTC kept off UDP that does not go through the proxy: without this a page's STUN and TURN
+ * packets, and ICE checks to any candidate it names, go straight out (issue 27). The policy's
+ * switch was `--force-webrtc-ip-handling-policy` until Chromium ~13x and `--webrtc-ip-handling-policy`
+ * since; each major ignores the name it does not know. With the policy WebRTC may only use TURN
+ * over TCP through the proxy, which the guard checks like any CONNECT. These flags are the first
+ * layer; the network namespace (netns.ts) is the one that holds whatever a page finds.
  */
 export function chromiumProxyFlags(proxy: string | undefined): string[] {
   if (!proxy) return [];
-  return [`--proxy-server=http://${proxy}`, '--proxy-bypass-list=<-loopback>', '--disable-quic'];
+  return [
+    `--proxy-server=http://${proxy}`, '--proxy-bypass-list=<-loopback>', '--disable-quic',
+    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp', '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  ];
 }

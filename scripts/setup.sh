@@ -10,8 +10,9 @@ cd "$(dirname "$0")/.."
 NATS_MIN=2.10.27
 # strace: the durability test (test/reliability/fsync-order.test.ts) watches nats-server with it
 # python3-cryptography: test/jobs/webhook-docs.test.ts runs the Python verification snippet of docs/webhooks.md
+# iproute2: each browser runs in a network namespace of its own (actors/browser-pool/netns.ts brings its loopback up with `ip`)
 # (nats-server is not in this list: it is checked by version below)
-DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates strace python3-cryptography)
+DEBS=(chromium firefox-esr fonts-liberation fonts-noto-color-emoji openssl ca-certificates strace python3-cryptography iproute2)
 
 SUDO=""
 as_root() {

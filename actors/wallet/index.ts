@@ -59,7 +59,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
       [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
       [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
-      [subjects.wallet.audit]: () => audit(nc),
+      [subjects.wallet.audit]: () => audit(nc, { keptMs: jobRecordKeptMs(config) }),
       [subjects.wallet.reconcile]: () => reconciler.run(),
     },
   }, log);

@@ -339,7 +339,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.jobs.stats]: async () => {
         const { unfinished, oldest } = projection.unfinishedStats();
         const { mode, reason, from } = projection.startedAs;
-        return { total: projection.count(), unfinished, oldestUnfinished: oldest, projection: { complete: projection.complete, mode, ...(reason ? { reason } : {}), appliedAtStart: from } };
+        return { total: projection.count(), unfinished, oldestUnfinished: oldest, projection: { complete: projection.complete, mode, ...(reason ? { reason } : {}), appliedAtStart: from, appliedSinceStart: projection.appliedCount } };
       },
     },
   }, log);

@@ -22,7 +22,7 @@ export const jobsApi = {
     reply: T.Object({
       total: T.Integer(), unfinished: T.Integer(),
       oldestUnfinished: T.Union([T.Null(), T.Object({ id: T.String(), createdAt: T.Integer() })]),
-      projection: T.Object({ complete: T.Boolean(), mode: T.String(), reason: T.Optional(T.String()), appliedAtStart: T.Integer() }),
+      projection: T.Object({ complete: T.Boolean(), mode: T.String(), reason: T.Optional(T.String()), appliedAtStart: T.Integer(), appliedSinceStart: T.Integer() }),
     }),
   }),
 };

@@ -11,6 +11,8 @@ import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 import type { NatsConnection } from '@nats-io/nats-core';
+import { start as startSupervisor } from '../../actors/job-supervisor/index.ts';
+import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 
 const jobOf = (id: string, over: Partial<JobRecord> = {}): JobRecord =>
   ({ id, walletId: 'w1', service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: 1_000, finishedAt: 2_000, expiresAt: Date.now() + 3600_000, cost: 30, refunded: 0, results: [], ...over }) as JobRecord;
@@ -115,4 +117,30 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   p.forgotten('old', 10);
   t.equal(p.row('old'), null);
   await p.stop();
+});
+
+t.test('the supervisor restarted on a store with history catches up from its file', async (t) => {
+  const tn = await startTestNats(t);
+  await fill(tn.nc, 0, 1500);
+  const startOne = async (n: number) => startSupervisor({ nc: await tn.connect(`sup${n}`), config: tn.config, log: testLog(), instanceId: `supervisor-${n}` });
+  const a = await startOne(1);
+  let st = await jobsService.stats(tn.nc, {});
+  t.equal(st.projection.mode, 'rebuilt', 'first start: no file yet');
+  for (let i = 0; i < 100 && !(st.projection.complete && st.total === 1500); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    st = await jobsService.stats(tn.nc, {});
+  }
+  t.equal(st.total, 1500);
+  await a.stop();
+  await fill(tn.nc, 1500, 3);
+  const b = await startOne(2);
+  t.teardown(() => b.stop());
+  st = await jobsService.stats(tn.nc, {});
+  t.equal(st.projection.mode, 'resumed');
+  t.ok(st.projection.complete, 'answers lists at once');
+  // fails against the supervisor that loaded all 1503 documents at start
+  t.equal(st.projection.appliedSinceStart, 3, 'only the three jobs written while it was down');
+  t.equal(st.total, 1503);
+  const list = await jobsService.list(tn.nc, { walletId: 'w2', limit: 2 });
+  t.same(list.jobs.map((j) => j.id), ['job1500', 'job1493'], 'the list has the job written while it was down, newest first');
 });

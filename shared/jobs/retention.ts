@@ -7,5 +7,8 @@ import type { Config } from '../config/index.ts';
 /** The least time after its charge that a created job's document is surely still in the bucket. */
 export function jobRecordKeptMs(config: Pick<Config, 'retention'>): number {
   const r = config.retention;
-  return (Math.min(r.websitepro, r.shots, r.labs) + r.jobRecords) * 1000;
+  const kept = (Math.min(r.websitepro, r.shots, r.labs) + r.jobRecords) * 1000;
+  // a job's createdAt (its retention's start) is taken before its charge is written, seconds
+  // earlier at most: an hour's margin (half of a shorter span, in tests) keeps them apart
+  return kept - Math.min(3600_000, kept / 2);
 }

@@ -9,6 +9,9 @@ import { startJobsApi } from './app.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import { audit } from '../../shared/audit.ts';
 import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
+import { startTestNats } from '../helpers/nats.ts';
+import { startWallet, walletId, fund } from '../wallet/_helpers.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
 
 t.test('a finished job past its record retention answers 404 and is gone from the bucket', async (t) => {
   const s = await startJobsApi(t, { retention: { websitepro: 1, shots: 1, sweepSeconds: 0.3, jobRecords: 1 } });
@@ -42,4 +45,17 @@ t.test('an audit past its deadline says how far it got and judges nothing', asyn
   t.equal(r.complete, false);
   t.match(r.progress, /read 0 of 1 ledger entries before the deadline/);
   t.same(r.violations, []);
+});
+
+t.test('the orphan sweep leaves a charge older than a job record is kept: its document was deleted, not never written', async (t) => {
+  // records kept 2 s at least (1 s results + 1 s), half of it the margin: charges older than 1 s are past it;
+  // the orphan grace (3 s) is longer, so the sweep first sees this charge when its document could be gone
+  const tn = await startTestNats(t, { wallet: { orphanChargeGraceSeconds: 3 }, retention: { websitepro: 1, shots: 1, labs: 1, jobRecords: 1 } });
+  await startWallet(t, tn);
+  const w = walletId();
+  await fund(tn.nc, w, 1000);
+  await wallet.charge(tn.nc, { walletId: w, jobId: 'job_forgotten', amount: 300 });
+  await new Promise((r) => setTimeout(r, 6000)); // past the grace, several sweeps
+  // fails against the sweep that refunded every charge without a document (balance 1000)
+  t.same(await wallet.balance(tn.nc, w), { balance: 700 }, 'not refunded');
 });

@@ -13,7 +13,7 @@ import { jobRecordKeptMs } from '../shared/jobs/retention.ts';
 import type { Config } from '../shared/config/index.ts';
 
 /** The audit's share of the status's 12 s budget: past it the screen says how far the audit got. */
-const STATUS_AUDIT_MS = 5000;
+const STATUS_AUDIT_MS = 8000;
 import { probeServers, type ServerProbe } from './cluster.ts';
 
 export interface ServerStatus extends ServerProbe {

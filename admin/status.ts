@@ -8,7 +8,12 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS } from '../shared/names.ts';
 import { audit, readBucket } from '../shared/audit.ts';
 import { isLive, type CatalogueEntry } from '../shared/catalogue.ts';
-import { isFinished, type JobRecord } from '../shared/protocol/jobs.ts';
+import { jobsService } from '../shared/protocol/job-supervisor.ts';
+import { jobRecordKeptMs } from '../shared/jobs/retention.ts';
+import type { Config } from '../shared/config/index.ts';
+
+/** The audit's share of the status's 12 s budget: past it the screen says how far the audit got. */
+const STATUS_AUDIT_MS = 8000;
 import { probeServers, type ServerProbe } from './cluster.ts';
 
 export interface ServerStatus extends ServerProbe {
@@ -46,7 +51,8 @@ export interface Status {
   /** actor → live instance ids, from the catalogue (workers) and the NATS micro services. */
   instances: Record<string, string[]>;
   jobs: { unfinished: number; oldestUnfinishedAgeSeconds: number | null; oldestUnfinishedId: string | null; total: number };
-  audit: { ok: boolean; violations: string[]; wallets: number; entries: number };
+  /** ok: complete and no violation; complete false: the reads ran out of the status's time (progress says how far). */
+  audit: { ok: boolean; complete: boolean; progress: string; violations: string[]; wallets: number; entries: number };
   /** Problems worth a look at first, in words. */
   warnings: string[];
 }
@@ -68,7 +74,7 @@ async function microInstances(nc: NatsConnection): Promise<Record<string, string
   return out;
 }
 
-export async function collectStatus(nc: NatsConnection, urls: string[], { credsFile = '' } = {}): Promise<Status> {
+export async function collectStatus(nc: NatsConnection, urls: string[], { credsFile = '', config }: { credsFile?: string; config?: Pick<Config, 'retention'> } = {}): Promise<Status> {
   const jsm = await jetstreamManager(nc);
   const [probes, infos] = await Promise.all([
     probeServers(urls, { credsFile }),
@@ -110,15 +116,15 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
   const [catalogue, micro, jobs, report] = await Promise.all([
     readBucket<CatalogueEntry>(nc, BUCKETS.catalogue),
     microInstances(nc),
-    readBucket<JobRecord>(nc, BUCKETS.jobs),
-    audit(nc),
+    // counts from the supervisor's projection (index reads), not a read of every job document
+    jobsService.stats(nc, {}).catch(() => null),
+    audit(nc, { deadline: Date.now() + STATUS_AUDIT_MS, ...(config ? { keptMs: jobRecordKeptMs(config) } : {}) }),
   ]);
   const instances: Record<string, string[]> = {};
   const now = Date.now();
   for (const e of catalogue.values()) if (e && isLive(e, now)) (instances[`${e.service} workers`] ??= []).push(e.instanceId);
   for (const [name, ids] of Object.entries(micro)) instances[name] = ids.sort();
-  const unfinished = [...jobs.values()].filter((j) => j && typeof j.id === 'string' && !isFinished(j)).sort((a, b) => a.createdAt - b.createdAt);
-  const oldest = unfinished[0];
+  const oldest = jobs?.oldestUnfinished ?? null;
 
   const warnings: string[] = [];
   for (const s of servers) if (!s.up) warnings.push(`NATS server ${s.name ?? s.url} is down`);
@@ -126,11 +132,14 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
     if (!s.leader) warnings.push(`${s.kind} ${s.name} has no leader`);
     for (const r of s.lagging) warnings.push(`${s.kind} ${s.name}: replica on ${r.name} is ${r.offline ? 'offline' : `lagging by ${r.lag} operations`}`);
   }
+  if (!jobs) warnings.push('no job-supervisor answered: job counts unknown');
+  else if (!jobs.projection.complete) warnings.push(`the job-supervisor's projection is being rebuilt (${jobs.projection.reason ?? 'not complete'}): job counts are partial`);
+  if (!report.complete) warnings.push(`the audit did not finish within the status's budget (${report.progress}): npm run admin -- audit --all`);
   if (report.violations.length) warnings.push(`the audit found ${report.violations.length} violation(s): npm run admin -- audit`);
   return {
     at: now, servers, streams, consumers, instances,
-    jobs: { unfinished: unfinished.length, oldestUnfinishedAgeSeconds: oldest ? Math.round((now - oldest.createdAt) / 1000) : null, oldestUnfinishedId: oldest?.id ?? null, total: jobs.size },
-    audit: { ok: report.violations.length === 0, violations: report.violations, wallets: report.wallets, entries: report.entries },
+    jobs: { unfinished: jobs?.unfinished ?? 0, oldestUnfinishedAgeSeconds: oldest ? Math.round((now - oldest.createdAt) / 1000) : null, oldestUnfinishedId: oldest?.id ?? null, total: jobs?.total ?? 0 },
+    audit: { ok: report.complete && report.violations.length === 0, complete: report.complete, progress: report.progress, violations: report.violations, wallets: report.wallets, entries: report.entries },
     warnings,
   };
 }
@@ -156,7 +165,8 @@ export function renderStatus(s: Status): string[] {
   for (const [name, ids] of Object.entries(s.instances).sort()) lines.push(`  ${pad(name, 20)} ${ids.length}  ${ids.join(', ')}`);
   if (!Object.keys(s.instances).length) lines.push('  none');
   lines.push('', `Jobs: ${s.jobs.total} stored, ${s.jobs.unfinished} unfinished${s.jobs.oldestUnfinishedId ? `, oldest ${s.jobs.oldestUnfinishedId} is ${s.jobs.oldestUnfinishedAgeSeconds} s old` : ''}`);
-  lines.push(`Audit: ${s.audit.ok ? 'ok: no violation' : `${s.audit.violations.length} violation(s)`} (${s.audit.wallets} wallets, ${s.audit.entries} ledger entries)`);
+  lines.push(!s.audit.complete ? `Audit: not finished in time (${s.audit.progress}); npm run admin -- audit --all`
+    : `Audit: ${s.audit.ok ? 'ok: no violation' : `${s.audit.violations.length} violation(s)`} (${s.audit.wallets} wallets, ${s.audit.entries} ledger entries)`);
   lines.push('', s.warnings.length ? 'Look at first:' : 'Nothing needs a look.');
   for (const w of s.warnings) lines.push(`  - ${w}`);
   return lines;

@@ -19,6 +19,10 @@ export interface AuditEntry extends LedgerMessage {
 }
 
 export interface AuditReport {
+  /** False when the reads did not finish before the deadline: then nothing is judged (no violation listed). */
+  complete: boolean;
+  /** How far the reads got, in words (all of it when complete). */
+  progress: string;
   violations: string[];
   wallets: number;
   entries: number;
@@ -40,13 +44,34 @@ const READ_CONCURRENCY = 32;
 // 2 s they follow the election closely.
 const READ_TIMEOUT_MS = 2000;
 
-/** `f` over `items`, at most `limit` at once, results in order. */
-async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise<R>): Promise<R[]> {
+export interface AuditOptions {
+  /**
+   * Charges older than this (ms) may have lost their job document to the job-record retention
+   * (shared/jobs/retention.ts): a missing document is not a violation for them. Default: none is.
+   */
+  keptMs?: number;
+  /** Stop reading at this time (epoch ms) and say how far the reads got instead of judging a part. */
+  deadline?: number;
+}
+
+/** The reads ran out of time: what was read of what. */
+export class AuditIncomplete extends Error {
+  constructor(readonly what: string, readonly done: number, readonly total: number) {
+    super(`read ${done} of ${total} ${what} before the deadline`);
+    this.name = 'AuditIncomplete';
+  }
+}
+
+/** `f` over `items`, at most `limit` at once, results in order; past `deadline`, throws AuditIncomplete. */
+async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise<R>, deadline = Infinity, what = 'items'): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
+  let done = 0;
   const lane = async () => {
     while (next < items.length) {
+      if (Date.now() > deadline) throw new AuditIncomplete(what, done, items.length);
       const i = next++;
+      done++;
       out[i] = await f(items[i]!);
     }
   };
@@ -54,7 +79,7 @@ async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise
   return out;
 }
 
-export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
+export async function readLedger(nc: NatsConnection, deadline = Infinity): Promise<AuditEntry[]> {
   const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS });
   const { state } = await jsm.streams.info(STREAMS.ledger);
   if (state.messages === 0) return [];
@@ -64,7 +89,7 @@ export async function readLedger(nc: NatsConnection): Promise<AuditEntry[]> {
     // a sequence with no message (the service never deletes one; an operator's repair or a lost write can leave a gap, which must not stop the audit)
     if (e instanceof JetStreamApiError && e.code === 10037) return null;
     throw e;
-  }));
+  }), deadline, 'ledger entries');
   return msgs.filter((m) => m !== null).map((m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }));
 }
 
@@ -76,10 +101,10 @@ export async function bucketKeys(nc: NatsConnection, bucket: string): Promise<st
   return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
 }
 
-export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean): Promise<Map<string, T>> {
+export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean, deadline = Infinity): Promise<Map<string, T>> {
   const kv: KV = await new Kvm(jetstream(nc, { timeout: READ_TIMEOUT_MS })).open(bucket);
   const keys = (await bucketKeys(nc, bucket)).filter((k) => !filter || filter(k)).sort();
-  const values = await mapLimit(keys, READ_CONCURRENCY, (k) => kv.get(k));
+  const values = await mapLimit(keys, READ_CONCURRENCY, (k) => kv.get(k), deadline, `${bucket} documents`);
   const out = new Map<string, T>();
   keys.forEach((k, i) => {
     const e = values[i];
@@ -88,9 +113,19 @@ export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?:
   return out;
 }
 
-export async function audit(nc: NatsConnection): Promise<AuditReport> {
+export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<AuditReport> {
+  try {
+    return await auditAll(nc, o);
+  } catch (e) {
+    if (!(e instanceof AuditIncomplete)) throw e;
+    return { complete: false, progress: e.message, violations: [], wallets: 0, entries: 0, jobs: 0, topups: 0, balances: {} };
+  }
+}
+
+async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditReport> {
+  const deadline = o.deadline ?? Infinity;
   const v: string[] = [];
-  const entries = await readLedger(nc);
+  const entries = await readLedger(nc, deadline);
   const byWallet = new Map<string, AuditEntry[]>();
   const byRef = new Map<string, AuditEntry[]>();
   for (const e of entries) {
@@ -119,7 +154,7 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
   for (const [k, list] of byRef) if (list.length > 1) v.push(`ledger: ${k} written ${list.length} times (entries ${list.map((e) => e.seq).join(', ')})`);
 
   // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
-  const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs);
+  const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, deadline);
   const seenJobs = new Set<string>();
   for (const job of jobs.values()) {
     if (!job || typeof job.id !== 'string' || !job.walletId) continue;
@@ -173,14 +208,16 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
   }
 
   // A charge without a job document is allowed only when it was given back in full (a compensated creation).
-  const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && !seenJobs.has(`${e.walletId} ${e.jobId}`));
+  // (older than the job-record retention: the document may have been deleted, shared/jobs/retention.ts)
+  const keptSince = o.keptMs === undefined ? -Infinity : Date.now() - o.keptMs;
+  const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && e.at >= keptSince && !seenJobs.has(`${e.walletId} ${e.jobId}`));
   for (const c of jobCharges) {
     const back = entries.filter((e) => e.type === 'refund' && e.walletId === c.walletId && e.jobId === c.jobId).reduce((s, e) => s + e.amount, 0);
     if (back !== -c.amount) v.push(`ledger: charge ${c.seq} of job ${c.jobId} (wallet ${c.walletId}) has no job document and was not refunded in full (${back} of ${-c.amount})`);
   }
 
   // Top-ups: credited exactly once, only when paid, with the promised Payloads.
-  const topups = await readBucket<TopupRecord>(nc, BUCKETS.topups);
+  const topups = await readBucket<TopupRecord>(nc, BUCKETS.topups, undefined, deadline);
   for (const t of topups.values()) {
     if (!t || typeof t.id !== 'string' || !t.walletId) continue;
     const credits = byRef.get(`${t.walletId} ${ledgerRef.topup(t.id)}`) ?? [];
@@ -196,5 +233,5 @@ export async function audit(nc: NatsConnection): Promise<AuditReport> {
     else if (t.walletId !== e.walletId) v.push(`ledger: top-up ${t.id} credited to wallet ${e.walletId}, belongs to ${t.walletId}`);
   }
 
-  return { violations: v, wallets: byWallet.size, entries: entries.length, jobs: jobs.size, topups: topups.size, balances };
+  return { complete: true, progress: `read all ${entries.length} ledger entries, ${jobs.size} jobs and ${topups.size} top-ups`, violations: v, wallets: byWallet.size, entries: entries.length, jobs: jobs.size, topups: topups.size, balances };
 }

@@ -88,6 +88,8 @@ export const subjects = {
   jobs: {
     get: 'jobs.get',
     list: 'jobs.list',
+    /** Counts from the supervisor's projection (admin status), no document read. */
+    stats: 'jobs.stats',
   },
 
   // JetStream advisories the supervisor acts on (stored in the LOST_TASKS stream)

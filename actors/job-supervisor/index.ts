@@ -21,6 +21,8 @@ import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
+import { readJob } from '../../shared/jobs/store.ts';
+import { join } from 'node:path';
 
 const shotsKind = (browser: string, version: string) => `shots:${browser}@${version}`;
 /** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
@@ -55,10 +57,15 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const webhooks = startWebhookSender(d, ctx.instanceId || `supervisor-${process.pid}`);
   d.webhooks = webhooks;
 
-  const projection = new JobProjection(log);
-  await projection.start(d.jobs);
-  await Promise.race([projection.ready, new Promise((r) => setTimeout(r, 15_000))]);
+  // A file with its checkpoint: the start applies only the tail written since the last stop; a file
+  // that cannot be trusted is rebuilt in the background (the list answers 503 meanwhile).
+  const projection = new JobProjection({ dir: join(config.dataDir, 'job-supervisor'), keepMs: config.retention.jobRecords * 1000, log });
+  await withRetry('job projection', () => projection.start(d.jobs, d.jsm), { log });
+  if (projection.complete) await Promise.race([projection.caughtUp, sleep(15_000)]);
+  log.info({ file: projection.file, ...projection.startedAs, applied: projection.appliedCount }, 'job projection opened');
   d.copyOf = (id) => projection.getStored(id);
+  /** The document: this instance's recent copy (a guess; every step re-reads what it writes), else the bucket. */
+  const docOf = async (id: string) => projection.getStored(id)?.job ?? (await readJob(d.jobs, id))?.job ?? null;
 
   // Our own consumers: redeliver until handled (no max_deliver); a failed step naks with a delay.
   const consumerCfg = (durable: string, filter: string) => ({
@@ -245,11 +252,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   // (each lost file is reported; loseResult checks the store again before refunding).
   let sweeps = 0;
   async function findLostFiles(now: number) {
-    const ids = projection.keptFiles(now);
-    const files: { jobId: string; key: string; store: string; name: string }[] = [];
-    for (const id of ids) {
-      for (const r of projection.get(id)?.results ?? []) if (r.status === 'done' && r.file) files.push({ jobId: id, key: r.key, store: r.file.store, name: r.file.name });
-    }
+    const files = projection.keptFiles(now);
     const present = new Map<string, Set<string>>();
     for (const store of new Set(files.map((f) => f.store))) {
       const os = await d.objm.open(store);
@@ -268,7 +271,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
       // the projection's copy says which step is due; the step itself re-reads the bucket
-      const job = projection.get(id);
+      const job = await docOf(id).catch(() => null);
       if (!job) continue;
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
@@ -289,6 +292,26 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       });
       for (const id of expired) await purgeJob(d, id, others.get(id)).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
     }
+    await forgetOldJobs(Date.now()).catch((err) => log.warn({ err }, 'sweep: job record retention failed'));
+  }
+  /**
+   * Finished, purged jobs past retention.jobRecords leave the bucket: the message holding the
+   * document is deleted by its sequence (a KV delete would leave a marker per job for ever; the
+   * bucket keeps one revision, so the document's last write is its only message). A newer write the
+   * projection has not seen survives and is due again once seen. Every instance does this from its
+   * own due list; a document another instance deleted first is simply gone.
+   */
+  async function forgetOldJobs(now: number) {
+    for (;;) {
+      const due = projection.forgetDue(now);
+      for (const { id, revision } of due) {
+        await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, revision, false).catch((e: Error) => {
+          if (!/no message found|not found/i.test(e.message)) throw e;
+        });
+        projection.forgotten(id, revision);
+      }
+      if (due.length < 500 || stopping) return;
+    }
   }
   const timer = setInterval(() => {
     if (sweeping || stopping) return;
@@ -301,15 +324,22 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     version: '1.0.0',
     endpoints: {
       [subjects.jobs.list]: async (req: RequestOf<typeof jobsApi.list>) => {
-        // a job created just before the list is in it
+        // a job created just before the list is in it; a list being rebuilt or behind answers 503
         await projection.sync();
-        return { jobs: projection.list(req.walletId, req.limit ?? 30) };
+        const ids = projection.list(req.walletId, req.limit ?? 30);
+        // the documents from the bucket (the projection holds none); one deleted meanwhile drops out
+        const docs = await Promise.all(ids.map((id) => readJob(d.jobs, id)));
+        return { jobs: docs.filter((s) => s !== null && s.job.walletId === req.walletId).map((s) => s!.job) };
       },
       [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
-        await projection.sync();
-        const job = projection.get(req.jobId);
+        const job = (await readJob(d.jobs, req.jobId))?.job;
         if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
         return { job };
+      },
+      [subjects.jobs.stats]: async () => {
+        const { unfinished, oldest } = projection.unfinishedStats();
+        const { mode, reason, from } = projection.startedAs;
+        return { total: projection.count(), unfinished, oldestUnfinished: oldest, projection: { complete: projection.complete, mode, ...(reason ? { reason } : {}), appliedAtStart: from, appliedSinceStart: projection.appliedCount } };
       },
     },
   }, log);

@@ -1,171 +1,382 @@
-// A SQLite (drizzle) projection of the `jobs` bucket: answers "a wallet's recent jobs, newest first"
-// and feeds the sweeps (stale, stuck, expired jobs). It is rebuilt from a KV watch on every start
-// (shared/nats/kv-mirror.ts: replaced when it lags or ends) and is never the only copy of anything.
+// The supervisor's SQLite projection of the `jobs` bucket, kept in a file beside a checkpoint: the
+// bucket's store (its stream's creation time) and the last stream sequence (KV revision) applied.
+// It holds only what its queries need (wallet, id, created time, state, deadlines, the names of
+// kept files), never the documents: a wallet's jobs newest first, and the sweeps' due lists, each
+// an ordered index read from its head. At start it resumes a watch from the checkpoint (the tail
+// only); a file that is missing, of another store, of another layout, or ahead of the stream is
+// thrown away and rebuilt from the bucket's last values in the background. Readers of a list are
+// told (service_unavailable) while it is rebuilt or behind, never answered from a part.
 import Database from 'better-sqlite3';
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
-import { sqliteTable, text, integer } from 'drizzle-orm/sqlite-core';
-import { and, desc, eq, inArray, isNull, lte, lt, gt, sql } from 'drizzle-orm';
-import type { KV } from '@nats-io/kv';
+import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { KV, KvWatchEntry } from '@nats-io/kv';
+import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../shared/log.ts';
-import { KvMirror } from '../../shared/nats/kv-mirror.ts';
-import type { JobRecord, JobStatus } from '../../shared/protocol/jobs.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
+import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 
-export const jobsTable = sqliteTable('jobs', {
-  id: text('id').primaryKey(),
-  walletId: text('wallet_id').notNull(),
-  service: text('service').notNull(),
-  status: text('status').notNull(),
-  createdAt: integer('created_at').notNull(),
-  startedAt: integer('started_at'),
-  expiresAt: integer('expires_at').notNull(),
-  purgedAt: integer('purged_at'),
-  revision: integer('revision').notNull(),
-  /** When a pending webhook is due (its next attempt or the end of a claim); null when none is. */
-  webhookDue: integer('webhook_due'),
-  doc: text('doc').notNull(),
-});
+/** Bump when the table changes: a file of another layout is rebuilt. */
+const LAYOUT = 2;
+/** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
+const RECENT_DOCS = 2000;
+/** Changes applied per SQLite transaction (one commit per batch, not per change). */
+const BATCH = 1000;
+const SYNC_WAIT_MS = 2000;
+const STALL_MS = 3000;
 
 const DDL = `
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
-  id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, service TEXT NOT NULL, status TEXT NOT NULL,
-  created_at INTEGER NOT NULL, started_at INTEGER, expires_at INTEGER NOT NULL, purged_at INTEGER,
-  revision INTEGER NOT NULL, webhook_due INTEGER, doc TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
+  id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
+  revision INTEGER NOT NULL,
+  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS jobs_status ON jobs (status, created_at);
-CREATE INDEX IF NOT EXISTS jobs_expiry ON jobs (purged_at, expires_at);
+CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
+CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
 `;
 
-export class JobProjection {
-  private sqlite: Database.Database;
-  private db: BetterSQLite3Database;
-  private mirror: KvMirror | null = null;
-  /**
-   * The statements run per job-document change (the watch's upsert/delete) and per outcome (the
-   * copy read), prepared once: drizzle built the SQL and better-sqlite3 prepared it on every call,
-   * which showed in the supervisor's profile on the path from an outcome to its document write.
-   */
-  private readonly q: ReturnType<JobProjection['prepare']>;
-  /** Resolves once every job that existed at start is in the table. */
-  ready!: Promise<void>;
+export interface ProjectionOptions {
+  /** Folder of the projection files (a slot per live instance). */
+  dir: string;
+  /** How long a finished job's document is kept after its results expired (retention.jobRecords). */
+  keepMs: number;
+  log: Logger;
+}
 
-  constructor(private log: Logger) {
-    // in memory: rebuilt from the bucket on start, so a file would only be a stale second copy
-    this.sqlite = new Database(':memory:');
+/** A file slot not used by a live instance: in this process (held) or another (its pid file). */
+const held = new Set<string>();
+function claimSlot(dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  for (let i = 0; ; i++) {
+    const file = join(dir, i ? `jobs-${i}.sqlite` : 'jobs.sqlite');
+    if (held.has(file)) continue;
+    const pidFile = `${file}.pid`;
+    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
+    if (pid && pid !== process.pid && alive(pid)) continue;
+    writeFileSync(pidFile, String(process.pid));
+    held.add(file);
+    return file;
+  }
+}
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface Row {
+  id: string; wallet_id: string; status: JobStatus; created_at: number; revision: number;
+  purge_due: number | null; webhook_due: number | null; forget_due: number | null; files: string | null;
+}
+
+export class JobProjection {
+  readonly file: string;
+  private sqlite!: Database.Database;
+  private q!: ReturnType<JobProjection['prepare']>;
+  private applied = new AppliedUpTo(0);
+  /** True once the table holds every job of the bucket (a rebuild has finished, or the file was whole). */
+  complete = false;
+  /** How the start went: resumed from a checkpoint, or rebuilt (and why). */
+  startedAs: { mode: 'resumed' | 'rebuilt'; reason?: string; from: number } = { mode: 'resumed', from: 0 };
+  /** Changes applied since the start (a resume applies only the tail). */
+  appliedCount = 0;
+  private recent = new Map<string, { doc: string; revision: number }>();
+  private pending: KvWatchEntry[] = [];
+  private flushing = false;
+  private stopped = false;
+  private current?: { stop(): void };
+  private loop?: Promise<void>;
+  private lastDelivery = Date.now();
+  private markCaughtUp!: () => void;
+  /** Resolves once the copy has reached the stream's end as it was at start. */
+  readonly caughtUp = new Promise<void>((r) => (this.markCaughtUp = r));
+  private storeId = '';
+  private freshLast!: () => Promise<number>;
+  /** True when the stream holds no job message after `seq` (the ones after it were deleted). */
+  private nothingAfter!: (seq: number) => Promise<boolean>;
+
+  constructor(private readonly o: ProjectionOptions) {
+    this.file = claimSlot(o.dir);
+  }
+
+  private open(fresh: boolean) {
+    if (fresh) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) rmSync(f, { force: true });
+    this.sqlite = new Database(this.file);
+    this.sqlite.pragma('journal_mode = WAL');
+    this.sqlite.pragma('synchronous = NORMAL'); // a lost tail is replayed from the stream
     this.sqlite.exec(DDL);
-    this.db = drizzle(this.sqlite);
     this.q = this.prepare();
   }
 
   private prepare() {
-    const p = (name: string) => sql.placeholder(name);
-    const excluded = (col: string) => sql.raw(`excluded.${col}`);
+    const s = this.sqlite;
     return {
-      // keeps the highest revision: a replayed or late older record changes nothing
-      upsert: this.db.insert(jobsTable).values({
-        id: p('id'), walletId: p('walletId'), service: p('service'), status: p('status'), createdAt: p('createdAt'),
-        startedAt: p('startedAt'), expiresAt: p('expiresAt'), purgedAt: p('purgedAt'), revision: p('revision'),
-        webhookDue: p('webhookDue'), doc: p('doc'),
-      }).onConflictDoUpdate({
-        target: jobsTable.id,
-        set: {
-          walletId: excluded('wallet_id'), service: excluded('service'), status: excluded('status'), createdAt: excluded('created_at'),
-          startedAt: excluded('started_at'), expiresAt: excluded('expires_at'), purgedAt: excluded('purged_at'), revision: excluded('revision'),
-          webhookDue: excluded('webhook_due'), doc: excluded('doc'),
-        },
-        where: lt(jobsTable.revision, excluded('revision')),
-      }).prepare(),
-      remove: this.db.delete(jobsTable).where(eq(jobsTable.id, p('id'))).prepare(),
-      stored: this.db.select({ doc: jobsTable.doc, revision: jobsTable.revision }).from(jobsTable).where(eq(jobsTable.id, p('id'))).prepare(),
+      meta: s.prepare('SELECT v FROM meta WHERE k = ?').pluck(),
+      setMeta: s.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
+      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files)
+        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files)
+        ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
+          revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
+          forget_due = excluded.forget_due, files = excluded.files
+        WHERE jobs.revision < excluded.revision`),
+      remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
+      removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
+      row: s.prepare('SELECT * FROM jobs WHERE id = ?'),
+      list: s.prepare('SELECT id FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT ?').pluck(),
+      unfinished: s.prepare(`SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`).pluck(),
+      purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
+      webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
+      forgetDue: s.prepare('SELECT id, revision FROM jobs WHERE forget_due IS NOT NULL AND forget_due <= ? ORDER BY forget_due LIMIT ?'),
+      keptFiles: s.prepare('SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?'),
+      count: s.prepare('SELECT count(*) FROM jobs').pluck(),
+      countUnfinished: s.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'processing')`).pluck(),
+      oldestUnfinished: s.prepare(`SELECT id, created_at FROM jobs WHERE status IN ('queued', 'processing') ORDER BY created_at LIMIT 1`),
     };
   }
 
-  async start(kv: KV): Promise<void> {
-    // upserts keep the highest revision, so a replaced watch delivering every job again is harmless
-    this.mirror = new KvMirror(kv, (e) => {
+  /**
+   * Open the file, check its checkpoint against the bucket, and start following the bucket from it.
+   * Resolves at once; `caughtUp` says when the copy reached the stream's end as it was now.
+   */
+  async start(kv: KV, jsm: JetStreamManager): Promise<void> {
+    const status = await kv.status();
+    this.nothingAfter = async (seq) => {
       try {
-        if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision);
-        else this.q.remove.run({ id: e.key });
-      } catch (err) {
-        this.log.error({ err, key: e.key }, 'projection: bad job record skipped');
+        await jsm.streams.getMessage(info.config.name, { seq: seq + 1, next_by_subj: `$KV.${status.bucket}.>` } as never);
+        return false;
+      } catch (e) {
+        if (e instanceof JetStreamApiError && e.code === 10037) return true;
+        throw e;
       }
-    }, { log: this.log });
-    this.ready = this.mirror.loaded;
+    };
+    const info = status.streamInfo;
+    this.storeId = `${info.config.name} ${info.created}`;
+    const last = info.state.last_seq;
+    this.freshLast = ((f) => async () => (await f()).streamInfo.state.last_seq)(freshRead(() => kv.status()));
+    this.open(false);
+    const why = this.distrust(last);
+    if (why) {
+      this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
+      this.sqlite.close();
+      this.open(true);
+      this.q.setMeta.run('store', this.storeId);
+      this.q.setMeta.run('layout', String(LAYOUT));
+      this.q.setMeta.run('applied', '0');
+      this.q.setMeta.run('complete', '0');
+      this.startedAs = { mode: 'rebuilt', reason: why, from: 0 };
+    } else {
+      this.startedAs = { mode: 'resumed', from: Number(this.q.meta.get('applied')) };
+    }
+    this.complete = this.q.meta.get('complete') === '1';
+    const from = Number(this.q.meta.get('applied') ?? 0);
+    this.applied.reset(from);
+    // nothing left after the checkpoint (deleted by the retention, or an empty bucket): caught up already
+    if (last <= from || await this.nothingAfter(from)) this.reached(Math.max(from, last), true);
+    this.loop = this.follow(kv, last);
   }
 
-  /** Wait (at most 2 s) until the table holds every job write acknowledged before the call. */
-  async sync(): Promise<void> {
-    await this.mirror?.sync();
+  /** Why the file cannot be trusted, or '' when it can be resumed. */
+  private distrust(last: number): string {
+    const store = this.q.meta.get('store') as string | undefined;
+    if (store === undefined) return 'no projection file';
+    if (store !== this.storeId) return `the file is of another store (${store}, the bucket is ${this.storeId})`;
+    if (this.q.meta.get('layout') !== String(LAYOUT)) return 'the file has another layout';
+    const applied = Number(this.q.meta.get('applied'));
+    if (!(applied >= 0) || applied > last) return `the file is ahead of the stream (applied ${applied}, the stream ends at ${last})`;
+    return '';
   }
 
-  upsert(job: JobRecord, revision: number): void {
+  /** Follow the bucket from the checkpoint until stopped; a watch that ends starts again from where it got. */
+  private async follow(kv: KV, startLast: number) {
+    while (!this.stopped) {
+      try {
+        const from = this.applied.seq;
+        // a fresh file takes each key's last value (LastPerSubject, in stream order); a checkpoint resumes after it
+        const w = await kv.watch(from > 0 ? { resumeFromRevision: from + 1 } : {});
+        this.current = w;
+        if (this.stopped) { w.stop(); break; }
+        for await (const e of w) {
+          this.lastDelivery = Date.now();
+          this.pending.push(e);
+          if (this.pending.length >= BATCH) this.flush();
+          else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
+          if (e.delta === 0 && e.revision >= startLast) this.flush();
+        }
+      } catch (err) {
+        const name = (err as Error)?.name;
+        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
+        this.o.log.warn({ err }, 'job projection: watch failed; resuming from the checkpoint');
+      }
+      this.current = undefined;
+      if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
+    }
+    this.flush();
+    this.stopped = true;
+    this.applied.wakeAll();
+  }
+
+  /** Apply what the watch delivered, in one transaction with the checkpoint. */
+  private flush() {
+    this.flushing = false;
+    if (!this.pending.length || !this.sqlite.open) return;
+    const batch = this.pending;
+    this.pending = [];
+    let top = this.applied.seq;
+    let end = false;
+    this.sqlite.transaction(() => {
+      for (const e of batch) {
+        try {
+          if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
+          else { this.q.remove.run(e.key); this.recent.delete(e.key); }
+        } catch (err) {
+          this.o.log.error({ err, key: e.key }, 'job projection: bad job record skipped');
+        }
+        top = Math.max(top, e.revision);
+        if (e.delta === 0) end = true;
+      }
+      this.appliedCount += batch.length;
+      this.q.setMeta.run('applied', String(top));
+      if (end && !this.complete) this.q.setMeta.run('complete', '1');
+    })();
+    this.reached(top, end);
+  }
+
+  private reached(seq: number, end: boolean) {
+    if (end && !this.complete) {
+      this.complete = true;
+      if (this.startedAs.mode === 'rebuilt') this.o.log.info({ file: this.file, jobs: this.count() }, 'job projection: rebuilt');
+    }
+    this.applied.reach(seq);
+    if (end) this.markCaughtUp();
+  }
+
+  /** The row a document makes: its deadlines are the sweeps' due lists. */
+  upsert(job: JobRecord, revision: number, doc = JSON.stringify(job)): void {
+    const files = job.purgedAt === undefined
+      ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
+      : [];
+    const finished = isFinished(job);
     this.q.upsert.run({
       id: job.id,
-      walletId: job.walletId,
-      service: job.service,
+      wallet_id: job.walletId,
       status: job.status,
-      createdAt: job.createdAt,
-      startedAt: job.startedAt ?? null,
-      expiresAt: job.expiresAt,
-      purgedAt: job.purgedAt ?? null,
+      created_at: job.createdAt,
       revision,
-      webhookDue: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
-      doc: JSON.stringify(job),
+      purge_due: job.purgedAt === undefined ? job.expiresAt : null,
+      webhook_due: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
+      // a document leaves the bucket only once finished and its files are deleted (the purge needs it)
+      forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
+      files: files.length ? JSON.stringify(files) : null,
     });
+    const had = this.recent.get(job.id);
+    if (!had || had.revision < revision) {
+      this.recent.delete(job.id);
+      this.recent.set(job.id, { doc, revision });
+      if (this.recent.size > RECENT_DOCS) this.recent.delete(this.recent.keys().next().value!);
+    }
   }
 
-  /** A wallet's newest jobs first. */
-  list(walletId: string, limit: number): JobRecord[] {
-    return this.db.select({ doc: jobsTable.doc }).from(jobsTable)
-      .where(eq(jobsTable.walletId, walletId))
-      .orderBy(desc(jobsTable.createdAt), desc(jobsTable.id))
-      .limit(limit).all().map((r) => JSON.parse(r.doc) as JobRecord);
+  /**
+   * Wait (at most 2 s) until the copy holds every job write acknowledged before the call; throws
+   * service_unavailable when it cannot (being rebuilt, or behind), so no reader gets a part.
+   */
+  async sync(maxWaitMs = SYNC_WAIT_MS): Promise<void> {
+    if (!this.complete) throw new ApiError('service_unavailable', 'the job list is being rebuilt after a restart; retry in a few seconds', undefined, { 'retry-after': '5' });
+    const last = await this.freshLast();
+    if (last <= this.applied.seq) return;
+    if (await this.applied.reached(last, Math.min(200, maxWaitMs))) return;
+    // the last messages may have been deleted (a document past its retention): nothing to wait for
+    if (!this.pending.length && await this.nothingAfter(this.applied.seq)) {
+      if (this.complete) this.applied.reach(last);
+      return;
+    }
+    if (await this.applied.reached(last, maxWaitMs)) return;
+    // a watch that delivered nothing for a while: start it again from the checkpoint
+    if (Date.now() - this.lastDelivery > STALL_MS) this.current?.stop();
+    throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, { 'retry-after': '2' });
   }
 
-  /** The job as this copy last saw it, with its revision (a guess for a compare-and-set write). */
+  /** A wallet's newest job ids first. */
+  list(walletId: string, limit: number): string[] {
+    return this.q.list.all(walletId, limit) as string[];
+  }
+
+  /** The job as this instance last saw it in the bucket (recent writes only), with its revision. */
   getStored(id: string): { job: JobRecord; revision: number } | null {
-    const r = this.q.stored.get({ id });
+    const r = this.recent.get(id);
     return r ? { job: JSON.parse(r.doc) as JobRecord, revision: r.revision } : null;
   }
 
-  get(id: string): JobRecord | null {
-    return this.getStored(id)?.job ?? null;
+  row(id: string): Row | null {
+    return (this.q.row.get(id) as Row | undefined) ?? null;
   }
 
-  /** Ids of unfinished jobs in a status, created before a time. */
-  unfinished(status: JobStatus, createdBefore: number, limit = 500): string[] {
-    return this.db.select({ id: jobsTable.id }).from(jobsTable)
-      .where(and(eq(jobsTable.status, status), lte(jobsTable.createdAt, createdBefore)))
-      .orderBy(jobsTable.createdAt).limit(limit).all().map((r) => r.id);
+  /** Ids of unfinished jobs in a status, created before a time, oldest first. */
+  unfinished(status: 'queued' | 'processing', createdBefore: number, limit = 500): string[] {
+    return this.q.unfinished.all(status, createdBefore, limit) as string[];
   }
 
-  /** Ids of jobs past expiresAt whose files are not yet deleted. */
+  /** Ids of jobs past expiresAt whose files are not yet deleted, soonest first. */
   expired(now: number, limit = 500): string[] {
-    return this.db.select({ id: jobsTable.id }).from(jobsTable)
-      .where(and(isNull(jobsTable.purgedAt), lte(jobsTable.expiresAt, now)))
-      .orderBy(jobsTable.expiresAt).limit(limit).all().map((r) => r.id);
+    return this.q.purgeDue.all(now, limit) as string[];
   }
 
-  /** Ids of jobs whose files should still be in the stores: not expired, not purged, past queued. */
-  keptFiles(now: number, limit = 10_000): string[] {
-    return this.db.select({ id: jobsTable.id }).from(jobsTable)
-      .where(and(isNull(jobsTable.purgedAt), gt(jobsTable.expiresAt, now), inArray(jobsTable.status, ['processing', 'completed'])))
-      .orderBy(jobsTable.expiresAt).limit(limit).all().map((r) => r.id);
+  /** Files that should still be in the stores (done results of jobs not expired), soonest expiry first. */
+  keptFiles(now: number, limit = 10_000): { jobId: string; key: string; store: string; name: string }[] {
+    const out: { jobId: string; key: string; store: string; name: string }[] = [];
+    for (const r of this.q.keptFiles.all(now, limit) as { id: string; files: string }[]) {
+      for (const [key, store, name] of JSON.parse(r.files) as string[][]) out.push({ jobId: r.id, key: key!, store: store!, name: name! });
+    }
+    return out;
   }
 
   /** Ids of jobs whose webhook is due and not claimed by a live instance. */
   webhooksDue(now: number, limit = 500): string[] {
-    return this.db.select({ id: jobsTable.id }).from(jobsTable)
-      .where(lte(jobsTable.webhookDue, now))
-      .orderBy(jobsTable.webhookDue).limit(limit).all().map((r) => r.id);
+    return this.q.webhookDue.all(now, limit) as string[];
   }
 
-  countByStatus(statuses: JobStatus[]): number {
-    return this.db.select({ id: jobsTable.id }).from(jobsTable).where(inArray(jobsTable.status, statuses)).all().length;
+  /** Finished, purged jobs past their record retention: their documents leave the bucket. */
+  forgetDue(now: number, limit = 500): { id: string; revision: number }[] {
+    return this.q.forgetDue.all(now, limit) as { id: string; revision: number }[];
+  }
+
+  /** The row is gone with its document (deleted by sequence: no marker comes through the watch). */
+  forgotten(id: string, revision: number): void {
+    this.q.removeAt.run(id, revision);
+    this.recent.delete(id);
+  }
+
+  count(): number {
+    return this.q.count.get() as number;
+  }
+
+  unfinishedStats(): { unfinished: number; oldest: { id: string; createdAt: number } | null } {
+    const o = this.q.oldestUnfinished.get() as { id: string; created_at: number } | undefined;
+    return { unfinished: this.q.countUnfinished.get() as number, oldest: o ? { id: o.id, createdAt: o.created_at } : null };
+  }
+
+  /** The query plan of a due list (tests: each is an index search, never a scan of every job). */
+  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list'): string {
+    const sql = (this.q[which] as unknown as { source: string }).source;
+    const args = { unfinished: ['queued', 1, 1], list: ['w', 1] }[which as string] ?? [1, 1];
+    return (this.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
   }
 
   async stop(): Promise<void> {
-    await this.mirror?.stop();
-    this.sqlite.close();
+    this.stopped = true;
+    this.current?.stop();
+    await this.loop;
+    if (this.sqlite?.open) {
+      this.flush();
+      this.sqlite.close();
+    }
+    held.delete(this.file);
+    rmSync(`${this.file}.pid`, { force: true });
   }
 }

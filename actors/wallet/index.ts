@@ -10,6 +10,7 @@ import { TRANSACTIONS_PAGE, WALLET_API, type walletApi } from '../../shared/prot
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
 import { Projection, rowToEntry } from './projection.ts';
+import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
 import { charge, refund, grant, tooLate } from './money.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
@@ -24,7 +25,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   await ledger.start();
   const topups = new Topups({ nc, config, log, ledger });
   await topups.start();
-  const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, log });
+  const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobRecordKeptMs(config), log });
 
   const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, log });
 
@@ -58,7 +59,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
       [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
       [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
-      [subjects.wallet.audit]: () => audit(nc),
+      [subjects.wallet.audit]: () => audit(nc, { keptMs: jobRecordKeptMs(config) }),
       [subjects.wallet.reconcile]: () => reconciler.run(),
     },
   }, log);

@@ -12,7 +12,7 @@ import { refund } from './money.ts';
 
 export const ORPHAN_RESULT_KEY = '_orphan';
 
-export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number }) {
+export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;
   let cursor = 0; // every charge up to this id has been looked at
   let running: Promise<void> | null = null;
@@ -26,6 +26,9 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
         // `at` is read before the write, so ids and times may disagree between writers: stop at the
         // first charge still inside its grace rather than skip it, and look again next time.
         if (c.at > oldEnough) return;
+        // older than the least time a job's document is kept (shared/jobs/retention.ts): a missing
+        // document was deleted by the job-record retention, not never written
+        if (opts.keptMs !== undefined && c.at < Date.now() - opts.keptMs) { cursor = c.id; continue; }
         const doc = await jobs.get(c.jobId!);
         if (!doc || doc.operation !== 'PUT') {
           const rows = projection.forJob(c.walletId, c.jobId!);

@@ -16,14 +16,14 @@ export const commands: AdminCommand[] = [
       if (w >= 0 && !(everyS >= 1)) { out('usage: status [--json] [--watch [seconds >= 1]]'); return 2; }
       const urls = serverUrls(resolveNatsUrl(config));
       const once = async () => {
-        const s = await retry('the status reads (streams, consumers, buckets, services)', () => collectStatus(nc, urls, { credsFile: config.nats.credsFile }));
+        const s = await retry('the status reads (streams, consumers, buckets, services)', () => collectStatus(nc, urls, { credsFile: config.nats.credsFile, config }));
         if (json) out(JSON.stringify(s));
         else out((w >= 0 ? '\x1b[2J\x1b[H' : '') + renderStatus(s).join('\n'));
         return s;
       };
       if (w < 0) {
         const s = await once();
-        return s.audit.ok ? 0 : 1;
+        return s.audit.ok ? 0 : s.audit.complete ? 1 : 4;
       }
       for (;;) {
         try {

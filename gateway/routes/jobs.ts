@@ -84,10 +84,14 @@ function serviceRoutes(service: ServiceName): Route[] {
   ];
 }
 
-/** The job if it exists and belongs to the caller; another wallet's job is "not found". */
+/**
+ * The job if it exists and belongs to the caller; another wallet's job is "not found", and so is one
+ * whose record was deleted at the end of its retention (retention.jobRecords after its results
+ * expired): the spec gives GET /v1/jobs/{id} only 404, and 410 means a deleted result.
+ */
 async function ownJob(ctx: GatewayContext, req: RouteRequest): Promise<JobRecord> {
   const cur = await readJob(ctx.kv.jobs, req.params.id ?? '');
-  if (!cur || cur.job.walletId !== walletOf(req)) throw new ApiError('not_found', 'no such job');
+  if (!cur || cur.job.walletId !== walletOf(req)) throw new ApiError('not_found', `no such job (a job's record is kept ${Math.round(ctx.config.retention.jobRecords / 86400)} days after its results expired)`);
   return cur.job;
 }
 
@@ -119,7 +123,7 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs',
     auth: true,
     summary: 'Recent jobs of this key',
-    description: 'Newest first.',
+    description: 'Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.',
     tags: ['jobs'],
     query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 30 })) }, { additionalProperties: true }),
     responses: { 200: { description: 'The jobs.', schema: T.Object({ jobs: T.Array(T.Ref(Job)) }) } },
@@ -135,7 +139,7 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id',
     auth: true,
     summary: 'One job',
-    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling).',
+    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`.',
     tags: ['jobs'],
     query: WaitQuery,
     responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },

@@ -16,8 +16,17 @@ export const jobsApi = {
     request: T.Object({ walletId: T.String({ minLength: 1 }), jobId: T.String() }),
     reply: T.Object({ job: stored<JobRecord>('JobRecord') }),
   }),
+  stats: endpoint({
+    subject: subjects.jobs.stats, summary: 'Job counts from the supervisor\'s projection (stored, unfinished, the oldest unfinished) and how it started',
+    request: T.Object({}),
+    reply: T.Object({
+      total: T.Integer(), unfinished: T.Integer(),
+      oldestUnfinished: T.Union([T.Null(), T.Object({ id: T.String(), createdAt: T.Integer() })]),
+      projection: T.Object({ complete: T.Boolean(), mode: T.String(), reason: T.Optional(T.String()), appliedAtStart: T.Integer(), appliedSinceStart: T.Integer() }),
+    }),
+  }),
 };
 
 export const JOB_SUPERVISOR_API: ServiceApi = { service: MICRO.jobSupervisor, description: 'Job state: a wallet\'s recent jobs (SQLite projection of the jobs bucket)', endpoints: Object.values(jobsApi) };
 
-export const jobsService = { list: client(jobsApi.list), get: client(jobsApi.get) };
+export const jobsService = { list: client(jobsApi.list), get: client(jobsApi.get), stats: client(jobsApi.stats) };

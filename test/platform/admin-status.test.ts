@@ -10,10 +10,15 @@ import { ROOT } from '../../shared/config/index.ts';
 import { tempDir } from '../helpers/nats.ts';
 import { admin } from '../wallet/_admin.ts';
 import type { Status } from '../../admin/status.ts';
+import { start as startSupervisor } from '../../actors/job-supervisor/index.ts';
+import { testLog } from '../helpers/nats.ts';
 
 t.test('status: servers, streams, consumers, instances, unfinished jobs, the audit', async (t) => {
   const tn = await startTestNats(t);
   await startWallet(t, tn);
+  // the job counts come from the supervisor's projection (no read of every job document)
+  const sup = await startSupervisor({ nc: await tn.connect('supervisor'), config: tn.config, log: testLog(), instanceId: 'supervisor-status' });
+  t.teardown(() => sup.stop());
   const w = newWalletId();
   await fund(tn.nc, w, 1000);
   // a job charged and still processing, created 90 s ago

@@ -1,0 +1,146 @@
+// The supervisor's projection is a file with a checkpoint (the bucket's store and the last revision
+// applied): a restart applies only the tail written since; a file of another store, or one ahead of
+// the stream, is rebuilt (and the list says so meanwhile instead of answering from a part); the due
+// lists are index searches, never a scan of every job.
+import t from 'tap';
+import Database from 'better-sqlite3';
+import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { JobProjection } from '../../actors/job-supervisor/projection.ts';
+import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
+import { BUCKETS } from '../../shared/names.ts';
+import type { JobRecord } from '../../shared/protocol/jobs.ts';
+import type { NatsConnection } from '@nats-io/nats-core';
+import { start as startSupervisor } from '../../actors/job-supervisor/index.ts';
+import { jobsService } from '../../shared/protocol/job-supervisor.ts';
+
+const jobOf = (id: string, over: Partial<JobRecord> = {}): JobRecord =>
+  ({ id, walletId: 'w1', service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: 1_000, finishedAt: 2_000, expiresAt: Date.now() + 3600_000, cost: 30, refunded: 0, results: [], ...over }) as JobRecord;
+
+async function fill(nc: NatsConnection, from: number, n: number) {
+  const kv = await new Kvm(nc).open(BUCKETS.jobs);
+  for (let i = from; i < from + n; i += 100) {
+    const ps: Promise<unknown>[] = [];
+    for (let j = i; j < Math.min(from + n, i + 100); j++) ps.push(kv.put(`job${j}`, JSON.stringify(jobOf(`job${j}`, { walletId: `w${j % 7}`, createdAt: 1_000 + j }))));
+    await Promise.all(ps);
+  }
+  return kv;
+}
+
+async function open(nc: NatsConnection, dir: string, keepMs = 1000) {
+  const p = new JobProjection({ dir, keepMs, log: testLog() });
+  const kv = await new Kvm(nc).open(BUCKETS.jobs);
+  await p.start(kv, await jetstreamManager(nc));
+  return p;
+}
+
+t.test('a restart applies only what was written since the checkpoint', async (t) => {
+  const { nc } = await startTestNats(t);
+  const dir = tempDir('payloads-proj-');
+  const kv = await fill(nc, 0, 2000);
+  const first = await open(nc, dir);
+  t.equal(first.startedAs.mode, 'rebuilt', 'no file: built from the bucket');
+  t.equal(first.complete, false, 'the start did not wait for the build');
+  await t.rejects(first.sync(), { code: 'service_unavailable' }, 'the list says it is being rebuilt, not a part of it');
+  await first.caughtUp;
+  await first.sync();
+  t.equal(first.count(), 2000);
+  t.same(first.list('w3', 3), ['job1998', 'job1991', 'job1984'], 'a wallet\'s newest first');
+  await first.stop();
+
+  await fill(nc, 2000, 5);
+  const doc = (await kv.get('job10'))!.json<JobRecord>();
+  await kv.put('job10', JSON.stringify({ ...doc, status: 'failed' }));
+  await kv.delete('job11');
+  const second = await open(nc, dir);
+  await second.caughtUp;
+  t.equal(second.startedAs.mode, 'resumed');
+  // fails against the projection that loaded every job at start (2007 changes)
+  t.equal(second.appliedCount, 7, 'five new jobs, one update, one delete: nothing else replayed');
+  await second.sync();
+  t.equal(second.count(), 2004);
+  t.equal(second.row('job10')?.status, 'failed');
+  t.equal(second.row('job11'), null);
+  await second.stop();
+});
+
+t.test('a file of another store, or ahead of the stream, is rebuilt', async (t) => {
+  const dir = tempDir('payloads-proj-');
+  {
+    const a = await startTestNats(t);
+    await fill(a.nc, 0, 50);
+    const p = await open(a.nc, dir);
+    await p.caughtUp;
+    t.equal(p.count(), 50);
+    await p.stop();
+  }
+  const b = await startTestNats(t);
+  await fill(b.nc, 100, 3);
+  const p = await open(b.nc, dir);
+  t.equal(p.startedAs.mode, 'rebuilt');
+  t.match(p.startedAs.reason, /another store/);
+  await p.caughtUp;
+  t.equal(p.count(), 3, 'nothing of the other store kept');
+  t.equal(p.row('job0'), null);
+  await p.stop();
+
+  // a checkpoint past the stream's end (the store was restored from an older backup)
+  const db = new Database(p.file);
+  db.prepare(`UPDATE meta SET v = '999999' WHERE k = 'applied'`).run();
+  db.close();
+  const q = await open(b.nc, dir);
+  t.equal(q.startedAs.mode, 'rebuilt');
+  t.match(q.startedAs.reason, /ahead of the stream/);
+  await q.caughtUp;
+  t.equal(q.count(), 3);
+  await q.stop();
+});
+
+t.test('the due lists are index searches; a finished, purged job is due for deletion after its retention', async (t) => {
+  const { nc } = await startTestNats(t);
+  const p = await open(nc, tempDir('payloads-proj-'), 1000);
+  await p.caughtUp;
+  for (const which of ['purgeDue', 'webhookDue', 'forgetDue', 'unfinished', 'list'] as const) {
+    const plan = p.plan(which);
+    t.match(plan, /SEARCH .* USING (COVERING )?INDEX/, `${which}: ${plan}`);
+    t.notMatch(plan, /SCAN jobs/, `${which} reads no job it does not return`);
+  }
+  const now = Date.now();
+  p.upsert(jobOf('old', { expiresAt: now - 5000, finishedAt: now - 6000, purgedAt: now - 4000 }), 10);
+  p.upsert(jobOf('unpurged', { expiresAt: now - 5000, finishedAt: now - 6000 }), 11);
+  p.upsert(jobOf('running', { status: 'processing', expiresAt: now - 5000, purgedAt: now - 4000 }), 12);
+  p.upsert(jobOf('fresh', { expiresAt: now - 500, purgedAt: now - 400 }), 13);
+  t.same(p.forgetDue(now).map((r) => r.id), ['old'], 'only finished, purged jobs past expiresAt + keep');
+  t.same(p.expired(now), ['unpurged', ], 'the purge list has the job whose files are not deleted yet');
+  p.upsert(jobOf('old', { status: 'completed', expiresAt: now - 5000, purgedAt: now - 4000 }), 9);
+  t.same(p.forgetDue(now)[0], { id: 'old', revision: 10 }, 'an older revision changes nothing');
+  p.forgotten('old', 10);
+  t.equal(p.row('old'), null);
+  await p.stop();
+});
+
+t.test('the supervisor restarted on a store with history catches up from its file', async (t) => {
+  const tn = await startTestNats(t);
+  await fill(tn.nc, 0, 1500);
+  const startOne = async (n: number) => startSupervisor({ nc: await tn.connect(`sup${n}`), config: tn.config, log: testLog(), instanceId: `supervisor-${n}` });
+  const a = await startOne(1);
+  let st = await jobsService.stats(tn.nc, {});
+  t.equal(st.projection.mode, 'rebuilt', 'first start: no file yet');
+  for (let i = 0; i < 100 && !(st.projection.complete && st.total === 1500); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    st = await jobsService.stats(tn.nc, {});
+  }
+  t.equal(st.total, 1500);
+  await a.stop();
+  await fill(tn.nc, 1500, 3);
+  const b = await startOne(2);
+  t.teardown(() => b.stop());
+  st = await jobsService.stats(tn.nc, {});
+  t.equal(st.projection.mode, 'resumed');
+  t.ok(st.projection.complete, 'answers lists at once');
+  // fails against the supervisor that loaded all 1503 documents at start
+  t.equal(st.projection.appliedSinceStart, 3, 'only the three jobs written while it was down');
+  t.equal(st.total, 1503);
+  const list = await jobsService.list(tn.nc, { walletId: 'w2', limit: 2 });
+  t.same(list.jobs.map((j) => j.id), ['job1500', 'job1493'], 'the list has the job written while it was down, newest first');
+});

@@ -1,5 +1,6 @@
-// Prints the settings table of the README from the config schema, so the two cannot drift.
-// `node --import tsx scripts/config-doc.ts` ; test/platform/readme.test.ts checks the README holds it.
+// Prints the settings table of docs/configuration.md from the config schema, so the two cannot drift.
+// `node --import tsx scripts/config-doc.ts` prints it, `--write` puts it in docs/configuration.md;
+// test/platform/config-doc.test.ts checks the document holds it.
 import { ConfigSchema, ENV } from '../shared/config/index.ts';
 
 type S = { type?: string; default?: unknown; description?: string; properties?: Record<string, S>; anyOf?: S[]; const?: unknown; items?: S };
@@ -29,17 +30,19 @@ export function configTable(): string {
 const START = '<!-- config:start -->';
 const END = '<!-- config:end -->';
 
-/** The README with its settings table replaced by the one generated now. */
-export function readmeWithTable(readme: string): string {
-  const a = readme.indexOf(START);
-  const b = readme.indexOf(END);
-  if (a < 0 || b < a) throw new Error('README has no config markers');
-  return `${readme.slice(0, a + START.length)}\n${configTable()}\n${readme.slice(b)}`;
+export const CONFIG_DOC = 'docs/configuration.md';
+
+/** The document with its settings table replaced by the one generated now. */
+export function withTable(doc: string): string {
+  const a = doc.indexOf(START);
+  const b = doc.indexOf(END);
+  if (a < 0 || b < a) throw new Error(`${CONFIG_DOC} has no config markers`);
+  return `${doc.slice(0, a + START.length)}\n${configTable()}\n${doc.slice(b)}`;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   if (process.argv[2] === '--write') {
     const { readFileSync, writeFileSync } = await import('node:fs');
-    writeFileSync('README.md', readmeWithTable(readFileSync('README.md', 'utf8')));
+    writeFileSync(CONFIG_DOC, withTable(readFileSync(CONFIG_DOC, 'utf8')));
   } else console.log(configTable());
 }

@@ -1,6 +1,9 @@
 // A PDF target: its text (pdf.js through unpdf) for text and markdown, its document information
 // for metadata. The PDF itself is the `pdf` result (index.ts); nothing here renders pages.
 import type { PageMetadataDoc } from '../../shared/schemas/metadata.ts';
+import { escapeHtml, htmlDocument } from './html-document.ts';
+import { countWords, emptyMetadata, readingTime } from './metadata.ts';
+import { file, type ConvertInput, type OutputFailure, type OutputFile, type TextOutput } from './types.ts';
 
 export const isPdf = (mt: string) => mt === 'application/pdf' || mt === 'application/x-pdf';
 
@@ -73,4 +76,33 @@ export function pdfMarkdown(p: PdfContent): string {
 export function pdfText(p: PdfContent): string {
   const body = p.pages.filter(Boolean).join('\n\n');
   return `${p.title && !body.startsWith(p.title) ? `${p.title}\n\n` : ''}${body}\n`;
+}
+
+/** A PDF target's outputs: metadata always (with a warning when it cannot be read), text, markdown and html from its text layer. */
+export async function convertPdf(input: ConvertInput, mt: string): Promise<Partial<Record<TextOutput, OutputFile | OutputFailure>>> {
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  let pdf: PdfContent | null = null;
+  let why = '';
+  try {
+    pdf = await readPdf(input.body);
+  } catch (e) {
+    why = (e as Error).message;
+  }
+  const text = pdf ? pdfText(pdf) : '';
+  for (const o of input.outputs) {
+    if (o === 'metadata') {
+      const words = countWords(text);
+      const meta = { ...emptyMetadata(input, mt, null), ...(pdf ? pdfMetadata(pdf) : {}), wordCount: words, readingTimeMinutes: readingTime(words), favicon: new URL('/favicon.ico', input.finalUrl).href };
+      if (!pdf) meta.warnings.push(`the PDF could not be read: ${why}`);
+      out.metadata = file('metadata', JSON.stringify(meta, null, 2));
+    } else if (!pdf) {
+      out[o] = { ok: false, error: 'conversion_failed', message: `the PDF could not be read: ${why}` };
+    } else if (!text.trim()) {
+      // a scanned PDF has pictures of text only; there is no OCR here
+      out[o] = { ok: false, error: 'unsupported_content', message: 'the PDF has no text layer (scanned pages?)' };
+    } else if (o === 'text') out.text = file('text', text);
+    else if (o === 'markdown') out.markdown = file('markdown', pdfMarkdown(pdf));
+    else if (o === 'html') out.html = file('html', htmlDocument(pdf.title, pdf.language, pdf.pages.filter(Boolean).map((pg) => pg.split(/\n{2,}/).map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>')}</p>`).join('\n')).join('\n<hr>\n')));
+  }
+  return out;
 }

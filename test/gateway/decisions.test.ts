@@ -1,4 +1,4 @@
-// The README's "Decisions where the spec is silent" pinned (issue 20 item 8): unknown body fields,
+// docs/decisions.md ("Decisions where the spec is silent") pinned (issue 20 item 8): unknown body fields,
 // the array and URL caps, the viewport range of the WIDTHxHEIGHT form, 429 on quote, the top-up's
 // createdAt and paidAt. Real gateway, wallet, supervisor, catalogues as the workers advertise them.
 import t from 'tap';

@@ -8,6 +8,7 @@ import { fileContent } from '../helpers/test-worker.ts';
 import { Kvm } from '@nats-io/kv';
 import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
 import { readLedger } from '../../shared/audit.ts';
+import { closedPort } from '../helpers/ports.ts';
 
 t.test('a quote is free: priced like the job, nothing charged, written or published', async (t) => {
   const s = await startJobsApi(t, {}, { workers: false });
@@ -38,7 +39,10 @@ t.test('a quote is free: priced like the job, nothing charged, written or publis
 });
 
 t.test('labs quote: the relay is not contacted, the dataset fee is listed until paid', async (t) => {
-  const s = await startJobsApi(t, {}, { workers: false });
+  // a port this test bound and released (nothing listens there, whatever else runs on the
+  // machine), allowed for relays: a contact would answer unreachable
+  const port = await closedPort();
+  const s = await startJobsApi(t, { labs: { allowedPorts: [port] } }, { workers: false });
   const cat = await advertise(s.nc, 'labs', 'test-prober', () => ({
     checks: [
       { id: 'nip01.req', title: 'REQ', module: 'quick', needsDataset: false, selectable: true, basis: { nip: '01', level: 'required' } },
@@ -47,8 +51,7 @@ t.test('labs quote: the relay is not contacted, the dataset fee is listed until 
   }));
   t.teardown(() => cat.stop());
   const { key, walletId } = await s.newWallet(10_000);
-  // nothing listens on this port: a contact would answer unreachable
-  const relay = 'ws://127.0.0.1:7777';
+  const relay = `ws://127.0.0.1:${port}`;
   const q = await s.request('POST', '/v1/labs/quote', { key, body: { relay, modules: ['quick', 'conformance'] } });
   t.equal(q.status, 200, q.text);
   const p = s.config.pricing.labs;

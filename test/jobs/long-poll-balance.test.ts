@@ -1,6 +1,6 @@
 // A long poll (GET /v1/jobs/:id?wait=) reads the balance beside its wait: a job finished without a
 // refund is answered with no ledger round trip after the watch delivered the finish; one refunded
-// during the wait still carries the balance after its refund (README "Jobs").
+// during the wait still carries the balance after its refund (docs/decisions.md, "Jobs").
 import t from 'tap';
 import { startJobsApi } from './app.ts';
 import { STREAMS } from '../../shared/names.ts';

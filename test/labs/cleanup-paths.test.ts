@@ -2,14 +2,13 @@
 // only when a module finishes: a module that times out or stops on a fatal error after publishing
 // leaves nothing of its own behind but the kind-5 requests.
 import t from 'tap';
-import { startMiniRelay } from './fixtures/mini-relay.ts';
+import { miniRelay } from '../helpers/mini-relay.ts';
 import { probe, fatalCode } from './fixtures/probe.ts';
 
 const testEvents = (relay: { events: Map<string, { kind: number; tags: string[][] }> }) => [...relay.events.values()].filter((e) => e.kind !== 5);
 
 t.test('a module that times out after publishing deletes its test events', async (t) => {
-  const relay = await startMiniRelay({});
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, {});
   // live-delivery stores a note, then idle outlasts the module's time limit
   const code = await fatalCode(() => probe(relay.url, 'custom', ['live-delivery', 'idle'], { labs: { moduleTimeoutMs: 1500, idleMs: 10_000 } }));
   t.equal(code, 'timeout');
@@ -18,16 +17,14 @@ t.test('a module that times out after publishing deletes its test events', async
 });
 
 t.test('a module stopped by write_restricted half-way through the dataset deletes what was stored', async (t) => {
-  const relay = await startMiniRelay({ rateLimitAfter: 4 });
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, { rateLimitAfter: 4 });
   const code = await fatalCode(() => probe(relay.url, 'custom', ['filter-ids']));
   t.equal(code, 'write_restricted');
   t.same(testEvents(relay), [], 'the 4 dataset events that were stored are deleted');
 });
 
 t.test('a relay that never answers the deletion: the clean-up gives up within its bound and the failure stands', async (t) => {
-  const relay = await startMiniRelay({ noOkForDeletions: true });
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, { noOkForDeletions: true });
   const code = await fatalCode(() => probe(relay.url, 'custom', ['live-delivery', 'idle'], { labs: { moduleTimeoutMs: 1500, idleMs: 10_000, replyTimeoutMs: 500 } }));
   t.equal(code, 'timeout', 'the run still ends as a timeout');
   t.equal(testEvents(relay).length, 1, 'the note the relay would not delete is still there (nothing hides that)');

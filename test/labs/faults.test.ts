@@ -3,7 +3,9 @@
 import t from 'tap';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { startMiniRelay, type Faults } from './fixtures/mini-relay.ts';
+import type { Faults } from './fixtures/mini-relay.ts';
+import { miniRelay } from '../helpers/mini-relay.ts';
+import { closedPort } from '../helpers/ports.ts';
 import { startTestRelay } from './fixtures/relay.ts';
 import { probe, fatalCode } from './fixtures/probe.ts';
 
@@ -70,8 +72,7 @@ const cases: Case[] = [
 
 for (const c of cases) {
   t.test(c.name, async (t) => {
-    const relay = await startMiniRelay(c.faults, { auth: c.auth, ...(c.nips ? { nips: c.nips } : {}) });
-    t.teardown(() => relay.close());
+    const relay = await miniRelay(t, c.faults, { auth: c.auth, ...(c.nips ? { nips: c.nips } : {}) });
     const { report, status } = await probe(relay.url, 'custom', c.checks);
     t.same(report.checks.map((x) => x.id).sort(), [...c.checks].sort(), 'exactly the selected checks ran');
     for (const [id, want] of Object.entries(c.expect)) t.equal(status(id), want, `${id}: ${report.checks.find((x) => x.id === id)?.message}`);
@@ -79,8 +80,7 @@ for (const c of cases) {
 }
 
 t.test('a relay that requires AUTH: the probe authenticates and the checks run', async (t) => {
-  const relay = await startMiniRelay({}, { authRequired: true });
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, {}, { authRequired: true });
   const { report } = await probe(relay.url, 'custom', ['req-eose', 'publish-ok', 'read-back', 'filter-ids', 'limit-auth-writes']);
   t.same(report.checks.map((c) => `${c.id}:${c.status}`), ['req-eose:pass', 'publish-ok:pass', 'read-back:pass', 'filter-ids:pass', 'limit-auth-writes:pass'], report.checks.map((c) => c.message).join(' | '));
   t.equal(report.advertisedVsObserved.find((r) => r.claim === 'limitation.auth_required')?.agrees, true);
@@ -97,8 +97,7 @@ t.test('NIP-11 fields of the wrong type warn (the document structure is a SHOULD
 });
 
 t.test('a relay that never answers is not_a_relay', async (t) => {
-  const relay = await startMiniRelay({ silent: true });
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, { silent: true });
   t.equal(await fatalCode(() => probe(relay.url, 'quick')), 'not_a_relay');
 });
 
@@ -110,28 +109,22 @@ t.test('an HTTP server without WebSocket is not_a_relay', async (t) => {
 });
 
 t.test('nothing listening is unreachable', async (t) => {
-  const http = createServer();
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', r));
-  const port = (http.address() as AddressInfo).port;
-  await new Promise<void>((r) => http.close(() => r()));
+  const port = await closedPort();
   t.equal(await fatalCode(() => probe(`ws://127.0.0.1:${port}/`, 'quick')), 'unreachable');
 });
 
 t.test('refused writes make conformance write_restricted', async (t) => {
-  const relay = await startMiniRelay({ refuseWrites: true });
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, { refuseWrites: true });
   t.equal(await fatalCode(() => probe(relay.url, 'conformance')), 'write_restricted');
 });
 
 t.test('a module over its time limit is a timeout', async (t) => {
-  const relay = await startMiniRelay({});
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, {});
   t.equal(await fatalCode(() => probe(relay.url, 'custom', ['idle'], { labs: { moduleTimeoutMs: 1000, idleMs: 5000 } })), 'timeout');
 });
 
 t.test('private addresses are refused without the test allow-list', async (t) => {
-  const relay = await startMiniRelay({});
-  t.teardown(() => relay.close());
+  const relay = await miniRelay(t, {});
   const { runModule } = await import('../../actors/relay-prober/run.ts');
   const { fastConfig } = await import('./fixtures/probe.ts');
   t.equal(await fatalCode(() => runModule({ url: relay.url, module: 'quick', config: fastConfig({}, { outbound: { allowCidrs: [] } }) })), 'unreachable');

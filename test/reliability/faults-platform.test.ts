@@ -5,7 +5,7 @@
 // After each: no job left unfinished and the money audit clean. NATS faults: faults-nats.test.ts.
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { http } from '../helpers/cluster.ts';
+import { http, until } from '../helpers/cluster.ts';
 import { startFaultBench } from '../helpers/faults.ts';
 import { readLedger } from '../../shared/audit.ts';
 import { isFinished } from '../../shared/protocol/jobs.ts';
@@ -85,8 +85,10 @@ t.test('actor faults on the cluster', async (t) => {
     } else {
       t.ok(r.status === 503 || r.status === 500, `the client was told to retry (${r.status})`);
     }
-    // settle: whatever the gateway answered, the ledger must agree with it
-    await sleep(2 * ORPHAN_GRACE_SECONDS * 1000 + 2000); // the orphan sweep's grace and a sweep
+    // settle: whatever the gateway answered, the ledger must agree with it. A refused creation's
+    // charge comes back through the orphan sweep (its grace and a sweep): awaited, not slept for
+    if (r.status === 201) await sleep(2 * ORPHAN_GRACE_SECONDS * 1000 + 2000);
+    else await until('the charge written before the crash given back', async () => (await http(b.base, 'GET', '/v1/balance', { key })).json.balance === before, 2 * ORPHAN_GRACE_SECONDS * 1000 + 30000, 500).catch(() => undefined);
     const report = await clean('after the wallet crash');
     const after = (await http(b.base, 'GET', '/v1/balance', { key })).json.balance as number;
     const charges = (await readLedger(b.nc)).filter((e) => e.walletId === walletId && e.type === 'charge');

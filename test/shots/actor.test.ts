@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { startTestNats } from '../helpers/nats.ts';
-import { startFixtures, closedPort } from './fixtures.ts';
+import { failingTargets, EXPECTED } from '../helpers/failing-targets.ts';
 import { startPool, shotTask, publishTask, watchOutcomes, newJobId } from './pool.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { BUCKETS, OBJECT_STORES, subjects } from '../../shared/names.ts';
@@ -13,7 +13,8 @@ import { ApiError } from '../../shared/errors.ts';
 
 t.test('browser-pool: advertises what it launched, takes shots from its consumers, stores PNG + WebP thumbnail, disappears on stop', async (t) => {
   const tn = await startTestNats(t);
-  const fx = await startFixtures(t);
+  const on = await failingTargets(t);
+  const { fx } = on;
   const pool = await startPool(t, tn, ['chromium', 'mobile'], 'pool-a');
   const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
 
@@ -34,7 +35,7 @@ t.test('browser-pool: advertises what it launched, takes shots from its consumer
   const tasks = [
     shotTask(jobId, { url: fx.url('/plain'), browser: 'chromium', version, viewport: { w: 1280, h: 720 }, scheme: 'light' }),
     shotTask(jobId, { url: fx.url('/plain'), browser: 'mobile', version, viewport: { w: 412, h: 915 }, scheme: 'dark' }),
-    shotTask(jobId, { url: `http://127.0.0.1:${await closedPort()}/nothing-listens`, browser: 'chromium', version, viewport: { w: 1280, h: 720 }, scheme: 'dark' }),
+    shotTask(jobId, { url: `${on.dead}nothing-listens`, browser: 'chromium', version, viewport: { w: 1280, h: 720 }, scheme: 'dark' }),
   ];
   for (const task of tasks) await publishTask(tn.nc, task);
   const got = await outcomes.waitFor(3);
@@ -56,7 +57,7 @@ t.test('browser-pool: advertises what it launched, takes shots from its consumer
   t.equal(phone.kind, 'done');
   if (phone.kind === 'done') t.match(phone.extra, { width: 1082, height: 2402 });
   const dead = got.get(tasks[2]!.resultKey)!;
-  t.match(dead, { kind: 'failed', error: 'unreachable' }, JSON.stringify(dead));
+  t.match(dead, { kind: 'failed', error: EXPECTED.dead }, JSON.stringify(dead));
   t.same(pool.stats().shots, 2);
 
   // websitepro's endpoints
@@ -68,8 +69,8 @@ t.test('browser-pool: advertises what it launched, takes shots from its consumer
   const pdfBytes = Buffer.from((await os.getBlob(`${jobId}/pdf`))!);
   t.equal(pdfBytes.length, pdf.bytes);
   t.equal(pdfBytes.subarray(0, 5).toString(), '%PDF-');
-  const refused = await call(tn.nc, subjects.browser.renderHtml, { url: `http://127.0.0.1:${await closedPort()}/` }, 30000).catch((e: unknown) => e);
-  t.ok(refused instanceof ApiError && refused.code === 'unreachable', `a dead target answers unreachable: ${String(refused)}`);
+  const refused = await call(tn.nc, subjects.browser.renderHtml, { url: on.dead }, 30000).catch((e: unknown) => e);
+  t.ok(refused instanceof ApiError && refused.code === EXPECTED.dead, `a dead target answers unreachable: ${String(refused)}`);
 
   outcomes.stop();
   await pool.stop();

@@ -1,7 +1,7 @@
 // Local fixture pages for the browser tests, served by node:http on 127.0.0.1.
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { createServer as createTcpServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { HOSTILE_PAGES, hostileRoute } from './hostile-fixtures.ts';
 
@@ -110,11 +110,4 @@ export async function pixel(png: Buffer, x: number, y: number): Promise<[number,
   return [data[i]!, data[i + 1]!, data[i + 2]!];
 }
 
-/** A loopback port nothing listens on: a dead target. */
-export async function closedPort(): Promise<number> {
-  const s = createTcpServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
+export { closedPort } from '../helpers/ports.ts';

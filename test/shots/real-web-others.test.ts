@@ -5,10 +5,14 @@ import { SETTLE } from '../../actors/browser-pool/settle.ts';
 
 // The older Chromium majors (headless shell from @sparticuz/chromium) and the phone get the same
 // page handling: a short pass over the pages that used to hold a shot until its timeout (30 s).
+// One fixture server for the file and one browser per major for its three tests (a launch was most
+// of a short test's time); the last test of each checks that the browser survived all three.
+const fx = await startFixtures(t);
 for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
+  let browser: ReturnType<typeof testBrowser> | undefined;
+  const shared = () => (browser ??= testBrowser(t, id));
   t.test(`${id}: alert answered, download refused, endless frame capped`, async (t) => {
-    const fx = await startFixtures(t);
-    const b = await testBrowser(t, id);
+    const b = await shared();
     const [alert, ms] = await timed(() => b.shoot(fx.url('/dialog/load'), { viewport: { w: 400, h: 400 } }));
     t.ok(ms < 15000, `alert: ${ms} ms`);
     t.same(alert.extra.dialogs, [{ type: 'alert', message: 'hello from load' }]);
@@ -19,8 +23,7 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
     t.ok(fms < 20000, `endless frame: ${fms} ms`);
   });
   t.test(`${id}: dialogs (also of a frame of another site), a long poll, pushState, redirects, an endless script`, async (t) => {
-    const fx = await startFixtures(t);
-    const b = await testBrowser(t, id);
+    const b = await shared();
     const [framed, ms] = await timed(() => b.shoot(fx.url('/xframe?frame=/frame/alert'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } }));
     t.ok(ms < 15000, `frame of another site: ${ms} ms`);
     t.same(framed.extra.dialogs?.map((d) => d.type), ['alert', 'confirm'], 'the frame\'s dialogs answered and listed');
@@ -49,8 +52,7 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
   // timeout, now and then (CI). With new windows refused (launchers/sparticuz-chromium.ts) no popup
   // page is even fetched, in every try; the phone is Chromium proper, whose blocker refuses them.
   t.test(`${id}: popups never open, the opener is captured`, async (t) => {
-    const fx = await startFixtures(t);
-    const b = await testBrowser(t, id);
+    const b = await shared();
     for (let i = 0; i < 5; i++) {
       const [popup, ms] = await timed(() => b.shoot(fx.url('/popup'), { viewport: { w: 400, h: 400 } }));
       t.ok(ms < 15000, `try ${i}: ${ms} ms`);
@@ -59,5 +61,7 @@ for (const id of ['chromium-143', 'chromium-131', 'mobile']) {
     }
     t.equal(fx.hits.get('/popup-alert'), undefined, 'window.open opened nothing');
     t.equal(fx.hits.get('/popup-target'), undefined, 'the target=_blank click opened nothing');
+    t.equal(b.managed().launches, 1, 'one browser served the three tests');
+    await b.managed().close(); // its tests are done: not kept open beside the next major's
   });
 }

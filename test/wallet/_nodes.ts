@@ -6,15 +6,13 @@
 import http from 'node:http';
 import https from 'node:https';
 import { execFileSync } from 'node:child_process';
-import { randomBytes, createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { secp256k1 } from '@noble/curves/secp256k1.js';
-import { encodeInvoice } from '../../actors/wallet/lightning/bolt11.ts';
 import { tempDir } from '../helpers/nats.ts';
+import { makeInvoice, readJson, send, listen, startClnNode } from '../helpers/lightning-node.ts';
 
 export type Tap = { teardown(fn: () => unknown): void };
-const nodeKey = secp256k1.utils.randomSecretKey();
 
 export interface FakeNode {
   /** wallet.lightning settings that point the backend at this node. */
@@ -27,30 +25,7 @@ export interface FakeNode {
 
 interface Inv { hash: string; msat: number; paid: boolean; bolt11: string; label: string; index: number }
 
-/** A real regtest invoice, signed by this fixture's node key, for a fresh payment hash. */
-export function makeInvoice(sats: number, description: string, expiry: number) {
-  const hash = createHash('sha256').update(randomBytes(32)).digest();
-  const bolt11 = encodeInvoice({ network: 'bcrt', msat: BigInt(sats) * 1000n, timestamp: Math.floor(Date.now() / 1000), paymentHash: hash, paymentSecret: randomBytes(32), description, expirySeconds: expiry }, nodeKey);
-  return { hash: hash.toString('hex'), bolt11 };
-}
-
-/** The request's JSON body (undefined when empty). */
-export async function readJson(req: http.IncomingMessage): Promise<any> {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
-  return chunks.length ? JSON.parse(Buffer.concat(chunks).toString()) : undefined;
-}
-
-export const send = (res: http.ServerResponse, status: number, body: unknown) => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-};
-
-/** Listen on a free loopback port (closed at teardown); answers the port. */
-export function listen(t: Tap, server: http.Server | https.Server): Promise<number> {
-  t.teardown(() => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r(undefined)); }));
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)));
-}
+export { makeInvoice, readJson, send, listen } from '../helpers/lightning-node.ts';
 
 function store() {
   const invoices = new Map<string, Inv>();
@@ -146,28 +121,13 @@ export async function fakeLnbits(t: Tap): Promise<FakeNode> {
   return s.node({ backend: 'lnbits', url: `http://127.0.0.1:${port}/`, apiKey: 'invoice-key' });
 }
 
-/** clnrest: Rune header, POST /v1/<method>; listinvoices with {index: created, start, limit}. */
+/** clnrest (test/helpers/lightning-node.ts), as a FakeNode. */
 export async function fakeCln(t: Tap): Promise<FakeNode> {
-  const s = store();
-  const asCln = (i: Inv) => ({ label: i.label, payment_hash: i.hash, bolt11: i.bolt11, status: i.paid ? 'paid' : 'unpaid', amount_msat: i.msat, created_index: i.index, ...(i.paid ? { amount_received_msat: i.msat, paid_at: Math.floor(Date.now() / 1000) } : {}) });
-  const server = http.createServer(async (req, res) => {
-    if (req.headers.rune !== 'rune-abc') return send(res, 401, { code: 1501, message: 'Not authorized: Not a valid rune' });
-    const b = (await readJson(req)) ?? {};
-    if (req.url === '/v1/invoice') {
-      const inv = s.add(b.amount_msat / 1000, b.description, b.expiry, b.label);
-      return send(res, 201, { payment_hash: inv.hash, bolt11: inv.bolt11, expires_at: Math.floor(Date.now() / 1000) + b.expiry, created_index: inv.index });
-    }
-    if (req.url === '/v1/listinvoices') {
-      if (b.payment_hash) {
-        const inv = s.invoices.get(b.payment_hash);
-        return send(res, 201, { invoices: inv ? [asCln(inv)] : [] });
-      }
-      const all = [...s.invoices.values()];
-      const list = b.index === 'created' ? all.filter((i) => i.index >= (b.start ?? 0)).slice(0, b.limit ?? all.length) : all;
-      return send(res, 201, { invoices: list.map(asCln) });
-    }
-    send(res, 404, { code: -32601, message: 'Unknown command' });
-  });
-  const port = await listen(t, server);
-  return s.node({ backend: 'cln', url: `http://127.0.0.1:${port}`, rune: 'rune-abc' });
+  const n = await startClnNode(t);
+  return {
+    lightning: n.lightning,
+    pay: (h) => { n.invoices.get(h)!.status = 'paid'; },
+    unpay: (h) => { n.invoices.get(h)!.status = 'unpaid'; },
+    hashes: () => [...n.invoices.keys()],
+  };
 }

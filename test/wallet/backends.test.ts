@@ -11,6 +11,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
 import { createBackend, LightningError } from '../../actors/wallet/lightning/index.ts';
 import { makeInvoice, readJson, send, listen, selfSignedCert } from './_nodes.ts';
+import { startClnNode } from '../helpers/lightning-node.ts';
 
 async function waitPaid(nc: Parameters<typeof wallet.topupGet>[0], w: string, id: string, viaGet = true) {
   for (let i = 0; i < 100; i++) {
@@ -164,29 +165,9 @@ t.test('lnbits: invoice paid while the wallet polls; a failed payment makes the 
 
 // ---------------------------------------------------------------- Core Lightning clnrest (Rune, polling)
 t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited; unique labels', async (t) => {
-  const invoices = new Map<string, { label: string; status: string; msat: number; expires_at: number }>();
-  const labels = new Set<string>();
-  let answerExpiresAt: number | undefined;
-  let forgetful = false;
-  const server = http.createServer(async (req, res) => {
-    if (req.headers.rune !== 'rune-abc') return send(res, 401, { code: 1501, message: 'Not authorized: Not a valid rune' });
-    const b = await readJson(req);
-    if (req.method === 'POST' && req.url === '/v1/invoice') {
-      if (labels.has(b.label)) return send(res, 500, { code: 900, message: 'Duplicate label' });
-      labels.add(b.label);
-      const { hash, bolt11 } = makeInvoice(b.amount_msat / 1000, b.description, b.expiry);
-      const expires_at = answerExpiresAt ?? Math.floor(Date.now() / 1000) + b.expiry;
-      invoices.set(hash, { label: b.label, status: 'unpaid', msat: b.amount_msat, expires_at });
-      return send(res, 201, { payment_hash: hash, bolt11, expires_at, payment_secret: randomBytes(32).toString('hex'), created_index: invoices.size });
-    }
-    if (req.method === 'POST' && req.url === '/v1/listinvoices') {
-      const inv = forgetful ? undefined : invoices.get(b.payment_hash);
-      return send(res, 201, { invoices: inv ? [{ label: inv.label, payment_hash: b.payment_hash, status: inv.status, amount_msat: inv.msat, expires_at: inv.expires_at, ...(inv.status === 'paid' ? { amount_received_msat: inv.msat, paid_at: Math.floor(Date.now() / 1000) } : {}) }] : [] });
-    }
-    send(res, 404, { code: -32601, message: 'Unknown command' });
-  });
-  const port = await listen(t, server);
-  const tn = await startTestNats(t, { wallet: { lightning: { backend: 'cln', url: `http://127.0.0.1:${port}`, rune: 'rune-abc', pollMs: 100, maxPollMs: 200 } } });
+  const node = await startClnNode(t);
+  const { invoices, labels } = node;
+  const tn = await startTestNats(t, { wallet: { lightning: { ...node.lightning, pollMs: 100, maxPollMs: 200 } } });
   await startWallet(t, tn);
   const w = walletId();
   const a = await wallet.topupCreate(tn.nc, w, 1.5);
@@ -202,8 +183,8 @@ t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited
   t.equal(ra.balance, 15_000);
 
   // The node forgets an invoice (database reset): pending while it could still be paid, failed after its expiry.
-  answerExpiresAt = Math.floor(Date.now() / 1000) - 120;
-  forgetful = true;
+  node.expiresAt = () => Math.floor(Date.now() / 1000) - 120;
+  node.forgetful = true;
   const c = await wallet.topupCreate(tn.nc, w, 2);
   const rc = await waitPaid(tn.nc, w, c.topup.id);
   t.equal(rc.topup.status, 'failed');

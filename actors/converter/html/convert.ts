@@ -1,0 +1,109 @@
+// An HTML page → its outputs: one parse, then every output on its own.
+import { decodeBody } from '../charset.ts';
+import { capNesting, MAX_DEPTH } from '../depth.ts';
+import { file, failure, type ConvertInput, type ConvertResult, type OutputFailure, type OutputFile, type TextOutput } from '../types.ts';
+import { parseHtml, releaseSelectorEngines, type ParsedPage } from './parse.ts';
+import { needsJavaScript } from './detect-js.ts';
+import { prepareDoc } from './prepare.ts';
+import { removeDebris } from './debris.ts';
+import { basicFacts, buildMetadata, collectPageFacts } from './facts.ts';
+import { dropTitleHeading, mainContent, prepare, type MainContent } from './content.ts';
+import { sanitize, toMarkdown, toText } from './outputs.ts';
+
+/**
+ * One parse, then every output on its own: a step that throws costs only the outputs that need it.
+ * Metadata needs nothing but the parsed page (page facts, and Readability's metadata when it runs),
+ * so it comes out of any HTML that parses.
+ */
+export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
+  const { text: decoded, charset } = decodeBody(input.body, input.contentType);
+  const want = new Set(input.outputs);
+  const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
+  const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
+  const warnings = [...(input.warnings ?? [])];
+  let source = decoded;
+  const parse = () => parseHtml(source, input.finalUrl);
+  try {
+    let doc: Document;
+    let page: ParsedPage;
+    try {
+      const capped = capNesting(decoded);
+      source = capped.html;
+      if (capped.flattened) warnings.push(`the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`);
+      page = parse();
+      doc = page.doc;
+    } catch (e) {
+      failAll(failure(e, 'the page does not parse as HTML'));
+      return { outputs: out };
+    }
+    if (input.detectJs && !input.rendered) {
+      const why = guard(() => needsJavaScript(doc), null);
+      if (why) return { needsJavaScript: true, reason: why };
+    }
+    const keep = guard(() => prepareDoc(page), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
+    const facts = guard(() => collectPageFacts(page, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    guard(() => removeDebris(doc), undefined);
+    // Readability changes the document it reads; the page facts are taken first, and the rare
+    // fallback (no article found) parses the page again instead of every page paying for a copy
+    let main: MainContent | null = null;
+    let mainError: unknown = null;
+    try {
+      main = mainContent(doc, keep, () => {
+        const d = parse();
+        guard(() => prepareDoc(d), []);
+        guard(() => removeDebris(d.doc), undefined);
+        return d.doc;
+      });
+    } catch (e) {
+      mainError = e;
+    }
+    const title = main?.title ?? facts.title;
+    if (want.has('metadata')) {
+      try {
+        out.metadata = file('metadata', JSON.stringify(buildMetadata({ ...input, warnings }, mt, charset, facts, main), null, 2));
+      } catch (e) {
+        out.metadata = failure(e, 'metadata');
+      }
+    }
+    if (!main) {
+      failAll(failure(mainError, 'main content'));
+      return { outputs: out };
+    }
+    let root: Element;
+    try {
+      root = prepare(main.root);
+      dropTitleHeading(root, title);
+    } catch (e) {
+      failAll(failure(e, 'content clean-up'));
+      return { outputs: out };
+    }
+    const each: [TextOutput, () => string][] = [
+      ['markdown', () => toMarkdown(root, title)],
+      ['text', () => toText(root, title)],
+      ['html', () => sanitize(root, title, main.lang ?? facts.language)],
+    ];
+    for (const [o, make] of each) {
+      if (!want.has(o)) continue;
+      try {
+        out[o] = file(o, make());
+      } catch (e) {
+        out[o] = failure(e, o);
+      }
+    }
+    return { outputs: out };
+  } finally {
+    // documents of the shared window are garbage once unreferenced, and the shared selector
+    // engines' resolvers reference the last ones they ran on
+    releaseSelectorEngines();
+  }
+}
+
+/** Run a step that may fail without failing the outputs that do not need it. */
+function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
+  try {
+    return fn();
+  } catch (e) {
+    onError?.(e);
+    return fallback;
+  }
+}

@@ -1,0 +1,36 @@
+// What convert() takes and gives: the input, the outputs it can make, and how an output is made or fails.
+
+export type TextOutput = 'metadata' | 'markdown' | 'text' | 'html';
+
+export interface ConvertInput {
+  body: Uint8Array;
+  /** Full Content-Type header of the final response. */
+  contentType: string;
+  contentLanguage?: string;
+  status: number;
+  url: string;
+  finalUrl: string;
+  redirects: string[];
+  rendered: boolean;
+  outputs: TextOutput[];
+  warnings?: string[];
+  /** Ask whether the page needs JavaScript before converting (first pass). */
+  detectJs?: boolean;
+}
+
+export type OutputFile = { ok: true; data: string; contentType: string; ext: string };
+export type OutputFailure = { ok: false; error: string; message: string };
+export type ConvertResult =
+  | { needsJavaScript: true; reason: string }
+  | { needsJavaScript?: false; outputs: Partial<Record<TextOutput, OutputFile | OutputFailure>> };
+
+export const CONTENT_TYPES: Record<TextOutput, { contentType: string; ext: string }> = {
+  metadata: { contentType: 'application/json', ext: 'metadata.json' },
+  markdown: { contentType: 'text/markdown; charset=utf-8', ext: 'md' },
+  text: { contentType: 'text/plain; charset=utf-8', ext: 'txt' },
+  html: { contentType: 'text/html; charset=utf-8', ext: 'html' },
+};
+
+export const file = (o: TextOutput, data: string): OutputFile => ({ ok: true, data, ...CONTENT_TYPES[o] });
+export const unsupported = (what: string, o: TextOutput): OutputFailure => ({ ok: false, error: 'unsupported_content', message: `a ${what} target has no ${o}` });
+export const failure = (e: unknown, what: string): OutputFailure => ({ ok: false, error: 'conversion_failed', message: `${what}: ${((e as Error)?.message ?? String(e)).split('\n')[0]}` });

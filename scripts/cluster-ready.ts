@@ -1,0 +1,71 @@
+// When a NATS cluster started by scripts/cluster-lib.ts is ready: JetStream answers (a meta leader,
+// every stream with a leader) and a stream replicated on every node can be placed.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
+
+/** JetStream in a fresh cluster answers only once the nodes elected a meta leader, and every existing stream a leader. */
+export async function waitForJetStream(url: string, timeoutMs = 30000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  let nc: NatsConnection | undefined;
+  try {
+    nc = await connectNats(url, 'cluster-wait');
+    while (Date.now() < deadline) {
+      try {
+        const jsm = await jetstreamManager(nc, { timeout: 2000 });
+        await jsm.getAccountInfo();
+        // after a restart every existing stream must elect its leader again before it answers
+        // (a process that provisions too early times out on streams.info and exits)
+        const names: string[] = [];
+        for await (const n of jsm.streams.names()) names.push(n);
+        for (const n of names) await jsm.streams.info(n);
+        return;
+      } catch (e) {
+        last = e;
+        await sleep(250);
+      }
+    }
+  } finally {
+    await nc?.close().catch(() => {});
+  }
+  throw new Error(`JetStream of the cluster did not answer within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
+}
+
+/**
+ * JetStream answers (account info) as soon as the meta group has a leader, but an R3 stream is placed
+ * only on peers of that group the leader counts online with their statistics heard: right after the
+ * nodes formed it can refuse with "no suitable peers for placement" for a while, or for ever (see
+ * MetaGroupIncomplete); the first actor of `npm run cluster` retried that for 60 s and exited.
+ * A cluster is reported formed only once a stream with `replicas` replicas was placed (and deleted).
+ */
+export async function waitForPlacement(url: string, replicas: number, timeoutMs = 60000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  const name = `PLACEMENT_PROBE_${process.pid}_${Date.now()}`;
+  let last: unknown;
+  const nc = await connectNats(url, 'cluster-placement');
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 5000 });
+    while (Date.now() < deadline) {
+      try {
+        await jsm.streams.add({ name, subjects: [`_placement_probe.${name}`], storage: StorageType.File, num_replicas: replicas });
+        for (let i = 0; ; i++) {
+          try {
+            await jsm.streams.delete(name);
+            break;
+          } catch (e) {
+            if (i >= 20 || /not found/i.test(String((e as Error).message))) break;
+            await sleep(250);
+          }
+        }
+        return;
+      } catch (e) {
+        last = e;
+        await sleep(250);
+      }
+    }
+  } finally {
+    await nc.close().catch(() => {});
+  }
+  throw new Error(`the cluster could not place a ${replicas}-replica stream within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
+}

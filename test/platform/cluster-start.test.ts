@@ -1,0 +1,30 @@
+// The start of `npm run cluster`'s NATS cluster (scripts/cluster-lib.ts): once it reports the
+// cluster formed, a stream with a replica on every node can be placed at once. Before, a start was
+// reported formed as soon as JetStream answered, while nats-server's meta group could still be
+// without a node for good ("no suitable peers for placement", about 2 starts in 5 here): the first
+// actor retried that for 60 s and exited. Two starts here (each failed that way alone about 40 % of
+// the time); `node --import tsx scripts/cluster-starts.ts 20` is the 20-start proof.
+import t from 'tap';
+import { jetstreamManager, StorageType } from '@nats-io/jetstream';
+import { startNatsCluster, waitForPlacement } from '../../scripts/cluster-lib.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
+import { tempDir } from '../helpers/nats.ts';
+
+for (const n of [1, 2]) {
+  t.test(`start ${n}: reported formed, it places a 3-replica stream at the first try`, async (t) => {
+    const cluster = await startNatsCluster({ dataDir: tempDir('payloads-cstart-') });
+    t.teardown(() => cluster.stop());
+    const nc = await connectNats(cluster.url, 'cluster-start-test');
+    t.teardown(() => nc.close());
+    const jsm = await jetstreamManager(nc, { timeout: 10000 });
+    const info = await jsm.streams.add({ name: 'R3_AT_ONCE', subjects: ['r3.at.once'], storage: StorageType.File, num_replicas: 3 });
+    t.equal(info.config.num_replicas, 3);
+    const names: string[] = [];
+    for await (const s of jsm.streams.names()) names.push(s);
+    t.same(names, ['R3_AT_ONCE'], 'the placement probe left no stream behind');
+    if (n === 2) {
+      // a placement that cannot be made is reported with what could not be done, not waited on for good
+      await t.rejects(waitForPlacement(cluster.url, 5, 2000), /could not place a 5-replica stream within 2000 ms: .*no suitable peers/);
+    }
+  });
+}

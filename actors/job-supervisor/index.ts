@@ -10,10 +10,10 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { BUCKETS, CONSUMERS, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
-import type { JobRecord, JobSubmitted, Outcome, ResultRecord } from '../../shared/protocol/jobs.ts';
+import { isFinished, type JobRecord, type JobSubmitted, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
+import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, isUnrefunded, type Deps } from './steps.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
@@ -248,7 +248,11 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     const ids = projection.keptFiles(now);
     const files: { jobId: string; key: string; store: string; name: string }[] = [];
     for (const id of ids) {
-      for (const r of projection.get(id)?.results ?? []) if (r.status === 'done' && r.file) files.push({ jobId: id, key: r.key, store: r.file.store, name: r.file.name });
+      const job = projection.get(id);
+      for (const r of job?.results ?? []) if (r.status === 'done' && r.file) files.push({ jobId: id, key: r.key, store: r.file.store, name: r.file.name });
+      // a finished job with a failed result not refunded (a lost file whose settle was cut short
+      // and whose report was acked anyway by an older version): settled again here
+      if (job && isFinished(job) && job.results.some(isUnrefunded)) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle of a lost result failed'));
     }
     const present = new Map<string, Set<string>>();
     for (const store of new Set(files.map((f) => f.store))) {

@@ -109,8 +109,14 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   if (dependents) await releaseDependents(d, o.jobId);
   // without dependents nothing was written since: the record as of this write is settle's guess
   // (its refund marks and the finish go out without a read each; a stale one is refused and read)
-  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
+  // a failed result is refunded now, not when the job's last result is final (spec: each result is
+  // refunded on its own); a redelivered outcome finds it still unrefunded and settles again
+  const unrefunded = res.job.results.some(isUnrefunded);
+  if (dependents || unrefunded || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
 }
+
+/** A failed result whose money is not back yet: whoever finds it next settles the job again. */
+export const isUnrefunded = (r: ResultRecord) => r.status === 'failed' && !r.refunded;
 
 /**
  * Results made from other results (shots compare): publish the task of each one whose inputs are all
@@ -166,12 +172,15 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
   // a finished job is settled again only when a delivered result was lost since (loseResult)
-  if (isFinished(cur) && !cur.results.some((r) => r.status === 'failed' && !r.refunded)) return;
-  if (cur.results.some((r) => r.status === 'pending')) return;
+  if (isFinished(cur) && !cur.results.some(isUnrefunded)) return;
+  // Results still pending: only the failed ones are settled now (refunded and marked), the job
+  // is finished by the settle after its last outcome.
+  const pending = cur.results.some((r) => r.status === 'pending');
+  if (pending && !cur.results.some(isUnrefunded)) return;
 
   // A result without work (the dataset fee) is kept only if a result it served was delivered:
   // otherwise it fails and is refunded below, and the wallet's dataset mark is given back.
-  const unused = cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
+  const unused = pending ? [] : cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
   if (unused.length) {
     const res = await updateJob(d.jobs, jobId, (j) => {
       let changed = false;
@@ -204,7 +213,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
   // before the job is finished, so a crash in between is repaired by the sweep's next settle
   const fee = cur.results.find(isDatasetFee);
-  if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+  if (!pending && fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
 
   let finished = false;
   const res = await updateJob(d.jobs, jobId, (j) => {
@@ -255,7 +264,11 @@ async function afterFinish(d: Deps, job: JobRecord) {
 export async function loseResult(d: Deps, jobId: string, resultKey: string, message?: string): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   const r = cur?.results.find((x) => x.key === resultKey);
-  if (!cur || !r || r.status !== 'done' || !r.file) return;
+  if (!cur || !r) return;
+  // failed by an earlier delivery of this report whose settle did not get through (the wallet not
+  // answering, a crash): settled now, so the message is acked only once the money is back
+  if (r.status === 'failed' && !r.refunded) return settleJob(d, jobId);
+  if (r.status !== 'done' || !r.file) return;
   if (cur.purgedAt !== undefined || Date.now() >= cur.expiresAt) return;
   const os = await d.objm.open(r.file.store);
   const info = await os.info(r.file.name); // a store failure throws: the report is retried, not acted on

@@ -148,7 +148,7 @@ export async function publishSubmitted(js: JetStreamClient, job: Pick<JobRecord,
  * job limit's decision still in flight (RouteRequest.limited); nothing with an effect happens before
  * it allowed the creation.
  */
-export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>): Promise<{ job: JobRecord; balance: number }> {
+export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>, jobId?: string): Promise<{ job: JobRecord; balance: number }> {
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
@@ -165,7 +165,7 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
   // which a key over its limit must not be able to make us do at its own rate.
   await mod.precheck?.(body, plan, ctx);
 
-  const job = newJobRecord(service, plan, walletId, body, d.config);
+  const job = newJobRecord(service, plan, walletId, body, d.config, Date.now(), jobId);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
   return commitJob(d, job);
 }
@@ -184,7 +184,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   if (fee) {
     // a job document is written within half the orphan grace of the charge plus the store's retries,
     // or never (see commitJob): a mark older than that without its job is abandoned
-    const staleMs = d.config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
+    const staleMs = jobMayAppearMs(d.config);
     markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
     if (!markClaimed) {
       const results = job.results.filter((r) => r !== fee);
@@ -255,6 +255,13 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   if (isTransientNatsError(store.err)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
   throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
 }
+
+/**
+ * How long after its creation started a job document may still appear: within half the orphan grace
+ * of the charge plus the store's retries, or never (commitJob). Past it, a creation that left no job
+ * will never leave one.
+ */
+export const jobMayAppearMs = (config: Config) => config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
 
 /** How long a job document write is retried through a failover before the job is given up. */
 const STORE_RETRY_MS = 5000;

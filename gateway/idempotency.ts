@@ -58,7 +58,7 @@ function canonical(v: unknown): string {
 }
 
 export const fingerprintOf = (method: string, path: string, body: unknown) => createHash('sha256').update(`${method} ${path}\n${canonical(body)}`).digest('hex');
-const recordKey = (walletId: string, key: string) => `${walletId}.${createHash('sha256').update(key).digest('hex')}`;
+export const recordKey = (walletId: string, key: string) => `${walletId}.${createHash('sha256').update(key).digest('hex')}`;
 
 const buckets = new WeakMap<NatsConnection, Promise<KV>>();
 function bucketOf(nc: NatsConnection): Promise<KV> {

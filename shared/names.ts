@@ -76,6 +76,7 @@ export const subjects = {
   wallet: {
     charge: 'wallet.charge',
     refund: 'wallet.refund',
+    chargeOf: 'wallet.charge.of',
     balance: 'wallet.balance',
     transactions: 'wallet.transactions',
     grant: 'wallet.grant',

@@ -19,6 +19,7 @@ import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
 import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
+import { endIfOrphaned } from './orphaned.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 
@@ -26,6 +27,11 @@ const shotsKind = (browser: string, version: string) => `shots:${browser}@${vers
 /** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
 const kindOf = (job: Pick<JobRecord, 'service'>, r: ResultRecord) =>
   job.service === 'shots' && typeof r.params?.browser === 'string' && typeof r.params?.version === 'string' ? shotsKind(r.params.browser, r.params.version) : job.service;
+
+/** The wallet's orphan sweep runs within this after a charge's grace ends (actors/wallet/orphans.ts: every grace/4, 1 to 30 s). */
+const orphanSweepSlackMs = (graceMs: number) => Math.min(30_000, Math.max(1000, graceMs / 4)) + 5000;
+/** How often a long-running job is asked about again (an orphan refund may come late while the wallet was down). */
+const ORPHAN_RECHECK_MS = 10 * 60_000;
 
 /** Every how many sweeps the stores are listed to find delivered results whose file is gone. */
 const LOST_FILE_EVERY_SWEEPS = 10;
@@ -264,6 +270,17 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       await reportLostFile(nc, f.jobId, f.key, 'the stored file was not found by the supervisor\'s sweep').catch((err) => log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'));
     }
   }
+  // A job still running past its charge's orphan grace may have been written after its orphan
+  // refund (issue 28 item 3, orphaned.ts): asked of the wallet then, and again every ORPHAN_RECHECK_MS.
+  const orphanChecked = new Map<string, number>();
+  async function orphanedNow(job: JobRecord, now: number): Promise<boolean> {
+    const graceMs = config.wallet.orphanChargeGraceSeconds * 1000;
+    if (job.createdAt > now - graceMs - orphanSweepSlackMs(graceMs)) return false;
+    if (now - (orphanChecked.get(job.id) ?? 0) < ORPHAN_RECHECK_MS) return false;
+    if (orphanChecked.size > 50_000) orphanChecked.clear();
+    orphanChecked.set(job.id, now);
+    return endIfOrphaned(d, job.id).catch((err) => { log.warn({ err, id: job.id }, 'sweep: orphan check failed'); return false; });
+  }
   async function sweep() {
     const now = Date.now();
     const workerless = await workerlessCheck(now);
@@ -274,6 +291,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       // the projection's copy says which step is due; the step itself re-reads the bucket
       const job = projection.get(id);
       if (!job) continue;
+      if (await orphanedNow(job, now)) continue;
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
       // a result waiting for others whose release was cut short (a crash between the outcome and it)

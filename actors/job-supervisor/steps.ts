@@ -15,6 +15,8 @@ import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } from '../../shared/jobs/store.ts';
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { endIfOrphaned } from './orphaned.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -43,6 +45,8 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
     return;
   }
   if (cur.job.status !== 'queued') return;
+  // written later than the gateway ever writes one: its charge may have been refunded as an orphan
+  if (Date.now() - cur.job.createdAt > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2 && (await endIfOrphaned(d, jobId))) return;
   // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
   const seqs = await publishRootTasks(d.js, cur.job);
   const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, seqs));
@@ -206,7 +210,15 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   const refundedNow = new Set<string>();
   for (const r of cur.results) {
     if (r.status !== 'failed' || r.refunded) continue;
-    if (r.price > 0) await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+    if (r.price > 0) {
+      try {
+        await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+      } catch (e) {
+        // more than was charged: the charge was given back whole before this document was written
+        if (e instanceof ApiError && e.code === 'bad_request' && (await endIfOrphaned(d, jobId))) return;
+        throw e;
+      }
+    }
     refundedNow.add(r.key);
   }
 

@@ -10,7 +10,9 @@ import type { Ledger } from './ledger.ts';
 import type { Projection } from './projection.ts';
 import { refund } from './money.ts';
 
-export const ORPHAN_RESULT_KEY = '_orphan';
+import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
+
+export { ORPHAN_RESULT_KEY };
 
 export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;

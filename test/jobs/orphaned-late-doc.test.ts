@@ -45,7 +45,7 @@ t.test('a job written after its orphan refund ends failed, with no work and noth
   t.match(ended, { status: 'failed', orphaned: true, refunded: 40, error: 'not_charged' });
   t.ok(ended.results.every((r) => r.status === 'failed' && r.refunded), 'every result failed and refunded (by the orphan refund)');
   const jsm = await jetstreamManager(s.nc);
-  for (const seq of seqs.values()) await t.rejects(jsm.streams.getMessage(STREAMS.tasks, { seq }), 'its tasks are taken back');
+  for (const seq of seqs.values()) t.equal(await jsm.streams.getMessage(STREAMS.tasks, { seq }).catch(() => null), null, 'its tasks are taken back');
   const w = await s.startWorker();
   await new Promise((r) => setTimeout(r, 500));
   t.equal(w.seen.filter((x) => x.jobId === job.id).length, 0, 'no work done');

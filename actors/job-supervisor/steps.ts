@@ -17,6 +17,7 @@ import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } fr
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { endIfOrphaned } from './orphaned.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -101,6 +102,7 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     return;
   }
   if (o.kind === 'progress') return;
+  if (res.changed) failpoint('supervisor.after-outcome');
   if (res.changed && isFinished(res.job)) {
     // finished in the outcome's own write: every result done, so no dependent waits and nothing to settle
     await afterFinish(d, res.job);
@@ -213,6 +215,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
     if (r.price > 0) {
       try {
         await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+        failpoint('supervisor.after-result-refund');
       } catch (e) {
         // more than was charged: the charge was given back whole before this document was written
         if (e instanceof ApiError && e.code === 'bad_request' && (await endIfOrphaned(d, jobId))) return;
@@ -225,7 +228,10 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
   // before the job is finished, so a crash in between is repaired by the sweep's next settle
   const fee = cur.results.find(isDatasetFee);
-  if (!pending && fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+  if (!pending && fee?.status === 'failed') {
+    await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+    failpoint('supervisor.after-dataset-release');
+  }
 
   let finished = false;
   const res = await updateJob(d.jobs, jobId, (j) => {
@@ -243,6 +249,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
     finished = true;
     return true;
   }, undefined, guess);
+  if (res?.changed) failpoint(finished ? 'supervisor.after-settle' : 'supervisor.after-refund-mark');
   // the event and the webhook follow a finish (or a finished job's new status), not a mark alone
   if (res?.changed && finished) await afterFinish(d, res.job);
 }
@@ -297,7 +304,10 @@ export async function loseResult(d: Deps, jobId: string, resultKey: string, mess
     delete x.file;
     return true;
   });
-  if (res?.changed) d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+  if (res?.changed) {
+    d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+    failpoint('supervisor.after-lost-file');
+  }
   await settleJob(d, jobId);
 }
 

@@ -9,6 +9,7 @@ import type { Logger } from '../../shared/log.ts';
 import type { Ledger } from './ledger.ts';
 import type { Projection } from './projection.ts';
 import { refund } from './money.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
 import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
 
@@ -35,6 +36,7 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
           const owed = -c.amount - refunded;
           if (owed > 0) {
             await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
+            failpoint('wallet.after-orphan-refund');
             log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
           }
         }

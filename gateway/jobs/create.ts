@@ -21,6 +21,7 @@ import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/sto
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
 export interface JobDeps {
   nc: NatsConnection;
@@ -186,6 +187,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     // or never (see commitJob): a mark older than that without its job is abandoned
     const staleMs = jobMayAppearMs(d.config);
     markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
+    if (markClaimed) failpoint('gateway.after-dataset-claim');
     if (!markClaimed) {
       const results = job.results.filter((r) => r !== fee);
       job = { ...job, results, cost: results.reduce((s, r) => s + r.price, 0) };
@@ -202,6 +204,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     // answerBy a second before this request times out: a wallet that gets it later (paused,
     // overloaded) refuses it, instead of charging a creation already answered 503
     ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost, answerBy: asked + walletApi.charge.timeoutMs - 1000 }));
+    failpoint('gateway.after-charge');
   } catch (e) {
     // the job will not be written (an unanswered charge is refunded by the orphan sweep)
     await giveMarkBack();
@@ -229,10 +232,12 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     return null;
   });
   if (seqs) {
+    failpoint('gateway.after-tasks');
     job = structuredClone(job);
     markDispatched(job, seqs);
   }
   const store = await storeNewJob(d, job);
+  if (store.stored) failpoint('gateway.after-job-write');
   if (store.stored) return afterCommit(d, job, balance);
   if (store.maybe) {
     // A write timed out and nothing settled whether it was stored: it may still appear. Refunding

@@ -33,6 +33,7 @@ t.test('a module that used its whole connection budget still deletes its test ev
   t.equal((await p.publish(p.sign({ kind: 1, content: 'a test note' }), c)).ok, true);
   while (p.usage.connections < BOUNDS.connections) (await p.open()).close();
   c.close(); // the relay dropped the shared connection too
+  t.ok(await until(() => c.closed), 'the shared connection is closed');
   const r = await cleanup(p);
   t.ok(r.requests >= 1, 'the deletion was sent');
   t.same(testEvents(relay), [], 'nothing left on the relay');

@@ -138,11 +138,14 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
       await stopUnit(u);
       const armed = await startUnit(u, f);
       const died = new Promise<NodeJS.Signals | null>((r) => (gone(armed) ? r(armed.signalCode) : armed.once('exit', (_c, s) => r(s))));
-      await Promise.race([workload(key, walletId), died]);
+      const work = workload(key, walletId);
+      await Promise.race([work, died]);
       const sig = await Promise.race([died, sleep(20_000).then(() => 'alive' as const)]);
       t.equal(sig, 'SIGKILL', `${u} stopped at the failpoint`);
       await stopUnit(u);
       await startUnit(u);
+      // the workload's own steps end too (a file it deletes after the crash must be in the check)
+      await work;
       const recovered = await until(async () => {
         const jobs = [...(await readBucket<JobRecord>(tn.nc, BUCKETS.jobs)).values()];
         if (jobs.some((j) => !isFinished(j))) return false;

@@ -9,7 +9,13 @@ import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished } from '../../shared/protocol/jobs.ts';
 import { readJob, updateJob, publishJobEvent } from '../../shared/jobs/store.ts';
-import type { Deps } from './steps.ts';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import type { KV } from '@nats-io/kv';
+import type { NatsConnection } from '@nats-io/nats-core';
+import type { Logger } from '../../shared/log.ts';
+
+/** What ending an orphaned job needs of the supervisor's steps (steps.ts Deps). */
+interface Deps { nc: NatsConnection; jsm: JetStreamManager; jobs: KV; log: Logger }
 
 /** Whether the job's charge was refunded whole as an orphan; if so the job is ended. */
 export async function endIfOrphaned(d: Deps, jobId: string): Promise<boolean> {

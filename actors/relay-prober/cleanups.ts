@@ -11,7 +11,7 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { isCasConflict, kvCasDelete, kvCasPut } from '../../shared/nats/cas.ts';
 import { Probe, TEST_MARKER } from './probe.ts';
-import { deleteTestEvents } from './checks/cleanup.ts';
+import { deleteTestEvents } from './checks/index.ts';
 import type { CleanupKeeper } from './run.ts';
 
 export interface CleanupEntry {

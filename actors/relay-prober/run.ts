@@ -5,8 +5,7 @@ import addFormats from 'ajv-formats';
 import type { Config } from '../../shared/config/index.ts';
 import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
 import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
-import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type Outcome } from './checks/index.ts';
-import type { CleanupResult } from './checks/cleanup.ts';
+import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type CleanupResult, type Outcome } from './checks/index.ts';
 import type { CheckStatus } from '../../shared/schemas/labs-report.ts';
 
 export type RunModule = 'quick' | 'conformance' | 'custom';

@@ -8,14 +8,13 @@ import yazl from 'yazl';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 import { idempotent, idempotencyKeyOf, fingerprintOf, IDEMPOTENCY_DOC } from '../idempotency.ts';
 import { newId } from '../../shared/ids.ts';
-import { jobMayAppearMs } from '../jobs/create.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 

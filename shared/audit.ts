@@ -12,6 +12,7 @@ import { BUCKETS, STREAMS, subjects } from './names.ts';
 import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wallet.ts';
 import { isFinished, type JobRecord } from './protocol/jobs.ts';
 import { datasetUsers, isDatasetFee } from './jobs/dataset.ts';
+import { orphanedJobViolations, unrefundedResults } from './audit-refunds.ts';
 
 export interface AuditEntry extends LedgerMessage {
   seq: number;
@@ -162,6 +163,10 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     const mine = (byWallet.get(job.walletId) ?? []).filter((e) => e.jobId === job.id);
     const charges = mine.filter((e) => e.type === 'charge');
     const refunds = mine.filter((e) => e.type === 'refund');
+    if (job.orphaned) {
+      v.push(...orphanedJobViolations(job, charges, refunds));
+      continue;
+    }
     const charged = -charges.reduce((s, e) => s + e.amount, 0);
     const refunded = refunds.reduce((s, e) => s + e.amount, 0);
     if (charges.length !== 1) v.push(`job ${job.id}: ${charges.length} charge entries in wallet ${job.walletId}`);
@@ -179,6 +184,7 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     }
     for (const e of refunds) if (!job.results.some((r) => r.key === e.resultKey)) v.push(`job ${job.id}: refund entry ${e.seq} for unknown result ${e.resultKey}`);
   }
+  v.push(...unrefundedResults(jobs.values()));
   // The one-time dataset fee: kept by at most one job per wallet, and only by a job that delivered a
   // result needing the dataset (shared/jobs/dataset.ts).
   const keptFees = new Map<string, string[]>();

@@ -27,6 +27,8 @@ export const ERRORS = {
   not_found: { status: 404, retryable: false, meaning: 'No such path, job, result or top-up, or it belongs to another key.', action: 'Check the id and the key.' },
   unknown_service: { status: 404, retryable: false, meaning: 'The service is not one of websitepro, shots, labs.', action: 'Use a service listed by GET /v1/services.' },
   method_not_allowed: { status: 405, retryable: false, meaning: 'The path exists but not with this method. The `Allow` header lists the methods it takes.', action: 'Use one of the methods in `Allow`.' },
+  idempotency_key_in_use: { status: 409, retryable: true, meaning: 'A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet).', action: 'Wait `Retry-After` seconds and send the same request with the same key again: it answers the first request\'s answer.' },
+  idempotency_key_reused: { status: 422, retryable: false, meaning: 'This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body).', action: 'Send a new key for a new request; reuse a key only to retry the very same request. Nothing was charged.' },
   not_ready: { status: 409, retryable: true, meaning: 'The result or zip is still being produced.', action: 'Poll GET /v1/jobs/{id}?wait=25 until the job is finished, then download.' },
   expired: { status: 410, retryable: false, meaning: 'The result was deleted after its retention period (the job\'s `expiresAt`).', action: 'Run the job again if you still need it.' },
   rate_limited: { status: 429, retryable: true, meaning: 'Too many requests for this key (or this address, for public endpoints). `Retry-After` says when to retry.', action: 'Wait `Retry-After` seconds, then retry.' },

@@ -22,6 +22,10 @@ export const BUCKETS = {
   limits: 'limits',
   catalogue: 'catalogue',
   datasets: 'datasets',
+  /** Idempotency-Key answers of job and top-up creations, per wallet, kept 24 h (gateway/idempotency.ts). */
+  idempotency: 'idempotency',
+  /** Throwaway keys of labs clean-ups not yet done, so another prober finishes them (actors/relay-prober/cleanups.ts). */
+  labsCleanups: 'labs_cleanups',
   /** Invoices of the dev Lightning backend (created by that backend only; never in production). */
   devInvoices: 'dev_invoices',
 } as const;
@@ -72,6 +76,7 @@ export const subjects = {
   wallet: {
     charge: 'wallet.charge',
     refund: 'wallet.refund',
+    chargeOf: 'wallet.charge.of',
     balance: 'wallet.balance',
     transactions: 'wallet.transactions',
     grant: 'wallet.grant',

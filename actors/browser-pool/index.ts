@@ -152,6 +152,8 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
     presets: VIEWPORT_PRESETS,
     limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
     options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true, compare: true },
+    // websitepro's pdf (and rendered html) are printed here: job creation checks one instance does
+    ...(printer ? { prints: ['pdf', 'html'] } : {}),
   }));
   log.info({ instanceId, concurrency, browsers: offers.map((o) => `${o.id}:${o.versions.join('/')}`) }, 'browser-pool ready');
 

@@ -10,7 +10,7 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { BUCKETS, CONSUMERS, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
-import type { JobRecord, JobSubmitted, Outcome, ResultRecord } from '../../shared/protocol/jobs.ts';
+import { type JobRecord, type JobSubmitted, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
@@ -19,6 +19,7 @@ import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
 import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
+import { endIfOrphaned } from './orphaned.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { readJob } from '../../shared/jobs/store.ts';
@@ -28,6 +29,11 @@ const shotsKind = (browser: string, version: string) => `shots:${browser}@${vers
 /** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
 const kindOf = (job: Pick<JobRecord, 'service'>, r: ResultRecord) =>
   job.service === 'shots' && typeof r.params?.browser === 'string' && typeof r.params?.version === 'string' ? shotsKind(r.params.browser, r.params.version) : job.service;
+
+/** The wallet's orphan sweep runs within this after a charge's grace ends (actors/wallet/orphans.ts: every grace/4, 1 to 30 s). */
+const orphanSweepSlackMs = (graceMs: number) => Math.min(30_000, Math.max(1000, graceMs / 4)) + 5000;
+/** How often a long-running job is asked about again (an orphan refund may come late while the wallet was down). */
+const ORPHAN_RECHECK_MS = 10 * 60_000;
 
 /** Every how many sweeps the stores are listed to find delivered results whose file is gone. */
 const LOST_FILE_EVERY_SWEEPS = 10;
@@ -253,6 +259,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   let sweeps = 0;
   async function findLostFiles(now: number) {
     const files = projection.keptFiles(now);
+    // a finished job with a failed result not refunded (a lost file whose settle was cut short and
+    // whose report was acked anyway by an older version): settled again here, found by an index
+    for (const id of projection.unrefunded()) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle of a lost result failed'));
     const present = new Map<string, Set<string>>();
     for (const store of new Set(files.map((f) => f.store))) {
       const os = await d.objm.open(store);
@@ -262,6 +271,17 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (present.get(f.store)?.has(f.name)) continue;
       await reportLostFile(nc, f.jobId, f.key, 'the stored file was not found by the supervisor\'s sweep').catch((err) => log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'));
     }
+  }
+  // A job still running past its charge's orphan grace may have been written after its orphan
+  // refund (issue 28 item 3, orphaned.ts): asked of the wallet then, and again every ORPHAN_RECHECK_MS.
+  const orphanChecked = new Map<string, number>();
+  async function orphanedNow(job: JobRecord, now: number): Promise<boolean> {
+    const graceMs = config.wallet.orphanChargeGraceSeconds * 1000;
+    if (job.createdAt > now - graceMs - orphanSweepSlackMs(graceMs)) return false;
+    if (now - (orphanChecked.get(job.id) ?? 0) < ORPHAN_RECHECK_MS) return false;
+    if (orphanChecked.size > 50_000) orphanChecked.clear();
+    orphanChecked.set(job.id, now);
+    return endIfOrphaned(d, job.id).catch((err) => { log.warn({ err, id: job.id }, 'sweep: orphan check failed'); return false; });
   }
   async function sweep() {
     const now = Date.now();
@@ -273,6 +293,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       // the projection's copy says which step is due; the step itself re-reads the bucket
       const job = await docOf(id).catch(() => null);
       if (!job) continue;
+      if (await orphanedNow(job, now)) continue;
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
       // a result waiting for others whose release was cut short (a crash between the outcome and it)

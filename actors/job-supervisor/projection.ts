@@ -17,7 +17,7 @@ import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 2;
+const LAYOUT = 3;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -30,12 +30,13 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
-  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT) WITHOUT ROWID;
+  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (created_at) WHERE unrefunded IS NOT NULL;
 `;
 
 export interface ProjectionOptions {
@@ -119,11 +120,11 @@ export class JobProjection {
     return {
       meta: s.prepare('SELECT v FROM meta WHERE k = ?').pluck(),
       setMeta: s.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
-      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files)
-        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files)
+      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded)
+        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded)
         ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
           revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
-          forget_due = excluded.forget_due, files = excluded.files
+          forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded
         WHERE jobs.revision < excluded.revision`),
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
@@ -133,6 +134,7 @@ export class JobProjection {
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
       forgetDue: s.prepare('SELECT id, revision FROM jobs WHERE forget_due IS NOT NULL AND forget_due <= ? ORDER BY forget_due LIMIT ?'),
+      unrefunded: s.prepare('SELECT id FROM jobs WHERE unrefunded IS NOT NULL ORDER BY created_at LIMIT ?').pluck(),
       keptFiles: s.prepare('SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?'),
       count: s.prepare('SELECT count(*) FROM jobs').pluck(),
       countUnfinished: s.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'processing')`).pluck(),
@@ -273,6 +275,8 @@ export class JobProjection {
       // a document leaves the bucket only once finished and its files are deleted (the purge needs it)
       forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
       files: files.length ? JSON.stringify(files) : null,
+      // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
+      unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
     });
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
@@ -328,6 +332,11 @@ export class JobProjection {
   }
 
   /** Files that should still be in the stores (done results of jobs not expired), soonest expiry first. */
+  /** Finished jobs with a failed result not refunded (each must be settled again), oldest first. */
+  unrefunded(limit = 1_000): string[] {
+    return this.q.unrefunded.all(limit) as string[];
+  }
+
   keptFiles(now: number, limit = 10_000): { jobId: string; key: string; store: string; name: string }[] {
     const out: { jobId: string; key: string; store: string; name: string }[] = [];
     for (const r of this.q.keptFiles.all(now, limit) as { id: string; files: string }[]) {

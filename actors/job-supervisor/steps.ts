@@ -15,6 +15,9 @@ import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } from '../../shared/jobs/store.ts';
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
+import { ApiError } from '../../shared/errors.ts';
+import { endIfOrphaned } from './orphaned.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -43,6 +46,8 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
     return;
   }
   if (cur.job.status !== 'queued') return;
+  // written later than the gateway ever writes one: its charge may have been refunded as an orphan
+  if (Date.now() - cur.job.createdAt > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2 && (await endIfOrphaned(d, jobId))) return;
   // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
   const seqs = await publishRootTasks(d.js, cur.job);
   const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, seqs));
@@ -97,6 +102,7 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
     return;
   }
   if (o.kind === 'progress') return;
+  if (res.changed) failpoint('supervisor.after-outcome');
   if (res.changed && isFinished(res.job)) {
     // finished in the outcome's own write: every result done, so no dependent waits and nothing to settle
     await afterFinish(d, res.job);
@@ -109,8 +115,14 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   if (dependents) await releaseDependents(d, o.jobId);
   // without dependents nothing was written since: the record as of this write is settle's guess
   // (its refund marks and the finish go out without a read each; a stale one is refused and read)
-  if (dependents || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
+  // a failed result is refunded now, not when the job's last result is final (spec: each result is
+  // refunded on its own); a redelivered outcome finds it still unrefunded and settles again
+  const unrefunded = res.job.results.some(isUnrefunded);
+  if (dependents || unrefunded || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
 }
+
+/** A failed result whose money is not back yet: whoever finds it next settles the job again. */
+export const isUnrefunded = (r: ResultRecord) => r.status === 'failed' && !r.refunded;
 
 /**
  * Results made from other results (shots compare): publish the task of each one whose inputs are all
@@ -166,12 +178,15 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
   // a finished job is settled again only when a delivered result was lost since (loseResult)
-  if (isFinished(cur) && !cur.results.some((r) => r.status === 'failed' && !r.refunded)) return;
-  if (cur.results.some((r) => r.status === 'pending')) return;
+  if (isFinished(cur) && !cur.results.some(isUnrefunded)) return;
+  // Results still pending: only the failed ones are settled now (refunded and marked), the job
+  // is finished by the settle after its last outcome.
+  const pending = cur.results.some((r) => r.status === 'pending');
+  if (pending && !cur.results.some(isUnrefunded)) return;
 
   // A result without work (the dataset fee) is kept only if a result it served was delivered:
   // otherwise it fails and is refunded below, and the wallet's dataset mark is given back.
-  const unused = cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
+  const unused = pending ? [] : cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
   if (unused.length) {
     const res = await updateJob(d.jobs, jobId, (j) => {
       let changed = false;
@@ -197,14 +212,26 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   const refundedNow = new Set<string>();
   for (const r of cur.results) {
     if (r.status !== 'failed' || r.refunded) continue;
-    if (r.price > 0) await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+    if (r.price > 0) {
+      try {
+        await wallet.refund(d.nc, { walletId: cur.walletId, jobId, resultKey: r.key, amount: r.price });
+        failpoint('supervisor.after-result-refund');
+      } catch (e) {
+        // more than was charged: the charge was given back whole before this document was written
+        if (e instanceof ApiError && e.code === 'bad_request' && (await endIfOrphaned(d, jobId))) return;
+        throw e;
+      }
+    }
     refundedNow.add(r.key);
   }
 
   // after the refund, so a job claiming the mark next never overlaps a fee not yet given back;
   // before the job is finished, so a crash in between is repaired by the sweep's next settle
   const fee = cur.results.find(isDatasetFee);
-  if (fee?.status === 'failed') await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+  if (!pending && fee?.status === 'failed') {
+    await releaseDatasetMark(d.datasets, cur.walletId, jobId);
+    failpoint('supervisor.after-dataset-release');
+  }
 
   let finished = false;
   const res = await updateJob(d.jobs, jobId, (j) => {
@@ -222,6 +249,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
     finished = true;
     return true;
   }, undefined, guess);
+  if (res?.changed) failpoint(finished ? 'supervisor.after-settle' : 'supervisor.after-refund-mark');
   // the event and the webhook follow a finish (or a finished job's new status), not a mark alone
   if (res?.changed && finished) await afterFinish(d, res.job);
 }
@@ -255,7 +283,11 @@ async function afterFinish(d: Deps, job: JobRecord) {
 export async function loseResult(d: Deps, jobId: string, resultKey: string, message?: string): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   const r = cur?.results.find((x) => x.key === resultKey);
-  if (!cur || !r || r.status !== 'done' || !r.file) return;
+  if (!cur || !r) return;
+  // failed by an earlier delivery of this report whose settle did not get through (the wallet not
+  // answering, a crash): settled now, so the message is acked only once the money is back
+  if (r.status === 'failed' && !r.refunded) return settleJob(d, jobId);
+  if (r.status !== 'done' || !r.file) return;
   if (cur.purgedAt !== undefined || Date.now() >= cur.expiresAt) return;
   const os = await d.objm.open(r.file.store);
   const info = await os.info(r.file.name); // a store failure throws: the report is retried, not acted on
@@ -272,7 +304,10 @@ export async function loseResult(d: Deps, jobId: string, resultKey: string, mess
     delete x.file;
     return true;
   });
-  if (res?.changed) d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+  if (res?.changed) {
+    d.log.error({ jobId, resultKey, walletId: cur.walletId }, 'a delivered result lost its stored file; refunding it');
+    failpoint('supervisor.after-lost-file');
+  }
   await settleJob(d, jobId);
 }
 

@@ -1,9 +1,9 @@
 // relay-prober: runs the labs modules (quick, conformance, custom selections) against Nostr relays,
 // stores each labs.report/1 in the reports object store, and delivers it to the job's webhook.
 import { readFileSync } from 'node:fs';
-import type { KV } from '@nats-io/kv';
+import { Kvm, type KV } from '@nats-io/kv';
 import { hostname } from 'node:os';
-import { CONSUMERS, subjects } from '../../shared/names.ts';
+import { BUCKETS, CONSUMERS, subjects } from '../../shared/names.ts';
 import { runWorker, storeResultFile, type TaskContext, type TaskResult } from '../../shared/worker.ts';
 import { TaskFailure, WEBHOOK_ATTEMPTS_KEPT, type ResultWebhook } from '../../shared/protocol/jobs.ts';
 import { openJobsKv, updateJob } from '../../shared/jobs/store.ts';
@@ -15,6 +15,7 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { CHECKS, checkInfo } from './checks/index.ts';
 import { BOUNDS, ProbeFatal, TEST_MARKER, CLIENT_TAG } from './probe.ts';
+import { startCleanups } from './cleanups.ts';
 import { runModule, type RunModule } from './run.ts';
 import { deliverWebhook, loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
 
@@ -49,6 +50,10 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
   const pending = new Set<Promise<unknown>>();
   const jobsKv = await withRetry('jobs bucket', () => openJobsKv(nc));
   const stopping = new AbortController();
+  const cleanups = startCleanups({
+    kv: await withRetry('labs clean-ups bucket', () => new Kvm(nc).open(BUCKETS.labsCleanups)),
+    config, log, ca, instanceId: instanceId || `${hostname()}-${process.pid}`,
+  });
 
   async function handle(ctx: TaskContext): Promise<TaskResult> {
     const { task } = ctx;
@@ -63,6 +68,7 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
         ca,
         signal: ctx.signal,
         log,
+        cleanups: cleanups.keeper,
         progress: (t) => { void ctx.progress(t); },
       }));
     } catch (e) {
@@ -121,6 +127,9 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
     async stop() {
       await ad.stop();
       await worker.stop();
+      // the clean-ups of the runs the stop cut short, each within its own bound (what does not
+      // finish in time is left in the bucket for the next prober)
+      await cleanups.stop();
       stopping.abort();
       await Promise.race([Promise.allSettled([...pending]), new Promise((r) => setTimeout(r, 5000))]);
     },

@@ -112,16 +112,23 @@ export class Probe {
   readonly conns: RelayConn[] = [];
   private mainConn: RelayConn | null = null;
 
-  constructor(url: string, readonly config: Config, opts: { ca?: SecureContextOptions['ca']; timings?: Partial<ProbeTimings>; progress?: (t: string) => void } = {}) {
+  /**
+   * Called (and awaited) once before the first event the relay may store is sent: the throwaway
+   * keys are written down then (actors/relay-prober/cleanups.ts), so a prober that dies afterwards
+   * leaves another one what it needs to delete them.
+   */
+  private beforeFirstEvent: (() => Promise<void>) | undefined;
+  private firstEvent: Promise<void> | undefined;
+
+  constructor(url: string, readonly config: Config, opts: { ca?: SecureContextOptions['ca']; timings?: Partial<ProbeTimings>; progress?: (t: string) => void; keys?: Uint8Array[]; beforeFirstEvent?: (p: Probe) => Promise<void> } = {}) {
     this.url = new URL(url);
     this.ca = opts.ca;
     const l = config.labs;
     this.timings = { replyTimeoutMs: l.replyTimeoutMs, quietMs: l.quietMs, idleMs: l.idleMs, latencySamples: l.latencySamples, connectTimeoutMs: config.outbound.connectTimeoutMs, ...opts.timings };
-    this.keys = [0, 1].map(() => {
-      const sk = generateSecretKey();
-      return { sk, pk: getPublicKey(sk) };
-    });
+    this.keys = (opts.keys ?? [generateSecretKey(), generateSecretKey()]).map((sk) => ({ sk, pk: getPublicKey(sk) }));
     this.progress = opts.progress ?? (() => {});
+    const hook = opts.beforeFirstEvent;
+    if (hook) this.beforeFirstEvent = () => hook(this);
   }
 
   progress: (t: string) => void;
@@ -167,10 +174,13 @@ export class Probe {
     });
   }
 
-  /** A new connection (counted against the budget). */
+  /**
+   * A new connection, counted against the budget; one for the clean-up is reserved beyond it, so a
+   * module that used its budget still deletes its test events.
+   */
   async open(opts: { forCleanup?: boolean } = {}): Promise<RelayConn> {
     if (this.stopped && !opts.forCleanup) throw new Error('the probe was stopped');
-    if (this.usage.connections >= BOUNDS.connections) throw new BudgetExceeded(`${BOUNDS.connections} connections`);
+    if (this.usage.connections >= BOUNDS.connections + (opts.forCleanup ? 1 : 0)) throw new BudgetExceeded(`${BOUNDS.connections} connections`);
     const address = await this.resolve();
     this.usage.connections++;
     this.usage.roundTrips++;
@@ -201,9 +211,9 @@ export class Probe {
     if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH' || t === 'NEG-OPEN' || t === 'NEG-MSG') this.usage.roundTrips++;
   }
 
-  /** The shared connection; reopened when the relay dropped it. */
-  async conn(): Promise<RelayConn> {
-    if (!this.mainConn || this.mainConn.closed) this.mainConn = await this.open();
+  /** The shared connection; reopened when the relay dropped it (for the clean-up: on the reserved one). */
+  async conn(opts: { forCleanup?: boolean } = {}): Promise<RelayConn> {
+    if (!this.mainConn || this.mainConn.closed) this.mainConn = await this.open(opts);
     return this.mainConn;
   }
 
@@ -221,12 +231,13 @@ export class Probe {
   /** EVENT → OK. Stored kinds that were accepted are remembered for the final deletion. */
   async publish(ev: Event, c?: RelayConn, opts: { latency?: boolean; raw?: string } = {}): Promise<OkAnswer> {
     const conn = c ?? (await this.conn());
+    const storable = !(ev.kind >= 20000 && ev.kind < 30000) && ev.kind !== 5 && !opts.raw;
+    if (this.beforeFirstEvent && (storable || opts.raw)) await (this.firstEvent ??= this.beforeFirstEvent());
     const t0 = performance.now();
     if (opts.raw) conn.sendRaw(opts.raw, ['EVENT']);
     else conn.send(['EVENT', ev]);
     const r = await conn.next((m) => m[0] === 'OK' && m[1] === ev.id, this.timings.replyTimeoutMs);
     const ms = performance.now() - t0;
-    const storable = !(ev.kind >= 20000 && ev.kind < 30000) && ev.kind !== 5 && !opts.raw;
     if (!r) {
       if (storable) this.unconfirmed.set(ev.id, ev);
       return { ok: null, reason: '', msg: null, ms };

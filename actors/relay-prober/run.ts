@@ -5,7 +5,7 @@ import addFormats from 'ajv-formats';
 import type { Config } from '../../shared/config/index.ts';
 import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
 import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
-import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type Outcome } from './checks/index.ts';
+import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type CleanupResult, type Outcome } from './checks/index.ts';
 import type { CheckStatus } from '../../shared/schemas/labs-report.ts';
 
 export type RunModule = 'quick' | 'conformance' | 'custom';
@@ -21,7 +21,22 @@ export interface RunOptions {
   progress?: (text: string) => void;
   signal?: AbortSignal;
   log?: { warn(o: object, m: string): void };
+  /** Where the throwaway keys are kept until the clean-up is done (actors/relay-prober/cleanups.ts). */
+  cleanups?: CleanupKeeper;
 }
+
+/** Keeps a run's throwaway keys in NATS while its test events may be on the relay. */
+export interface CleanupKeeper {
+  /** Before the first event the relay may store. */
+  record(p: Probe): Promise<void>;
+  /** The deletion was sent: the keys are no longer needed. */
+  done(p: Probe): Promise<void>;
+  /** A clean-up running after a stop, which a stopping prober waits for (within its bound). */
+  track(running: Promise<unknown>): void;
+}
+
+/** A clean-up that reached the relay (or had nothing to delete): its keys can go. */
+const cleanupDone = (r: CleanupResult | null) => !!r && (r.requests > 0 || (r.stored === 0 && r.remaining.length === 0));
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 (addFormats as unknown as (a: Ajv) => void)(ajv);
@@ -62,7 +77,8 @@ export function judge(c: CheckDef, out: Outcome, p: Probe): { status: CheckStatu
 }
 
 export async function runModule(o: RunOptions): Promise<{ report: LabsReport; probe: Probe }> {
-  const p = new Probe(o.url, o.config, { ca: o.ca, timings: o.timings, progress: o.progress });
+  const keeper = o.cleanups;
+  const p = new Probe(o.url, o.config, { ca: o.ca, timings: o.timings, progress: o.progress, ...(keeper ? { beforeFirstEvent: (x: Probe) => keeper.record(x) } : {}) });
   const selected = selectChecks(o.module, o.checks);
   const started = new Date();
   const checks: ReportCheck[] = [];
@@ -110,11 +126,16 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
   let cl: Awaited<ReturnType<typeof work>>;
   try {
     cl = await Promise.race([work(), timeout, abort]);
+    if (cleanupDone(cl)) await keeper?.done(p).catch(() => {});
   } catch (e) {
     // a run that stopped early (timeout, fatal error, actor stopping) still removes what it published
     p.stop();
-    const done = await cleanupAfterStop(p, Math.min(20_000, 2 * o.config.labs.replyTimeoutMs + p.timings.connectTimeoutMs));
+    const running = cleanupAfterStop(p, Math.min(20_000, 2 * o.config.labs.replyTimeoutMs + p.timings.connectTimeoutMs));
+    keeper?.track(running);
+    const done = await running;
     if (done) o.log?.warn({ relay: p.url.href, deleted: p.deleted.size, remaining: done.remaining.length }, 'test events deleted after the module stopped early');
+    // not done (the bound ran out, no connection): the keys stay for the next prober's sweep
+    if (cleanupDone(done)) await keeper?.done(p).catch(() => {});
     throw e;
   } finally {
     clearTimeout(timer);

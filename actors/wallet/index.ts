@@ -14,7 +14,8 @@ import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
 import { charge, refund, grant, tooLate } from './money.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
-import { startOrphanSweep } from './orphans.ts';
+import { startOrphanSweep, ORPHAN_RESULT_KEY } from './orphans.ts';
+import { ApiError } from '../../shared/errors.ts';
 import { startReconciler } from './reconcile.ts';
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
@@ -41,6 +42,17 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.refund]: async (r: { walletId: unknown; jobId: unknown; resultKey: unknown; amount: unknown }) => {
         const res = await refund(ledger, checkWalletId(r.walletId), r.jobId, r.resultKey, r.amount);
         return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+      },
+      [subjects.wallet.chargeOf]: async (r: { walletId: unknown; jobId: unknown }) => {
+        const walletId = checkWalletId(r.walletId);
+        if (typeof r.jobId !== 'string' || !r.jobId) throw new ApiError('bad_request', 'jobId is missing');
+        await ledger.synced(walletId); // every entry of the wallet up to its head
+        const rows = projection.forJob(walletId, r.jobId);
+        return {
+          charged: -rows.filter((x) => x.type === 'charge').reduce((s, x) => s + x.amount, 0),
+          refunded: rows.filter((x) => x.type === 'refund').reduce((s, x) => s + x.amount, 0),
+          orphaned: rows.some((x) => x.type === 'refund' && x.resultKey === ORPHAN_RESULT_KEY),
+        };
       },
       [subjects.wallet.balance]: async (r: { walletId: unknown }) => {
         const head = await ledger.head(checkWalletId(r.walletId));

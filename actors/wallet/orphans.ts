@@ -9,8 +9,11 @@ import type { Logger } from '../../shared/log.ts';
 import type { Ledger } from './ledger.ts';
 import type { Projection } from './projection.ts';
 import { refund } from './money.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
-export const ORPHAN_RESULT_KEY = '_orphan';
+import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
+
+export { ORPHAN_RESULT_KEY };
 
 export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;
@@ -36,6 +39,7 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
           const owed = -c.amount - refunded;
           if (owed > 0) {
             await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
+            failpoint('wallet.after-orphan-refund');
             log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
           }
         }

@@ -2,7 +2,7 @@
 // what every user writes around it: create-and-wait, downloads, the event stream, webhook checks.
 import createClient from 'openapi-fetch';
 import { createParser } from 'eventsource-parser';
-import { createPublicKey, verify } from 'node:crypto';
+import { createPublicKey, randomUUID, verify } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -65,6 +65,17 @@ export interface JobEvent {
   id: string;
   data: any;
 }
+
+export interface CreateOptions {
+  /** Sent as Idempotency-Key (default: a new random UUID per call, reused by the call's own retries). */
+  idempotencyKey?: string;
+  /** Retries of an answer that says nothing may have happened (network, 503, 429, 409 in use); default 4. */
+  retries?: number;
+  signal?: AbortSignal;
+}
+
+/** Answers after which the same creation with the same key is sent again. */
+const RETRIED_CREATION: string[] = ['network', 'service_unavailable', 'busy', 'rate_limited', 'idempotency_key_in_use'];
 
 export interface WaitOptions {
   /** Give up after this long (the job keeps running); default: no limit. */
@@ -133,8 +144,29 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
     }
   }
 
-  function createJob<S extends ServiceName>(service: S, body: ServiceBody[S], o: { wait?: number } = {}): CreatedJob {
-    const created = ok(api.POST(`/v1/${service}/jobs` as '/v1/shots/jobs', { body: body as never, params: { query: o.wait ? { wait: o.wait } : {} } })) as Promise<{ job: Job; balance: number }>;
+  /**
+   * A creation (job or top-up) sent with an Idempotency-Key — the caller's, or a new random one —
+   * and retried with that same key while the answer says nothing may have happened or the first try
+   * still runs (no connection, 503, 429, 409 idempotency_key_in_use): a retry never pays twice, it
+   * gets the first answer. Retry-After is honoured (at most 30 s a pause).
+   */
+  async function create<T>(send: (headers: Record<string, string>) => Promise<{ data?: T; error?: unknown; response: Response }>, o: CreateOptions): Promise<T> {
+    const headers = { 'idempotency-key': o.idempotencyKey ?? randomUUID() };
+    const tries = 1 + Math.max(0, o.retries ?? 4);
+    let backoff = 500;
+    for (let i = 1; ; i++) {
+      try {
+        return await ok(send(headers));
+      } catch (e) {
+        if (!(e instanceof PayloadsError) || !RETRIED_CREATION.includes(e.code) || i >= tries || o.signal?.aborted) throw e;
+        await sleep(Math.min(30_000, e.retryAfter ? e.retryAfter * 1000 : backoff), o.signal);
+        backoff = Math.min(backoff * 2, 10_000);
+      }
+    }
+  }
+
+  function createJob<S extends ServiceName>(service: S, body: ServiceBody[S], o: { wait?: number } & CreateOptions = {}): CreatedJob {
+    const created = create((headers) => api.POST(`/v1/${service}/jobs` as '/v1/shots/jobs', { body: body as never, params: { query: o.wait ? { wait: o.wait } : {} }, headers, signal: o.signal }), o) as Promise<{ job: Job; balance: number }>;
     return {
       then: (a, b) => created.then(a, b),
       wait: async (w) => {
@@ -236,7 +268,7 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
     wait,
     events,
     download,
-    topup: (eur: number) => ok(api.POST('/v1/topups', { body: { eur } })) as Promise<{ topup: Topup; balance: number }>,
+    topup: (eur: number, o: CreateOptions = {}) => create((headers) => api.POST('/v1/topups', { body: { eur }, headers, signal: o.signal }), o) as Promise<{ topup: Topup; balance: number }>,
     topupStatus: (id: string) => ok(api.GET('/v1/topups/{id}', { params: { path: { id } } })) as Promise<{ topup: Topup; balance: number }>,
   };
 }

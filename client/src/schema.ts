@@ -396,7 +396,7 @@ export interface components {
         Error: {
             error: {
                 /** @description Stable machine-readable code; see the errors page. */
-                code: "bad_request" | "bad_url" | "no_output" | "unknown_browser" | "bad_viewport" | "bad_relay_url" | "bad_port" | "bad_webhook" | "no_checks" | "blocked_address" | "unreachable" | "payload_too_large" | "unsupported_media_type" | "unauthorized" | "insufficient_funds" | "not_found" | "unknown_service" | "method_not_allowed" | "not_ready" | "expired" | "rate_limited" | "relay_busy" | "invoice_failed" | "internal" | "service_unavailable" | "busy";
+                code: "bad_request" | "bad_url" | "no_output" | "unknown_browser" | "bad_viewport" | "bad_relay_url" | "bad_port" | "bad_webhook" | "no_checks" | "blocked_address" | "unreachable" | "payload_too_large" | "unsupported_media_type" | "unauthorized" | "insufficient_funds" | "not_found" | "unknown_service" | "method_not_allowed" | "idempotency_key_in_use" | "idempotency_key_reused" | "not_ready" | "expired" | "rate_limited" | "relay_busy" | "invoice_failed" | "internal" | "service_unavailable" | "busy";
                 /** @description Human text; may change. */
                 message: string;
                 /** @description Link to this code on the errors page. */
@@ -1264,7 +1264,10 @@ export interface operations {
     postV1Topups: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Optional, at most 255 visible ASCII characters (a UUID is a good choice). The same key with the same request within 24 hours answers the first answer again (status and body, header `Idempotent-Replayed: true`) and charges nothing more; with a different request it answers 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use` with `Retry-After`. Keys are per wallet. Answers that say nothing happened (429, 5xx) are not kept: a retry with the same key runs again. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1323,6 +1326,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `idempotency_key_in_use` (A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet).) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_in_use",
+                     *         "message": "A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error. `code`: `payload_too_large` (The request body is larger than 64 KB.) */
             413: {
                 headers: {
@@ -1351,6 +1373,23 @@ export interface operations {
                      *       "error": {
                      *         "code": "unsupported_media_type",
                      *         "message": "The body is not sent as application/json."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `idempotency_key_reused` (This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body).) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body)."
                      *       }
                      *     }
                      */
@@ -1700,7 +1739,10 @@ export interface operations {
                 /** @description Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25. */
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Optional, at most 255 visible ASCII characters (a UUID is a good choice). The same key with the same request within 24 hours answers the first answer again (status and body, header `Idempotent-Replayed: true`) and charges nothing more; with a different request it answers 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use` with `Retry-After`. Keys are per wallet. Answers that say nothing happened (429, 5xx) are not kept: a retry with the same key runs again. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1775,6 +1817,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `idempotency_key_in_use` (A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet).) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_in_use",
+                     *         "message": "A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error. `code`: `payload_too_large` (The request body is larger than 64 KB.) */
             413: {
                 headers: {
@@ -1803,6 +1864,23 @@ export interface operations {
                      *       "error": {
                      *         "code": "unsupported_media_type",
                      *         "message": "The body is not sent as application/json."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `idempotency_key_reused` (This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body).) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body)."
                      *       }
                      *     }
                      */
@@ -2019,7 +2097,10 @@ export interface operations {
                 /** @description Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25. */
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Optional, at most 255 visible ASCII characters (a UUID is a good choice). The same key with the same request within 24 hours answers the first answer again (status and body, header `Idempotent-Replayed: true`) and charges nothing more; with a different request it answers 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use` with `Retry-After`. Keys are per wallet. Answers that say nothing happened (429, 5xx) are not kept: a retry with the same key runs again. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2094,6 +2175,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `idempotency_key_in_use` (A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet).) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_in_use",
+                     *         "message": "A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error. `code`: `payload_too_large` (The request body is larger than 64 KB.) */
             413: {
                 headers: {
@@ -2122,6 +2222,23 @@ export interface operations {
                      *       "error": {
                      *         "code": "unsupported_media_type",
                      *         "message": "The body is not sent as application/json."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `idempotency_key_reused` (This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body).) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body)."
                      *       }
                      *     }
                      */
@@ -2338,7 +2455,10 @@ export interface operations {
                 /** @description Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25. */
                 wait?: number;
             };
-            header?: never;
+            header?: {
+                /** @description Optional, at most 255 visible ASCII characters (a UUID is a good choice). The same key with the same request within 24 hours answers the first answer again (status and body, header `Idempotent-Replayed: true`) and charges nothing more; with a different request it answers 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use` with `Retry-After`. Keys are per wallet. Answers that say nothing happened (429, 5xx) are not kept: a retry with the same key runs again. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2413,6 +2533,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `idempotency_key_in_use` (A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet).) */
+            409: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_in_use",
+                     *         "message": "A job or top-up creation with this `Idempotency-Key` is still running (or its outcome is not settled yet)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description Error. `code`: `payload_too_large` (The request body is larger than 64 KB.) */
             413: {
                 headers: {
@@ -2441,6 +2580,23 @@ export interface operations {
                      *       "error": {
                      *         "code": "unsupported_media_type",
                      *         "message": "The body is not sent as application/json."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `idempotency_key_reused` (This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body).) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "idempotency_key_reused",
+                     *         "message": "This `Idempotency-Key` was used in the last 24 hours with a different request (another path or body)."
                      *       }
                      *     }
                      */

@@ -21,6 +21,7 @@ import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/sto
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
+import { failpoint } from '../../shared/failpoints.ts';
 
 export interface JobDeps {
   nc: NatsConnection;
@@ -148,7 +149,7 @@ export async function publishSubmitted(js: JetStreamClient, job: Pick<JobRecord,
  * job limit's decision still in flight (RouteRequest.limited); nothing with an effect happens before
  * it allowed the creation.
  */
-export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>): Promise<{ job: JobRecord; balance: number }> {
+export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>, jobId?: string): Promise<{ job: JobRecord; balance: number }> {
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
@@ -165,7 +166,7 @@ export async function submitJob(d: JobDeps, service: ServiceName, body: Record<s
   // which a key over its limit must not be able to make us do at its own rate.
   await mod.precheck?.(body, plan, ctx);
 
-  const job = newJobRecord(service, plan, walletId, body, d.config);
+  const job = newJobRecord(service, plan, walletId, body, d.config, Date.now(), jobId);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
   return commitJob(d, job);
 }
@@ -184,8 +185,9 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   if (fee) {
     // a job document is written within half the orphan grace of the charge plus the store's retries,
     // or never (see commitJob): a mark older than that without its job is abandoned
-    const staleMs = d.config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
+    const staleMs = jobMayAppearMs(d.config);
     markClaimed = (await claimDatasetMark(d.kv.datasets, walletId, job.id, { jobs: d.kv.jobs, staleMs })) !== null;
+    if (markClaimed) failpoint('gateway.after-dataset-claim');
     if (!markClaimed) {
       const results = job.results.filter((r) => r !== fee);
       job = { ...job, results, cost: results.reduce((s, r) => s + r.price, 0) };
@@ -202,6 +204,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     // answerBy a second before this request times out: a wallet that gets it later (paused,
     // overloaded) refuses it, instead of charging a creation already answered 503
     ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost, answerBy: asked + walletApi.charge.timeoutMs - 1000 }));
+    failpoint('gateway.after-charge');
   } catch (e) {
     // the job will not be written (an unanswered charge is refunded by the orphan sweep)
     await giveMarkBack();
@@ -229,10 +232,12 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     return null;
   });
   if (seqs) {
+    failpoint('gateway.after-tasks');
     job = structuredClone(job);
     markDispatched(job, seqs);
   }
   const store = await storeNewJob(d, job);
+  if (store.stored) failpoint('gateway.after-job-write');
   if (store.stored) return afterCommit(d, job, balance);
   if (store.maybe) {
     // A write timed out and nothing settled whether it was stored: it may still appear. Refunding
@@ -255,6 +260,13 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   if (isTransientNatsError(store.err)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
   throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
 }
+
+/**
+ * How long after its creation started a job document may still appear: within half the orphan grace
+ * of the charge plus the store's retries, or never (commitJob). Past it, a creation that left no job
+ * will never leave one.
+ */
+export const jobMayAppearMs = (config: Config) => config.wallet.orphanChargeGraceSeconds * 1000 + 2 * (STORE_RETRY_MS + STORE_TIMEOUT_MS);
 
 /** How long a job document write is retried through a failover before the job is given up. */
 const STORE_RETRY_MS = 5000;

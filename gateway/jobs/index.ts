@@ -1,6 +1,6 @@
 // The gateway's job logic, used only by the job routes: quote and create (charge, document, publish,
 // refund on failure), the long poll, and the mapping of a stored job to the API's Job.
-export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, type JobDeps } from './create.ts';
+export { quoteJob, submitJob, commitJob, newJobRecord, refundWholeJob, jobMayAppearMs, type JobDeps } from './create.ts';
 export { JobWatch, jobWatchOf } from './watch.ts';
 export { toPublicJob, toPublicResult, isExpired, resultPath } from '../../shared/protocol/public-job.ts';
 export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';

@@ -1,6 +1,6 @@
 // CORS: the API is public to browsers. Every answer carries the request id and the grant; a
 // preflight on a path that exists is answered here, before auth and limits.
-export const EXPOSED_HEADERS = 'x-request-id, retry-after, content-disposition';
+export const EXPOSED_HEADERS = 'x-request-id, retry-after, content-disposition, idempotent-replayed';
 
 /** The headers every answer carries. */
 export function commonHeaders(requestId: string): Record<string, string> {
@@ -10,5 +10,5 @@ export function commonHeaders(requestId: string): Record<string, string> {
 /** The headers of the 204 answer to OPTIONS on a path answering `allowed`. */
 export function preflightHeaders(common: Record<string, string>, allowed: readonly string[]): Record<string, string> {
   const methods = [...allowed, 'OPTIONS'].join(', ');
-  return { ...common, allow: methods, 'access-control-allow-methods': methods, 'access-control-allow-headers': 'authorization, content-type, x-request-id', 'access-control-max-age': '600' };
+  return { ...common, allow: methods, 'access-control-allow-methods': methods, 'access-control-allow-headers': 'authorization, content-type, x-request-id, idempotency-key', 'access-control-max-age': '600' };
 }

@@ -5,14 +5,16 @@ import { Readable } from 'node:stream';
 import { Type as T } from '@sinclair/typebox';
 import { Objm, type ObjectResult } from '@nats-io/obj';
 import yazl from 'yazl';
-import type { GatewayContext, Route, RouteRequest } from '../route.ts';
+import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
+import { idempotent, idempotencyKeyOf, fingerprintOf, IDEMPOTENCY_DOC } from '../idempotency.ts';
+import { newId } from '../../shared/ids.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, type JobDeps } from '../jobs/index.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
@@ -67,21 +69,37 @@ function serviceRoutes(service: ServiceName): Route[] {
       bodyErrorCode: (e) => mod.errorCode(e),
       query: WaitQuery,
       responses: { 201: { description: 'The job (finished if `wait` allowed it) and the balance after the charge.', schema: JobWithBalance } },
-      errors: [...SERVICE_ERRORS[service], ...PRECHECK_ERRORS[service], 'insufficient_funds', 'rate_limited', 'busy', 'service_unavailable'],
+      requestHeaders: { 'Idempotency-Key': IDEMPOTENCY_DOC },
+      errors: [...SERVICE_ERRORS[service], ...PRECHECK_ERRORS[service], 'insufficient_funds', 'rate_limited', 'busy', 'service_unavailable', 'idempotency_key_in_use', 'idempotency_key_reused'],
       async handler(req, ctx) {
         const walletId = walletOf(req);
-        const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited);
-        let { job, balance } = created;
-        const ms = waitMs(ctx, req.query.wait);
-        if (ms > 0) {
-          job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal);
-          // refunds may have come back while we waited
-          if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
-        }
-        return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+        const path = `/v1/${service}/jobs`;
+        return idempotent({
+          nc: ctx.nc, walletId, key: idempotencyKeyOf(req.headers), fingerprint: fingerprintOf('POST', path, req.body),
+          jobId: newId('job'), staleMs: jobMayAppearMs(ctx.config), answerJob: (id) => jobAnswer(ctx, walletId, id),
+        }, async (jobId) => {
+          const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId);
+          let { job, balance } = created;
+          const ms = waitMs(ctx, req.query.wait);
+          if (ms > 0) {
+            // the job exists and is charged from here: a failed wait still answers it (and an
+            // Idempotency-Key keeps that answer), never an error a client would retry
+            job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal).catch(() => job);
+            // refunds may have come back while we waited
+            if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
+          }
+          return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+        });
       },
     },
   ];
+}
+
+/** A job created under an Idempotency-Key whose first answer was lost (its gateway died): answered as it is now. */
+async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): Promise<Reply | null> {
+  const cur = await readJob(ctx.kv.jobs, jobId);
+  if (!cur || cur.job.walletId !== walletId) return null;
+  return { status: 201, json: { job: toPublicJob(cur.job, ctx.baseUrl), balance: await readBalance(ctx.nc, walletId) } };
 }
 
 /**

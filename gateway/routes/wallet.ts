@@ -3,7 +3,8 @@
 import { Type as T } from '@sinclair/typebox';
 import type { Route } from '../route.ts';
 import { Balance, TopupWithBalance } from '../../shared/schemas/api.ts';
-import { wallet, toEur, UNIT, TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
+import { wallet, walletApi, toEur, UNIT, TRANSACTIONS_PAGE } from '../../shared/protocol/wallet.ts';
+import { idempotent, idempotencyKeyOf, fingerprintOf, IDEMPOTENCY_DOC } from '../idempotency.ts';
 import { readBalance } from '../balances.ts';
 
 const Entry = T.Object({
@@ -71,9 +72,13 @@ export const routes: Route[] = [
     tags: ['wallet'],
     body: T.Object({ eur: T.Number({ minimum: 0.25, maximum: 100, description: 'Amount in EUR, 0.25 to 100.00, at most two decimals.' }) }, { additionalProperties: false }),
     responses: { 201: { description: 'The pending top-up with its invoice, and the current balance.', schema: TopupWithBalance } },
-    errors: ['bad_request', 'rate_limited', 'invoice_failed', 'service_unavailable'],
+    requestHeaders: { 'Idempotency-Key': IDEMPOTENCY_DOC },
+    errors: ['bad_request', 'rate_limited', 'invoice_failed', 'service_unavailable', 'idempotency_key_in_use', 'idempotency_key_reused'],
     async handler(req, ctx) {
-      return { status: 201, json: await wallet.topupCreate(ctx.nc, req.auth!.walletId, req.body.eur) };
+      const walletId = req.auth!.walletId;
+      // no job id: a top-up left running by a dead gateway is made anew once the wallet's answer can no longer come
+      return idempotent({ nc: ctx.nc, walletId, key: idempotencyKeyOf(req.headers), fingerprint: fingerprintOf('POST', '/v1/topups', req.body), staleMs: 2 * walletApi.topupCreate.timeoutMs },
+        async () => ({ status: 201, json: await wallet.topupCreate(ctx.nc, walletId, req.body.eur) }));
     },
   },
   {

@@ -79,6 +79,10 @@ export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; histo
     // Live catalogue entries: an instance that stops refreshing vanishes after this.
     { name: BUCKETS.catalogue, ttlMs: 30 * 1000, history: 1 },
     { name: BUCKETS.datasets, ttlMs: 0, history: 1 },
+    // Stripe's window: the same Idempotency-Key within 24 h answers the first answer again
+    { name: BUCKETS.idempotency, ttlMs: 24 * HOUR, history: 1 },
+    // a clean-up not finished within this is given up (the relay keeps the test events)
+    { name: BUCKETS.labsCleanups, ttlMs: HOUR, history: 1 },
   ].map((b) => ({ ...b, replicas: cfg.nats.replicas }));
 }
 

@@ -105,6 +105,12 @@ export interface JobRecord {
    * Absent on jobs from before it was recorded (then the supervisor's own server.baseUrl).
    */
   baseUrl?: string;
+  /**
+   * The document was written after the wallet's orphan sweep had given the whole charge back (it
+   * landed later than the charge's grace): the job ended at once as failed, its results refunded by
+   * that one `refund:<jobId>:_orphan` entry (actors/job-supervisor/orphaned.ts).
+   */
+  orphaned?: true;
 }
 
 export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';

@@ -123,6 +123,10 @@ export const walletApi = {
     subject: subjects.wallet.refund, summary: 'Give back one undelivered result; idempotent per (jobId, resultKey)',
     request: T.Object({ walletId: WalletId, jobId: T.String(), resultKey: T.String(), amount: T.Integer() }), reply: Moved,
   }),
+  chargeOf: endpoint({
+    subject: subjects.wallet.chargeOf, summary: 'What the ledger holds for one job: charged, refunded, and whether the charge was refunded whole as an orphan (no job document in its grace)',
+    request: T.Object({ walletId: WalletId, jobId: T.String() }), reply: T.Object({ charged: T.Integer(), refunded: T.Integer(), orphaned: T.Boolean() }),
+  }),
   balance: endpoint({ subject: subjects.wallet.balance, summary: 'A wallet\'s balance', request: T.Object({ walletId: WalletId }), reply: T.Object({ balance: T.Integer() }) }),
   transactions: endpoint({
     subject: subjects.wallet.transactions, summary: `A page of ledger entries, newest first (at most ${TRANSACTIONS_PAGE})`,
@@ -155,7 +159,7 @@ export type ChargeRequest = RequestOf<typeof walletApi.charge>;
 export type RefundRequest = RequestOf<typeof walletApi.refund>;
 
 const c = {
-  charge: client(walletApi.charge), refund: client(walletApi.refund), balance: client(walletApi.balance), transactions: client(walletApi.transactions),
+  charge: client(walletApi.charge), refund: client(walletApi.refund), chargeOf: client(walletApi.chargeOf), balance: client(walletApi.balance), transactions: client(walletApi.transactions),
   grant: client(walletApi.grant), topupCreate: client(walletApi.topupCreate), topupGet: client(walletApi.topupGet), topupPay: client(walletApi.topupPay), audit: client(walletApi.audit), reconcile: client(walletApi.reconcile),
 };
 
@@ -164,6 +168,8 @@ export const wallet = {
   charge: (nc: NatsConnection, r: ChargeRequest) => c.charge(nc, r),
   /** Give back one undelivered result; idempotent per (jobId, resultKey). */
   refund: (nc: NatsConnection, r: RefundRequest) => c.refund(nc, r),
+  /** The ledger's view of one job's money; `orphaned`: its charge was given back whole by the orphan sweep. */
+  chargeOf: (nc: NatsConnection, walletId: string, jobId: string) => c.chargeOf(nc, { walletId, jobId }),
   balance: (nc: NatsConnection, walletId: string) => c.balance(nc, { walletId }),
   transactions: (nc: NatsConnection, walletId: string, before?: number, limit?: number) => c.transactions(nc, { walletId, before, limit }),
   /** Operator grant; the same `grantId` again is the same grant (a retry), not a second one. */

@@ -1,7 +1,7 @@
 import { Type as T, type Static } from '@sinclair/typebox';
 import { OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
-import { readCatalogue } from '../catalogue.ts';
+import { readCatalogue, type CatalogueEntry } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
@@ -15,6 +15,10 @@ export const WebsiteproBody = T.Object({
   webhook: T.Optional(WebhookField),
 }, { $id: 'WebsiteproBody', additionalProperties: false });
 export type WebsiteproRequest = Static<typeof WebsiteproBody>;
+
+/** A browser-pool instance that prints: what a `pdf` output needs besides a converter (actors/browser-pool advertises `prints`). */
+const printsPdfEntry = (e: CatalogueEntry) => Array.isArray(e.catalogue.prints) && e.catalogue.prints.includes('pdf');
+const printsPdf = (entries: CatalogueEntry[]) => entries.some(printsPdfEntry);
 
 export const websitepro: ServiceModule<WebsiteproRequest> = {
   name: 'websitepro',
@@ -46,8 +50,12 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
       })),
     };
   },
+  // every kind of worker an output needs runs (the converter is checked by the plan), then
   // blocked_address / unreachable before any charge; the worker checks every hop again
-  async precheck(body, _plan, { config }) {
+  async precheck(body, _plan, { config, catalogueKv }) {
+    if (body.outputs.includes('pdf') && !(await readCatalogue(catalogueKv, 'shots', printsPdf)).some(printsPdfEntry)) {
+      throw new ApiError('service_unavailable', 'no browser-pool instance that prints PDFs is running; nothing was charged', {}, { 'retry-after': '30' });
+    }
     await precheckTarget(body.url, config);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },

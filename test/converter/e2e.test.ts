@@ -14,7 +14,13 @@ t.test('websitepro end to end', async (t) => {
   await wallet.grant(app.nc, k.walletId, 10_000, 'test');
   const balance = async () => (await wallet.balance(app.nc, k.walletId)).balance;
 
-  const r = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: site.url('/post'), outputs: ['markdown', 'metadata', 'pdf'] } });
+  // no browser-pool prints the pdf: refused before any charge (issue 28 item 4), not charged and refunded later
+  const noPrinter = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: site.url('/post'), outputs: ['text', 'pdf'] } });
+  t.equal(noPrinter.status, 503, noPrinter.text);
+  t.equal(noPrinter.json.error.code, 'service_unavailable');
+  t.equal(await balance(), 10_000, 'nothing charged');
+
+  const r = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body: { url: site.url('/post'), outputs: ['markdown', 'metadata'] } });
   t.equal(r.status, 201, r.text);
   let job = r.json.job;
   for (let i = 0; i < 10 && (job.status === 'queued' || job.status === 'processing'); i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
@@ -22,8 +28,7 @@ t.test('websitepro end to end', async (t) => {
   const byKey = Object.fromEntries(job.results.map((x: { key: string }) => [x.key, x]));
   t.match(byKey.markdown, { status: 'done', contentType: 'text/markdown; charset=utf-8', refunded: false });
   t.match(byKey.metadata, { status: 'done', contentType: 'application/json' });
-  t.match(byKey.pdf, { status: 'failed', error: 'service_unavailable', refunded: true }, 'no browser-pool: pdf refunded');
-  t.equal(job.charged, job.cost - byKey.pdf.price);
+  t.equal(job.charged, job.cost);
   t.equal(await balance(), 10_000 - job.charged);
 
   const md = await app.request('GET', new URL(byKey.markdown.url).pathname, { key: k.key });

@@ -26,9 +26,11 @@ export type Behaviour = 'succeed' | 'fail' | 'crash' | 'crash-once' | 'hang' | '
 export function behaviourOf(task: Task): Behaviour {
   const p = task.params;
   if (typeof p.behave === 'string') return p.behave as Behaviour;
-  if (typeof p.url === 'string') {
+  // the page of a websitepro or shots task, the relay of a labs task
+  const target = typeof p.url === 'string' ? p.url : p.relay;
+  if (typeof target === 'string') {
     try {
-      const q = new URL(p.url).searchParams;
+      const q = new URL(target).searchParams;
       const b = q.get(`behave.${task.resultKey}`) ?? q.get('behave');
       if (b) return b as Behaviour;
     } catch { /* not a URL */ }

@@ -14,7 +14,7 @@ import { audit } from '../../shared/audit.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
-export async function startJobsApi(t: Tap, config: Record<string, unknown> = {}, opts: { workers?: boolean } = {}) {
+export async function startJobsApi(t: Tap, config: Record<string, unknown> = {}, opts: { workers?: boolean; printer?: boolean } = {}) {
   const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor'], config });
   const target = createServer((_req, res) => res.end('<html><title>t</title><body>hello</body></html>'));
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
@@ -24,6 +24,8 @@ export async function startJobsApi(t: Tap, config: Record<string, unknown> = {},
 
   const cat = await advertise(app.nc, 'shots', 'test-pool', () => ({
     browsers: [{ id: 'testbrowser', name: 'Test browser', engine: 'chromium', versions: ['2', '1'] }],
+    // a pool that prints websitepro's pdf, as a browser-pool with Chromium advertises
+    ...(opts.printer === false ? {} : { prints: ['pdf', 'html'] }),
   }));
   stops.push(() => cat.stop());
   // as a converter advertises: websitepro jobs are refused with 503 while no instance is live

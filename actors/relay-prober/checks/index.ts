@@ -13,7 +13,7 @@ import { DELETION_CHECKS } from './deletion.ts';
 import { LIMIT_CHECKS } from './limits.ts';
 import { NIP_CHECKS } from './nips.ts';
 
-export { cleanup, cleanupAfterStop } from './cleanup.ts';
+export { cleanup, cleanupAfterStop, deleteTestEvents, type CleanupResult } from './cleanup.ts';
 export { percentiles, flip, dataset, type CheckDef, type Outcome, type Dataset } from './common.ts';
 
 const ALL_CHECKS: CheckDef[] = [...QUICK_CHECKS, ...filterChecks(), ...KIND_CHECKS, ...MESSAGE_CHECKS, ...DELETION_CHECKS, ...LIMIT_CHECKS, ...NIP_CHECKS];

@@ -14,7 +14,7 @@ const codeOf = (f: () => unknown) => { try { f(); return 'none'; } catch (e) { r
 
 t.test('cors', async (t) => {
   const c = commonHeaders('r1');
-  t.same(c, { 'x-request-id': 'r1', 'access-control-allow-origin': '*', 'access-control-expose-headers': 'x-request-id, retry-after, content-disposition' });
+  t.same(c, { 'x-request-id': 'r1', 'access-control-allow-origin': '*', 'access-control-expose-headers': 'x-request-id, retry-after, content-disposition, idempotent-replayed' });
   const p = preflightHeaders(c, ['GET', 'POST']);
   t.equal(p.allow, 'GET, POST, OPTIONS');
   t.equal(p['access-control-allow-methods'], 'GET, POST, OPTIONS');

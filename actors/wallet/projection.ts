@@ -263,6 +263,11 @@ export class Projection {
     return this.q.count.get()!.n;
   }
 
+  /** The file's database, for the other state the wallet keeps beside the projection (topups-kept.ts). */
+  get database(): Database.Database {
+    return this.sqlite;
+  }
+
   /** Kept on disk for the next start (the lock goes with the connection). */
   close(): void {
     this.sqlite.close();

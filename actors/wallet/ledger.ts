@@ -104,7 +104,7 @@ export class Ledger {
     // a stream whose every entry after the checkpoint was deleted delivers nothing: nothing to wait for
     if (info.state.messages === 0 || from >= this.startSeq) this.caughtUp(began);
     const messages = await withRetry('ledger consumer', async () => {
-      const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
+      const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: 'wallet_projection', deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
       return consumer.consume({ expires: CONSUME_EXPIRES_MS });
     }, { log: this.log });
     this.messages = messages;
@@ -232,7 +232,7 @@ export class Ledger {
   private async catchUpWallet(walletId: string, upTo: number): Promise<void> {
     const began = Date.now();
     const from = this.applied + 1;
-    const consumer = await this.js.consumers.get(STREAMS.ledger, { filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: 'wallet_catch_up', filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     let last = 0;
     while (last < upTo && this.applied < upTo) {
       if (Date.now() - began > WALLET_CATCH_UP_MS) throw new ApiError('service_unavailable', `the ledger projection is rebuilding and the wallet's ${upTo - from} newest sequences were not read in time; try again shortly`);

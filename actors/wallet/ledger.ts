@@ -18,6 +18,7 @@
 import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages, type StreamInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomBytes } from 'node:crypto';
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { casPublish, isCasConflict } from '../../shared/nats/cas.ts';
@@ -79,6 +80,11 @@ export class Ledger {
   /** The consumer's last message had nothing pending after it. */
   private drained = false;
   private stopped = false;
+  /**
+   * Names this instance's consumers (wallet_projection_<id>_<n>): an ordered consumer's name is its
+   * prefix and a counter, so a prefix shared by two instances would make them pull from one consumer.
+   */
+  private readonly id = randomBytes(4).toString('hex');
   /** What the last start did (read by the tests and the start-time bench). */
   stats = { from: 0, startSeq: 0, appliedSinceStart: 0, rebuilt: false, caughtUpMs: null as number | null, walletCatchUps: 0 };
 
@@ -104,7 +110,7 @@ export class Ledger {
     // a stream whose every entry after the checkpoint was deleted delivers nothing: nothing to wait for
     if (info.state.messages === 0 || from >= this.startSeq) this.caughtUp(began);
     const messages = await withRetry('ledger consumer', async () => {
-      const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: 'wallet_projection', deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
+      const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_projection_${this.id}`, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
       return consumer.consume({ expires: CONSUME_EXPIRES_MS });
     }, { log: this.log });
     this.messages = messages;
@@ -171,9 +177,11 @@ export class Ledger {
         }
         batch.push({ seq: m.seq, walletId, m: body });
         this.drained = m.info.pending === 0;
-        // one transaction per batch while behind (a row's own transaction costs more than its insert),
-        // at once when live; a batch left short by a pause is written by the timer
-        if (this.drained || batch.length >= BATCH) flush();
+        // one transaction per batch while catching up (a row's own transaction costs more than its
+        // insert); live (or a reader waiting for it), at once; a batch left short by a pause is
+        // written by the timer
+        const live = m.seq >= this.startSeq || this.waiters.some((w) => w.seq <= m.seq);
+        if (live || this.drained || batch.length >= BATCH) flush();
         else timer ??= setTimeout(flush, 20);
         if (this.stats.caughtUpMs === null && this.applied >= this.startSeq) this.caughtUp(began);
       }
@@ -232,7 +240,7 @@ export class Ledger {
   private async catchUpWallet(walletId: string, upTo: number): Promise<void> {
     const began = Date.now();
     const from = this.applied + 1;
-    const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: 'wallet_catch_up', filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_catch_up_${this.id}`, filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
     let last = 0;
     while (last < upTo && this.applied < upTo) {
       if (Date.now() - began > WALLET_CATCH_UP_MS) throw new ApiError('service_unavailable', `the ledger projection is rebuilding and the wallet's ${upTo - from} newest sequences were not read in time; try again shortly`);

@@ -40,8 +40,8 @@ if (fresh || (await jsm.streams.info(STREAMS.ledger)).state.messages < entries) 
 }
 const info = await jsm.streams.info(STREAMS.ledger);
 const dirBytes = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((s, e) => s + (e.isDirectory() ? dirBytes(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
-const ledgerDir = join(storeDir, 'nats', 'jetstream', '$G', 'streams', STREAMS.ledger);
-const ledgerDisk = existsSync(ledgerDir) ? dirBytes(ledgerDir) : NaN;
+const ledgerDir = [join(storeDir, 'nats', 'jetstream', 'jetstream', '$G', 'streams', STREAMS.ledger), join(storeDir, 'nats', 'jetstream', '$G', 'streams', STREAMS.ledger)].find(existsSync) ?? '';
+const ledgerDisk = ledgerDir ? dirBytes(ledgerDir) : NaN;
 
 const rssMb = (pid: number) => {
   try { return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024); } catch { return NaN; }

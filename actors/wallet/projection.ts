@@ -122,6 +122,7 @@ function statements(db: BetterSQLite3Database) {
     topupCredits: db.select().from(entries).where(eq(entries.type, 'topup')).orderBy(entries.id).prepare(),
     count: db.select({ n: sql<number>`count(*)` }).from(entries).prepare(),
     byId: db.select().from(entries).where(eq(entries.id, p.id)).prepare(),
+    newest: db.select().from(entries).orderBy(desc(entries.id)).limit(p.limit).prepare(),
   };
 }
 
@@ -215,6 +216,11 @@ export class Projection {
   /** Entries in stream order (`m` null: unreadable, skipped) and the new checkpoint, in one transaction. */
   applyBatch(rows: { seq: number; walletId: string; m: LedgerMessage | null }[], applied: number): void {
     this.applyBatchTx(rows, applied);
+  }
+
+  /** The rows with the highest ids, newest first. */
+  newest(limit: number): Row[] {
+    return this.q.newest.all({ limit });
   }
 
   byId(id: number): Row | undefined {

@@ -17,6 +17,9 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
+/** History is written fast (no fsync per write): only its reading is tested here. */
+const FAST = { nats: { syncInterval: '2m' } };
+
 async function open(t: Tap, nc: NatsConnection, dir: string) {
   const projection = new Projection(dir);
   const ledger = new Ledger(nc, projection, testLog());
@@ -38,9 +41,9 @@ async function caughtUp(ledger: Ledger) {
 }
 
 t.test('a restart on a store with history catches up from the checkpoint instead of replaying', async (t) => {
-  const tn = await startTestNats(t);
+  const tn = await startTestNats(t, FAST);
   const dir = tempDir('payloads-proj-restart-');
-  await writeLedgerHistory(tn.nc, { entries: 3000, wallets: 100, prefix: 'a' });
+  await writeLedgerHistory(tn.nc, { entries: 3000, wallets: 100, prefix: 'a', batch: 500 });
   const first = await open(t, tn.nc, dir);
   t.ok(await caughtUp(first.ledger), 'the first start catches up');
   t.equal(first.ledger.stats.appliedSinceStart, 3000, 'a new file applies every entry once');
@@ -66,8 +69,8 @@ t.test('a restart on a store with history catches up from the checkpoint instead
 });
 
 t.test('a projection file from another store, or ahead of the stream, is rebuilt', async (t) => {
-  const a = await startTestNats(t);
-  const b = await startTestNats(t);
+  const a = await startTestNats(t, FAST);
+  const b = await startTestNats(t, FAST);
   const dir = tempDir('payloads-proj-other-');
   await writeLedgerHistory(a.nc, { entries: 500, wallets: 10, prefix: 'a' });
   await writeLedgerHistory(b.nc, { entries: 200, wallets: 5, prefix: 'b' });

@@ -3,17 +3,27 @@
 // The wallet is the only writer of the LEDGER stream; every entry carries the wallet's balance after
 // it, so a wallet's balance is its last entry's `balanceAfter` (what the wallet's own `balance`
 // endpoint reads). Asking the wallet costs two hops and the wallet's own stream read per request,
-// and every gateway request queued behind the one wallet process. This gateway instead keeps the
-// last entry per wallet from one ordered consumer on LEDGER, and answers "as of now": it asks the
-// stream for its last sequence (one request shared by the reads arriving together,
-// shared/nats/fresh.ts: a direct get where that is strict, else stream info) and waits until the consumer has delivered up to it. So a read sees every
-// ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) —
-// read-your-writes, not a cache. Nothing here writes money: charges and refunds still go through
-// the wallet, which checks the balance against the stream with an expected sequence.
+// and every gateway request queued behind the one wallet process. A read here answers "as of now":
+// every ledger write acknowledged before it (a charge, a refund by the supervisor, a paid top-up) is
+// in its answer — read-your-writes, not a cache (a lagging balance was declined in sessions 13-14).
+// Nothing here writes money: charges and refunds still go through the wallet, which checks the
+// balance against the stream with an expected sequence.
 //
-// A wallet with no entry since the consumer started is read straight from the stream (its last
-// message by subject). While the consumer is not running, or a read waits too long, the wallet is
-// asked as before.
+// Two ways, both with a cost that does not grow with the number of wallets (issue 26):
+// - Where direct gets are strict (one replica, shared/nats/provision.ts: the one server storing the
+//   ledger answers, after the write was acknowledged), a direct get of the wallet's OWN last entry
+//   (`last_by_subj: ledger.<walletId>`, one subject's index entry) sent after the read arrived is the
+//   answer. Reads of one wallet arriving together share one get (the same rule as
+//   shared/nats/fresh.ts). Until session 15 the read asked for the last entry of `ledger.>` and waited
+//   for a consumer's copy to reach it: nats-server answers that wildcard by walking every wallet's
+//   subject (0.5 ms at 1 wallet, about 10 ms at 100,000).
+// - Otherwise (a replicated ledger: a replica that lags could answer a direct get), one ordered
+//   consumer on LEDGER keeps the last entry per wallet, and a read asks the stream's last sequence
+//   by stream info (a constant-cost request to the leader, shared by the reads arriving together)
+//   and waits until the consumer has delivered up to it. The copy holds at most
+//   `server.balanceCopyWallets` wallets, least recently used out first; a wallet not in it costs one
+//   read of its last entry from the stream.
+// While neither works (the consumer restarts, a read waits too long), the wallet is asked as before.
 import type { NatsConnection } from '@nats-io/nats-core';
 import { DeliverPolicy, jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../shared/names.ts';
@@ -22,8 +32,13 @@ import { AppliedUpTo, freshRead } from '../shared/nats/fresh.ts';
 
 /** How long a read waits for the consumer to reach the stream's last sequence before asking the wallet. */
 const SYNC_WAIT_MS = 1000;
-/** Wallets kept; past this the map is emptied (the next read of each goes to the stream). */
-const MAX_WALLETS = 100_000;
+/** Wallets kept by default (server.balanceCopyWallets): least recently used out first. */
+let maxWallets = 100_000;
+
+/** The copy's bound (gateway start, from config): each wallet kept costs about 200 bytes (bench/wallet-history.ts). */
+export function setBalanceCopyLimit(wallets: number) {
+  maxWallets = Math.max(1, wallets);
+}
 /** A gap wider than this is not checked for deleted sequences (the wallet is asked instead). */
 const MAX_GAP = 1000;
 /**
@@ -41,6 +56,11 @@ const RESTART_MS = 1000;
 interface Head {
   seq: number;
   balance: number;
+}
+
+interface WalletGet {
+  p: Promise<Head> | null;
+  next: Promise<Head> | null;
 }
 
 class BalanceCopy {
@@ -71,6 +91,8 @@ class BalanceCopy {
   /** A direct get failed (turned off, or the server slow): none is tried before this time. */
   private directPausedUntil = 0;
   private readonly prefix = subjects.ledger('');
+  /** Wallets with a direct get in flight, and the one queued behind it. */
+  private inFlight = new Map<string, WalletGet>();
 
   constructor(private readonly nc: NatsConnection) {
     this.lastSeq = freshRead(() => this.lastSequence());
@@ -104,24 +126,50 @@ class BalanceCopy {
     this.applied.reset(-1);
   }
 
-  /**
-   * The stream's last sequence, from a request sent now: its last message by a direct get where
-   * that is strict, else a stream-info request (answered by the stream's leader). A deleted tail
-   * makes the first smaller than the second; nothing left to read lies between them.
-   */
+  /** The stream's last sequence, from a stream-info request sent now (answered by the stream's leader). */
   private async lastSequence(): Promise<number> {
-    if (this.direct && Date.now() >= this.directPausedUntil) {
-      try {
-        return await ledgerLastSeqDirect(this.nc);
-      } catch {
-        // turned off (the ledger was replicated since) or the server is slow: the stream info below
-        // says which, and a slow server costs a read the direct get's timeout only once a pause
-        this.directPausedUntil = Date.now() + DIRECT_PAUSE_MS;
-      }
-    }
     const info = await (await this.manager()).streams.info(STREAMS.ledger);
     this.direct = directIsStrict(info.config);
     return info.state.last_seq;
+  }
+
+  /**
+   * The wallet's last entry by a direct get sent after the caller arrived, where that is strict;
+   * null where it is not (or failed: then reads use the copy for DIRECT_PAUSE_MS).
+   */
+  private async directHead(walletId: string): Promise<Head | null> {
+    if (!this.direct || Date.now() < this.directPausedUntil) return null;
+    try {
+      return await this.walletHeadShared(walletId);
+    } catch {
+      // turned off (the ledger was replicated since) or the server is slow: the stream info of the
+      // copy's read says which, and a slow server costs a read the direct get's timeout only once a pause
+      this.directPausedUntil = Date.now() + DIRECT_PAUSE_MS;
+      return null;
+    }
+  }
+
+  /** Reads of one wallet arriving while its get is in flight share the next one (sent after they arrived). */
+  private walletHeadShared(walletId: string): Promise<Head> {
+    const s = this.inFlight.get(walletId);
+    if (!s) return this.sendWalletHead(walletId, { p: null, next: null });
+    if (s.next) return s.next;
+    const next = s.p!.then(() => {}, () => {}).then(() => {
+      s.next = null;
+      return this.sendWalletHead(walletId, s);
+    });
+    s.next = next;
+    return next;
+  }
+
+  private sendWalletHead(walletId: string, s: WalletGet): Promise<Head> {
+    const p = walletLastDirect(this.nc, walletId);
+    s.p = p;
+    this.inFlight.set(walletId, s);
+    // the map holds only wallets with a get in flight: bounded by the reads in progress
+    const clear = () => { if (s.p === p && !s.next) this.inFlight.delete(walletId); };
+    p.then(clear, clear);
+    return p;
   }
 
   /** From the stream's current end on: earlier entries are read per wallet on first use. */
@@ -146,8 +194,9 @@ class BalanceCopy {
   private keep(walletId: string, head: Head) {
     const had = this.heads.get(walletId);
     if (had && had.seq >= head.seq) return;
-    if (!had && this.heads.size >= MAX_WALLETS) this.heads.clear();
+    this.heads.delete(walletId); // re-inserted last: the map stays in order of last use
     this.heads.set(walletId, head);
+    while (this.heads.size > maxWallets) this.heads.delete(this.heads.keys().next().value!);
   }
 
   /**
@@ -188,12 +237,18 @@ class BalanceCopy {
   }
 
   async balance(walletId: string): Promise<number> {
+    const direct = await this.directHead(walletId);
+    if (direct) return direct.balance;
     const generation = this.generation;
     const synced = await this.synced().catch(() => false);
     // the consumer restarted meanwhile: what it had applied is gone
     if (!synced || generation !== this.generation) return (await wallet.balance(this.nc, walletId)).balance;
     const kept = this.heads.get(walletId);
-    if (kept) return kept.balance;
+    if (kept) {
+      this.heads.delete(walletId); // most recently used
+      this.heads.set(walletId, kept);
+      return kept.balance;
+    }
     // no entry since the consumer started: the wallet's last entry straight from the stream
     const m = await (await this.manager()).streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
     // no entry yet is kept too (sequence 0): the wallet's first entry comes through the consumer
@@ -213,7 +268,21 @@ class BalanceCopy {
 const directIsStrict = (c: StreamConfig) => c.allow_direct === true && c.num_replicas === 1;
 
 /**
- * The ledger's last sequence from a direct get of its last message (0: an empty ledger); throws
+ * A wallet's last entry by a direct get (sequence 0: no entry yet); throws where the ledger refuses
+ * direct gets. The request form, as below; the subject is literal, so the server looks up one
+ * subject, whatever the number of wallets. Strict only with one replica (see BalanceCopy.direct).
+ */
+export async function walletLastDirect(nc: NatsConnection, walletId: string): Promise<Head> {
+  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledger(walletId) }), { timeout: DIRECT_WAIT_MS });
+  if (m.headers?.code === 404) return { seq: 0, balance: 0 };
+  const seq = Number(m.headers?.get('Nats-Sequence'));
+  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+  return { seq, balance: m.json<LedgerMessage>().balanceAfter };
+}
+
+/**
+ * No longer used by reads (kept for bench/gateway.ts and bench/wallet-history.ts, which compare):
+ * the ledger's last sequence from a direct get of its last message (0: an empty ledger); throws
  * where the ledger refuses direct gets. Strict only with one replica (see BalanceCopy.direct).
  */
 export async function ledgerLastSeqDirect(nc: NatsConnection): Promise<number> {

@@ -11,6 +11,7 @@ import type { Metrics } from './metrics.ts';
 import { compileRouter } from './pipeline/router.ts';
 import { commonHeaders, preflightHeaders } from './pipeline/cors.ts';
 import { createAuth } from './pipeline/auth.ts';
+import { setBalanceCopyLimit } from './balances.ts';
 import { createLimit, rateLimitOf } from './pipeline/limit.ts';
 import { declaredTooLarge, parseJsonBody, parseQuery } from './pipeline/parse.ts';
 import { createValidatorCompiler, validateBody, validateQuery, type Validators } from './pipeline/validate.ts';
@@ -44,7 +45,8 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
   const { config, log } = ctx;
   const validators = createValidatorCompiler();
   const router = compileRouter(routes.map((route) => ({ method: route.method, path: route.path, target: { route, rateLimit: rateLimitOf(route), ...validators(route) } as CompiledRoute })));
-  const authenticate = createAuth(ctx.kv.keys);
+  const authenticate = createAuth(ctx.kv.keys, { maxEntries: config.server.authCacheKeys });
+  setBalanceCopyLimit(config.server.balanceCopyWallets);
   const limit = createLimit(config, ctx.kv.limits);
   const bodyBytes = config.limits.bodyBytes;
   const stops: (() => void)[] = [];

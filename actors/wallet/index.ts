@@ -5,7 +5,7 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { addService } from '../../shared/micro.ts';
 import { Kvm } from '@nats-io/kv';
 import { withRetry } from '../../shared/runtime.ts';
-import { BUCKETS, subjects, token } from '../../shared/names.ts';
+import { BUCKETS, subjects } from '../../shared/names.ts';
 import { TRANSACTIONS_PAGE, WALLET_API, type walletApi } from '../../shared/protocol/wallet.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
@@ -19,18 +19,34 @@ import { ApiError } from '../../shared/errors.ts';
 import { startReconciler } from './reconcile.ts';
 
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
-  const { nc, config, log: parentLog, instanceId } = ctx;
+  const { nc, config, log: parentLog } = ctx;
   const log = parentLog.child({ actor: 'wallet' });
-  const projection = new Projection(join(config.dataDir, 'wallet', `ledger-${token(instanceId).replace(/[^A-Za-z0-9_-]/g, '_')}.sqlite`));
+  // A start that fails names its step and stops what it had started (nothing left running or growing).
+  const started: (() => Promise<void> | void)[] = [];
+  const step = async <T>(name: string, fn: () => Promise<T> | T): Promise<T> => {
+    try {
+      return await fn();
+    } catch (e) {
+      for (const undo of started.reverse()) await Promise.resolve().then(undo).catch(() => {});
+      throw new Error(`wallet start failed at "${name}": ${(e as Error)?.message ?? e}`, { cause: e });
+    }
+  };
+  const projection = await step('open the ledger projection', () => new Projection(join(config.dataDir, 'wallet')));
+  started.push(() => projection.close());
   const ledger = new Ledger(nc, projection, log);
-  await ledger.start();
+  started.push(() => ledger.stop());
+  await step('ledger projection checkpoint and consumer', () => ledger.start());
   const topups = new Topups({ nc, config, log, ledger });
-  await topups.start();
-  const orphans = startOrphanSweep({ ledger, projection, jobs: await withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }), graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobRecordKeptMs(config), log });
+  started.push(() => topups.stop());
+  await step('top-ups', () => topups.start());
+  const jobs = await step('jobs bucket', () => withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }));
+  const orphans = startOrphanSweep({ ledger, projection, jobs, graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobRecordKeptMs(config), log });
+  started.push(() => orphans.stop());
 
   const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, log });
+  started.push(() => reconciler.stop());
 
-  const service = await addService(nc, {
+  const service = await step('wallet service', () => addService(nc, {
     api: WALLET_API,
     version: '1.0.0',
     endpoints: {
@@ -74,7 +90,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.audit]: () => audit(nc, { keptMs: jobRecordKeptMs(config) }),
       [subjects.wallet.reconcile]: () => reconciler.run(),
     },
-  }, log);
+  }, log));
   // The endpoints' subscriptions reach the server before we report "started" (no early no-responders).
   await nc.flush();
   log.info({ projection: projection.file }, 'wallet started');

@@ -15,9 +15,10 @@
 // checks a head read from the stream: a stale guess is refused, forgotten, and the operation decided
 // again on a fresh read. A refusal or a duplicate is never answered from a guess: only a write is
 // checked by step 4, so those are decided again on a fresh read too.
-import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages } from '@nats-io/jetstream';
+import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages, type StreamInfo } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { randomBytes } from 'node:crypto';
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { casPublish, isCasConflict } from '../../shared/nats/cas.ts';
@@ -49,6 +50,12 @@ const WALLET_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 /** Wallets whose last head this instance remembers (a forgotten one costs one head read on its next write). */
 const KNOWN_MAX = 100_000;
+/** The projection's newest rows compared with the stream's at start. */
+const CHECKED_ROWS = 20;
+/** Entries per projection transaction while catching up. */
+const BATCH = 2000;
+/** How long a read waits for its wallet's own entries while the projection is rebuilding. */
+const WALLET_CATCH_UP_MS = 10_000;
 
 export function checkWalletId(walletId: unknown): string {
   if (typeof walletId !== 'string' || !WALLET_ID.test(walletId)) throw new ApiError('bad_request', 'walletId is missing or malformed');
@@ -70,49 +77,152 @@ export class Ledger {
   private known = new Map<string, Head>();
   private locks = new Map<string, Promise<unknown>>();
   private loop: Promise<void> | undefined;
+  /** The stream's last sequence when the consumer started: below it, the projection is catching up. */
+  private startSeq = 0;
+  /** The consumer's last message had nothing pending after it. */
+  private drained = false;
+  private stopped = false;
+  /**
+   * Names this instance's consumers (wallet_projection_<id>_<n>): an ordered consumer's name is its
+   * prefix and a counter, so a prefix shared by two instances would make them pull from one consumer.
+   */
+  private readonly id = randomBytes(4).toString('hex');
+  /** What the last start did (read by the tests and the start-time bench). */
+  stats = { from: 0, startSeq: 0, appliedSinceStart: 0, rebuilt: false, caughtUpMs: null as number | null, walletCatchUps: 0 };
 
   constructor(private nc: NatsConnection, readonly projection: Projection, private log: Logger) {
     this.js = jetstream(nc);
   }
 
-  /** Starts consuming LEDGER into the projection and resolves once it has caught up with the stream. */
+  /**
+   * Opens the projection's checkpoint against the stream and starts consuming LEDGER from there.
+   * Resolves once the consumer runs, not once it has caught up (issue 26): the money path does not
+   * wait for the whole projection, only for the wallet it works on (`synced`). A checkpoint that
+   * cannot be trusted is thrown away and the projection rebuilt from sequence 1, in the background.
+   */
   async start(): Promise<void> {
+    this.jsm ??= await jetstreamManager(this.nc);
     // right after a cluster (re)start the stream may answer "temporarily unavailable" for a while
-    const { info, messages } = await withRetry('ledger stream', async () => {
-      this.jsm ??= await jetstreamManager(this.nc);
-      const info = await this.jsm.streams.info(STREAMS.ledger);
-      const consumer = await this.js.consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.All });
-      return { info, messages: await consumer.consume({ expires: CONSUME_EXPIRES_MS }) };
+    const info = await withRetry('ledger stream', () => this.jsm.streams.info(STREAMS.ledger), { log: this.log });
+    const from = await this.trustedCheckpoint(info);
+    this.applied = from;
+    this.startSeq = info.state.last_seq;
+    this.stats = { from, startSeq: this.startSeq, appliedSinceStart: 0, rebuilt: this.stats.rebuilt, caughtUpMs: null, walletCatchUps: 0 };
+    const began = Date.now();
+    // a stream whose every entry after the checkpoint was deleted delivers nothing: nothing to wait for
+    if (info.state.messages === 0 || from >= this.startSeq) this.caughtUp(began);
+    const messages = await withRetry('ledger consumer', async () => {
+      const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_projection_${this.id}`, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
+      return consumer.consume({ expires: CONSUME_EXPIRES_MS });
     }, { log: this.log });
     this.messages = messages;
-    const startSeq = info.state.last_seq;
-    this.loop = (async () => {
+    this.loop = this.consume(messages, began).catch((e) => {
+      // a drained or closed connection ends the consumer at stop; anything else is logged, never unhandled
+      if (!this.stopped) this.log.error({ err: e }, 'ledger: projection consumer ended');
+    });
+  }
+
+  /** Where to resume: the checkpoint if the file is this stream's and not ahead of it, else 0 after a reset. */
+  private async trustedCheckpoint(info: StreamInfo): Promise<number> {
+    const cp = this.projection.checkpoint();
+    const s = info.state;
+    let why: string | null = null;
+    if (!cp) why = 'no checkpoint (a new file)';
+    else if (cp.stream !== info.config.name || cp.created !== info.created) why = `another stream (${cp.stream} created ${cp.created}, the ledger is ${info.config.name} created ${info.created})`;
+    else if (cp.applied > s.last_seq) why = `the checkpoint ${cp.applied} is ahead of the stream's last sequence ${s.last_seq}`;
+    else if (cp.applied > 0 && s.messages > 0 && s.first_seq > cp.applied + 1) why = `the stream's first sequence ${s.first_seq} moved past the checkpoint ${cp.applied}`;
+    else {
+      // The newest rows must still be the stream's entries: a store restored from another copy can
+      // share the stream's name and creation time, and writes a crash lost (acknowledged before they
+      // were on disk, or deleted by a repair while the wallet was down) are the stream's newest.
+      for (const row of this.projection.newest(CHECKED_ROWS)) {
+        const m = await this.jsm.streams.getMessage(STREAMS.ledger, { seq: row.id }).catch(() => null);
+        if (!m) { why = `the entry ${row.id} of the projection is gone from the stream`; break; }
+        const e = m.json<LedgerMessage>();
+        if (m.subject !== subjects.ledger(row.walletId) || e.ref !== row.ref || e.balanceAfter !== row.balanceAfter) { why = `the entry ${row.id} differs from the stream's`; break; }
+      }
+    }
+    if (!why) {
+      this.log.info({ file: this.projection.file, checkpoint: cp!.applied, lastSeq: s.last_seq }, 'ledger projection: catching up from its checkpoint');
+      return cp!.applied;
+    }
+    this.log.warn({ file: this.projection.file, reason: why, lastSeq: s.last_seq }, 'ledger projection: not trusted, rebuilding it from the stream in the background');
+    this.projection.reset(info.config.name, info.created);
+    this.stats.rebuilt = true;
+    return 0;
+  }
+
+  private async consume(messages: ConsumerMessages, began: number): Promise<void> {
+    let batch: { seq: number; walletId: string; m: LedgerMessage | null }[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    const flush = () => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (!batch.length) return;
+      const rows = batch;
+      batch = [];
+      let upTo = rows.at(-1)!.seq;
+      // nothing left to deliver: every entry up to the last sequence seen at start is applied, even
+      // when that last entry no longer exists (deleted, or lost and restored by reconcile.ts)
+      if (this.drained && this.startSeq > upTo) upTo = this.startSeq;
+      this.projection.applyBatch(rows, upTo);
+      this.stats.appliedSinceStart += rows.length;
+      this.reached(upTo);
+    };
+    try {
       for await (const m of messages) {
+        const walletId = m.subject.slice(subjects.ledger('').length);
+        let body: LedgerMessage | null = null;
         try {
-          const walletId = m.subject.slice(subjects.ledger('').length);
-          this.projection.apply(m.seq, walletId, m.json<LedgerMessage>());
+          body = m.json<LedgerMessage>();
         } catch (e) {
           this.log.error({ err: e, seq: m.seq }, 'ledger: unreadable entry skipped in projection');
         }
-        this.applied = m.seq;
-        // Nothing left to deliver: every entry up to the last sequence seen at start is applied,
-        // even when that last entry no longer exists (deleted, or lost and restored by reconcile.ts)
-        if (m.info.pending === 0 && startSeq > this.applied) this.applied = startSeq;
-        if (this.waiters.length) {
-          const ready = this.waiters.filter((w) => w.seq <= m.seq);
-          this.waiters = this.waiters.filter((w) => w.seq > m.seq);
-          for (const w of ready) w.resolve();
-        }
+        batch.push({ seq: m.seq, walletId, m: body });
+        this.drained = m.info.pending === 0;
+        // one transaction per batch while catching up (a row's own transaction costs more than its
+        // insert); live (or a reader waiting for it), at once; a batch left short by a pause is
+        // written by the timer
+        const live = m.seq >= this.startSeq || this.waiters.some((w) => w.seq <= m.seq);
+        if (live || this.drained || batch.length >= BATCH) flush();
+        else timer ??= setTimeout(flush, 20);
+        if (this.stats.caughtUpMs === null && this.applied >= this.startSeq) this.caughtUp(began);
       }
-    })();
-    // a stream whose every entry was deleted delivers nothing: there is nothing to wait for
-    if (info.state.messages > 0) await this.until(startSeq, 60000);
-    else this.applied = Math.max(this.applied, startSeq);
+    } finally {
+      clearTimeout(timer);
+      if (!this.stopped) flush();
+    }
+  }
+
+  private caughtUp(began: number) {
+    this.stats.caughtUpMs = Date.now() - began;
+    this.log.info({ ...this.stats, file: this.projection.file }, 'ledger projection caught up');
+  }
+
+  private reached(seq: number) {
+    if (seq <= this.applied) return;
+    this.applied = seq;
+    if (this.waiters.length) {
+      const ready = this.waiters.filter((w) => w.seq <= seq);
+      this.waiters = this.waiters.filter((w) => w.seq > seq);
+      for (const w of ready) w.resolve();
+    }
+  }
+
+  /** Every entry up to this sequence is in the projection (the orphan sweep reads no further). */
+  get appliedUpTo(): number {
+    return this.applied;
+  }
+
+  /** The projection is behind the stream's last sequence at start (catching up, or rebuilding). */
+  get catchingUp(): boolean {
+    return this.applied < this.startSeq;
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.messages?.stop();
-    await this.loop?.catch(() => {});
+    await this.loop;
     for (const w of this.waiters) w.resolve();
     this.waiters = [];
   }
@@ -125,6 +235,29 @@ export class Ledger {
     });
   }
 
+  /**
+   * While the projection catches up, a wallet's own entries after the checkpoint are read from the
+   * stream (a consumer filtered on its subject) and applied: the cost is that wallet's entries not
+   * yet applied, never the whole stream's. The rows land ahead of the checkpoint (idempotent).
+   */
+  private async catchUpWallet(walletId: string, upTo: number): Promise<void> {
+    const began = Date.now();
+    const from = this.applied + 1;
+    const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_catch_up_${this.id}`, filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    let last = 0;
+    while (last < upTo && this.applied < upTo) {
+      if (Date.now() - began > WALLET_CATCH_UP_MS) throw new ApiError('service_unavailable', `the ledger projection is rebuilding and the wallet's ${upTo - from} newest sequences were not read in time; try again shortly`);
+      let got = 0;
+      for await (const m of await consumer.fetch({ max_messages: 500, expires: 2000 })) {
+        got++;
+        last = m.seq;
+        this.projection.apply(m.seq, walletId, m.json<LedgerMessage>());
+        this.stats.walletCatchUps++;
+      }
+      if (!got) break; // the head was deleted since: nothing more to read
+    }
+  }
+
   /** The wallet's last entry, straight from the stream. */
   async head(walletId: string): Promise<Head> {
     const m = await this.jsm.streams.getMessage(STREAMS.ledger, { last_by_subj: subjects.ledger(walletId) });
@@ -135,7 +268,13 @@ export class Ledger {
   /** The head, once the projection holds every entry of the wallet up to it. */
   async synced(walletId: string): Promise<Head> {
     const head = await this.head(walletId);
-    if (head.seq > 0 && this.known.get(walletId)?.seq !== head.seq) await this.until(head.seq, 10000);
+    if (head.seq === 0 || this.applied >= head.seq || this.known.get(walletId)?.seq === head.seq) return head;
+    if (this.catchingUp) {
+      await this.catchUpWallet(walletId, head.seq);
+      this.remember(walletId, head); // complete up to it now: the guess for the next write, as after a write
+    } else {
+      await this.until(head.seq, 10000);
+    }
     return head;
   }
 

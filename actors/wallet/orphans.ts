@@ -17,12 +17,16 @@ export { ORPHAN_RESULT_KEY };
 
 export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;
-  let cursor = 0; // every charge up to this id has been looked at
+  // every charge up to this id has been looked at; kept in the projection's file (issue 26), so a
+  // restart goes on from it instead of reading one job document per charge ever made. A rebuilt
+  // projection (another store) starts it at 0 again.
   let running: Promise<void> | null = null;
 
   async function sweep() {
+    let cursor = projection.orphanCursor();
     for (;;) {
-      const batch = projection.chargesAfter(cursor);
+      // only up to the projection's checkpoint: above it an earlier charge may still be missing
+      const batch = projection.chargesAfter(cursor, ledger.appliedUpTo);
       if (!batch.length) return;
       const oldEnough = Date.now() - graceMs;
       for (const c of batch) {
@@ -44,6 +48,7 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
           }
         }
         cursor = c.id;
+        projection.setOrphanCursor(cursor);
       }
     }
   }

@@ -1,13 +1,20 @@
 // The SQLite projection of the LEDGER stream: answers "a wallet's entries, newest first, before id N"
-// and "does this business event already exist", which the stream cannot answer cheaply. It is rebuilt
-// from the stream on every start (the file is per instance and thrown away on stop); the stream stays
-// the only copy of the money.
+// and "does this business event already exist", which the stream cannot answer cheaply. The stream
+// stays the only copy of the money; this file is a cache of it that survives restarts (issue 26):
+// beside the rows it keeps a checkpoint, the LEDGER sequence up to which every entry is applied,
+// written in the same SQLite transaction as the rows, and the stream's identity (name and `created`).
+// At start the ledger (ledger.ts) catches up from the checkpoint, or throws the rows away and
+// rebuilds when the file cannot be trusted (another stream, a checkpoint ahead of the stream).
+//
+// Files: <dir>/ledger-<slot>.sqlite, the lowest slot no running instance holds (an exclusive SQLite
+// lock, held until close and released by the OS when a process dies). A restart takes its old slot
+// back; N instances sharing a data folder use N files, never one more per start.
 import Database from 'better-sqlite3';
 import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
 import { sqliteTable, integer, text, index } from 'drizzle-orm/sqlite-core';
-import { and, desc, eq, gt, lt, sql } from 'drizzle-orm';
-import { mkdirSync, rmSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { and, desc, eq, gt, lt, lte, sql } from 'drizzle-orm';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { LedgerEntry, LedgerType } from '../../shared/protocol/wallet.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 
@@ -48,7 +55,22 @@ CREATE TABLE IF NOT EXISTS entries (
 CREATE INDEX IF NOT EXISTS entries_wallet_id ON entries (wallet_id, id);
 CREATE INDEX IF NOT EXISTS entries_wallet_ref ON entries (wallet_id, ref);
 CREATE INDEX IF NOT EXISTS entries_job ON entries (wallet_id, job_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 `;
+
+/** Slots tried before a start gives up: more wallet instances than this on one data folder is a mistake. */
+export const MAX_SLOTS = 16;
+
+/** What the checkpoint says about the stream the rows came from. */
+export interface Checkpoint {
+  stream: string;
+  /** The stream's `created` timestamp: a stream deleted and made again (or another store) has another. */
+  created: string;
+  /** Every LEDGER entry up to this sequence is applied (rows above it may exist too: see `apply`). */
+  applied: number;
+  /** The orphan sweep's cursor (orphans.ts): every charge up to this id was looked at. */
+  orphanCursor: number;
+}
 
 export type Row = typeof entries.$inferSelect;
 
@@ -96,9 +118,11 @@ function statements(db: BetterSQLite3Database) {
     forJob: db.select().from(entries).where(and(eq(entries.walletId, p.walletId), eq(entries.jobId, p.jobId))).orderBy(entries.id).prepare(),
     page: db.select().from(entries).where(eq(entries.walletId, p.walletId)).orderBy(desc(entries.id)).limit(p.limit).prepare(),
     pageBefore: db.select().from(entries).where(and(eq(entries.walletId, p.walletId), lt(entries.id, p.before))).orderBy(desc(entries.id)).limit(p.limit).prepare(),
-    chargesAfter: db.select().from(entries).where(and(eq(entries.type, 'charge'), gt(entries.id, p.afterId))).orderBy(entries.id).limit(p.limit).prepare(),
+    chargesAfter: db.select().from(entries).where(and(eq(entries.type, 'charge'), gt(entries.id, p.afterId), lte(entries.id, sql.placeholder('upTo')))).orderBy(entries.id).limit(p.limit).prepare(),
     topupCredits: db.select().from(entries).where(eq(entries.type, 'topup')).orderBy(entries.id).prepare(),
     count: db.select({ n: sql<number>`count(*)` }).from(entries).prepare(),
+    byId: db.select().from(entries).where(eq(entries.id, p.id)).prepare(),
+    newest: db.select().from(entries).orderBy(desc(entries.id)).limit(p.limit).prepare(),
   };
 }
 
@@ -106,19 +130,72 @@ export class Projection {
   readonly file: string;
   private sqlite: Database.Database;
   private q: ReturnType<typeof statements>;
+  private getMeta: Database.Statement<[string], { value: string }>;
+  private setMeta: Database.Statement<[string, string]>;
+  private applyBatchTx: (rows: { seq: number; walletId: string; m: LedgerMessage | null }[], applied: number) => void;
 
-  constructor(file: string) {
-    this.file = file;
-    mkdirSync(dirname(file), { recursive: true });
-    // Rebuilt from the stream: an old file of a crashed instance with the same name is discarded.
-    for (const f of [file, `${file}-wal`, `${file}-shm`]) rmSync(f, { force: true });
-    this.sqlite = new Database(file);
-    this.sqlite.pragma('journal_mode = WAL');
+  /** Opens (or creates) the lowest free slot's file in `dir`. */
+  constructor(dir: string) {
+    mkdirSync(dir, { recursive: true });
+    removeOldPerInstanceFiles(dir);
+    let opened: { file: string; db: Database.Database } | undefined;
+    const busy: string[] = [];
+    for (let slot = 0; slot < MAX_SLOTS && !opened; slot++) {
+      const file = join(dir, `ledger-${slot}.sqlite`);
+      const db = new Database(file, { timeout: 0 });
+      try {
+        // Exclusive: the lock is taken by the first write below and kept until close (or the
+        // process's death), so a second instance moves on to the next slot.
+        db.pragma('locking_mode = EXCLUSIVE');
+        db.pragma('journal_mode = WAL');
+        db.exec(DDL);
+        // a write: only it takes the exclusive lock (a read would take a shared one)
+        db.prepare("INSERT INTO meta (key, value) VALUES ('openedAt', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(Date.now()));
+        opened = { file, db };
+      } catch (e) {
+        db.close();
+        if ((e as { code?: string }).code !== 'SQLITE_BUSY') throw e;
+        busy.push(file);
+      }
+    }
+    if (!opened) throw new Error(`every ledger projection slot in ${dir} is held by a running instance (${MAX_SLOTS})`);
+    this.file = opened.file;
+    this.sqlite = opened.db;
     this.sqlite.pragma('synchronous = OFF'); // a projection: losing it costs a rebuild, nothing more
-    this.sqlite.exec(DDL);
+    this.q = statements(drizzle(this.sqlite));
+    this.getMeta = this.sqlite.prepare('SELECT value FROM meta WHERE key = ?');
+    this.setMeta = this.sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.applyBatchTx = this.sqlite.transaction((rows, applied) => {
+      for (const r of rows) if (r.m) this.apply(r.seq, r.walletId, r.m);
+      this.setMeta.run('applied', String(applied));
+    });
+  }
+
+  /** The checkpoint, or null for a new file (or one without a stream identity). */
+  checkpoint(): Checkpoint | null {
+    const stream = this.getMeta.get('stream')?.value;
+    const created = this.getMeta.get('created')?.value;
+    if (!stream || !created) return null;
+    return { stream, created, applied: Number(this.getMeta.get('applied')?.value ?? 0), orphanCursor: this.orphanCursor() };
+  }
+
+  /** Throws every row away and starts again for this stream, at sequence 0 (a rebuild). */
+  reset(stream: string, created: string): void {
+    this.sqlite.transaction(() => {
+      // dropping the table is much faster than deleting its rows; the freed pages are reused
+      this.sqlite.exec('DROP TABLE IF EXISTS entries; DELETE FROM meta;');
+      this.sqlite.exec(DDL);
+      this.setMeta.run('stream', stream);
+      this.setMeta.run('created', created);
+      this.setMeta.run('applied', '0');
+    })();
     this.q = statements(drizzle(this.sqlite));
   }
 
+  /**
+   * One entry, outside the checkpoint: the wallet's own writes and per-wallet catch-up apply entries
+   * ahead of it. Idempotent (by stream sequence): the consumer applies them again later.
+   */
   apply(seq: number, walletId: string, m: LedgerMessage): void {
     this.q.insert.run({
       id: seq,
@@ -134,6 +211,20 @@ export class Projection {
       reason: m.reason ?? null,
       bonus: m.bonus ?? null,
     });
+  }
+
+  /** Entries in stream order (`m` null: unreadable, skipped) and the new checkpoint, in one transaction. */
+  applyBatch(rows: { seq: number; walletId: string; m: LedgerMessage | null }[], applied: number): void {
+    this.applyBatchTx(rows, applied);
+  }
+
+  /** The rows with the highest ids, newest first. */
+  newest(limit: number): Row[] {
+    return this.q.newest.all({ limit });
+  }
+
+  byId(id: number): Row | undefined {
+    return this.q.byId.get({ id });
   }
 
   byRef(walletId: string, ref: string): Row | undefined {
@@ -153,11 +244,20 @@ export class Projection {
   }
 
   /**
-   * Charges with an id above `afterId`, in id order (orphan reconciliation). Selected by id only:
-   * the caller advances its cursor on the same order, so no charge can fall behind the cursor.
+   * Charges with an id above `afterId` and at most `upTo` (the checkpoint: below it no entry is
+   * missing), in id order (orphan reconciliation). Selected by id only: the caller advances its
+   * cursor on the same order, so no charge can fall behind the cursor.
    */
-  chargesAfter(afterId: number, limit = 500): Row[] {
-    return this.q.chargesAfter.all({ afterId, limit });
+  chargesAfter(afterId: number, upTo: number, limit = 500): Row[] {
+    return this.q.chargesAfter.all({ afterId, upTo, limit });
+  }
+
+  orphanCursor(): number {
+    return Number(this.getMeta.get('orphanCursor')?.value ?? 0);
+  }
+
+  setOrphanCursor(id: number): void {
+    this.setMeta.run('orphanCursor', String(id));
   }
 
   /** Every top-up credit, oldest first (reconciliation with the Lightning node). */
@@ -169,8 +269,18 @@ export class Projection {
     return this.q.count.get()!.n;
   }
 
-  close(remove = true): void {
-    this.sqlite.close();
-    if (remove) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) rmSync(f, { force: true });
+  /** The file's database, for the other state the wallet keeps beside the projection (topups-kept.ts). */
+  get database(): Database.Database {
+    return this.sqlite;
   }
+
+  /** Kept on disk for the next start (the lock goes with the connection). */
+  close(): void {
+    this.sqlite.close();
+  }
+}
+
+/** Up to session 15 each start made `ledger-<instance id>.sqlite`; a crashed one left its file behind. */
+function removeOldPerInstanceFiles(dir: string) {
+  for (const f of readdirSync(dir)) if (/^ledger-wallet-.*\.sqlite(-wal|-shm)?$/.test(f)) rmSync(join(dir, f), { force: true });
 }

@@ -22,6 +22,7 @@ import { createRateProvider, satsFor, type RateProvider } from './rates/index.ts
 import { creditTopup, TOPUP_MAX_CENTS, TOPUP_MIN_CENTS } from './money.ts';
 import type { Ledger } from './ledger.ts';
 import { faultPoint } from './fault.ts';
+import { KeptTopups } from './topups-kept.ts';
 
 /** EUR amount → cents, or bad_request: 0.25..100.00, at most two decimals. */
 export function parseEur(eur: unknown): number {
@@ -56,6 +57,9 @@ export class Topups {
   private sub: { stop(): void } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** The bucket revision the watch resumed after (0: it read every current value), and the changes it delivered since (tests). */
+  resumedFrom = 0;
+  watched = 0;
 
   constructor(o: { nc: NatsConnection; config: Config; log: Logger; ledger: Ledger }) {
     this.nc = o.nc;
@@ -73,14 +77,23 @@ export class Topups {
       const id = this.byHash.get(hash);
       if (id) void this.check(id);
     });
-    // Current values first (pending top-ups left by anybody), then every change.
-    this.watch = await this.kv.watch();
+    // Pending top-ups left by anybody, then every change. What the last run saw is kept in the
+    // projection's file (topups-kept.ts): the watch resumes after it, so a start does not read every
+    // top-up document ever made; a new or untrusted file reads every current value once.
+    const kept = new KeptTopups(this.ledger.projection.database);
+    const info = (await this.kv.status()).streamInfo;
+    const resume = kept.resume({ stream: info.config.name, created: info.created, lastSeq: info.state.last_seq });
+    for (const p of resume?.pending ?? []) this.track(p);
+    this.resumedFrom = resume?.revision ?? 0;
+    this.watch = await this.kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {});
     void (async () => {
       for await (const e of this.watch!) {
-        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); continue; }
+        this.watched++;
+        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); kept.seen(e.revision, e.key, null); continue; }
         const r = e.json<TopupRecord>();
         if (r.status === 'pending') this.track(r);
         else this.forget(r.id);
+        kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null);
       }
     })().catch((e) => { if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended'); });
     this.timer = setInterval(() => this.tick(), Math.min(this.config.wallet.lightning.pollMs, 1000));
@@ -96,7 +109,12 @@ export class Topups {
     await this.backend?.close?.();
   }
 
-  private track(r: TopupRecord) {
+  /** Pending top-ups this instance watches. */
+  get watching(): number {
+    return this.pending.size;
+  }
+
+  private track(r: { id: string; paymentHash: string }) {
     if (this.pending.has(r.id)) return;
     this.pending.set(r.id, { paymentHash: r.paymentHash, nextCheck: Date.now() + this.config.wallet.lightning.pollMs, delay: this.config.wallet.lightning.pollMs });
     this.byHash.set(r.paymentHash, r.id);

@@ -1,5 +1,7 @@
 // Auth: `Authorization: Bearer <key>` → the key's wallet. Lookups are cached per gateway for 30 s
-// (a revoked key may work that long here), so a busy key costs no NATS round trip.
+// (a revoked key may work that long here), so a busy key costs no NATS round trip. The cache holds at
+// most `maxEntries` keys (server.authCacheKeys), least recently used out first: a key pushed out
+// costs one keys-bucket read on its next request, never a wrong answer.
 import type { KV } from '@nats-io/kv';
 import { ApiError } from '../../shared/errors.ts';
 import { lookupKey } from '../../shared/keys.ts';
@@ -19,11 +21,16 @@ export function createAuth(keys: KV, { ttlMs = 30_000, maxEntries = 10_000 } = {
     if (!m) throw new ApiError('unauthorized', header ? 'Authorization must be `Bearer <key>`' : 'Authorization header missing');
     const keyHash = hashKey(m[1]!);
     const hit = cache.get(keyHash);
-    if (hit && hit.until > Date.now()) return { walletId: hit.walletId, keyHash };
+    if (hit && hit.until > Date.now()) {
+      cache.delete(keyHash); // re-inserted last: the map stays in order of last use
+      cache.set(keyHash, hit);
+      return { walletId: hit.walletId, keyHash };
+    }
     const rec = await lookupKey(keys, m[1]!);
     if (!rec) throw new ApiError('unauthorized', 'unknown API key');
-    if (cache.size > maxEntries) cache.clear();
+    cache.delete(keyHash);
     cache.set(keyHash, { walletId: rec.walletId, until: Date.now() + ttlMs });
+    while (cache.size > maxEntries) cache.delete(cache.keys().next().value!);
     return { walletId: rec.walletId, keyHash };
   };
 }

@@ -10,6 +10,8 @@ export const ServerConfig = T.Object({
   keyRequestsPerMinute: T.Integer({ minimum: 1, default: 1200, description: 'Requests per minute per key to authenticated endpoints other than job creation.' }),
   eventsHeartbeatSeconds: T.Number({ exclusiveMinimum: 0, default: 15, description: 'Seconds between heartbeat comments on a job\'s event stream (GET /v1/jobs/{id}/events).' }),
   trustProxy: T.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
+  authCacheKeys: T.Integer({ minimum: 1, default: 10_000, description: 'API keys whose wallet each gateway remembers (30 s each, least recently used out first; about 250 bytes each). A key not remembered costs one read of the keys bucket.' }),
+  balanceCopyWallets: T.Integer({ minimum: 1, default: 100_000, description: 'Wallets whose last ledger entry each gateway keeps, on a replicated ledger (least recently used out first; about 200 bytes each). A wallet not kept costs one read of its last entry. With one replica balances are read by direct get and the copy is not used.' }),
 }, { default: {} });
 
 export const NatsConfig = T.Object({

@@ -16,7 +16,7 @@ import { walletId } from './_helpers.ts';
 
 t.test('a charge whose turn comes after its answerBy is refused and writes nothing; one written answers as written', async (t) => {
   const tn = await startTestNats(t);
-  const projection = new Projection(join(mkdtempSync(join(tmpdir(), 'payloads-answerby-')), 'ledger.sqlite'));
+  const projection = new Projection(mkdtempSync(join(tmpdir(), 'payloads-answerby-')));
   const ledger = new Ledger(tn.nc, projection, testLog());
   await ledger.start();
   t.teardown(async () => {

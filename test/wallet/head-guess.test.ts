@@ -39,7 +39,7 @@ async function countHeadReads(t: Tap, tn: TestNats) {
 
 /** A second writer in this process: its own ledger consumer and projection, as another wallet instance has. */
 async function ledgerOn(t: Tap, nc: NatsConnection, name: string) {
-  const ledger = new Ledger(nc, new Projection(join(tempDir('payloads-guess-'), `${name}.sqlite`)), testLog());
+  const ledger = new Ledger(nc, new Projection(tempDir(`payloads-guess-${name}-`)), testLog());
   await ledger.start();
   t.teardown(async () => {
     await ledger.stop();

@@ -9,7 +9,7 @@ import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 
 const [n = 5000] = process.argv.slice(2).map(Number);
 const dir = tempDir('payloads-proj-');
-const p = new Projection(join(dir, 'ledger.sqlite'));
+const p = new Projection(dir);
 const wallets = Array.from({ length: 50 }, (_, i) => `w_${i}`);
 const msg = (i: number): LedgerMessage => ({ v: 1, type: 'charge', amount: -10, balanceAfter: 1_000_000 - i * 10, at: Date.now(), ref: `charge:job-${i}`, jobId: `job-${i}` });
 let seq = 1;

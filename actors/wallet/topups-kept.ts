@@ -1,0 +1,54 @@
+// The top-ups the wallet watches, kept in the projection's file (issue 26): the pending ones, and the
+// `topups` bucket revision the watch has seen, written together. At start the watch resumes after
+// that revision and the pending top-ups come from the file, instead of every top-up document ever
+// made being read again. A file from another bucket (its stream's name and `created` differ), or one
+// ahead of the bucket, is emptied and the watch reads every current value, as before.
+import type Database from 'better-sqlite3';
+
+const DDL = `
+CREATE TABLE IF NOT EXISTS topups_pending (id TEXT PRIMARY KEY, payment_hash TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS topups_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+`;
+
+export class KeptTopups {
+  private put: Database.Statement<[string, string]>;
+  private del: Database.Statement<[string]>;
+  private setMeta: Database.Statement<[string, string]>;
+  private seenTx: (revision: number, id: string, paymentHash: string | null) => void;
+
+  constructor(private db: Database.Database) {
+    db.exec(DDL);
+    this.put = db.prepare('INSERT INTO topups_pending (id, payment_hash) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET payment_hash = excluded.payment_hash');
+    this.del = db.prepare('DELETE FROM topups_pending WHERE id = ?');
+    this.setMeta = db.prepare('INSERT INTO topups_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.seenTx = db.transaction((revision: number, id: string, paymentHash: string | null) => {
+      if (paymentHash) this.put.run(id, paymentHash);
+      else this.del.run(id);
+      this.setMeta.run('revision', String(revision));
+    });
+  }
+
+  /**
+   * Where the watch resumes, with the pending top-ups kept, or null (then everything kept is gone
+   * and the watch reads every current value): a new file, another bucket, or one ahead of it.
+   */
+  resume(bucket: { stream: string; created: string; lastSeq: number }): { revision: number; pending: { id: string; paymentHash: string }[] } | null {
+    const meta = new Map((this.db.prepare('SELECT key, value FROM topups_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    const revision = Number(meta.get('revision') ?? 0);
+    if (meta.get('stream') === bucket.stream && meta.get('created') === bucket.created && revision > 0 && revision <= bucket.lastSeq) {
+      const pending = this.db.prepare('SELECT id, payment_hash AS paymentHash FROM topups_pending').all() as { id: string; paymentHash: string }[];
+      return { revision, pending };
+    }
+    this.db.transaction(() => {
+      this.db.exec('DELETE FROM topups_pending; DELETE FROM topups_meta;');
+      this.setMeta.run('stream', bucket.stream);
+      this.setMeta.run('created', bucket.created);
+    })();
+    return null;
+  }
+
+  /** A watched change: the top-up is pending (its payment hash) or not (null), up to this revision. */
+  seen(revision: number, id: string, paymentHash: string | null): void {
+    this.seenTx(revision, id, paymentHash);
+  }
+}

@@ -1,0 +1,58 @@
+// Top-ups at start (issue 26): the watch resumes after the `topups` revision the last run saw, kept
+// in the projection's file with the pending top-ups, instead of reading every top-up ever made.
+import t from 'tap';
+import { startTestNats, tempDir, testLog, type TestNats } from '../helpers/nats.ts';
+import { Ledger } from '../../actors/wallet/ledger.ts';
+import { Projection } from '../../actors/wallet/projection.ts';
+import { Topups } from '../../actors/wallet/topups.ts';
+import { walletId } from './_helpers.ts';
+
+async function open(tn: TestNats, dir: string) {
+  const projection = new Projection(dir);
+  const ledger = new Ledger(tn.nc, projection, testLog());
+  await ledger.start();
+  const topups = new Topups({ nc: tn.nc, config: tn.config, log: testLog(), ledger });
+  await topups.start();
+  return {
+    topups,
+    async stop() {
+      await topups.stop();
+      await ledger.stop();
+      projection.close();
+    },
+  };
+}
+
+const until = async (f: () => boolean) => {
+  for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 50));
+  return f();
+};
+
+t.test('a restart resumes the top-up watch after what it saw, with the pending top-ups kept', async (t) => {
+  const tn = await startTestNats(t);
+  const dir = tempDir('payloads-topups-resume-');
+  const w = walletId();
+  const first = await open(tn, dir);
+  t.teardown(() => first.stop());
+  const made = [];
+  for (let i = 0; i < 6; i++) made.push((await first.topups.create(w, 1)).topup.id);
+  for (const id of made.slice(0, 4)) await first.topups.devPay(id);
+  t.ok(await until(() => first.topups.watching === 2), 'two left pending');
+  t.equal(first.topups.resumedFrom, 0, 'a new file reads every current value');
+  await first.stop();
+
+  const second = await open(tn, dir);
+  t.teardown(() => second.stop());
+  t.ok(second.topups.resumedFrom > 0, `resumed after revision ${second.topups.resumedFrom}`);
+  t.equal(second.topups.watching, 2, 'the two pending top-ups come from the file');
+  // one change since: the watch delivers that one, not the six documents before it
+  const late = (await second.topups.create(w, 1)).topup.id;
+  t.ok(await until(() => second.topups.watched >= 1));
+  t.equal(second.topups.watched, 1, 'one document read by the watch after the restart');
+  t.equal(second.topups.watching, 3);
+  // a kept pending top-up still settles
+  const paid = await second.topups.devPay(made[5]);
+  t.equal(paid.topup.status, 'paid');
+  t.equal(paid.balance, 5 * 10000);
+  void late;
+});

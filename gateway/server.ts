@@ -100,8 +100,8 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           return handle(route, rq, ctx);
         })().then((reply) => ({ reply }), (error: unknown) => ({ error }));
         const held = token && await token;
-        // only created jobs count: a creation that made none gives its token back
-        if (held && !madeJob('error' in outcome ? outcome.error : undefined)) void held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
+        // only created jobs count: a creation that made none gives its token back before it answers
+        if (held && !madeJob('error' in outcome ? outcome.error : undefined)) await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
         if ('error' in outcome) throw outcome.error;
         if (state.aborted) return finish(c, label, 499);
         finish(c, label, await sendReply(res, state, method === 'HEAD', c.common, outcome.reply));

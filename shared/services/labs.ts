@@ -48,8 +48,13 @@ export async function checkAddress(hostname: string, config: Config): Promise<Ch
   }
 }
 
-/** Key of a relay in the relay_busy counter: scheme-less host, port and path. */
-export const relayCounterId = (u: URL) => `${u.hostname}:${u.port || (u.protocol === 'wss:' ? 443 : 80)}${u.pathname}`;
+/**
+ * Key of a relay in the relay_busy counter: the relay is its host and port, never the path (each
+ * path its own 30 tests an hour would make the bound per URL, as many as a client likes). The URL
+ * parser has already lower-cased the host and turned an IDN into its punycode; here a trailing dot
+ * goes and the default port is written out, so every spelling of one relay is one counter.
+ */
+export const relayCounterId = (u: URL) => `${u.hostname.replace(/\.+$/, '')}:${u.port || (u.protocol === 'wss:' ? 443 : 80)}`;
 
 /** Parse a relay address; returns the normalised ws(s) URL. */
 export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {

@@ -5,7 +5,7 @@ import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import { takeToken } from '../limits.ts';
 import { wallet } from '../protocol/wallet.ts';
-import { resolvePinned, toApiError, tcpProbe, type PinnedAddress } from '../outbound/index.ts';
+import { resolvePinned, toApiError, tcpProbe, takeCheck, type PinnedAddress } from '../outbound/index.ts';
 import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
@@ -111,6 +111,7 @@ export const labs: ServiceModule<LabsRequest> = {
   },
   async precheck(body, plan, { config, nc, walletId }) {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
+    takeCheck(config, walletId, relayCounterId(relay));
     const pinned = await checkAddress(relay.hostname, config);
     await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);

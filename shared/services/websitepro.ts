@@ -47,8 +47,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     };
   },
   // blocked_address / unreachable before any charge; the worker checks every hop again
-  async precheck(body, _plan, { config }) {
-    await precheckTarget(body.url, config);
+  async precheck(body, _plan, { config, walletId }) {
+    await precheckTarget(body.url, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

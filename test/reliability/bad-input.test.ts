@@ -49,7 +49,7 @@ t.test('bad input to every endpoint: 4xx with a documented code, nothing charged
       limits: { jobsPerHour: 1_000_000, jobRequestsPerMinute: 1_000_000 },
       server: { keyRequestsPerMinute: 1_000_000, publicRequestsPerMinute: 1_000_000 },
       // production outbound rules: no loopback targets
-      outbound: { allowCidrs: [] },
+      outbound: { allowCidrs: [], checksPerKeyPerMinute: 1_000_000, checksPerTargetPerMinute: 1_000_000 },
     },
   });
   const { key, walletId } = await app.newKey();

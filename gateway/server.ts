@@ -51,7 +51,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
         limited = true;
         try { unrouted(c.client.group); } catch (refusal) { err = refusal as ApiError; }
       }
-      finish(c, label, sendError(res, state, c.common, err, ctx.baseUrl, close));
+      finish(c, label, sendError(res, state, c.common, err, ctx.baseUrl, close, method === 'HEAD'));
     };
 
     if (method === 'OPTIONS' && (match || allowed!.length)) {

@@ -7,6 +7,7 @@ import { provision } from '../shared/nats/provision.ts';
 import { withRetry } from '../shared/runtime.ts';
 import { ERRORS_PATH } from '../shared/errors.ts';
 import { loadNativeUws } from './uws.ts';
+import { devTopupGuard } from './dev-guard.ts';
 import { mountRoutes } from './server.ts';
 import { createMetrics } from './metrics.ts';
 import { allRoutes } from './routes/index.ts';
@@ -24,6 +25,9 @@ export interface GatewayHandle {
 export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
   const { uws, from } = loadNativeUws();
   const { nc, config, log } = actx;
+  const dev = devTopupGuard(config);
+  if (dev.refuse) throw new Error(`gateway: ${dev.refuse}`);
+  if (dev.warn) log.warn(`gateway: ${dev.warn}`);
   let ready = false;
   await withRetry('provisioning', () => provision(nc, config), { log });
   const kvm = new Kvm(nc);

@@ -28,7 +28,10 @@ export interface RouteRequest {
   body: any;
   headers: Record<string, string>;
   requestId: string;
+  /** The client address (gateway/pipeline/address.ts: X-Forwarded-For only from trusted proxies). */
   ip: string;
+  /** What per-address limits count by: `ip` for IPv4, its /64 (server.ipv6PrefixLength) for IPv6. */
+  addressGroup: string;
   /** Set on routes with auth: true. */
   auth?: { walletId: string; keyHash: string };
   /** Aborted when the client goes away. */

@@ -165,8 +165,8 @@ export async function failedResults(nc: NatsConnection): Promise<string[]> {
 
 /** Settings that keep the per-key and per-relay limits out of a load run (they are tested elsewhere). */
 export const loadConfig = (relayPort: number) => ({
-  outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
-  limits: { jobsPerHour: 1_000_000 },
+  outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'], checksPerKeyPerMinute: 1_000_000, checksPerTargetPerMinute: 1_000_000 },
+  limits: { jobsPerHour: 1_000_000, jobRequestsPerMinute: 1_000_000 },
   // Short redelivery; the backstops (jobs.stuckSeconds, jobs.taskTimeoutSeconds, labs.moduleTimeoutMs)
   // keep their defaults, far past a run: a job that does not finish on its own shows up as unfinished.
   jobs: { ackWaitSeconds: 5, maxDeliver: 4 },

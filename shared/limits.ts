@@ -103,6 +103,28 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
   return decision;
 }
 
+/**
+ * Give back a take of `scope`/`id` made at `at` (one entry of that time leaves the log): what a job
+ * creation that made no job does, so that only created jobs count. Best effort: a give-back that
+ * fails leaves the token counted (the safe side) until it leaves the window.
+ */
+export async function giveTokenBack(kv: KV, scope: string, id: string, at: number, periodMs: number, now = Date.now()): Promise<void> {
+  if (at <= now - periodMs) return;
+  const key = keyOf(scope, id);
+  const known = guessesOf(kv);
+  known.delete(key);
+  let written: number[] | undefined;
+  const revision = await kvUpdate(kv, key, (e) => {
+    const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
+    const i = log.indexOf(at);
+    if (i < 0) return undefined; // already gone (an operator's reset, a give-back retried)
+    log.splice(i, 1);
+    written = log;
+    return JSON.stringify(log);
+  }, 20);
+  if (revision !== undefined && written) remember(known, key, written, revision);
+}
+
 /** The log after one more take at `now`: oldest first, at most `limit` times. */
 function withTake(log: number[], now: number, limit: number): number[] {
   log.push(now);

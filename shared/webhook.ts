@@ -1,9 +1,13 @@
 // Webhooks of every service (labs reports from the relay-prober, finished websitepro and shots jobs
 // from the job-supervisor): a signed JSON POST to the customer's https URL, through the outbound
 // guard (connects to the checked address; redirects are not followed), retried with exponential
-// backoff. One key signs them all: Ed25519 over `<timestamp>.<body>`; its public half is published
-// in the catalogues (webhook.publicKey) and in docs/webhooks.md is how to verify it.
-import { createPrivateKey, createPublicKey, sign, verify, randomBytes, type KeyObject } from 'node:crypto';
+// backoff. Signed as Standard Webhooks (standardwebhooks.com) prescribes: `webhook-id`,
+// `webhook-timestamp`, `webhook-signature` over `<id>.<timestamp>.<body>`, with `v1,` an HMAC-SHA256
+// under the key owner's own secret (`whsec_...`, derived from the deployment's signing seed and the
+// wallet, so a delivery signed for one customer verifies for no other) and `v1a,` the deployment's
+// Ed25519 signature (its public half in the catalogues) for receivers that want a public key. The
+// old `X-Payloads-*` (and labs' `X-Labs-*`) headers are sent too, for one deprecation period.
+import { createHmac, createPrivateKey, createPublicKey, sign, verify, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'node:https';
@@ -27,6 +31,8 @@ export const WEBHOOK_HEADERS = {
 export const webhookInfo = (key: WebhookKey, config: Config) => ({
   publicKey: key.publicKeyHex,
   algorithm: 'ed25519',
+  standard: 'https://www.standardwebhooks.com/',
+  signature: 'webhook-signature: v1,<HMAC-SHA256 under your secret (GET /v1/webhooks/secret)> v1a,<Ed25519 under publicKey>, both over <webhook-id>.<webhook-timestamp>.<body>',
   signed: `<${WEBHOOK_HEADERS.timestamp}>.<body>`,
   headers: WEBHOOK_HEADERS,
   retries: config.webhooks.retries,
@@ -70,6 +76,8 @@ export interface WebhookKey {
   privateKey: KeyObject;
   /** Raw 32-byte Ed25519 public key, hex. */
   publicKeyHex: string;
+  /** The seed, from which every key owner's signing secret is derived (webhookSecret). */
+  seed: Buffer;
 }
 
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
@@ -79,7 +87,52 @@ export function keyFromSeed(seedHex: string): WebhookKey {
   if (!/^[0-9a-f]{64}$/i.test(seedHex)) throw new Error('webhooks.signingKey must be 64 hex characters (an Ed25519 seed)');
   const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, Buffer.from(seedHex, 'hex')]), format: 'der', type: 'pkcs8' });
   const spki = createPublicKey(privateKey).export({ format: 'der', type: 'spki' });
-  return { privateKey, publicKeyHex: Buffer.from(spki.subarray(-32)).toString('hex') };
+  return { privateKey, publicKeyHex: Buffer.from(spki.subarray(-32)).toString('hex'), seed: Buffer.from(seedHex, 'hex') };
+}
+
+const loaded = new WeakMap<Config, WebhookKey>();
+/** loadWebhookKey, once per configuration (the gateway's routes). */
+export function webhookKeyOf(config: Config): WebhookKey {
+  let k = loaded.get(config);
+  if (!k) loaded.set(config, (k = loadWebhookKey(config)));
+  return k;
+}
+
+/**
+ * The key owner's Standard Webhooks signing secret: 32 bytes derived from the deployment's seed and
+ * the wallet (one key, one wallet), so nothing is stored and every supervisor, prober and gateway
+ * with the same `webhooks.signingKey` computes the same one. Rotating the seed rotates them all.
+ */
+export function webhookSecret(key: WebhookKey, walletId: string): string {
+  return `whsec_${createHmac('sha256', key.seed).update(`payloads webhook secret v1:${walletId}`).digest('base64')}`;
+}
+
+/** The Standard Webhooks headers of one attempt (the content signed: `<id>.<timestamp>.<body>`). */
+export function standardHeaders(key: WebhookKey, walletId: string, id: string, timestamp: number, body: string): Record<string, string> {
+  const content = Buffer.from(`${id}.${timestamp}.${body}`);
+  const hmac = createHmac('sha256', Buffer.from(webhookSecret(key, walletId).slice('whsec_'.length), 'base64')).update(content).digest('base64');
+  const ed = sign(null, content, key.privateKey).toString('base64');
+  return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${hmac} v1a,${ed}` };
+}
+
+/**
+ * A receiver's check, as the `standardwebhooks` package makes it: a `v1,` signature under the
+ * secret, or, given an Ed25519 public key (hex) instead, a `v1a,` one; a timestamp within
+ * `toleranceSeconds`. (client/src verifyWebhook is the same.)
+ */
+export function verifyStandardWebhook(secretOrPublicKeyHex: string, headers: Record<string, string | undefined>, body: string, toleranceSeconds = 300, now = Date.now()): boolean {
+  const id = headers['webhook-id'];
+  const ts = headers['webhook-timestamp'];
+  const sigs = headers['webhook-signature'];
+  if (!id || !ts || !sigs || !/^\d+$/.test(ts) || Math.abs(now / 1000 - Number(ts)) > toleranceSeconds) return false;
+  const content = Buffer.from(`${id}.${ts}.${body}`);
+  const list = sigs.split(' ').map((x) => x.split(',') as [string, string | undefined]);
+  if (secretOrPublicKeyHex.startsWith('whsec_')) {
+    const want = createHmac('sha256', Buffer.from(secretOrPublicKeyHex.slice(6), 'base64')).update(content).digest();
+    return list.some(([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')));
+  }
+  const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(secretOrPublicKeyHex, 'hex')]), format: 'der', type: 'spki' });
+  return list.some(([v, sig]) => v === 'v1a' && !!sig && verify(null, content, pub, Buffer.from(sig, 'base64')));
 }
 
 /** The configured key, or one generated once into the data folder (single-machine setups). */
@@ -101,7 +154,7 @@ export function signBody(key: WebhookKey, timestamp: number, body: string): stri
   return sign(null, Buffer.from(`${timestamp}.${body}`), key.privateKey).toString('hex');
 }
 
-/** What a receiver does (docs/webhooks.md; the client's verifyWebhook is the same). */
+/** The deprecated X-Payloads-Signature check (docs/webhooks.md, "Deprecated headers"). */
 export function verifyWebhook(publicKeyHex: string, timestamp: string, body: string, signatureHex: string): boolean {
   const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' });
   return verify(null, Buffer.from(`${timestamp}.${body}`), pub, Buffer.from(signatureHex, 'hex'));
@@ -116,10 +169,14 @@ export interface DeliveryResult {
 
 export const retryableStatus = (status: number) => status >= 500 || status === 408 || status === 429;
 
-/** Headers of one signed attempt. */
-export function signedHeaders(key: WebhookKey, body: string, deliveryId: string, attempt: number, now = Date.now()): Record<string, string> {
+/**
+ * Headers of one signed attempt: the Standard Webhooks ones under the owner's secret when the
+ * wallet is known, and the deprecated X-Payloads-* ones.
+ */
+export function signedHeaders(key: WebhookKey, body: string, deliveryId: string, attempt: number, now = Date.now(), walletId?: string): Record<string, string> {
   const ts = Math.floor(now / 1000);
   return {
+    ...(walletId ? standardHeaders(key, walletId, deliveryId, ts, body) : {}),
     [WEBHOOK_HEADERS.signature]: signBody(key, ts, body),
     [WEBHOOK_HEADERS.timestamp]: String(ts),
     [WEBHOOK_HEADERS.publicKey]: key.publicKeyHex,
@@ -170,6 +227,8 @@ export async function deliverWebhook(o: {
   payload: unknown;
   deliveryId: string;
   key: WebhookKey;
+  /** The wallet the delivery is for: its own secret signs the Standard Webhooks `v1,` signature. */
+  walletId?: string;
   config: Config;
   ca?: SecureContextOptions['ca'];
   signal?: AbortSignal;
@@ -186,7 +245,7 @@ export async function deliverWebhook(o: {
       const waited = await sleep(o.config.webhooks.backoffMs * 2 ** (i - 1), o.signal).then(() => true, () => false);
       if (!waited || o.signal?.aborted) break;
     }
-    const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1));
+    const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1, Date.now(), o.walletId));
     const at = Date.now();
     let retry: boolean;
     try {

@@ -92,6 +92,7 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
           payload: { type: 'labs.report', jobId, resultKey, relay: report.relay.url, module: report.module, score: report.score, summary: report.summary, report },
           deliveryId: `${jobId}:${resultKey}`,
           key,
+          walletId: task.walletId,
           config,
           ca,
           signal: stopping.signal,

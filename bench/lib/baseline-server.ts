@@ -28,6 +28,7 @@ import { allRoutes } from '../../gateway/routes/index.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
 import type { GatewayContext, RateLimit, Route, RouteRequest } from '../../gateway/route.ts';
 import { createAuth } from '../../gateway/pipeline/auth.ts';
+import { createClientAddress } from '../../gateway/pipeline/address.ts';
 import { createLimit, rateLimitOf } from '../../gateway/pipeline/limit.ts';
 import { statusLine } from '../../gateway/http.ts';
 import { buildFixedAnswer, type FixedAnswer } from '../../gateway/pipeline/fixed.ts';
@@ -110,11 +111,12 @@ async function plainNode() {
   }
   // the gateway's own auth and limit steps, so both servers do the same work per request
   const authenticate = createAuth(ctx.kv.keys);
-  const limit = createLimit(config, ctx.kv.limits);
-  // as gateway/server.ts: X-Forwarded-For only when trusted
+  const { limit } = createLimit(config, ctx.kv.limits);
+  // as gateway/server.ts: X-Forwarded-For only from trusted proxies, per-address limits by group
+  const addressOf = createClientAddress(config.server);
   const clientIp = (req: IncomingMessage) => {
     const xff = req.headers['x-forwarded-for'];
-    return config.server.trustProxy && typeof xff === 'string' ? xff.split(',')[0]!.trim() : req.socket.remoteAddress ?? '';
+    return addressOf(req.socket.remoteAddress ?? '', typeof xff === 'string' ? xff : undefined).group;
   };
   const readBody = (req: IncomingMessage, max: number) => new Promise<Buffer>((resolve, reject) => {
     const parts: Buffer[] = [];
@@ -147,7 +149,7 @@ async function plainNode() {
       const raw = route.body ? await readBody(req, config.limits.bodyBytes) : null;
       const rq: RouteRequest = {
         method: route.method, path, params: {}, query: {}, body: undefined,
-        headers: req.headers as Record<string, string>, requestId, ip: clientIp(req), signal: new AbortController().signal,
+        headers: req.headers as Record<string, string>, requestId, ip: clientIp(req), addressGroup: clientIp(req), signal: new AbortController().signal,
       };
       if (route.auth) rq.auth = await authenticate(req.headers.authorization);
       const limited = limit(hit.rateLimit, rq.auth?.keyHash, rq.ip);

@@ -23,8 +23,8 @@ import { spawnTs, waitReady, rssMb, type Proc } from './procs.ts';
  */
 export const BENCH_OVERRIDES = {
   server: { port: 0, logLevel: 'warn', publicRequestsPerMinute: 1_000_000_000, keyRequestsPerMinute: 1_000_000_000, trustProxy: true },
-  limits: { jobsPerHour: 1_000_000_000, queueMax: 100_000 },
-  outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
+  limits: { jobsPerHour: 1_000_000_000, jobRequestsPerMinute: 1_000_000_000, queueMax: 100_000 },
+  outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'], checksPerKeyPerMinute: 1_000_000_000, checksPerTargetPerMinute: 1_000_000_000 },
 };
 
 /** Actors the bench runs when their code exists (browser-pool and relay-prober are measured by their own benchmarks). */

@@ -2,7 +2,7 @@
 // what every user writes around it: create-and-wait, downloads, the event stream, webhook checks.
 import createClient from 'openapi-fetch';
 import { createParser } from 'eventsource-parser';
-import { createPublicKey, randomUUID, verify } from 'node:crypto';
+import { createHmac, createPublicKey, randomUUID, timingSafeEqual, verify } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
@@ -276,22 +276,38 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
 const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
 
 /**
- * Check a webhook POST (docs/webhooks.md): Ed25519 over `<X-Payloads-Timestamp>.<raw body>` with the
- * key from `webhooks.publicKey` of GET /v1, and a timestamp no older than `maxAgeSeconds`.
+ * Check a webhook POST (docs/webhooks.md) as Standard Webhooks (standardwebhooks.com) verifiers do:
+ * `webhook-signature` over `<webhook-id>.<webhook-timestamp>.<raw body>`, a timestamp within
+ * `maxAgeSeconds`. `secretOrPublicKey`: your `whsec_...` secret (GET /v1/webhooks/secret; checks the
+ * `v1,` HMAC, which only deliveries for your key carry), or the deployment's Ed25519 public key in hex
+ * (`webhooks.publicKey` of GET /v1; checks `v1a,`, or the deprecated X-Payloads-Signature when the
+ * delivery has no `webhook-signature`).
  */
-export function verifyWebhook(body: string | Uint8Array, headers: Record<string, string | string[] | undefined> | Headers, publicKeyHex: string, maxAgeSeconds = 300): boolean {
+export function verifyWebhook(body: string | Uint8Array, headers: Record<string, string | string[] | undefined> | Headers, secretOrPublicKey: string, maxAgeSeconds = 300): boolean {
   const get = (n: string) => {
     if (headers instanceof Headers) return headers.get(n) ?? undefined;
     const v = Object.entries(headers).find(([k]) => k.toLowerCase() === n)?.[1];
     return Array.isArray(v) ? v[0] : v;
   };
-  const ts = get('x-payloads-timestamp');
-  const sig = get('x-payloads-signature');
-  if (!ts || !sig || !/^\d+$/.test(ts) || !/^[0-9a-f]+$/i.test(publicKeyHex)) return false;
-  if (Math.abs(Date.now() / 1000 - Number(ts)) > maxAgeSeconds) return false;
+  const fresh = (ts: string | undefined): ts is string => !!ts && /^\d+$/.test(ts) && Math.abs(Date.now() / 1000 - Number(ts)) <= maxAgeSeconds;
+  const [id, ts, sigs] = [get('webhook-id'), get('webhook-timestamp'), get('webhook-signature')];
   try {
-    const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(publicKeyHex, 'hex')]), format: 'der', type: 'spki' });
-    return verify(null, Buffer.concat([Buffer.from(`${ts}.`), Buffer.from(body)]), key, Buffer.from(sig, 'hex'));
+    if (id && sigs) {
+      if (!fresh(ts)) return false;
+      const content = Buffer.concat([Buffer.from(`${id}.${ts}.`), Buffer.from(body)]);
+      const list = sigs.split(' ').map((x) => x.split(','));
+      if (secretOrPublicKey.startsWith('whsec_')) {
+        const want = createHmac('sha256', Buffer.from(secretOrPublicKey.slice(6), 'base64')).update(content).digest();
+        return list.some(([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')));
+      }
+      const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]), format: 'der', type: 'spki' });
+      return list.some(([v, sig]) => v === 'v1a' && !!sig && verify(null, content, key, Buffer.from(sig, 'base64')));
+    }
+    // deprecated: X-Payloads-Signature, Ed25519 over `<timestamp>.<body>` (public key only)
+    const [lts, lsig] = [get('x-payloads-timestamp'), get('x-payloads-signature')];
+    if (!fresh(lts) || !lsig || !/^[0-9a-f]+$/i.test(secretOrPublicKey)) return false;
+    const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]), format: 'der', type: 'spki' });
+    return verify(null, Buffer.concat([Buffer.from(`${lts}.`), Buffer.from(body)]), key, Buffer.from(lsig, 'hex'));
   } catch {
     return false;
   }

@@ -153,6 +153,7 @@
   async function refresh() {
     const b = await api('GET', '/v1/balance');
     showBalance(b.balance);
+    if ($('webhook-secret').textContent === '…') $('webhook-secret').textContent = (await api('GET', '/v1/webhooks/secret')).secret;
     const tx = await api('GET', '/v1/transactions');
     const rows = tx.entries.slice(0, 20).map((e) => {
       const tr = document.createElement('tr');

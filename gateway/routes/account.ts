@@ -152,7 +152,7 @@ export const routes: Route[] = [
     async handler(req, ctx) {
       const spendChallenge = await checkChallenge(ctx, req.body.id, req.body.nonce, req.ip);
       const spendInvite = await checkInvite(ctx, req.body.invite);
-      const d = await takeToken(ctx.kv.keys, 'addr', hashOf(req.ip), ctx.config.wallet.keysPerAddressPerDay, DAY_MS);
+      const d = await takeToken(ctx.kv.keys, 'addr', hashOf(req.addressGroup), ctx.config.wallet.keysPerAddressPerDay, DAY_MS);
       if (!d.allowed) throw new ApiError('rate_limited', `this address made ${ctx.config.wallet.keysPerAddressPerDay} keys in the last 24 hours; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });
       await spendChallenge();
       await spendInvite?.();

@@ -5,9 +5,10 @@ import { routes as walletRoutes } from './wallet.ts';
 import { routes as jobRoutes } from './jobs.ts';
 import { eventsRoute } from './events.ts';
 import { routes as accountRoutes } from './account.ts';
+import { routes as webhookRoutes } from './webhooks.ts';
 import { openapiRoute } from '../openapi.ts';
 
 export function allRoutes(deps: RouteDeps): Route[] {
-  const routes: Route[] = [...publicRoutes, ...walletRoutes, ...jobRoutes, eventsRoute, ...accountRoutes, ...opsRoutes(deps)];
+  const routes: Route[] = [...publicRoutes, ...walletRoutes, ...jobRoutes, ...webhookRoutes, eventsRoute, ...accountRoutes, ...opsRoutes(deps)];
   return [...routes, openapiRoute(routes)];
 }

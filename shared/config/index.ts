@@ -60,6 +60,7 @@ export const ENV: Record<string, { path: string; parse: (v: string) => unknown }
   LNBITS_API_KEY: { path: 'wallet.lightning.apiKey', parse: String },
   CLN_RUNE: { path: 'wallet.lightning.rune', parse: String },
   RATE_PROVIDER: { path: 'wallet.rate.provider', parse: String },
+  UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS: { path: 'server.unsafeDevTopupsOnPublicAddress', parse: (v) => v === '1' || v.toLowerCase() === 'true' },
 };
 
 function setPath(o: Json, path: string, value: unknown) {

@@ -9,9 +9,12 @@ export const ServerConfig = T.Object({
   publicRequestsPerMinute: T.Integer({ minimum: 1, default: 600, description: 'Requests per minute per client address to public endpoints.' }),
   keyRequestsPerMinute: T.Integer({ minimum: 1, default: 1200, description: 'Requests per minute per key to authenticated endpoints other than job creation.' }),
   eventsHeartbeatSeconds: T.Number({ exclusiveMinimum: 0, default: 15, description: 'Seconds between heartbeat comments on a job\'s event stream (GET /v1/jobs/{id}/events).' }),
-  trustProxy: T.Boolean({ default: false, description: 'Take the client address from X-Forwarded-For (only behind a proxy you run).' }),
+  trustProxy: T.Boolean({ default: false, description: 'Shorthand for `trustedProxies: ["loopback"]` (a proxy on this machine). Before session 16 it believed the first X-Forwarded-For address, which the client writes; now only the hops the listed proxies added are read.' }),
   authCacheKeys: T.Integer({ minimum: 1, default: 10_000, description: 'API keys whose wallet each gateway remembers (30 s each, least recently used out first; about 250 bytes each). A key not remembered costs one read of the keys bucket.' }),
   balanceCopyWallets: T.Integer({ minimum: 1, default: 100_000, description: 'Wallets whose last ledger entry each gateway keeps, on a replicated ledger (least recently used out first; about 200 bytes each). A wallet not kept costs one read of its last entry. With one replica balances are read by direct get and the copy is not used.' }),
+  trustedProxies: T.Array(T.String({ minLength: 1 }), { default: [], description: 'Addresses and CIDRs of the reverse proxies in front of the gateway (also `loopback`, `private`). A request from one of them is taken to come from the right-most X-Forwarded-For address not in this list; from anywhere else, X-Forwarded-For is ignored. Empty: the connection\'s peer is the client.' }),
+  ipv6PrefixLength: T.Integer({ minimum: 32, maximum: 128, default: 64, description: 'IPv6 clients are counted by this network prefix in every per-address limit (requests per minute, keys per day): one customer line usually holds a whole /64.' }),
+  unsafeDevTopupsOnPublicAddress: T.Boolean({ default: false, description: 'UNSAFE (env UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS=1). With the dev Lightning backend in development mode, POST /account/dev-pay settles any top-up for free, so the gateway refuses to listen on a non-loopback HOST unless this is set (a shared demo where free money is the point).' }),
 }, { default: {} });
 
 export const NatsConfig = T.Object({
@@ -31,7 +34,8 @@ export const RetentionConfig = T.Object({
 }, { default: {} });
 
 export const LimitsConfig = T.Object({
-  jobsPerHour: T.Integer({ minimum: 1, default: 600, description: 'Job creations per hour and key, shared by all gateways.' }),
+  jobsPerHour: T.Integer({ minimum: 1, default: 600, description: 'Jobs created per hour and key, shared by all gateways. A creation refused (400, 402, 503 ...) gives its token back: only jobs that exist (or may, after a charge) count.' }),
+  jobRequestsPerMinute: T.Integer({ minimum: 1, default: 120, description: 'Job creation requests per minute and key in one gateway, whatever their answer (the looser bound on refused creations, which `jobsPerHour` no longer counts).' }),
   bodyBytes: T.Integer({ minimum: 1024, default: 65536, description: 'Largest request body.' }),
   maxWaitSeconds: T.Integer({ minimum: 0, default: 25, description: 'Cap of the `wait` query.' }),
   queueMax: T.Integer({ minimum: 1, default: 1000, description: 'Unfinished tasks across all services before job creation answers 503 busy.' }),

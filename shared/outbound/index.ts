@@ -11,5 +11,5 @@ export { isPublicAddress, blockReason, classifyHost, parseIp, unwrapIp, type Hos
 export { OutboundError, checkTarget, resolvePinned, pinnedLookup, parseHttpUrl, systemResolver, type OutboundErrorCode, type Resolver, type GuardOptions, type PinnedAddress } from './resolve.ts';
 export { guardedFetch, fetchOptionsFromConfig, decode, DEFAULT_USER_AGENT, type GuardedFetchOptions, type GuardedResponse } from './fetch.ts';
 export { startGuardProxy, chromiumProxyArgs, type GuardProxy, type GuardProxyOptions } from './proxy.ts';
-export { precheckTarget, toApiError, tcpProbe, type PrecheckConfig } from './check.ts';
+export { precheckTarget, takeCheck, toApiError, tcpProbe, type PrecheckConfig } from './check.ts';
 export { parseTargetUrl, hostOf } from './url.ts';

@@ -55,8 +55,9 @@ export async function resolvePinned(hostname: string, opts: GuardOptions): Promi
   }
   if (!addrs.length) throw new OutboundError('unreachable', `${c.name} has no address`, { host: hostname });
   for (const a of addrs) {
-    const why = blockReason(a.address, opts.allowCidrs);
-    if (why) throw new OutboundError('blocked_address', `${c.name} resolves to a non-public address: ${why}`, { host: hostname, address: a.address });
+    // the message never says which address: what a name resolves to inside our network is an
+    // answer of our resolver a client must not read (the address stays in `details` for our logs)
+    if (blockReason(a.address, opts.allowCidrs)) throw new OutboundError('blocked_address', `${c.name} resolves to an address that is not public (private, loopback, link-local or reserved)`, { host: hostname, address: a.address });
   }
   // prefer IPv4 when both exist: this machine may have no IPv6 route
   const chosen = addrs.find((a) => a.family === 4) ?? addrs[0]!;

@@ -5,7 +5,7 @@ import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
 import { takeToken } from '../limits.ts';
 import { wallet } from '../protocol/wallet.ts';
-import { resolvePinned, toApiError, tcpProbe, type PinnedAddress } from '../outbound/index.ts';
+import { resolvePinned, toApiError, tcpProbe, takeCheck, type PinnedAddress } from '../outbound/index.ts';
 import type { Config } from '../config/index.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
@@ -48,8 +48,13 @@ export async function checkAddress(hostname: string, config: Config): Promise<Ch
   }
 }
 
-/** Key of a relay in the relay_busy counter: scheme-less host, port and path. */
-export const relayCounterId = (u: URL) => `${u.hostname}:${u.port || (u.protocol === 'wss:' ? 443 : 80)}${u.pathname}`;
+/**
+ * Key of a relay in the relay_busy counter: the relay is its host and port, never the path (each
+ * path its own 30 tests an hour would make the bound per URL, as many as a client likes). The URL
+ * parser has already lower-cased the host and turned an IDN into its punycode; here a trailing dot
+ * goes and the default port is written out, so every spelling of one relay is one counter.
+ */
+export const relayCounterId = (u: URL) => `${u.hostname.replace(/\.+$/, '')}:${u.port || (u.protocol === 'wss:' ? 443 : 80)}`;
 
 /** Parse a relay address; returns the normalised ws(s) URL. */
 export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {
@@ -106,6 +111,7 @@ export const labs: ServiceModule<LabsRequest> = {
   },
   async precheck(body, plan, { config, nc, walletId }) {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
+    takeCheck(config, walletId, relayCounterId(relay));
     const pinned = await checkAddress(relay.hostname, config);
     await tcpProbe(pinned, Number(relay.port) || (relay.protocol === 'wss:' ? 443 : 80), config.outbound.checkTimeoutMs);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);

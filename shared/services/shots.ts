@@ -184,8 +184,8 @@ export const shots: ServiceModule<ShotsRequest> = {
     return { target: hostOf(url), items: opts.compare ? [...shotItems, ...comparePairs(shotItems, p.comparePair, new Set(offers.filter((o) => o.mobile).map((o) => o.id)))] : shotItems };
   },
   /** The target resolves to public addresses and accepts a connection (blocked_address, unreachable). */
-  async precheck(body, _plan, { config }) {
-    await precheckTarget(body.url, config);
+  async precheck(body, _plan, { config, walletId }) {
+    await precheckTarget(body.url, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

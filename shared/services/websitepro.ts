@@ -52,11 +52,11 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   },
   // every kind of worker an output needs runs (the converter is checked by the plan), then
   // blocked_address / unreachable before any charge; the worker checks every hop again
-  async precheck(body, _plan, { config, catalogueKv }) {
+  async precheck(body, _plan, { config, catalogueKv, walletId }) {
     if (body.outputs.includes('pdf') && !(await readCatalogue(catalogueKv, 'shots', printsPdf)).some(printsPdfEntry)) {
       throw new ApiError('service_unavailable', 'no browser-pool instance that prints PDFs is running; nothing was charged', {}, { 'retry-after': '30' });
     }
-    await precheckTarget(body.url, config);
+    await precheckTarget(body.url, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

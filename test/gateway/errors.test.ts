@@ -164,8 +164,10 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   });
 });
 
-t.test('job creation limit is shared through NATS: 429 rate_limited with Retry-After', async (t) => {
-  const p = await startPipeline(t, routes, { limits: { jobsPerHour: 3 } });
+t.test('job creation requests are limited per key (refused ones too): 429 rate_limited with Retry-After', async (t) => {
+  // refused creations no longer count against limits.jobsPerHour (issue 28 item 6,
+  // test/security/job-limit.test.ts); the per-minute request bound counts every request
+  const p = await startPipeline(t, routes, { limits: { jobRequestsPerMinute: 3 } });
   const { key } = await p.newKey();
   const app = {
     async request(method: string, path: string, o: { key: string; body: unknown }) {

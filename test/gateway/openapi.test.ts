@@ -18,6 +18,8 @@ t.test('/openapi.json is a valid OpenAPI 3.1 document covering the spec', async 
     // issue 18: the job's event stream
     ['get', '/v1/jobs/{id}/events'],
     ['get', '/v1/balance'], ['get', '/v1/transactions'], ['post', '/v1/topups'], ['get', '/v1/topups/{id}'],
+    // issue 27 item 7: the key's Standard Webhooks signing secret
+    ['get', '/v1/webhooks/secret'],
   ];
   for (const [m, p] of spec) t.ok(doc.paths[p!]?.[m!], `${m!.toUpperCase()} ${p}`);
   t.equal(paths.length, new Set(spec.map((x) => x[1])).size, 'no path beyond the spec');

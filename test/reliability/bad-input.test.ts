@@ -46,10 +46,10 @@ t.test('bad input to every endpoint: 4xx with a documented code, nothing charged
     actors: ['wallet', 'job-supervisor'],
     config: {
       // the properties must meet validation, not the limiter
-      limits: { jobsPerHour: 1_000_000 },
+      limits: { jobsPerHour: 1_000_000, jobRequestsPerMinute: 1_000_000 },
       server: { keyRequestsPerMinute: 1_000_000, publicRequestsPerMinute: 1_000_000 },
       // production outbound rules: no loopback targets
-      outbound: { allowCidrs: [] },
+      outbound: { allowCidrs: [], checksPerKeyPerMinute: 1_000_000, checksPerTargetPerMinute: 1_000_000 },
     },
   });
   const { key, walletId } = await app.newKey();

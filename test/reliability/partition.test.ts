@@ -38,7 +38,7 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   t.teardown(() => cluster.stop());
   const configFile = join(dataDir, 'config.json');
   // a generous job limit: the three clients create several hundred jobs an hour's limit would refuse
-  writeFileSync(configFile, JSON.stringify(testSystemConfig({ websitepro: { fetchTimeoutMs: 120000 }, limits: { jobsPerHour: 100000 } })));
+  writeFileSync(configFile, JSON.stringify(testSystemConfig({ websitepro: { fetchTimeoutMs: 120000 }, limits: { jobsPerHour: 100000, jobRequestsPerMinute: 100000 }, outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'], checksPerKeyPerMinute: 100000, checksPerTargetPerMinute: 100000 } })));
   const procs: ActorProcess[] = [];
   t.teardown(() => Promise.all(procs.map((p) => p.stop())));
   for (const name of ['wallet', 'job-supervisor', 'converter', 'gateway'] as ProcessName[]) {

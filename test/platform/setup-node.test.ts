@@ -90,3 +90,10 @@ t.test('a node_modules of another Node (up to date otherwise) is installed again
   t.equal(r.npm[0]!.node, `v${want}`);
   t.equal(spawnSync(join(r.dir, 'node_modules/.bin/node'), ['--version'], { encoding: 'utf8' }).stdout.trim(), `v${want}`);
 });
+
+t.test('main.ts started by hand on an older Node stops and says which Node to use', { skip }, async (t) => {
+  const r = spawnSync(machineNode!, ['--import', 'tsx', 'main.ts', 'wallet'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NATS_URL: 'nats://127.0.0.1:1' }, timeout: 120_000 });
+  t.equal(r.status, 1, r.stderr);
+  t.match(r.stderr, /payloads needs Node >= 22; this is v\d+/);
+  t.match(r.stderr, /npm start|node_modules\/\.bin\/node/);
+});

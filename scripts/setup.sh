@@ -71,4 +71,4 @@ fi
 
 # npm packages, on the project's Node (node_modules/.bin/node, see scripts/npm-install.sh): when
 # node_modules is missing, older than the lockfile, or holds another Node.
-bash scripts/npm-install.sh
+bash scripts/npm-install.sh >&2

@@ -12,9 +12,10 @@ import { tempDir } from '../helpers/nats.ts';
 
 function run(o: { installed: string | null; installBrings: string | null; codename?: string }) {
   const dir = tempDir('payloads-setup-');
-  // a project folder whose node_modules is up to date, so the npm step does nothing
+  // a project folder whose node_modules is up to date (and no Node pinned), so the npm step does nothing
   mkdirSync(join(dir, 'scripts'));
   copyFileSync(join(ROOT, 'scripts/setup.sh'), join(dir, 'scripts/setup.sh'));
+  copyFileSync(join(ROOT, 'scripts/npm-install.sh'), join(dir, 'scripts/npm-install.sh'));
   writeFileSync(join(dir, 'package.json'), '{}');
   writeFileSync(join(dir, 'package-lock.json'), '{}');
   const old = new Date(Date.now() - 60_000);

@@ -284,7 +284,7 @@ export interface paths {
         };
         /**
          * Recent jobs of this key
-         * @description Newest first.
+         * @description Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.
          */
         get: operations["getV1Jobs"];
         put?: never;
@@ -304,7 +304,7 @@ export interface paths {
         };
         /**
          * One job
-         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling).
+         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`.
          */
         get: operations["getV1JobsId"];
         put?: never;
@@ -344,6 +344,26 @@ export interface paths {
         };
         /** All screenshots of a completed shots job as a zip */
         get: operations["getV1JobsIdZip"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/webhooks/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * This key's webhook signing secret
+         * @description The `whsec_...` secret of the Standard Webhooks (standardwebhooks.com) signature on every webhook of this key's jobs. See docs/webhooks.md.
+         */
+        get: operations["getV1WebhooksSecret"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3125,6 +3145,85 @@ export interface operations {
                      *       "error": {
                      *         "code": "expired",
                      *         "message": "The result was deleted after its retention period (the job's `expiresAt`)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `rate_limited` (Too many requests for this key (or this address, for public endpoints). `Retry-After` says when to retry.) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "Too many requests for this key (or this address, for public endpoints). `Retry-After` says when to retry."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `internal` (An unexpected error. If it happened after a charge, the charge was refunded.) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "An unexpected error. If it happened after a charge, the charge was refunded."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1WebhooksSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The secret and the deployment's public key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Standard Webhooks signing secret: `webhook-signature` carries `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` under the base64 bytes after `whsec_`. Only deliveries of this key's jobs are signed with it. */
+                        secret: string;
+                        /** @description The deployment's Ed25519 public key (hex), for the `v1a,` signature; the same for every customer. */
+                        publicKey: string;
+                        docs: string;
+                    };
+                };
+            };
+            /** @description Error. `code`: `unauthorized` (The Authorization header is missing, malformed, or the key is wrong.) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "The Authorization header is missing, malformed, or the key is wrong."
                      *       }
                      *     }
                      */

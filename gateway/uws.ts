@@ -72,8 +72,17 @@ export class NativeUwsError extends Error {
 
 let cached: LoadedUws | undefined;
 
+/**
+ * The largest request head (request line and headers) uWS reads, in bytes; a larger one is answered
+ * `431` by uWS itself, before the pipeline. uWS reads UWS_HTTP_MAX_HEADERS_SIZE once, when its binary
+ * loads; its default, 4 KB, would answer a long but legal path (a percent-encoded URL in a job id or
+ * query) with uWS's HTML page instead of our error document. An operator's own value wins.
+ */
+export const MAX_REQUEST_HEAD_BYTES = 32 * 1024;
+
 export function loadNativeUws(candidates = UWS_CANDIDATES): LoadedUws {
   if (cached && candidates === UWS_CANDIDATES) return cached;
+  process.env.UWS_HTTP_MAX_HEADERS_SIZE ??= String(MAX_REQUEST_HEAD_BYTES);
   const attempts: string[] = [];
   const abi = process.versions.modules;
   for (const c of candidates) {

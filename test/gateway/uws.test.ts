@@ -3,7 +3,7 @@
 // the Node, its ABI, the C library, each package's version and the builds it has.
 import t from 'tap';
 import { createRequire } from 'node:module';
-import { loadNativeUws, NativeUwsError, packageDir, libcOf, runtimeInfo, UWS_CANDIDATES } from '../../gateway/uws.ts';
+import { loadNativeUws, MAX_REQUEST_HEAD_BYTES, NativeUwsError, packageDir, libcOf, runtimeInfo, UWS_CANDIDATES } from '../../gateway/uws.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
 
 const require = createRequire(import.meta.url);
@@ -79,4 +79,19 @@ t.test('/metrics names the Node and uWS build in use', async (t) => {
   t.match(line, `uws="${loadNativeUws().pkg}@${loadNativeUws().version}"`);
   t.match(line, `uws_binary="${triple(process.versions.modules)}"`);
   t.match(line, / 1$/);
+});
+
+t.test('a long request head reaches the pipeline; one over MAX_REQUEST_HEAD_BYTES is answered 431 by uWS', async (t) => {
+  const { uws } = loadNativeUws();
+  t.equal(process.env.UWS_HTTP_MAX_HEADERS_SIZE, String(MAX_REQUEST_HEAD_BYTES));
+  const app = uws.App().any('/*', (res, req) => { res.end(String(req.getUrl().length)); });
+  const port = await new Promise<number>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(uws.us_socket_local_port(s)) : reject(new Error('listen')))));
+  // uWS's own default (4 KB) answered this 431 with its HTML page
+  const long = await fetch(`http://127.0.0.1:${port}/${'a'.repeat(20_000)}`);
+  t.equal(long.status, 200);
+  t.equal(await long.text(), '20001');
+  const over = await fetch(`http://127.0.0.1:${port}/${'a'.repeat(MAX_REQUEST_HEAD_BYTES + 100)}`);
+  t.equal(over.status, 431);
+  await over.arrayBuffer();
+  app.close();
 });

@@ -72,7 +72,7 @@ t.test('lockfile newer than node_modules: npm ci runs on the project\'s Node, no
   t.match(r.npm[0]!.args, ['ci', '--no-audit', '--no-fund', '--prefix', r.dir]);
   t.equal(r.npm[0]!.nodedir, join(r.dir, 'node_modules', pkg), 'native builds get the project Node\'s headers');
   t.same(r.exec, [], 'no fetch: the wanted Node is there');
-  t.match(r.err, new RegExp(`installing npm packages on Node ${want.replace(/\./g, '\\.')} \\(machine: v\\d+`));
+  t.match(r.err, new RegExp(`installing npm packages on Node ${want!.replace(/\./g, '\\.')} \\(machine: v\\d+`));
 });
 
 t.test('first install on an older machine Node: the wanted Node is fetched with npm exec and runs npm', { skip }, async (t) => {

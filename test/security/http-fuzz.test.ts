@@ -38,11 +38,31 @@ const headers = fc.record({
 }, { requiredKeys: [] });
 const body = fc.option(fc.oneof(fc.json(), headerValue, fc.constant('{"url":"http://127.0.0.1:1/","outputs":["metadata"]}')), { nil: undefined });
 
+/** Codes of the 5xx answers seen (each must be a documented 503, never an internal error). */
+const fiveXX = new Map<string, number>();
+
 function send(base: string, agent: http.Agent, r: { method: string; path: string; headers: Record<string, string | undefined>; body?: string }, key: string): Promise<number> {
   const h: Record<string, string> = {};
   for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) h[k] = v.replace('KEY', key);
+  // Node's client sends a GET, DELETE or OPTIONS body with neither Content-Length nor chunked framing:
+  // on the wire those bytes are the start of the next request (HTTP/1.1 says such a request has no
+  // body), which the server rightly refuses as a bad request line. Framed here, as any real client does.
+  if (r.body !== undefined) h['content-length'] = String(Buffer.byteLength(r.body));
   return new Promise((resolve) => {
-    const q = http.request(base + r.path, { method: r.method, agent, headers: h }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); res.on('error', () => resolve(0)); });
+    const q = http.request(base + r.path, { method: r.method, agent, headers: h }, (res) => {
+      const status = res.statusCode ?? 0;
+      let text = '';
+      if (status >= 500) res.on('data', (d: Buffer) => { text += d.toString(); }); else res.resume();
+      res.on('end', () => {
+        if (status >= 500) {
+          let code = `${status} ${text.slice(0, 60)}`;
+          try { code = `${status} ${(JSON.parse(text) as { error?: { code?: string } }).error?.code}`; } catch { /* not our error document */ }
+          fiveXX.set(code, (fiveXX.get(code) ?? 0) + 1);
+        }
+        resolve(status);
+      });
+      res.on('error', () => resolve(0));
+    });
     q.on('error', () => resolve(0)); // a request the parser refuses and closes: no answer is fine
     // no answer at all within 10 s: counted as -1 (asserted below: only for methods uWS does not parse)
     q.setTimeout(10_000, () => { resolve(-1); q.destroy(); });
@@ -81,7 +101,9 @@ t.test('methods, paths and headers: no 5xx, bounded metrics and heap, nothing ch
   const heap2 = process.memoryUsage().heapUsed;
   const series2 = await size();
   t.comment(`statuses ${JSON.stringify([...statuses].sort((a, b) => a[0] - b[0]))}; request series lines ${series1} → ${series2}; heap ${(heap1 / 1e6).toFixed(1)} → ${(heap2 / 1e6).toFixed(1)} MB`);
-  t.notOk([...statuses.keys()].some((s) => s >= 500), 'no 5xx');
+  // only the wallet runs: a valid websitepro job is rightly refused 503 service_unavailable (no
+  // converter), a documented answer that charges nothing; any other 5xx is a failure
+  t.same([...fiveXX.keys()].filter((c) => c !== '503 service_unavailable'), [], `no 5xx but 503 service_unavailable (seen: ${JSON.stringify([...fiveXX])})`);
   // left open (docs/notes/issue-27.md): a few bodies sent chunked on a path no route reads them on
   // get no answer within 10 s; the heap bound above shows nothing is kept for them
   if (hung.length) t.comment(`no answer in 10 s: ${hung.join('; ')}`);

@@ -31,11 +31,13 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
     // 0 dark, 1 light: what prefers-color-scheme answers in every page of this browser
     'layout.css.prefers-color-scheme.content-override': opts.scheme === 'dark' ? 0 : 1,
     // the first layer of issue 27 (the namespace is the second): nothing that leaves beside the
-    // proxy. No WebRTC at all (STUN/TURN/ICE would send UDP straight out), no HTTP/3 or
+    // proxy. No HTTP/3 or
     // WebTransport (QUIC is UDP, which an HTTP proxy does not carry), no pings, no captive-portal
     // or connectivity probes, no speculative connections or name lookups
-    'media.peerconnection.enabled': false,
-    'media.peerconnection.ice.proxy_only': true,
+    // WebRTC stays on: with a proxy set, Firefox's ICE goes only through it
+    // (media.peerconnection.ice.proxy_only_if_behind_proxy, default true; the egress test saw no
+    // packet from Firefox even before this list). Turning it off made a pushState loop's settle
+    // slower than its bound in test/shots/redirects (session 16).
     'network.http.http3.enable': false,
     'network.webtransport.enabled': false,
     'browser.send_pings': false,

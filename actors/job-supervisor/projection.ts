@@ -17,7 +17,7 @@ import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 3;
+const LAYOUT = 4;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -36,7 +36,7 @@ CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE st
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (created_at) WHERE unrefunded IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (unrefunded, created_at) WHERE unrefunded IS NOT NULL;
 `;
 
 export interface ProjectionOptions {
@@ -134,7 +134,7 @@ export class JobProjection {
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
       forgetDue: s.prepare('SELECT id, revision FROM jobs WHERE forget_due IS NOT NULL AND forget_due <= ? ORDER BY forget_due LIMIT ?'),
-      unrefunded: s.prepare('SELECT id FROM jobs WHERE unrefunded IS NOT NULL ORDER BY created_at LIMIT ?').pluck(),
+      unrefunded: s.prepare('SELECT id FROM jobs WHERE unrefunded = 1 ORDER BY created_at LIMIT ?').pluck(),
       keptFiles: s.prepare('SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?'),
       count: s.prepare('SELECT count(*) FROM jobs').pluck(),
       countUnfinished: s.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'processing')`).pluck(),
@@ -371,9 +371,9 @@ export class JobProjection {
   }
 
   /** The query plan of a due list (tests: each is an index search, never a scan of every job). */
-  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list'): string {
+  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list' | 'unrefunded'): string {
     const sql = (this.q[which] as unknown as { source: string }).source;
-    const args = { unfinished: ['queued', 1, 1], list: ['w', 1] }[which as string] ?? [1, 1];
+    const args = { unfinished: ['queued', 1, 1], list: ['w', 1], unrefunded: [1] }[which as string] ?? [1, 1];
     return (this.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
   }
 

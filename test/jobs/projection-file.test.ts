@@ -100,7 +100,7 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   const { nc } = await startTestNats(t);
   const p = await open(nc, tempDir('payloads-proj-'), 1000);
   await p.caughtUp;
-  for (const which of ['purgeDue', 'webhookDue', 'forgetDue', 'unfinished', 'list'] as const) {
+  for (const which of ['purgeDue', 'webhookDue', 'forgetDue', 'unfinished', 'list', 'unrefunded'] as const) {
     const plan = p.plan(which);
     t.match(plan, /SEARCH .* USING (COVERING )?INDEX/, `${which}: ${plan}`);
     t.notMatch(plan, /SCAN jobs/, `${which} reads no job it does not return`);
@@ -116,6 +116,13 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   t.same(p.forgetDue(now)[0], { id: 'old', revision: 10 }, 'an older revision changes nothing');
   p.forgotten('old', 10);
   t.equal(p.row('old'), null);
+  // a finished job with a failed result not refunded is listed until a later revision refunds it
+  const failed = (refunded: boolean) => [{ key: 'r1', status: 'failed', refunded } as JobRecord['results'][number]];
+  p.upsert(jobOf('unpaid', { status: 'failed', results: failed(false) }), 20);
+  p.upsert(jobOf('running-unpaid', { status: 'processing', results: failed(false) }), 21);
+  t.same(p.unrefunded(), ['unpaid'], 'only finished jobs: a running one is settled by its own steps');
+  p.upsert(jobOf('unpaid', { status: 'failed', results: failed(true) }), 22);
+  t.same(p.unrefunded(), [], 'refunded: no longer listed');
   await p.stop();
 });
 

@@ -17,9 +17,11 @@ import { deprecatedSettings } from './shared/config/index.ts';
 /** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
 // The project's Node is node_modules/.bin/node (package.json's node-linux-<arch>, 22): npm scripts and
 // npx find it first. An older Node started by hand (the machine's) would crash in better-sqlite3's
-// prebuild (a segfault on 20) or miss uWS's build: say what to run instead.
-if (Number(process.versions.node.split('.')[0]) < 22) {
-  console.error(`payloads needs Node >= 22; this is ${process.version} (${process.execPath}). Start it through npm (npm start, npm run actor -- <name>), npx (npx node --import tsx main.ts) or node_modules/.bin/node, the project's Node.`);
+// prebuild (a segfault on 20) or miss uWS's build: say what to run instead. Node runs the TypeScript
+// itself (type stripping, on by default from 22.18); under an older Node started with tsx this says why.
+const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 18)) {
+  console.error(`payloads needs Node >= 22.18; this is ${process.version} (${process.execPath}). Start it through npm (npm start, npm run actor -- <name>), npx (npx node main.ts) or node_modules/.bin/node, the project's Node.`);
   process.exit(1);
 }
 

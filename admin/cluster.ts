@@ -57,8 +57,10 @@ export async function jetStreamAnswers(nc: NatsConnection, timeoutMs = 2500): Pr
 export const isOutage = (e: unknown) => isTransientNatsError(e) || (e instanceof ApiError && e.code === 'service_unavailable');
 
 export class ClusterError extends Error {
-  constructor(readonly kind: 'no_quorum' | 'no_server' | 'timeout', message: string) {
+  readonly kind: 'no_quorum' | 'no_server' | 'timeout';
+  constructor(kind: 'no_quorum' | 'no_server' | 'timeout', message: string) {
     super(`${kind.replace('_', ' ')}: ${message}`);
+    this.kind = kind;
   }
 }
 

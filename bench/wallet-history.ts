@@ -51,7 +51,7 @@ const oldCode = !existsSync('actors/wallet/topups-kept.ts');
 
 /** One wallet start in a child: ms to 'wallet started' and to 'caught up', RSS at each and 10 s after. */
 async function walletStart(dataDir: string, limitMs = 240_000) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/lib/wallet-start.ts'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bench/lib/wallet-start.ts'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'inherit'] });
   const r: Record<string, unknown> = {};
   let began = 0;
   const done = new Promise<void>((resolve) => {

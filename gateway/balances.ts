@@ -94,7 +94,9 @@ class BalanceCopy {
   /** Wallets with a direct get in flight, and the one queued behind it. */
   private inFlight = new Map<string, WalletGet>();
 
-  constructor(private readonly nc: NatsConnection) {
+  private readonly nc: NatsConnection;
+  constructor(nc: NatsConnection) {
+    this.nc = nc;
     this.lastSeq = freshRead(() => this.lastSequence());
     void this.loop();
   }

@@ -63,9 +63,11 @@ export interface LoadedUws {
 }
 
 export class NativeUwsError extends Error {
-  constructor(readonly attempts: string[]) {
+  readonly attempts: string[];
+  constructor(attempts: string[]) {
     super(`no native uWebSockets.js build loads on Node ${process.versions.node} (ABI ${process.versions.modules}), ${process.platform}-${process.arch}, ${libcOf()}; refusing to start without one (no JS fallback). Tried:\n  ${attempts.join('\n  ')}\n` +
       'Node 22 runs on glibc >= 2.36 (Debian 12); Node 24 needs glibc >= 2.38 (Debian 13, Ubuntu 24.04); no uWS package has a build for Node 26 yet.');
+    this.attempts = attempts;
     this.name = 'NativeUwsError';
   }
 }

@@ -288,7 +288,7 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   if (name === 'gateway' && !o.env?.BASE_URL && !process.env.BASE_URL) delete env.BASE_URL;
   // its own process group: a terminal's Ctrl-C reaches only the launcher, which stops the actors
   // first and the NATS nodes last (ORPHAN_GUARD and the watchdog cover the launcher's death)
-  const child = spawn(process.execPath, ['--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, 'main.ts'), name], {
+  const child = spawn(process.execPath, ['--import', ORPHAN_GUARD, join(ROOT, 'main.ts'), name], {
     cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true,
   });
   track(child, 'actor');

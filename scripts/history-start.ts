@@ -25,7 +25,7 @@ const rssMb = (pid: number) => {
 const out: Record<string, unknown>[] = [];
 for (let run = 1; run <= Number(a.runs); run++) {
   const t0 = Date.now();
-  const child = spawn(process.execPath, ['--import', 'tsx', join(code, 'main.ts'), 'job-supervisor'], {
+  const child = spawn(process.execPath, [join(code, 'main.ts'), 'job-supervisor'], {
     cwd: code, env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const r: Record<string, unknown> = { run };

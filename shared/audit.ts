@@ -57,8 +57,14 @@ export interface AuditOptions {
 
 /** The reads ran out of time: what was read of what. */
 export class AuditIncomplete extends Error {
-  constructor(readonly what: string, readonly done: number, readonly total: number) {
+  readonly what: string;
+  readonly done: number;
+  readonly total: number;
+  constructor(what: string, done: number, total: number) {
     super(`read ${done} of ${total} ${what} before the deadline`);
+    this.what = what;
+    this.done = done;
+    this.total = total;
     this.name = 'AuditIncomplete';
   }
 }

@@ -145,7 +145,12 @@ function remember(known: Map<string, { log: number[]; revision: number }>, key: 
 export class LocalLimiter {
   private readonly tat = new Map<string, number>();
   private lastSweep = 0;
-  constructor(private readonly limit: number, private readonly periodMs: number) {}
+  private readonly limit: number;
+  private readonly periodMs: number;
+  constructor(limit: number, periodMs: number) {
+    this.limit = limit;
+    this.periodMs = periodMs;
+  }
 
   take(id: string, now = Date.now()): LimitDecision {
     const interval = this.periodMs / this.limit;

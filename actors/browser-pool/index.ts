@@ -22,7 +22,13 @@ import { startCompareWorker } from './compare.ts';
 /** One launched browser version; per-scheme browsers for launchers that need them (Firefox). */
 export class BrowserEntry {
   private byScheme = new Map<Scheme | 'any', ManagedBrowser>();
-  constructor(readonly launcher: Launcher, readonly version: string, first: ManagedBrowser, private readonly make: (scheme?: Scheme) => ManagedBrowser) {
+  readonly launcher: Launcher;
+  readonly version: string;
+  private readonly make: (scheme?: Scheme) => ManagedBrowser;
+  constructor(launcher: Launcher, version: string, first: ManagedBrowser, make: (scheme?: Scheme) => ManagedBrowser) {
+    this.launcher = launcher;
+    this.version = version;
+    this.make = make;
     this.byScheme.set(launcher.schemePerBrowser ? 'light' : 'any', first);
   }
   browserFor(scheme: Scheme): ManagedBrowser {

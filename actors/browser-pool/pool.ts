@@ -34,7 +34,10 @@ export function effectiveConcurrency(configured: number, freeBytes = freemem()):
 export class Slots {
   private used = 0;
   private waiting: (() => void)[] = [];
-  constructor(readonly size: number) {}
+  readonly size: number;
+  constructor(size: number) {
+    this.size = size;
+  }
   /** Wait for a free page; an aborted signal gives up the place in the queue and throws. */
   async acquire(signal?: AbortSignal): Promise<() => void> {
     while (this.used >= this.size) {
@@ -131,7 +134,16 @@ export class ManagedBrowser {
   version = '';
   launches = 0;
 
-  constructor(readonly launcher: Launcher, private readonly launchOpts: LaunchOptions, private readonly restartAfter: number, private readonly log: Logger) {}
+  readonly launcher: Launcher;
+  private readonly launchOpts: LaunchOptions;
+  private readonly restartAfter: number;
+  private readonly log: Logger;
+  constructor(launcher: Launcher, launchOpts: LaunchOptions, restartAfter: number, log: Logger) {
+    this.launcher = launcher;
+    this.launchOpts = launchOpts;
+    this.restartAfter = restartAfter;
+    this.log = log;
+  }
 
   private async launch(): Promise<Generation> {
     const t0 = Date.now();

@@ -79,7 +79,9 @@ export class PageWatch {
   private fail!: (f: TaskFailure) => void;
   private readonly failed: Promise<never>;
 
-  constructor(private readonly page: Page) {
+  private readonly page: Page;
+  constructor(page: Page) {
+    this.page = page;
     this.failed = new Promise<never>((_, reject) => {
       this.fail = (f) => {
         this.failure ??= f;

@@ -32,7 +32,10 @@ export async function makeThumb(png: Buffer, raw?: RawImage): Promise<Buffer> {
 
 /** Writes files to object stores: no store is opened (a missing one refuses the publish, and the put throws). */
 export class Stores {
-  constructor(private readonly nc: NatsConnection) {}
+  private readonly nc: NatsConnection;
+  constructor(nc: NatsConnection) {
+    this.nc = nc;
+  }
   /** In one round trip's time (shared/nats/objects.ts); a re-put replaces the object. */
   async put(store: string, name: string, data: Uint8Array): Promise<void> {
     await putObject(this.nc, store, { name }, data);

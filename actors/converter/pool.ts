@@ -20,8 +20,10 @@ export interface PoolOptions {
 }
 
 export class ConversionError extends Error {
-  constructor(readonly code: 'conversion_timeout' | 'conversion_failed', message: string) {
+  readonly code: 'conversion_timeout' | 'conversion_failed';
+  constructor(code: 'conversion_timeout' | 'conversion_failed', message: string) {
     super(message);
+    this.code = code;
     this.name = 'ConversionError';
   }
 }
@@ -47,7 +49,10 @@ export class ConvertPool {
   private nextId = 1;
   private closed = false;
   private spawned = 0;
-  constructor(private opts: PoolOptions) {}
+  private opts: PoolOptions;
+  constructor(opts: PoolOptions) {
+    this.opts = opts;
+  }
 
   get size() {
     return this.opts.size;

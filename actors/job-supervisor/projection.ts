@@ -102,7 +102,9 @@ export class JobProjection {
   /** True when the stream holds no job message after `seq` (the ones after it were deleted). */
   private nothingAfter!: (seq: number) => Promise<boolean>;
 
-  constructor(private readonly o: ProjectionOptions) {
+  private readonly o: ProjectionOptions;
+  constructor(o: ProjectionOptions) {
+    this.o = o;
     this.file = claimSlot(o.dir);
   }
 

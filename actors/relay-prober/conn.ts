@@ -27,8 +27,12 @@ export interface ConnectOptions {
 }
 
 export class ConnectError extends Error {
-  constructor(readonly stage: 'tcp' | 'tls' | 'upgrade' | 'timeout', message: string, readonly httpStatus?: number) {
+  readonly stage: 'tcp' | 'tls' | 'upgrade' | 'timeout';
+  readonly httpStatus?: number;
+  constructor(stage: 'tcp' | 'tls' | 'upgrade' | 'timeout', message: string, httpStatus?: number) {
     super(message);
+    this.stage = stage;
+    this.httpStatus = httpStatus;
     this.name = 'ConnectError';
   }
 }
@@ -48,7 +52,15 @@ export class RelayConn {
   readonly nonJson: string[] = [];
   private closeWaiters: (() => void)[] = [];
 
-  private constructor(readonly ws: WebSocket, private readonly opts: ConnectOptions, readonly connectMs: number, readonly tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null) {
+  readonly ws: WebSocket;
+  private readonly opts: ConnectOptions;
+  readonly connectMs: number;
+  readonly tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null;
+  private constructor(ws: WebSocket, opts: ConnectOptions, connectMs: number, tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null) {
+    this.ws = ws;
+    this.opts = opts;
+    this.connectMs = connectMs;
+    this.tls = tls;
     ws.on('message', (data) => {
       const raw = data.toString();
       // a relay that floods must not exhaust the prober's memory

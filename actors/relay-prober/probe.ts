@@ -25,8 +25,10 @@ export class BudgetExceeded extends Error {
 
 /** A module cannot run at all (turned into TaskFailure with one of the documented errors). */
 export class ProbeFatal extends Error {
-  constructor(readonly code: 'unreachable' | 'not_a_relay' | 'write_restricted' | 'timeout', message: string) {
+  readonly code: 'unreachable' | 'not_a_relay' | 'write_restricted' | 'timeout';
+  constructor(code: 'unreachable' | 'not_a_relay' | 'write_restricted' | 'timeout', message: string) {
     super(message);
+    this.code = code;
     this.name = 'ProbeFatal';
   }
 }
@@ -120,7 +122,9 @@ export class Probe {
   private beforeFirstEvent: (() => Promise<void>) | undefined;
   private firstEvent: Promise<void> | undefined;
 
-  constructor(url: string, readonly config: Config, opts: { ca?: SecureContextOptions['ca']; timings?: Partial<ProbeTimings>; progress?: (t: string) => void; keys?: Uint8Array[]; beforeFirstEvent?: (p: Probe) => Promise<void> } = {}) {
+  readonly config: Config;
+  constructor(url: string, config: Config, opts: { ca?: SecureContextOptions['ca']; timings?: Partial<ProbeTimings>; progress?: (t: string) => void; keys?: Uint8Array[]; beforeFirstEvent?: (p: Probe) => Promise<void> } = {}) {
+    this.config = config;
     this.url = new URL(url);
     this.ca = opts.ca;
     const l = config.labs;

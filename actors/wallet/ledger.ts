@@ -90,7 +90,13 @@ export class Ledger {
   /** What the last start did (read by the tests and the start-time bench). */
   stats = { from: 0, startSeq: 0, appliedSinceStart: 0, rebuilt: false, caughtUpMs: null as number | null, walletCatchUps: 0 };
 
-  constructor(private nc: NatsConnection, readonly projection: Projection, private log: Logger) {
+  private nc: NatsConnection;
+  readonly projection: Projection;
+  private log: Logger;
+  constructor(nc: NatsConnection, projection: Projection, log: Logger) {
+    this.nc = nc;
+    this.projection = projection;
+    this.log = log;
     this.js = jetstream(nc);
   }
 

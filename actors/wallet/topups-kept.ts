@@ -16,7 +16,9 @@ export class KeptTopups {
   private setMeta: Database.Statement<[string, string]>;
   private seenTx: (revision: number, id: string, paymentHash: string | null) => void;
 
-  constructor(private db: Database.Database) {
+  private db: Database.Database;
+  constructor(db: Database.Database) {
+    this.db = db;
     db.exec(DDL);
     this.put = db.prepare('INSERT INTO topups_pending (id, payment_hash) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET payment_hash = excluded.payment_hash');
     this.del = db.prepare('DELETE FROM topups_pending WHERE id = ?');

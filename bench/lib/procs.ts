@@ -20,7 +20,7 @@ const ORPHAN_GUARD = 'data:text/javascript,process.once("disconnect",()=>process
 export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, stdin = false, nodeFlags: string[] = []): Proc {
   // every child has an IPC channel and ends itself when it closes, so a bench that dies (even by
   // SIGKILL) leaves no actor, baseline or load generator behind
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
+  const child = spawn(process.execPath, [...nodeFlags, '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', 'ipc'],

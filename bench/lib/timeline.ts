@@ -28,7 +28,10 @@ export const foldSubject = (s: string) => s.split('.').map((t) => (/\d/.test(t) 
 export class WireTrace {
   private events: WireEvent[] | null = null;
   private t0 = 0;
-  private constructor(private readonly nc: Awaited<ReturnType<typeof connectNats>>) {}
+  private readonly nc: Awaited<ReturnType<typeof connectNats>>;
+  private constructor(nc: Awaited<ReturnType<typeof connectNats>>) {
+    this.nc = nc;
+  }
 
   static async start(url: string): Promise<WireTrace> {
     const nc = await connectNats(url, 'bench-timeline');

@@ -27,15 +27,25 @@ export const DEFAULT_BASE_URL = 'http://localhost:8080';
 
 /** An error answer of the API (or of the network, code `network`), typed by its `code`. */
 export class PayloadsError extends Error {
+  readonly code: ErrorCode | 'network' | 'interrupted';
+  readonly status: number | null;
+  readonly details: Record<string, unknown>;
+  readonly requestId?: string;
+  readonly retryAfter?: number;
   constructor(
-    readonly code: ErrorCode | 'network' | 'interrupted',
+    code: ErrorCode | 'network' | 'interrupted',
     message: string,
-    readonly status: number | null = null,
-    readonly details: Record<string, unknown> = {},
-    readonly requestId?: string,
-    readonly retryAfter?: number,
+    status: number | null = null,
+    details: Record<string, unknown> = {},
+    requestId?: string,
+    retryAfter?: number,
   ) {
     super(message);
+    this.code = code;
+    this.status = status;
+    this.details = details;
+    this.requestId = requestId;
+    this.retryAfter = retryAfter;
     this.name = 'PayloadsError';
   }
 }

@@ -29,7 +29,12 @@ export class JobWatch {
   /** How many times the shared watch was made (for tests and the log). */
   started = 0;
 
-  constructor(private readonly kv: KV, private readonly log?: Logger) {}
+  private readonly kv: KV;
+  private readonly log?: Logger;
+  constructor(kv: KV, log?: Logger) {
+    this.kv = kv;
+    this.log = log;
+  }
 
   /** The watch running, made now if needed; false when it cannot be made (then polls read). */
   private ensure(): Promise<boolean> {

@@ -41,7 +41,10 @@ export function freshRead<T>(fetch: () => Promise<T>): () => Promise<T> {
 export class AppliedUpTo {
   private waiters = new Set<{ seq: number; wake: () => void }>();
 
-  constructor(public seq: number) {}
+  public seq: number;
+  constructor(seq: number) {
+    this.seq = seq;
+  }
 
   /** Every sequence up to `seq` is applied; wakes the readers waiting for it. Never moves back. */
   reach(seq: number) {

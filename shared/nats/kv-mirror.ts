@@ -47,7 +47,13 @@ export class KvMirror {
   /** The bucket's status, from a request sent after the call; concurrent syncs share one (shared/nats/fresh.ts). */
   private readonly freshStatus: () => ReturnType<KV['status']>;
 
-  constructor(private readonly kv: KV, private readonly apply: (e: KvWatchEntry) => void, private readonly o: KvMirrorOptions = {}) {
+  private readonly kv: KV;
+  private readonly apply: (e: KvWatchEntry) => void;
+  private readonly o: KvMirrorOptions;
+  constructor(kv: KV, apply: (e: KvWatchEntry) => void, o: KvMirrorOptions = {}) {
+    this.kv = kv;
+    this.apply = apply;
+    this.o = o;
     this.freshStatus = freshRead(() => kv.status());
     this.ended = this.loop();
   }

@@ -8,8 +8,12 @@ export type OutboundErrorCode = 'bad_url' | 'blocked_address' | 'unreachable' | 
 
 /** Why an outbound connection was not made (or not finished). `code` is stable; branch on it. */
 export class OutboundError extends Error {
-  constructor(readonly code: OutboundErrorCode, message: string, readonly details?: Record<string, unknown>) {
+  readonly code: OutboundErrorCode;
+  readonly details?: Record<string, unknown>;
+  constructor(code: OutboundErrorCode, message: string, details?: Record<string, unknown>) {
     super(message);
+    this.code = code;
+    this.details = details;
     this.name = 'OutboundError';
   }
 }

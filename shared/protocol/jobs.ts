@@ -167,8 +167,12 @@ export const lostMsgId = (jobId: string, resultKey: string) => `lost:${jobId}:${
 
 /** A worker's way of saying "this result cannot be produced" with one of the documented errors. */
 export class TaskFailure extends Error {
-  constructor(readonly error: string, message?: string, readonly extra?: Record<string, unknown>) {
+  readonly error: string;
+  readonly extra?: Record<string, unknown>;
+  constructor(error: string, message?: string, extra?: Record<string, unknown>) {
     super(message ?? error);
+    this.error = error;
+    this.extra = extra;
     this.name = 'TaskFailure';
   }
 }

@@ -18,7 +18,7 @@ t.test('quick gateway benchmark writes the expected figures', async (t) => {
   const docBefore = (() => { try { return statSync(doc).mtimeMs; } catch { return null; } })();
 
   const stdout = await new Promise<string>((res, rej) => {
-    execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/run.ts'), 'gateway'], {
+    execFile(process.execPath, [join(ROOT, 'bench/run.ts'), 'gateway'], {
       cwd: ROOT, env: { ...process.env, BENCH_QUICK: '1', BENCH_OUT: out, BENCH_DOCS: '0' }, timeout: 280_000, maxBuffer: 1 << 24,
     }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so)));
   });

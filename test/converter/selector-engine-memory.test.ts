@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 t.test('pages asked by the shared selector engine are garbage once converted, in both compatibility modes', async (t) => {
   const probe = fileURLToPath(new URL('./selector-engine-memory-probe.ts', import.meta.url));
-  const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', probe], { timeout: 60000 });
+  const { stdout } = await promisify(execFile)(process.execPath, [probe], { timeout: 60000 });
   const result = JSON.parse(stdout.trim().split('\n').pop()!) as Record<string, boolean>;
   t.same(Object.keys(result).length, 4, JSON.stringify(result));
   for (const [what, ok] of Object.entries(result)) t.ok(ok, what);

@@ -80,7 +80,7 @@ t.test('deliveries exhausted while no supervisor runs: the stored advisory is ac
 t.test('a worker process killed mid-task: the task is redelivered to another worker', async (t) => {
   const s = await startJobsSystem(t, { jobs: { ackWaitSeconds: 2, maxDeliver: 3 } });
   const script = fileURLToPath(new URL('../helpers/test-worker.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', script, s.server.url, 'test-worker', subjects.taskWebsitepro, '2', '3'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [script, s.server.url, 'test-worker', subjects.taskWebsitepro, '2', '3'], { stdio: ['ignore', 'pipe', 'inherit'] });
   t.teardown(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   const lines = createInterface({ input: child.stdout! });
   const next = (re: RegExp) => new Promise<string>((resolve) => {

@@ -63,7 +63,7 @@ t.test('status: servers, streams, consumers, instances, unfinished jobs, the aud
 
 t.test('status --watch refreshes until stopped', async (t) => {
   const tn = await startTestNats(t);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'admin/main.ts', 'status', '--watch', '1', '--json'], {
+  const child = spawn(process.execPath, ['admin/main.ts', 'status', '--watch', '1', '--json'], {
     cwd: ROOT, env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: tempDir('payloads-admin-'), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   t.teardown(() => { child.kill('SIGKILL'); });

@@ -9,7 +9,7 @@ const run = promisify(execFile);
 
 t.test('admin key create prints a key stored only as a hash', async (t) => {
   const { nc, server, config } = await startTestNats(t);
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'admin/main.ts', 'key', 'create'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: config.dataDir } });
+  const { stdout } = await run(process.execPath, ['admin/main.ts', 'key', 'create'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: config.dataDir } });
   const key = stdout.trim();
   t.match(key, /^pk_[A-Za-z0-9_-]{43}$/);
   const kv = await keysBucket(nc);
@@ -22,7 +22,7 @@ t.test('admin key create prints a key stored only as a hash', async (t) => {
 });
 
 t.test('an unknown subcommand prints usage and exits 2', async (t) => {
-  const err = await run(process.execPath, ['--import', 'tsx', 'admin/main.ts', 'frobnicate'], { env: { ...process.env } }).catch((e) => e);
+  const err = await run(process.execPath, ['admin/main.ts', 'frobnicate'], { env: { ...process.env } }).catch((e) => e);
   t.equal(err.code, 2);
   t.match(err.stderr, /key create/);
 });

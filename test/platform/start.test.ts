@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tempDir } from '../helpers/nats.ts';
 
 function startMain(dataDir: string): Promise<{ child: ChildProcess; api: string; out: () => string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts'], {
+  const child = spawn(process.execPath, ['main.ts'], {
     env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_PORT: '0', BROWSERS: 'chromium', LOG_LEVEL: 'warn', NATS_URL: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -46,7 +46,7 @@ t.test('main.ts: starts everything, stops cleanly, restarts on the same data', a
   const natsPid = Number(/_(\d+)\.ports$/.exec(portsFile)![1]);
   t.ok(alive(natsPid), `embedded nats-server runs (${natsUrl})`);
   const keyOut = await new Promise<string>((resolve, reject) => {
-    const c = spawn(process.execPath, ['--import', 'tsx', 'admin/main.ts', 'key', 'create'], { env: { ...process.env, DATA_DIR: dataDir, NATS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(process.execPath, ['admin/main.ts', 'key', 'create'], { env: { ...process.env, DATA_DIR: dataDir, NATS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
     let o = '';
     c.stdout.on('data', (d) => (o += d));
     c.once('exit', (code) => (code === 0 ? resolve(o.trim()) : reject(new Error(`admin exited ${code}`))));

@@ -66,7 +66,7 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
   const procs = new Map<Unit, ChildProcess>();
   t.teardown(() => { for (const c of procs.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); });
   async function startUnit(u: Unit, failpoint = ''): Promise<ChildProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', u], {
+    const child = spawn(process.execPath, ['main.ts', u], {
       cwd: ROOT,
       env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'error', PAYLOADS_FAILPOINTS: failpoint },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],

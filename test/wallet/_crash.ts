@@ -8,7 +8,7 @@ import { ROOT } from '../../shared/config/index.ts';
 type Tap = { teardown(fn: () => unknown): void };
 
 export async function spawnWallet(t: Tap, tn: TestNats, dataDir: string, fault = ''): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', 'wallet'], {
+  const child = spawn(process.execPath, ['main.ts', 'wallet'], {
     cwd: ROOT,
     env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: dataDir, LOG_LEVEL: 'warn', WALLET_FAULT: fault, CONFIG_FILE: '' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],

@@ -49,8 +49,10 @@ export interface BackendContext {
 
 /** The backend answered with an error or not at all. Maps to 502 invoice_failed at top-up creation. */
 export class LightningError extends Error {
-  constructor(message: string, readonly status?: number) {
+  readonly status?: number;
+  constructor(message: string, status?: number) {
     super(message);
+    this.status = status;
     this.name = 'LightningError';
   }
 }

@@ -8,6 +8,7 @@
 // Env (defaults: the issue's sizes, 10 minutes of traffic; BENCH_QUICK=1: 5,000 jobs, 15 s):
 //   HISTORY_BENCH_JOBS, HISTORY_BENCH_WALLETS, HISTORY_BENCH_ENTRIES  the filled store's size
 //   HISTORY_BENCH_MINUTES  traffic minutes;  HISTORY_BENCH_STARTS  restarts per store (default 2)
+//   HISTORY_BENCH_CATCHUP_WAIT=0  the filled store's first start does not wait for its projections
 //   HISTORY_BENCH_DIR      where stores live (default <tmp>/payloads-history); the filled store
 //                          (store-<jobs>-<wallets>-<entries>) is kept and reused, the empty one deleted
 import http from 'node:http';
@@ -201,8 +202,11 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       const wal = sys.logLine(/ledger projection caught up/);
       const opened = await sys.logLine(/job projection opened/);
       const sup = /"mode":"rebuilt"/.test(opened.line) ? sys.logLine(/job projection: rebuilt/) : Promise.resolve(opened);
-      const [w, j] = await Promise.all([wal, sup]);
-      first[s] = { readyMs: sys.readyMs, rss: treeRss(sys.proc.pid), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}; wallet ${/"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
+      // HISTORY_BENCH_CATCHUP_WAIT=0: go on once ready (a rebuild then runs on during what follows)
+      const waiting = process.env.HISTORY_BENCH_CATCHUP_WAIT === '0' && s === 'filled';
+      const notYet = { ms: NaN, line: '' };
+      const [w, j] = waiting ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet] : await Promise.all([wal, sup]);
+      first[s] = { readyMs: sys.readyMs, rss: treeRss(sys.proc.pid), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
       log(`${s}: ready in ${Math.round(sys.readyMs)} ms, projections caught up at ${Math.round(first[s]!.caughtUpMs!)} ms (${first[s]!.projections})`);
       await sys.stop();
     }
@@ -220,9 +224,12 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     for (const s of STORES) clients[s] = await client(s, live[s]!, page.url);
     const cl = clients as Record<Store, Client>;
     const rssStart = Object.fromEntries(STORES.map((s) => [s, treeRss(live[s]!.proc.pid)])) as Record<Store, Record<string, number>>;
-    log(`traffic for ${o.minutes} min`);
+    const walletFileMb = () => { const d = join(dirs.filled, 'wallet'); return existsSync(d) ? Math.round(readdirSync(d).filter((f) => f.includes('.sqlite')).reduce((a, f) => a + statSync(join(d, f)).size, 0) / 2 ** 20) : 0; };
+    raw.walletProjectionMb = { trafficStart: walletFileMb() };
+    log(`traffic for ${o.minutes} min (filled store's wallet projection: ${walletFileMb()} MB)`);
     const t = await traffic(cl, o.minutes, page.url);
     raw.traffic = t;
+    (raw.walletProjectionMb as Record<string, number>).trafficEnd = walletFileMb();
     const rssAfter = Object.fromEntries(STORES.map((s) => [s, treeRss(live[s]!.proc.pid)])) as Record<Store, Record<string, number>>;
     raw.rss = { afterStart: rssStart, afterTraffic: rssAfter };
     const adminRuns: Record<string, Record<Store, Awaited<ReturnType<typeof admin>>>> = {};

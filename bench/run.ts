@@ -1,6 +1,8 @@
 // `npm run bench`: every benchmark, bounded and local, then one table (stdout and
 // docs/performance.md) and the JSON behind it (bench/results/latest.json).
-//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [services]   (default: all)
+//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [services] [history]
+// (default: every part but history, which fills a store of 1 M jobs and runs 10 minutes of traffic:
+// named only; see bench/history.ts for its env)
 // Env: BENCH_QUICK=1 short runs; BENCH_OUT=<file> JSON elsewhere; BENCH_DOCS=1|0 force or forbid
 // rewriting docs/performance.md (default: only a full, non-quick run of every part rewrites it).
 import { execFileSync } from 'node:child_process';
@@ -15,7 +17,8 @@ import { stopAll } from './lib/procs.ts';
 import { runGatewayBench } from './gateway.ts';
 import { measureIdle, memoryFigures } from './memory.ts';
 
-const ALL_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'services'] as const;
+const DEFAULT_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'services'] as const;
+const ALL_PARTS = [...DEFAULT_PARTS, 'history'] as const;
 type Part = (typeof ALL_PARTS)[number];
 const SERVICE_BENCHES = ['converter', 'shots', 'labs'] as const;
 
@@ -86,7 +89,7 @@ const running = new Set<Awaited<ReturnType<typeof startCluster>>>();
 const pipelineBench = () => import(join(ROOT, 'bench', 'pipeline.ts')) as Promise<typeof import('./pipeline.ts')>;
 
 export async function main(argv: string[]) {
-  const parts: Part[] = argv.length ? argv.filter((a): a is Part => (ALL_PARTS as readonly string[]).includes(a)) : [...ALL_PARTS];
+  const parts: Part[] = argv.length ? argv.filter((a): a is Part => (ALL_PARTS as readonly string[]).includes(a)) : [...DEFAULT_PARTS];
   if (argv.length && parts.length !== argv.length) throw new Error(`usage: bench/run.ts [${ALL_PARTS.join('] [')}]`);
   const startedAt = new Date().toISOString();
   const info = { machine: machine(), versions: versions() };
@@ -148,6 +151,13 @@ export async function main(argv: string[]) {
     rows.push(...d.rows);
     raw.durability = d.raw;
   }
+  if (parts.includes('history')) {
+    log('history (empty store vs filled store, the embedded default)');
+    const { runHistoryBench } = await import('./history.ts');
+    const h = await runHistoryBench();
+    rows.push(...h.rows);
+    raw.history = h.raw;
+  }
   if (parts.includes('services')) {
     for (const s of SERVICE_BENCHES) {
       log(s);
@@ -168,13 +178,14 @@ export async function main(argv: string[]) {
     skipped: rows.filter(isSkipped),
     raw,
   };
-  const out = process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', 'latest.json');
+  // a history run alone keeps its own file: it takes an hour, the other parts minutes
+  const out = process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', parts.length === 1 && parts[0] === 'history' ? 'history.json' : 'latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   const md = table(rows);
   process.stdout.write(md + '\n');
   log(`JSON: ${out}`);
-  const full = !quick() && parts.length === ALL_PARTS.length;
+  const full = !quick() && DEFAULT_PARTS.every((p) => parts.includes(p));
   if (process.env.BENCH_DOCS === '1' || (process.env.BENCH_DOCS !== '0' && full)) {
     const { writePerformanceDoc } = await import('./lib/doc.ts');
     writePerformanceDoc(join(ROOT, 'docs', 'performance.md'), result, md);

@@ -1,0 +1,281 @@
+// What history costs the embedded default (issue 26): the same `node --import tsx main.ts` on an
+// empty data folder and on one filled with history (scripts/history.ts: jobs, wallets and their
+// keys, ledger entries in the project's own formats), in one run. Per store: seconds to `/readyz`
+// 200 (a first start, then restarts), RSS of every process after start and after the traffic,
+// p50/p99 of the API's reads, a quote and a job creation (both systems loaded in turn, request by
+// request, so each meets the same moment of the shared machine), `admin status` and `admin audit`.
+// Figures: value = the filled store, baseline = the empty store; ratio = filled / empty.
+// Env (defaults: the issue's sizes, 10 minutes of traffic; BENCH_QUICK=1: 5,000 jobs, 15 s):
+//   HISTORY_BENCH_JOBS, HISTORY_BENCH_WALLETS, HISTORY_BENCH_ENTRIES  the filled store's size
+//   HISTORY_BENCH_MINUTES  traffic minutes;  HISTORY_BENCH_STARTS  restarts per store (default 2)
+//   HISTORY_BENCH_CATCHUP_WAIT=0  the filled store's first start does not wait for its projections
+//   HISTORY_BENCH_DIR      where stores live (default <tmp>/payloads-history); the filled store
+//                          (store-<jobs>-<wallets>-<entries>) is kept and reused, the empty one deleted
+import http from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
+import { createKey } from '../shared/keys.ts';
+import { wallet } from '../shared/protocol/wallet.ts';
+import { BUCKETS, STREAMS } from '../shared/names.ts';
+import { figure, percentile, quick, type BenchFigure, type BenchRow } from './figure.ts';
+import { startEmbedded, treeRss, type Embedded } from './lib/embedded.ts';
+import { startPageServer } from './lib/page.ts';
+import { spawnTs, stderrOf } from './lib/procs.ts';
+
+export interface HistoryOptions {
+  jobs: number;
+  wallets: number;
+  entries: number;
+  minutes: number;
+  starts: number;
+  root: string;
+}
+
+export const historyOptions = (env = process.env): HistoryOptions => ({
+  jobs: Number(env.HISTORY_BENCH_JOBS ?? (quick() ? 5000 : 1_000_000)),
+  wallets: Number(env.HISTORY_BENCH_WALLETS ?? (quick() ? 500 : 100_000)),
+  entries: Number(env.HISTORY_BENCH_ENTRIES ?? (quick() ? 15_000 : 3_000_000)),
+  minutes: Number(env.HISTORY_BENCH_MINUTES ?? (quick() ? 0.25 : 10)),
+  starts: Number(env.HISTORY_BENCH_STARTS ?? (quick() ? 1 : 2)),
+  root: env.HISTORY_BENCH_DIR ?? join(tmpdir(), 'payloads-history'),
+});
+
+/** The endpoints measured, in the order each traffic round calls them; job creation every JOB_EVERY rounds. */
+export const HISTORY_ENDPOINTS = ['GET /v1/jobs', 'GET /v1/jobs/{id}', 'GET /v1/balance', 'GET /v1/transactions', 'POST /v1/websitepro/quote', 'POST /v1/websitepro/jobs'] as const;
+type Ep = (typeof HISTORY_ENDPOINTS)[number];
+const ROUND_MS = 200;
+const JOB_EVERY = 5;
+const STORES = ['empty', 'filled'] as const;
+type Store = (typeof STORES)[number];
+const log = (s: string) => process.stderr.write(`bench: history: ${s}\n`);
+const round1 = (x: number) => Math.round(x * 10) / 10;
+
+/** Fills `dir` with scripts/history.ts unless a complete fill is there; returns the generator's figures. */
+async function filledStore(o: HistoryOptions, dir: string): Promise<{ seconds: number; messagesPerS: number; parts: string; reused: boolean }> {
+  if (existsSync(join(dir, 'history-keys.json'))) return { seconds: NaN, messagesPerS: NaN, parts: '', reused: true };
+  rmSync(dir, { recursive: true, force: true });
+  log(`filling ${dir}: ${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries`);
+  const p = spawnTs('history-generator', 'scripts/history.ts', ['--jobs', String(o.jobs), '--wallets', String(o.wallets), '--entries', String(o.entries), '--data-dir', dir], { NATS_URL: '' });
+  let out = '';
+  p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  const code = await new Promise<number | null>((r) => p.child.once('exit', r));
+  const m = /in ([\d.]+) s: (\d+) messages\/s \(([^)]*)\)/.exec(out);
+  if (code !== 0 || !m) throw new Error(`scripts/history.ts failed (${code}): ${out}\n${stderrOf(p)}`);
+  return { seconds: Number(m[1]), messagesPerS: Number(m[2]), parts: m[3]!, reused: false };
+}
+
+interface Start { readyMs: number; rss: Record<string, number>; units: Record<string, number> }
+
+/** A start of the embedded default; RSS read 5 s after /readyz 200. Left running when `keep`. */
+async function measuredStart(dir: string, name: string, keep: boolean, logLevel = 'warn'): Promise<{ start: Start; sys: Embedded }> {
+  const sys = await startEmbedded(dir, { logLevel, name });
+  await new Promise((r) => setTimeout(r, 5000));
+  const start = { readyMs: sys.readyMs, rss: treeRss(sys.proc.pid), units: sys.unitStartedMs };
+  if (!keep) await sys.stop();
+  return { start, sys };
+}
+
+/** Sizes on disk of the filled store: bytes per stored message of each stream, per projection row. */
+async function diskPerItem(nc: NatsConnection, dir: string, o: HistoryOptions) {
+  const jsm = await jetstreamManager(nc);
+  const out: Record<string, number> = {};
+  for (const s of [STREAMS.ledger, `KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`]) {
+    const st = (await jsm.streams.info(s)).state;
+    out[`${s} bytes per message`] = Math.round(st.bytes / Math.max(1, st.messages));
+    out[`${s} messages`] = st.messages;
+  }
+  const size = (sub: string) => existsSync(join(dir, sub)) ? readdirSync(join(dir, sub)).filter((f) => f.includes('.sqlite')).reduce((s, f) => s + statSync(join(dir, sub, f)).size, 0) : 0;
+  out['wallet projection bytes per ledger entry'] = Math.round(size('wallet') / Math.max(1, o.entries));
+  out['job-supervisor projection bytes per job'] = Math.round(size('job-supervisor') / Math.max(1, o.jobs));
+  return out;
+}
+
+/** `npm run admin -- <args>` against a data folder: seconds (process start included), exit code, answer. */
+async function admin(dir: string, args: string[]): Promise<{ seconds: number; code: number | null; answer: string }> {
+  const t0 = performance.now();
+  const p = spawnTs('admin', 'admin/main.ts', args, { DATA_DIR: dir, NATS_URL: '', LOG_LEVEL: 'warn' });
+  let out = '';
+  p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  const code = await new Promise<number | null>((r) => p.child.once('exit', r));
+  await p.stop();
+  return { seconds: (performance.now() - t0) / 1000, code, answer: out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300) };
+}
+
+interface Client { store: Store; sys: Embedded; nc: NatsConnection; key: string; walletId: string; jobId: string; agent: http.Agent }
+
+function call(c: Client, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
+  const data = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const rq = http.request(`${c.sys.url}${path}`, {
+      method, agent: c.agent,
+      headers: { authorization: `Bearer ${c.key}`, ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}) },
+    }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (x: Buffer) => chunks.push(x));
+      res.on('end', () => { try { resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }); } catch (e) { reject(e); } });
+      res.on('error', reject);
+    });
+    rq.on('error', reject);
+    rq.end(data);
+  });
+}
+
+/** A client of one system: the filled store's wallet is one of its history's (a sample key), the empty store's a new key; both granted the same credit. */
+async function client(store: Store, sys: Embedded, pageUrl: string): Promise<Client> {
+  const nc = await connectNats(sys.natsUrl, `bench-history-${store}`);
+  const sample = store === 'filled' ? (JSON.parse(readFileSync(join(sys.dataDir, 'history-keys.json'), 'utf8')) as { key: string; walletId: string }[])[0]! : await createKey(nc, 'admin');
+  await wallet.grant(nc, sample.walletId, 100_000_000, 'bench history');
+  const c: Client = { store, sys, nc, key: sample.key, walletId: sample.walletId, jobId: '', agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
+  const r = await call(c, 'POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] });
+  if (r.status !== 201) throw new Error(`${store}: job creation answered ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
+  c.jobId = (r.json as { job: { id: string } }).job.id;
+  return c;
+}
+
+/** Traffic for `minutes`: rounds every ROUND_MS, each endpoint called on both systems in turn; per window, p50 and p99 per endpoint. */
+async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl: string) {
+  const windowMs = Math.max(5000, (minutes * 60_000) / 10);
+  const windows: Record<Store, Record<Ep, { p50: number; p99: number; n: number }[]>> = { empty: {} as never, filled: {} as never };
+  const errors: Record<string, number> = {};
+  let cur: Record<Store, Record<string, number[]>> = { empty: {}, filled: {} };
+  const close = () => {
+    for (const s of STORES) {
+      for (const [ep, xs] of Object.entries(cur[s])) (windows[s][ep as Ep] ??= []).push({ p50: percentile(xs, 50), p99: percentile(xs, 99), n: xs.length });
+    }
+    cur = { empty: {}, filled: {} };
+  };
+  const paths: Record<Ep, (c: Client) => ['GET' | 'POST', string, unknown?]> = {
+    'GET /v1/jobs': () => ['GET', '/v1/jobs'],
+    'GET /v1/jobs/{id}': (c) => ['GET', `/v1/jobs/${c.jobId}`],
+    'GET /v1/balance': () => ['GET', '/v1/balance'],
+    'GET /v1/transactions': () => ['GET', '/v1/transactions'],
+    'POST /v1/websitepro/quote': () => ['POST', '/v1/websitepro/quote', { url: pageUrl, outputs: ['metadata', 'markdown'] }],
+    'POST /v1/websitepro/jobs': () => ['POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] }],
+  };
+  const end = Date.now() + minutes * 60_000;
+  let windowEnd = Date.now() + windowMs;
+  let round = 0;
+  while (Date.now() < end) {
+    const t = Date.now();
+    for (const ep of HISTORY_ENDPOINTS) {
+      if (ep === 'POST /v1/websitepro/jobs' && round % JOB_EVERY) continue;
+      for (const s of round % 2 ? (['filled', 'empty'] as const) : STORES) {
+        const [method, path, body] = paths[ep](clients[s]);
+        const t0 = performance.now();
+        const r = await call(clients[s], method, path, body).catch((e: Error) => ({ status: 0, json: e.message }));
+        const ms = performance.now() - t0;
+        if (r.status === 200 || r.status === 201) (cur[s][ep] ??= []).push(ms);
+        else errors[`${s} ${ep} ${r.status}`] = (errors[`${s} ${ep} ${r.status}`] ?? 0) + 1;
+      }
+    }
+    round++;
+    if (Date.now() >= windowEnd) { close(); windowEnd += windowMs; }
+    await new Promise((r) => setTimeout(r, Math.max(0, ROUND_MS - (Date.now() - t))));
+  }
+  close();
+  return { windows, errors, rounds: round, windowMs };
+}
+
+export async function runHistoryBench(o = historyOptions()): Promise<{ rows: BenchRow[]; raw: Record<string, unknown> }> {
+  mkdirSync(o.root, { recursive: true });
+  const dirs: Record<Store, string> = { empty: mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `store-${o.jobs}-${o.wallets}-${o.entries}`) };
+  const raw: Record<string, unknown> = { options: o, dirs };
+  const rows: BenchRow[] = [];
+  const vs = `filled store (${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries) vs empty store`;
+  const gen = await filledStore(o, dirs.filled);
+  raw.generator = gen;
+  if (!gen.reused) rows.push(figure({ name: 'history generator, messages/s', unit: 'msg/s', samples: [gen.messagesPerS], baselineSamples: [], note: `scripts/history.ts: ${o.jobs + o.wallets + o.entries} messages in ${gen.seconds} s (${gen.parts})` }));
+  const page = await startPageServer();
+  const live: Partial<Record<Store, Embedded>> = {};
+  const clients: Partial<Record<Store, Client>> = {};
+  try {
+    // a first start of each: the filled store's projections are rebuilt from its streams (or kept
+    // from an earlier run), and the start's end waits until they have caught up
+    const first: Partial<Record<Store, Start & { caughtUpMs?: number; projections?: string }>> = {};
+    for (const s of STORES) {
+      log(`first start, ${s} store`);
+      const sys = await startEmbedded(dirs[s], { logLevel: 'info', name: `history-${s}` });
+      const wal = sys.logLine(/ledger projection caught up/);
+      const opened = await sys.logLine(/job projection opened/);
+      const sup = /"mode":"rebuilt"/.test(opened.line) ? sys.logLine(/job projection: rebuilt/) : Promise.resolve(opened);
+      // HISTORY_BENCH_CATCHUP_WAIT=0: go on once ready (a rebuild then runs on during what follows)
+      const waiting = process.env.HISTORY_BENCH_CATCHUP_WAIT === '0' && s === 'filled';
+      const notYet = { ms: NaN, line: '' };
+      const [w, j] = waiting ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet] : await Promise.all([wal, sup]);
+      first[s] = { readyMs: sys.readyMs, rss: treeRss(sys.proc.pid), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
+      log(`${s}: ready in ${Math.round(sys.readyMs)} ms, projections caught up at ${Math.round(first[s]!.caughtUpMs!)} ms (${first[s]!.projections})`);
+      await sys.stop();
+    }
+    raw.first = first;
+    // restarts, alternating stores; the last start of each stays up for the traffic (not counted)
+    const restarts: Record<Store, Start[]> = { empty: [], filled: [] };
+    for (let i = 0; i < o.starts; i++) {
+      for (const s of STORES) {
+        log(`restart ${i + 1}, ${s} store`);
+        restarts[s].push((await measuredStart(dirs[s], `history-${s}`, false)).start);
+      }
+    }
+    raw.restarts = restarts;
+    for (const s of STORES) live[s] = (await measuredStart(dirs[s], `history-${s}`, true)).sys;
+    for (const s of STORES) clients[s] = await client(s, live[s]!, page.url);
+    const cl = clients as Record<Store, Client>;
+    const rssStart = Object.fromEntries(STORES.map((s) => [s, treeRss(live[s]!.proc.pid)])) as Record<Store, Record<string, number>>;
+    const walletFileMb = () => { const d = join(dirs.filled, 'wallet'); return existsSync(d) ? Math.round(readdirSync(d).filter((f) => f.includes('.sqlite')).reduce((a, f) => a + statSync(join(d, f)).size, 0) / 2 ** 20) : 0; };
+    raw.walletProjectionMb = { trafficStart: walletFileMb() };
+    log(`traffic for ${o.minutes} min (filled store's wallet projection: ${walletFileMb()} MB)`);
+    const t = await traffic(cl, o.minutes, page.url);
+    raw.traffic = t;
+    (raw.walletProjectionMb as Record<string, number>).trafficEnd = walletFileMb();
+    const rssAfter = Object.fromEntries(STORES.map((s) => [s, treeRss(live[s]!.proc.pid)])) as Record<Store, Record<string, number>>;
+    raw.rss = { afterStart: rssStart, afterTraffic: rssAfter };
+    const adminRuns: Record<string, Record<Store, Awaited<ReturnType<typeof admin>>>> = {};
+    for (const cmd of [['status'], ['audit']]) {
+      adminRuns[cmd.join(' ')] = { empty: await admin(dirs.empty, cmd), filled: await admin(dirs.filled, cmd) };
+    }
+    raw.admin = adminRuns;
+    const disk = await diskPerItem(cl.filled.nc, dirs.filled, o);
+    raw.disk = disk;
+
+    // the figures
+    const startNote = (xs: Start[]) => xs.map((x) => Object.entries(x.units).map(([u, ms]) => `${u} ${(ms / 1000).toFixed(1)}`).join(', ')).join('; ');
+    rows.push(figure({ name: 'history: ready (/readyz 200), first start', unit: 's', samples: [first.filled!.readyMs / 1000], baselineSamples: [first.empty!.readyMs / 1000], note: `${vs}; filled: ${first.filled!.projections}; seconds to each unit started: ${startNote([first.filled!])} (empty: ${startNote([first.empty!])})` }));
+    rows.push(figure({ name: 'history: projections caught up after a first start', unit: 's', samples: [first.filled!.caughtUpMs! / 1000], baselineSamples: [first.empty!.caughtUpMs! / 1000], note: `${first.filled!.projections}; the start does not wait for it (reads answer meanwhile)` }));
+    rows.push(figure({ name: 'history: ready (/readyz 200), restart', unit: 's', samples: restarts.filled.map((x) => x.readyMs / 1000), baselineSamples: restarts.empty.map((x) => x.readyMs / 1000), note: `${vs}; ${o.starts} restart(s) each, alternating; projections kept` }));
+    const groups = ['node', 'nats-server', 'browsers'];
+    for (const g of groups) {
+      rows.push(figure({ name: `history: RSS ${g} after start`, unit: 'MB', samples: [...restarts.filled.map((x) => x.rss[g]!), rssStart.filled[g]!].map(round1), baselineSamples: [...restarts.empty.map((x) => x.rss[g]!), rssStart.empty[g]!].map(round1), note: '5 s after /readyz 200 (restarts, and the start kept for the traffic, before its first request)' }));
+      rows.push(figure({ name: `history: RSS ${g} after ${o.minutes} min of traffic`, unit: 'MB', samples: [rssAfter.filled[g]!], baselineSamples: [rssAfter.empty[g]!] }));
+    }
+    const errs = Object.entries(t.errors).map(([k, n]) => `${k}: ${n}`).join(', ');
+    for (const ep of HISTORY_ENDPOINTS) {
+      for (const q of ['p50', 'p99'] as const) {
+        const f = t.windows.filled[ep] ?? [];
+        const e = t.windows.empty[ep] ?? [];
+        if (!f.length || !e.length) { rows.push({ name: `history: ${ep} ${q}`, skipped: `no 2xx answers (${errs})` }); continue; }
+        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: f.map((w) => w[q]), baselineSamples: e.map((w) => w[q]), note: `per ${Math.round(t.windowMs / 1000)} s window (min-max over windows); ${f.reduce((a, w) => a + w.n, 0)} vs ${e.reduce((a, w) => a + w.n, 0)} answers; ${t.rounds} rounds of ${ROUND_MS} ms, a job every ${JOB_EVERY}${errs ? `; not 2xx: ${errs}` : ''}` }));
+      }
+    }
+    for (const [cmd, r] of Object.entries(adminRuns)) {
+      rows.push(figure({ name: `history: admin ${cmd}, seconds`, unit: 's', samples: [round1(r.filled.seconds)], baselineSamples: [round1(r.empty.seconds)], note: `exit ${r.filled.code} vs ${r.empty.code}; filled: "${r.filled.answer}"; empty: "${r.empty.answer}"` }));
+    }
+    const keys = o.jobs + 2 * o.wallets;
+    const perKey = ((rssStart.filled['nats-server']! - rssStart.empty['nats-server']!) * 2 ** 20) / keys;
+    rows.push(figure({ name: 'history: nats-server RSS per stored subject (after start)', unit: 'B', samples: [Math.round(perKey)], baselineSamples: [], note: `(filled - empty) / ${keys} subjects (a job key each, a key and a ledger subject per wallet)` }));
+    for (const [k, v] of Object.entries(disk)) if (/bytes/.test(k)) rows.push(figure({ name: `history: disk, ${k}`, unit: 'B', samples: [v], baselineSamples: [] }));
+  } finally {
+    for (const s of STORES) {
+      await clients[s]?.nc.close().catch(() => {});
+      clients[s]?.agent.destroy();
+      await live[s]?.stop();
+    }
+    await page.close();
+    rmSync(dirs.empty, { recursive: true, force: true });
+  }
+  return { rows, raw };
+}
+
+export type { BenchFigure };

@@ -208,8 +208,11 @@ export class JobProjection {
         for await (const e of w) {
           this.lastDelivery = Date.now();
           this.pending.push(e);
-          if (this.pending.length >= BATCH) this.flush();
-          else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
+          if (this.pending.length >= BATCH) {
+            this.flush();
+            // a rebuild's buffered values arrive as microtasks: let I/O (requests, sweeps) in between batches
+            await new Promise<void>((r) => setImmediate(r));
+          } else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
           if (e.delta === 0 && e.revision >= startLast) this.flush();
         }
       } catch (err) {

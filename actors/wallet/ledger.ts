@@ -190,8 +190,13 @@ export class Ledger {
         // insert); live (or a reader waiting for it), at once; a batch left short by a pause is
         // written by the timer
         const live = m.seq >= this.startSeq || this.waiters.some((w) => w.seq <= m.seq);
-        if (live || this.drained || batch.length >= BATCH) flush();
-        else timer ??= setTimeout(flush, 20);
+        if (live || this.drained || batch.length >= BATCH) {
+          const full = batch.length >= BATCH;
+          flush();
+          // buffered entries are handed over as microtasks, which never let I/O in: after each full
+          // batch of a catch-up or rebuild, the event loop takes a turn (requests, in the embedded default)
+          if (full) await new Promise<void>((r) => setImmediate(r));
+        } else timer ??= setTimeout(flush, 20);
         if (this.stats.caughtUpMs === null && this.applied >= this.startSeq) this.caughtUp(began);
       }
     } finally {

@@ -24,7 +24,7 @@ for (const [label, args] of [['3 parts, an ack every 7 messages', ['--parts', '3
     const dir = mkdtempSync(join(tmpdir(), 'history-gen-'));
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const stdout = await new Promise<string>((res, rej) => {
-      execFile(process.execPath, ['--import', 'tsx', join(ROOT, 'scripts/history.ts'), '--jobs', String(JOBS), '--wallets', String(WALLETS), '--entries', String(ENTRIES), '--data-dir', dir, ...args], {
+      execFile(process.execPath, [join(ROOT, 'scripts/history.ts'), '--jobs', String(JOBS), '--wallets', String(WALLETS), '--entries', String(ENTRIES), '--data-dir', dir, ...args], {
         cwd: ROOT, env: { ...process.env, NATS_URL: '' }, timeout: 240_000,
       }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so)));
     });

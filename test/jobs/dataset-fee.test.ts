@@ -6,6 +6,10 @@ import { startJobsSystem } from './lib.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { jobMayAppearMs } from '../../gateway/jobs/create.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, sweeps).
+t.jobs = 4;
+
 const conformance = { key: 'conformance', price: 2000, needsDataset: true };
 const fee = { key: 'dataset', price: 300, task: false, oneTime: true };
 

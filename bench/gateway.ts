@@ -53,9 +53,17 @@ export interface GatewayBenchOptions {
   warmup: number;
 }
 
-export const gatewayOptions = (): GatewayBenchOptions => quick()
-  ? { connections: 8, duration: 1, repeats: 2, warmup: 0 }
-  : { connections: 16, duration: 5, repeats: 3, warmup: 2 };
+/**
+ * BENCH_GATEWAY_SECONDS: the length of one measured run (default 1 quick, 5 full). The smoke test
+ * (test/bench/smoke.test.ts) runs every step with 0.25 s: the same rows, samples and checks, a
+ * quarter of the load it puts on the machine that runs the suite.
+ */
+export const gatewayOptions = (): GatewayBenchOptions => {
+  const seconds = Number(process.env.BENCH_GATEWAY_SECONDS) || undefined;
+  return quick()
+    ? { connections: 8, duration: seconds ?? 1, repeats: 2, warmup: 0 }
+    : { connections: 16, duration: seconds ?? 5, repeats: 3, warmup: 2 };
+};
 
 /** The load generator: one child process for the whole benchmark, one autocannon run at a time. */
 export async function startLoadGenerator(env: Record<string, string>) {
@@ -147,7 +155,7 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
       });
       // every server answers the same status on this endpoint before it is measured
       for (const s of SERVERS) {
-        const r = await runLoad({ ...spec(s, opts.warmup || 0.3) });
+        const r = await runLoad({ ...spec(s, opts.warmup || Math.min(0.3, opts.duration)) });
         if (r.ok === 0) throw new Error(`${s} answered no 2xx on ${ep.method} ${ep.path}: ${JSON.stringify(r.statusCodes)}`);
       }
       for (let rep = 0; rep < opts.repeats; rep++) {

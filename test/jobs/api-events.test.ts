@@ -5,6 +5,10 @@ import t from 'tap';
 import { startJobsApi } from './app.ts';
 import { openSse } from '../helpers/sse.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, the test worker).
+t.jobs = 4;
+
 t.test('a job streams its status, progress and result as they happen, ending with the job', async (t) => {
   const s = await startJobsApi(t);
   const { key } = await s.newWallet(1000);

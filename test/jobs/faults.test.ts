@@ -13,6 +13,10 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Each test has a system of its own (nats-server, wallet, supervisor, workers) and spends most of
+// its time waiting on the server's clocks (ack waits, max deliveries, sweeps): three at a time.
+t.jobs = 3;
+
 t.test('a crash is redelivered and the second delivery delivers', async (t) => {
   const s = await startJobsSystem(t);
   const w = await s.startWorker();

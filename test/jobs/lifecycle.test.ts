@@ -8,6 +8,10 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { readLedger } from '../../shared/audit.ts';
 import { objectName } from '../../shared/protocol/jobs.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, the test worker).
+t.jobs = 4;
+
 t.test('every result delivered: completed, charged in full, files stored', async (t) => {
   const s = await startJobsSystem(t);
   await s.startWorker();

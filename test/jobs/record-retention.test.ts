@@ -13,6 +13,10 @@ import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId, fund } from '../wallet/_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, sweeps).
+t.jobs = 4;
+
 t.test('a finished job past its record retention answers 404 and is gone from the bucket', async (t) => {
   const s = await startJobsApi(t, { retention: { websitepro: 1, shots: 1, sweepSeconds: 0.3, jobRecords: 1 } });
   const { key, walletId } = await s.newWallet(5000);

@@ -9,6 +9,10 @@ import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
 import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
 import { subjects } from '../../shared/names.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, sweeps).
+t.jobs = 4;
+
 const KV_STREAM = `KV_${BUCKETS.jobs}`;
 
 t.test('a delivered job is recorded without reading the jobs bucket', async (t) => {

@@ -6,6 +6,10 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { startJobsSystem, type JobsSystem } from './lib.ts';
 import { BUCKETS, STREAMS } from '../../shared/names.ts';
 
+// Each test starts a system of its own and shares nothing with the others: four at a time (most of a
+// test is waiting on nats-server: stream writes synced to disk, deliveries, sweeps).
+t.jobs = 4;
+
 async function jobWrites(s: JobsSystem, run: () => Promise<string>) {
   const jsm = await jetstreamManager(s.nc);
   const seq = async (stream = `KV_${BUCKETS.jobs}`) => (await jsm.streams.info(stream)).state.last_seq;

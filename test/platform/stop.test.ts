@@ -44,8 +44,8 @@ function killTree(run: Run, procs: Proc[]) {
   for (const p of stillAlive(procs)) try { process.kill(p.pid, 'SIGKILL'); } catch { /* gone */ }
 }
 
-async function stopsCleanly(t: Test, args: string[], signal: NodeJS.Signals, env: Record<string, string>, expect: { nats: number; actors: number }) {
-  const run = await startRun(args, env);
+async function stopsCleanly(t: Test, started: Promise<Run>, signal: NodeJS.Signals, expect: { nats: number; actors: number }) {
+  const run = await started;
   let procs = descendants(run.child.pid!);
   t.teardown(() => killTree(run, procs));
   // browsers of a pool are launched before it reports ready; give a slow one a moment to show up
@@ -70,16 +70,50 @@ async function stopsCleanly(t: Test, args: string[], signal: NodeJS.Signals, env
   t.notMatch(run.out().slice(outBefore), /heartbeats missed/, 'NATS stayed up until the actors had stopped');
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  t.test(`npm start: ${signal} to the process group stops everything`, { skip: setupWouldInstall && 'setup would reinstall node_modules' }, (t) =>
-    stopsCleanly(t, ['start'], signal, {}, { nats: 1, actors: 1 }));
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+type Signal = (typeof SIGNALS)[number];
+
+/**
+ * The SIGINT run and the SIGTERM run of `npm start` are started together (each its own process
+ * group, data folder and free ports) when the first of their two tests begins, and stopped one
+ * after the other: the second waits, started and idle, while the first is stopped. Each run is
+ * still a whole `npm start` of its own, and each stop is timed alone. The two `npm run cluster`
+ * runs (three nodes and six processes each) start one at a time: two together on a loaded 2-core
+ * machine kept a browser-pool from being ready within the launcher's 60 s.
+ */
+const pairs = new Map<string, Record<Signal, Promise<Run>>>();
+function started(args: string[], env: Record<string, string>, signal: Signal, together: boolean): Promise<Run> {
+  if (!together) return startRun(args, env);
+  const key = args.join(' ');
+  if (!pairs.has(key)) {
+    const runs = { SIGINT: startRun(args, env), SIGTERM: startRun(args, env) };
+    for (const run of Object.values(runs)) {
+      run.catch(() => {}); // reported by the test that awaits it
+      // a run whose test never stopped it (a filtered or failed test) must not outlive the file
+      t.teardown(async () => {
+        const r = await run.catch(() => undefined);
+        if (r) killTree(r, descendants(r.child.pid!));
+      });
+    }
+    pairs.set(key, runs);
+  }
+  const runs = pairs.get(key)!;
+  // both started before either is stopped: a stop is never timed beside the other's start
+  return Promise.allSettled(Object.values(runs)).then(() => runs[signal]);
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  t.test(`npm run cluster: ${signal} to the process group stops everything`, { skip: setupWouldInstall && 'setup would reinstall node_modules' }, (t) =>
-    stopsCleanly(t, ['run', 'cluster'], signal, {
+const skip = setupWouldInstall && 'setup would reinstall node_modules';
+
+for (const signal of SIGNALS) {
+  t.test(`npm start: ${signal} to the process group stops everything`, { skip }, (t) =>
+    stopsCleanly(t, started(['start'], {}, signal, true), signal, { nats: 1, actors: 1 }));
+}
+
+for (const signal of SIGNALS) {
+  t.test(`npm run cluster: ${signal} to the process group stops everything`, { skip }, (t) =>
+    stopsCleanly(t, started(['run', 'cluster'], {
       CLUSTER_RANDOM_PORTS: '1',
       // one browser-pool (not two) keeps the run light on a 2-core machine
       CLUSTER_PROCESSES: 'wallet,job-supervisor,converter,browser-pool,relay-prober,gateway',
-    }, { nats: 3, actors: 7 }));
+    }, signal, false), signal, { nats: 3, actors: 7 }));
 }

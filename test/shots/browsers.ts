@@ -63,7 +63,7 @@ export async function failureOf(p: Promise<unknown>): Promise<{ error: string; m
     const by = e instanceof PageTimeout ? 'page timeout' as const
       : /main thread stopped answering/.test(f.message) ? 'stuck main thread' as const
         : f.error === 'timeout' && /timeout of \d+ ms exceeded|timed out|timeout/i.test(f.message) ? 'navigation deadline' as const : 'other' as const;
-    return { ...f, by };
+    return { error: f.error, message: f.message, by }; // an Error's message is not enumerable: named, not spread
   });
 }
 

@@ -7,7 +7,7 @@ import sharp from 'sharp';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { hideCookieBanner, prepareCookieBanner, type CookieBannerReport } from './cookies.ts';
-import { openPage, PageWatch, type PageReport } from './settle.ts';
+import { openPage, PageWatch, type PageReport, type Settle } from './settle.ts';
 
 export interface ShotParams {
   url: string;
@@ -48,6 +48,8 @@ export interface CaptureEnv {
   times?: PhaseTimes;
   /** The pool's hook to make the next task's context while this page settles. */
   ahead?: { makeNext(): void };
+  /** The settle rule's figures (SETTLE unless given). */
+  settle?: Settle;
 }
 
 const noTimes = { time: <T>(_phase: string, fn: () => Promise<T>) => fn() };
@@ -143,7 +145,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   if (p.options.hideCookieBanner) await times.time('cookie banner', () => prepareCookieBanner(page));
 
   progress(`loading ${p.url}`);
-  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext });
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext, settle: env.settle });
 
   const finalUrl = watch.finalUrl ?? page.url();
   const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };

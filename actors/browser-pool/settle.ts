@@ -27,6 +27,10 @@ export const SETTLE = {
   stuckMs: 3_000,
 };
 
+/** The settle rule's figures; a caller may open a page with other ones (a test proves "stops at
+ *  the cap" with shorter caps). */
+export type Settle = { readonly [K in keyof typeof SETTLE]: number };
+
 export interface DismissedDialog {
   type: string;
   message: string;
@@ -40,6 +44,8 @@ export interface PageReport {
   popupsClosed?: number;
   /** The load event had not fired when the load cap ran out. */
   loadCapped?: boolean;
+  /** The network had not gone quiet when its cap ran out (a long poll, a socket, a fetch loop). */
+  networkCapped?: boolean;
   /** Documents followed after the first (meta refresh, script redirects). */
   hops?: number;
 }
@@ -162,33 +168,35 @@ export class PageWatch {
 
   /**
    * Until no request has been in flight for `quietMs`, counted from the network's last activity
-   * (so time already spent waiting for the load event counts), or `capMs` at most.
+   * (so time already spent waiting for the load event counts), or `capMs` at most: 'quiet' or
+   * 'capped', whichever ended it.
    */
-  async quiet(quietMs: number, capMs: number): Promise<void> {
+  async quiet(quietMs: number, capMs: number): Promise<'quiet' | 'capped'> {
     const until = Date.now() + capMs;
     for (;;) {
       const idleFor = this.inflight.size ? 0 : Date.now() - this.lastActivity;
-      if (idleFor >= quietMs || Date.now() >= until) return;
+      if (idleFor >= quietMs) return 'quiet';
+      if (Date.now() >= until) return 'capped';
       await sleep(Math.max(10, Math.min(until - Date.now(), this.inflight.size ? 50 : quietMs - idleFor)));
     }
   }
 
   /**
-   * From now until the page closes, asks the page a trivial question every `SETTLE.stuckMs`; no
-   * answer within that long fails the page with `timeout`. The capture after the settle (address,
+   * From now until the page closes, asks the page a trivial question every `stuckMs`; no answer
+   * within that long fails the page with `timeout`. The capture after the settle (address,
    * screenshot, PDF) needs the main thread, and a script whose endless loop starts just after the
    * settle would otherwise hold it until the page's own timeout.
    */
-  watchMainThread(): void {
+  watchMainThread(stuckMs = SETTLE.stuckMs): void {
     const page = this.page;
     void (async () => {
       while (!page.isClosed() && !this.failure) {
-        await sleep(SETTLE.stuckMs);
+        await sleep(stuckMs);
         if (page.isClosed() || this.failure) return;
         const asked = Date.now();
         const answer = await Promise.race([
           page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), // closed, its browser gone, or moving on: watched no more
-          sleep(SETTLE.stuckMs).then(() => 'none' as const),
+          sleep(stuckMs).then(() => 'none' as const),
         ]);
         if (answer === 'gone') return;
         // our own work (a long document's print layout held it 20 s) is not a script that does not
@@ -306,6 +314,8 @@ export interface OpenOptions {
   times?: PhaseTimes;
   /** Called once the main document is parsed: the page then mostly waits (the pool uses it). */
   onParsed?(): void;
+  /** The settle rule's figures: SETTLE unless given. */
+  settle?: Settle;
 }
 
 /**
@@ -315,6 +325,7 @@ export interface OpenOptions {
  * Returns the main document's answer.
  */
 export async function openPage(page: Page, watch: PageWatch, url: string, opts: OpenOptions): Promise<HTTPResponse | null> {
+  const S = opts.settle ?? SETTLE;
   const t0 = Date.now();
   const left = () => Math.max(500, opts.deadline - Date.now());
   let resp: HTTPResponse | null;
@@ -340,10 +351,10 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     const before = watch.documents;
     let state: LoadState | 'stuck' | 'moved';
     try {
-      const loadCap = Math.min(SETTLE.loadCapMs, left());
+      const loadCap = Math.min(S.loadCapMs, left());
       state = await watch.race(Promise.race([
-        waitLoad(page, loadCap, Math.min(SETTLE.fontsCapMs, left())),
-        sleep(loadCap + SETTLE.fontsCapMs + SETTLE.stuckMs).then(() => 'stuck' as const),
+        waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())),
+        sleep(loadCap + S.fontsCapMs + S.stuckMs).then(() => 'stuck' as const),
       ]));
 
     } catch (e) {
@@ -353,14 +364,17 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     }
     if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
     if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
-    if (state !== 'moved' && state.refresh !== null && state.refresh <= SETTLE.metaRefreshMaxSec && hop < SETTLE.maxHops) {
+    if (state !== 'moved' && state.refresh !== null && state.refresh <= S.metaRefreshMaxSec && hop < S.maxHops) {
       // the document count cannot tell: the refresh may have been requested before it was read
       if (await watch.race(otherDocumentParsed(page, state.origin, Math.min(left(), state.refresh * 1000 + 5000)))) state = 'moved';
     } else {
-      await watch.race(watch.quiet(SETTLE.quietMs, Math.min(SETTLE.quietCapMs, left())));
+      // capped by the rule, not by the page's deadline: the result says so (of the last document)
+      const byDeadline = left() < S.quietCapMs;
+      if (await watch.race(watch.quiet(S.quietMs, Math.min(S.quietCapMs, left()))) === 'capped' && !byDeadline) watch.report.networkCapped = true;
+      else delete watch.report.networkCapped;
     }
     if (watch.documents === before && state !== 'moved') break;
-    if (hop >= SETTLE.maxHops) break;
+    if (hop >= S.maxHops) break;
     watch.report.hops = hop + 1;
     // a hop refused by the guard over https leaves Chromium on its error page
     if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url())) throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
@@ -370,15 +384,15 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   // own address is asked for here, within the stuck limit.
   const href = await watch.race(Promise.race([
     page.evaluate(() => location.href).catch(() => page.url()),
-    sleep(Math.min(SETTLE.stuckMs, left())).then(() => null),
+    sleep(Math.min(S.stuckMs, left())).then(() => null),
   ]));
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
   watch.finalUrl = href;
   // a meta refresh of 0 s or an early script redirect can move on before the loop above takes its
   // first count, and is then not counted there (seen in Firefox under load)
-  const followed = Math.min(SETTLE.maxHops, watch.answeredDocuments - 1);
+  const followed = Math.min(S.maxHops, watch.answeredDocuments - 1);
   if (followed > (watch.report.hops ?? 0)) watch.report.hops = followed;
-  watch.watchMainThread();
+  watch.watchMainThread(S.stuckMs);
   opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
   if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
   return resp;

@@ -2,6 +2,7 @@
 import { launcherFor } from '../../actors/browser-pool/launchers/registry.ts';
 import { ManagedBrowser, PageTimeout } from '../../actors/browser-pool/pool.ts';
 import { captureShot, type Shot, type ShotParams } from '../../actors/browser-pool/capture.ts';
+import { SETTLE, type Settle } from '../../actors/browser-pool/settle.ts';
 import type { Scheme } from '../../actors/browser-pool/launchers/types.ts';
 import { testLog } from '../helpers/nats.ts';
 
@@ -9,10 +10,15 @@ type Tap = { teardown(fn: () => unknown): void };
 
 export interface TestBrowser {
   version: string;
-  shoot(url: string, p?: Partial<Omit<ShotParams, 'options'>> & { options?: Partial<ShotParams['options']> }): Promise<Shot>;
+  /** One capture; `timeoutMs` and `settle`: this shot's page timeout and settle caps (the browser's unless given). */
+  shoot(url: string, p?: Partial<Omit<ShotParams, 'options'>> & { options?: Partial<ShotParams['options']>; timeoutMs?: number; settle?: Partial<Settle> }): Promise<Shot>;
 }
 
-export async function testBrowser(t: Tap, configId: string, opts: { proxy?: string; restartAfter?: number; timeoutMs?: number } = {}): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
+/**
+ * `settle`: settle caps other than the production ones (SETTLE), for tests whose behaviour is
+ * "stops at the cap", not the cap's value.
+ */
+export async function testBrowser(t: Tap, configId: string, opts: { proxy?: string; restartAfter?: number; timeoutMs?: number; settle?: Partial<Settle> } = {}): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
   const launcher = launcherFor(configId);
   const all = new Map<string, ManagedBrowser>();
   const managed = (scheme: Scheme = 'light') => {
@@ -26,11 +32,13 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
   };
   t.teardown(async () => { await Promise.all([...all.values()].map((b) => b.close())); });
   const version = await managed().warm();
-  const timeoutMs = opts.timeoutMs ?? 30000;
+  const defaultTimeoutMs = opts.timeoutMs ?? 30000;
+  const settle: Settle = { ...SETTLE, ...(opts.settle ?? {}) };
   return {
     version,
     managed,
     shoot: (url, p = {}) => {
+      const timeoutMs = p.timeoutMs ?? defaultTimeoutMs;
       const params: ShotParams = {
         url,
         browser: launcher.browserId,
@@ -39,14 +47,24 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
         scheme: p.scheme ?? 'light',
         options: { fullPage: false, retina: false, hideCookieBanner: false, delay: 0, ...(p.options ?? {}) },
       };
-      return managed(params.scheme).withPage(timeoutMs, (page) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, progress: async () => {} }));
+      return managed(params.scheme).withPage(timeoutMs, (page) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, settle: { ...settle, ...(p.settle ?? {}) }, progress: async () => {} }));
     },
   };
 }
 
-/** The failure a shot ended in (`{error, message}`, as the actor reports it), or null when it delivered. */
-export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string } | null> {
-  return p.then(() => null, (e: unknown) => (e instanceof PageTimeout ? { error: 'timeout', message: e.message } : e as { error: string; message: string }));
+/**
+ * The failure a shot ended in (`{error, message}`, as the actor reports it), or null when it
+ * delivered. `by` names what ended it: the page timeout (the pool's), the navigation's own time
+ * (the page's deadline), the main-thread watch (a stuck script), or anything else.
+ */
+export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string; by: 'page timeout' | 'navigation deadline' | 'stuck main thread' | 'other' } | null> {
+  return p.then(() => null, (e: unknown) => {
+    const f = e instanceof PageTimeout ? { error: 'timeout', message: e.message } : e as { error: string; message: string };
+    const by = e instanceof PageTimeout ? 'page timeout' as const
+      : /main thread stopped answering/.test(f.message) ? 'stuck main thread' as const
+        : f.error === 'timeout' && /timeout of \d+ ms exceeded|timed out|timeout/i.test(f.message) ? 'navigation deadline' as const : 'other' as const;
+    return { error: f.error, message: f.message, by }; // an Error's message is not enumerable: named, not spread
+  });
 }
 
 /** Milliseconds `fn` took, with its result. */

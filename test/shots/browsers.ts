@@ -57,6 +57,16 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
  * delivered. `by` names what ended it: the page timeout (the pool's), the navigation's own time
  * (the page's deadline), the main-thread watch (a stuck script), or anything else.
  */
+/** One browser per browser id for a whole test file, launched on first use (contexts are per shot). */
+export function sharedBrowsers(t: Tap): (id: string) => ReturnType<typeof testBrowser> {
+  const browsers = new Map<string, ReturnType<typeof testBrowser>>();
+  return (id) => {
+    let b = browsers.get(id);
+    if (!b) browsers.set(id, b = testBrowser(t, id));
+    return b;
+  };
+}
+
 export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string; by: 'page timeout' | 'navigation deadline' | 'stuck main thread' | 'other' } | null> {
   return p.then(() => null, (e: unknown) => {
     const f = e instanceof PageTimeout ? { error: 'timeout', message: e.message } : e as { error: string; message: string };

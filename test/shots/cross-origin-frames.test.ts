@@ -1,8 +1,7 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, type TestBrowser } from './browsers.ts';
+import { sharedBrowsers } from './browsers.ts';
 import { openPage, PageWatch } from '../../actors/browser-pool/settle.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 
 // A frame of another site (the page on 127.0.0.1, its frame on localhost, see /xframe in
 // hostile-fixtures.ts) runs in another renderer process: an out-of-process frame in Chromium, a
@@ -12,12 +11,7 @@ import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 // One browser per browser id serves the file (contexts are per shot), each test its own fixture
 // server (hit counts); two tests run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: dialogs of a frame of another site, while loading and later, are answered and listed`, async (t) => {

@@ -1,20 +1,14 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, type TestBrowser } from './browsers.ts';
+import { sharedBrowsers } from './browsers.ts';
 import { PageWatch } from '../../actors/browser-pool/settle.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 
 // The page timeout here is 30 s; an unanswered dialog used to hold a shot until it ran out: it
 // holds the page's load event, so a shot answered in time is not `loadCapped`. One browser per
 // browser id serves the file (contexts are per shot, a launch was most of a test's time), each
 // test its own fixture server; two tests run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 
 for (const id of ['chromium', 'firefox']) {
   t.test(`${id}: an alert while the page loads is dismissed, reported, and the page captured`, async (t) => {

@@ -1,18 +1,12 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { failureOf, testBrowser, type TestBrowser } from './browsers.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
+import { failureOf, sharedBrowsers } from './browsers.ts';
 
 // One browser per browser id serves every test of the file (contexts are per shot; a launch was
 // most of a short test's time); each test keeps its own fixture server (hit counts). The tests
 // share nothing else and mostly wait on the browser: two run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 
 t.test('chromium: delay waits before the capture', async (t) => {
   const fx = await startFixtures(t);

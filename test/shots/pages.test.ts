@@ -1,19 +1,13 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { failureOf, testBrowser, type TestBrowser } from './browsers.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
+import { failureOf, sharedBrowsers } from './browsers.ts';
 
 // Popups and downloads: pages that used to hold a shot until the page timeout (30 s). A popup left
 // open held the opener's load event (asserted: not `loadCapped`); a download is refused from its
 // answer, so it fails as render_failed even under a page timeout of 8 s (`timeout` if it waited).
 // One browser per browser id serves the file, each test its own fixture server; two run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: window.open and target=_blank clicks: no window stays open, the original page is captured`, async (t) => {
     const fx = await startFixtures(t);

@@ -1,9 +1,8 @@
 import t from 'tap';
 import sharp from 'sharp';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, type TestBrowser } from './browsers.ts';
+import { sharedBrowsers } from './browsers.ts';
 import { launcherFor } from '../../actors/browser-pool/launchers/registry.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 
 // The older Chromium majors and the phone: lazy images below the fold with fullPage (as
 // fullpage.test.ts), a late web font and a page dark by itself (as redirects.test.ts). The page
@@ -13,12 +12,7 @@ import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 // /tall: 3000 px of blocks, two lazy images (200 px each) and a block that only grows to 700 px
 // once scrolled into view: 3000 + 400 + 700 = 4100 CSS px when everything has loaded.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile').split(',')) {
   const phone = launcherFor(id).mobile;

@@ -1,10 +1,9 @@
 import t from 'tap';
 import type { Page } from 'puppeteer-core';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, type TestBrowser } from './browsers.ts';
+import { sharedBrowsers } from './browsers.ts';
 import { openPage, PageWatch } from '../../actors/browser-pool/settle.ts';
 import { launcherFor } from '../../actors/browser-pool/launchers/registry.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 
 // The older Chromium majors (headless shells of @sparticuz/chromium) and the phone (Debian's
 // Chromium emulating a Pixel 8): a beforeunload prompt, popups a frame of another site opens, and
@@ -14,12 +13,7 @@ import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
 // its opener (asserted: the main-thread watch never failed it). One browser per major serves the
 // file, each test its own fixture server; two tests run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 
 /** The phone's screen for a page driven by hand (a shot sets it in capture.ts), else 400x400. */
 async function screen(page: Page, id: string): Promise<void> {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { failureOf, testBrowser } from './browsers.ts';
+import { failureOf, sharedBrowsers } from './browsers.ts';
 
 // The older Chromium majors (headless shell from @sparticuz/chromium) and the phone get the same
 // page handling: a short pass over the pages that used to hold a shot until its timeout (30 s).
@@ -14,12 +14,7 @@ t.jobs = 3;
 const fx = await startFixtures(t);
 const MAJORS = ['chromium-143', 'chromium-131', 'mobile'];
 const CAPS = { loadCapMs: 2000, quietCapMs: 1000 };
-const browsers = new Map<string, ReturnType<typeof testBrowser>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 /** Each major's tests in their order, whatever else runs beside them. */
 const chains = new Map<string, Promise<unknown>>();
 const inOrder = (id: string, fn: () => Promise<void>) => {

@@ -1,19 +1,13 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, type TestBrowser } from './browsers.ts';
-import type { ManagedBrowser } from '../../actors/browser-pool/pool.ts';
+import { sharedBrowsers } from './browsers.ts';
 
 // Redirects after load, pushState loops, late fonts, self-dark pages: pages that used to hold a
 // shot until the page timeout (30 s here). Each shot asserts that it settled by the page's own
 // events (the load event, a quiet network), no cap (`loadCapped`, `networkCapped`). One browser
 // per browser id serves the file, each test its own fixture server; two tests run at once.
 t.jobs = 2;
-const browsers = new Map<string, Promise<TestBrowser & { managed(): ManagedBrowser }>>();
-const shared = (id: string) => {
-  let b = browsers.get(id);
-  if (!b) browsers.set(id, b = testBrowser(t, id));
-  return b;
-};
+const shared = sharedBrowsers(t);
 for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: meta refresh and script redirects are followed; pushState loops do not hold the shot`, async (t) => {
     const fx = await startFixtures(t);

@@ -58,6 +58,13 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
     'dom.disable_open_during_load': true,
     // script heap per page (MB): a page allocating without end gets out-of-memory errors
     'javascript.options.mem.max': PAGE_HEAP_MB,
+    // history.pushState/replaceState (and location changes) past 50 in 10 s throw a SecurityError,
+    // as Chromium does past 200. Each one costs Firefox's parent process: a page pushing state in
+    // a loop kept it so busy that our own questions to the page waited 5-20 s (and the page was
+    // failed as stuck) on a loaded machine; at 100 in 10 s it still fell behind, at 50 it did not
+    // (session 18, docs/shots.md "Hostile pages")
+    'dom.navigation.navigationRateLimit.count': 50,
+    'dom.navigation.navigationRateLimit.timespan': 10,
   };
   if (opts.proxy) {
     const i = opts.proxy.lastIndexOf(':');

@@ -10,13 +10,22 @@
 // lock, held until close and released by the OS when a process dies). A restart takes its old slot
 // back; N instances sharing a data folder use N files, never one more per start.
 import Database from 'better-sqlite3';
-import { drizzle, type BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
-import { sqliteTable, integer, text, index } from 'drizzle-orm/sqlite-core';
-import { and, desc, eq, gt, lt, lte, sql } from 'drizzle-orm';
+import type { BetterSQLite3Database } from 'drizzle-orm/better-sqlite3';
+import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LedgerEntry, LedgerType } from '../../shared/protocol/wallet.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
+
+// drizzle-orm is loaded as CommonJS (its package ships both). Node 22's ES module loader reads the
+// package.json of a module's package for every module it loads, and re-parses that file's `exports`
+// map each time; drizzle-orm's is 179 KB and the wallet loads 111 of its modules: 1.5 s of CPU
+// per process that starts a wallet, against 0.3 s through require (docs/notes/issue-30.md,
+// session 18). This file is the only user of drizzle-orm, so there is one copy of it either way.
+const require = createRequire(import.meta.url);
+const { drizzle } = require('drizzle-orm/better-sqlite3') as typeof import('drizzle-orm/better-sqlite3');
+const { sqliteTable, integer, text, index } = require('drizzle-orm/sqlite-core') as typeof import('drizzle-orm/sqlite-core');
+const { and, desc, eq, gt, lt, lte, sql } = require('drizzle-orm') as typeof import('drizzle-orm');
 
 export const entries = sqliteTable('entries', {
   id: integer('id').primaryKey(),

@@ -32,6 +32,9 @@ export interface GuardProxy {
   stop(): Promise<void>;
 }
 
+/** An upstream connection (tunnel or plain-http exchange) silent this long is closed. */
+const IDLE_MS = 5 * 60 * 1000;
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
 /** From config: `startGuardProxy({allowCidrs: config.outbound.allowCidrs, port: config.outbound.proxyPort, connectTimeoutMs: config.outbound.connectTimeoutMs})`. */
@@ -75,9 +78,23 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       headers,
       agent: false,
       lookup: pinnedLookup(pinned) as never,
-      timeout: opts.connectTimeoutMs ?? 10000,
     });
-    up.on('timeout', () => up.destroy(new Error('timeout')));
+    // The connect timeout bounds the connect only, as for a tunnel below. (http.request's own
+    // `timeout` is the socket's idle timeout for the whole exchange: a target that took longer than
+    // it to send its first byte, or went quiet that long mid-body, was cut and the page reported
+    // `unreachable` although it had been reached.) The page's own timeout bounds a slow answer.
+    const connectTimer = setTimeout(() => up.destroy(new Error('connect timeout')), opts.connectTimeoutMs ?? 10000);
+    up.once('socket', (s) => {
+      const connected = () => {
+        clearTimeout(connectTimer);
+        s.setTimeout(IDLE_MS, () => up.destroy(new Error('idle timeout')));
+      };
+      if ((s as net.Socket).connecting) s.once('connect', connected);
+      else connected();
+    });
+    up.once('close', () => clearTimeout(connectTimer));
+    // the browser gave up on the request (page closed, navigation aborted): so does the proxy
+    res.once('close', () => { if (!res.writableFinished) up.destroy(); });
     up.on('response', (ur) => {
       const out: Record<string, string | string[]> = {};
       // the guard's own signal header is ours alone: a target must not be able to fake it
@@ -126,7 +143,7 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       connected = true;
       clearTimeout(t);
       // a tunnel nobody uses for 5 minutes is closed (browsers reopen what they need)
-      up.setTimeout(5 * 60 * 1000, () => up.destroy());
+      up.setTimeout(IDLE_MS, () => up.destroy());
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length) up.write(head);
       up.pipe(client);

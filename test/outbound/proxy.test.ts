@@ -22,6 +22,9 @@ function getVia(proxyPort: number, url: string): Promise<{ status: number; body:
       let b = '';
       res.on('data', (c) => (b += c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: b, guard: String(res.headers['x-guard-error'] ?? '') }));
+      // a body the proxy cut: an error, not a wait for an end that never comes
+      res.on('error', reject);
+      res.on('aborted', () => reject(new Error(`the answer was cut after ${JSON.stringify(b)}`)));
     });
     req.on('error', reject);
     req.end();
@@ -90,4 +93,44 @@ t.test('a target cannot fake the guard signal header', async (t) => {
   t.equal(r.status, 200);
   t.equal(r.body, '<p>sly</p>');
   t.equal(r.guard, '', 'the upstream x-guard-error is dropped');
+});
+
+t.test('plain http: the connect timeout bounds the connect only, not a slow answer; a request the browser drops is dropped upstream', async (t) => {
+  const connectTimeoutMs = 2000;
+  const later = (fn: () => void) => setTimeout(fn, connectTimeoutMs * 2.5);
+  let dropped!: () => void;
+  const upstreamClosed = new Promise<void>((r) => (dropped = r));
+  let heldArrived!: () => void;
+  const held = new Promise<void>((r) => (heldArrived = r));
+  const s = await fixtureServer(t, {
+    // silent past the connect timeout before the first byte (a slow server)...
+    '/late': (_req, res) => later(() => res.writeHead(200, { 'content-type': 'text/html' }).end('late')),
+    // ...and in the middle of the body (a slow stream)
+    '/pause': (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.write('first ');
+      later(() => res.end('second'));
+    },
+    // never answers: the test's client gives up on it
+    '/held': (_req, res) => {
+      res.once('close', () => dropped());
+      heldArrived();
+    },
+  });
+  const p = await startGuardProxy({ allowCidrs: LOOP, connectTimeoutMs });
+  t.teardown(() => p.stop());
+  // the proxy's timer, if it bounded the exchange, is armed before the fixture's longer one
+  const [late, pause] = await Promise.all([getVia(p.port, s.url('/late')), getVia(p.port, s.url('/pause'))]);
+  t.same(late, { status: 200, body: 'late', guard: '' }, 'an answer slower than the connect timeout is forwarded');
+  t.same(pause, { status: 200, body: 'first second', guard: '' }, 'a body that pauses longer than the connect timeout is forwarded');
+
+  const client = http.request({ host: '127.0.0.1', port: p.port, method: 'GET', path: s.url('/held'), headers: { host: new URL(s.url('/')).host } });
+  client.on('error', () => {});
+  client.end();
+  await held;
+  client.destroy();
+  let bound: NodeJS.Timeout | undefined;
+  const closed = await Promise.race([upstreamClosed.then(() => true), new Promise<boolean>((r) => (bound = setTimeout(() => r(false), 60000)))]);
+  clearTimeout(bound);
+  t.ok(closed, 'the proxy closed the upstream request the client dropped');
 });

@@ -1,6 +1,6 @@
 // Local fixture pages for the browser tests, served by node:http on 127.0.0.1.
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
 import { HOSTILE_PAGES, hostileRoute } from './hostile-fixtures.ts';
@@ -35,6 +35,7 @@ export const PAGES: Record<string, string> = {
   '/blank': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(10,20,30)}</style></head><body></body></html>',
   '/js': '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
   '/slow': '<!doctype html><html><body>slow</body></html>',
+  '/held': '<!doctype html><html><body>held</body></html>',
   ...HOSTILE_PAGES,
 };
 
@@ -45,6 +46,13 @@ export interface Fixtures {
   /** User-Agent header of the last request per path. */
   agents: Map<string, string>;
   server: Server;
+  /** `/held`: a page that answers only once the test releases it (a browser mid-page as an event). */
+  held: {
+    /** Resolves once `n` requests for `/held` have arrived; rejects after `ms` without them. */
+    arrived(n: number, ms?: number): Promise<void>;
+    /** Answer the requests held so far, and every later one at once. */
+    release(): void;
+  };
 }
 
 let pngs: Record<string, Buffer> | undefined;
@@ -56,6 +64,10 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
   };
   const hits = new Map<string, number>();
   const agents = new Map<string, string>();
+  const held = { waiting: [] as ServerResponse[], released: false, waiters: [] as { n: number; wake: () => void }[] };
+  const answerHeld = (res: ServerResponse) => {
+    if (!res.destroyed) res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGES['/held']);
+  };
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
     hits.set(u.pathname, (hits.get(u.pathname) ?? 0) + 1);
@@ -67,6 +79,13 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
     }
     if (u.pathname === '/slow') {
       setTimeout(() => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(PAGES['/slow']); }, Number(u.searchParams.get('ms') ?? 60000)).unref();
+      return;
+    }
+    if (u.pathname === '/held') {
+      if (held.released) answerHeld(res);
+      else held.waiting.push(res);
+      const n = hits.get('/held')!;
+      held.waiters = held.waiters.filter((w) => (w.n <= n ? (w.wake(), false) : true));
       return;
     }
     if (hostileRoute(u, req, res)) return;
@@ -100,7 +119,20 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
   const port = (server.address() as AddressInfo).port;
   // upgraded sockets no longer belong to the server: closeAllConnections does not see them
   t.teardown(() => new Promise<void>((r) => { upgraded.forEach((s) => s.destroy()); server.closeAllConnections(); server.close(() => r()); }));
-  return { url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server };
+  return {
+    url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server,
+    held: {
+      arrived: (n, ms = 120000) => new Promise<void>((resolve, reject) => {
+        if ((hits.get('/held') ?? 0) >= n) return resolve();
+        const bound = setTimeout(() => reject(new Error(`${hits.get('/held') ?? 0} of ${n} requests for /held in ${ms} ms`)), ms);
+        held.waiters.push({ n, wake: () => { clearTimeout(bound); resolve(); } });
+      }),
+      release: () => {
+        held.released = true;
+        held.waiting.splice(0).forEach(answerHeld);
+      },
+    },
+  };
 }
 
 /** RGB of one pixel of a PNG. */

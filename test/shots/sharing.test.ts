@@ -35,7 +35,10 @@ t.test('an instance killed mid-task: the other finishes it after the redelivery'
   const fx = await startFixtures(t);
   const dir = tempDir('payloads-shots-');
   const configFile = join(dir, 'config.json');
-  writeFileSync(configFile, JSON.stringify({ outbound: tn.config.outbound, jobs: tn.config.jobs, shots: { pageTimeoutMs: 30000 } }));
+  // "mid-task" is an event here, not a race against the clock: the child's page is held by the
+  // fixture until the test releases it, so its page timeout only has to outlast pool-b's start on
+  // a loaded machine (the task's own bound, jobs.taskTimeoutSeconds, is 300 s)
+  writeFileSync(configFile, JSON.stringify({ outbound: tn.config.outbound, jobs: tn.config.jobs, shots: { pageTimeoutMs: 240000 } }));
   const child = await spawnActor('browser-pool', { natsUrl: tn.server.url, dataDir: dir, replicas: 1, configFile, env: { BROWSERS: 'chromium' }, logLevel: 'warn' });
   t.teardown(() => child.kill('SIGKILL'));
 
@@ -47,17 +50,21 @@ t.test('an instance killed mid-task: the other finishes it after the redelivery'
   const version = (await probe.version()).match(/\/(\d+)\./)![1]!;
   await probe.close();
 
-  // the page answers after 4 s: the child is mid-task when it dies
-  const task = shotTask(jobId, { url: fx.url('/slow?ms=4000'), browser: 'chromium', version, viewport: { w: 500, h: 500 }, scheme: 'light' });
+  const task = shotTask(jobId, { url: fx.url('/held'), browser: 'chromium', version, viewport: { w: 500, h: 500 }, scheme: 'light' });
   await publishTask(tn.nc, task);
-  for (let i = 0; i < 200 && !fx.hits.get('/slow'); i++) await new Promise((r) => setTimeout(r, 100));
-  t.equal(fx.hits.get('/slow'), 1, 'the child started the task');
+  // the child's browser has asked for the page: the child is mid-task, and stays so until released
+  await fx.held.arrived(1);
+  t.equal(fx.hits.get('/held'), 1, 'the child started the task');
+  // the second instance is started (its browser launched, its consumer pulling) while the child holds the task
   const b = await startPool(t, tn, ['chromium'], 'pool-b');
+  t.equal(outcomes.got.size, 0, 'the child had not finished the task when it was killed');
   t.equal(await child.kill('SIGKILL'), 'SIGKILL');
+  // the child is gone with its browser's connection: only the redelivered load can get the page now
+  fx.held.release();
 
-  const got = await outcomes.waitFor(1, 60000);
+  const got = await outcomes.waitFor(1, 120000);
   t.match(got.get(task.resultKey), { kind: 'done', file: { contentType: 'image/png' } });
   t.equal(b.stats().shots, 1, 'the surviving instance delivered it');
-  t.equal(fx.hits.get('/slow'), 2, 'loaded again after the redelivery');
+  t.equal(fx.hits.get('/held'), 2, 'loaded again after the redelivery');
   outcomes.stop();
 });

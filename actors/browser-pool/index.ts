@@ -73,7 +73,7 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
   const stores = new Stores(nc);
   const counts = { shots: 0, failed: 0 };
   const make = (launcher: Launcher, scheme?: Scheme) =>
-    new ManagedBrowser(launcher, { proxy: proxy.address, ...(proxy.isolate ? { isolate: proxy.isolate } : {}), ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
+    new ManagedBrowser(launcher, { proxy: proxy.address, pageHeapMb: cfg.pageHeapMb, ...(proxy.isolate ? { isolate: proxy.isolate } : {}), ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
 
   // launch everything configured; a browser that does not start is left out of the catalogue
   const launched = await Promise.all(cfg.browsers.map(async (id): Promise<BrowserEntry | null> => {

@@ -20,6 +20,7 @@ export const ShotsConfig = T.Object({
   concurrency: T.Integer({ minimum: 1, default: 2, description: 'Pages worked on at once per instance (lowered when free memory is short).' }),
   restartAfter: T.Integer({ minimum: 1, default: 100, description: 'Pages before a browser is restarted.' }),
   pageTimeoutMs: T.Integer({ minimum: 1000, default: 45000, description: 'A page taking longer is killed and the task fails.' }),
+  pageHeapMb: T.Integer({ minimum: 64, default: 1024, description: 'Script heap of one page (MB): a page that allocates without end fails at this size (Chromium: the renderer ends, `render_failed`; Firefox: the script gets out-of-memory errors), not the machine.' }),
 }, { default: {} });
 
 export const LabsConfig = T.Object({

@@ -3,6 +3,9 @@ import sharp from 'sharp';
 import { startFixtures, pixel } from './fixtures.ts';
 import { testBrowser } from './browsers.ts';
 import { sparticuzFlags } from '../../actors/browser-pool/launchers/sparticuz-chromium.ts';
+import { chromiumHeapFlag } from '../../actors/browser-pool/launchers/types.ts';
+import { firefoxPrefs } from '../../actors/browser-pool/launchers/firefox.ts';
+import { loadConfig } from '../../shared/config/index.ts';
 
 // the older majors ship as brotli-packed headless-shell binaries in npm packages
 for (const [id, major] of [['chromium-143', '143'], ['chromium-131', '131']] as const) {
@@ -20,6 +23,17 @@ for (const [id, major] of [['chromium-143', '143'], ['chromium-131', '131']] as 
 t.test('sparticuz flags: the unsafe and crashing ones are dropped', async (t) => {
   const flags = sparticuzFlags(['--single-process', '--disable-web-security', '--no-zygote', '--headless=\'shell\'', '--use-gl=angle', '--no-pings']);
   t.same(flags, ['--no-zygote', '--no-pings']);
+});
+
+t.test('the page heap: config.shots.pageHeapMb (1024 by default) is every launch\'s script heap limit', async (t) => {
+  const cfg = loadConfig({ env: {}, noDefaultFile: true });
+  t.equal(cfg.shots.pageHeapMb, 1024, 'the default');
+  t.equal(loadConfig({ env: {}, noDefaultFile: true, overrides: { shots: { pageHeapMb: 300 } } }).shots.pageHeapMb, 300);
+  t.throws(() => loadConfig({ env: {}, noDefaultFile: true, overrides: { shots: { pageHeapMb: 10 } } }), /pageHeapMb/, 'below 64 MB refused');
+  t.equal(chromiumHeapFlag({}), '--js-flags=--max-old-space-size=1024', 'Chromium, not given');
+  t.equal(chromiumHeapFlag({ pageHeapMb: 300 }), '--js-flags=--max-old-space-size=300', 'Chromium');
+  t.equal(firefoxPrefs({ pageHeapMb: 300 })['javascript.options.mem.max'], 300, 'Firefox');
+  t.equal(firefoxPrefs({})['javascript.options.mem.max'], 1024, 'Firefox, not given');
 });
 
 t.test('chromium: restarted after restartAfter pages, and after a crash', async (t) => {

@@ -18,14 +18,14 @@ export interface TestBrowser {
  * `settle`: settle caps other than the production ones (SETTLE), for tests whose behaviour is
  * "stops at the cap", not the cap's value.
  */
-export async function testBrowser(t: Tap, configId: string, opts: { proxy?: string; restartAfter?: number; timeoutMs?: number; settle?: Partial<Settle> } = {}): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
+export async function testBrowser(t: Tap, configId: string, opts: { proxy?: string; restartAfter?: number; timeoutMs?: number; settle?: Partial<Settle>; pageHeapMb?: number } = {}): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
   const launcher = launcherFor(configId);
   const all = new Map<string, ManagedBrowser>();
   const managed = (scheme: Scheme = 'light') => {
     const k = launcher.schemePerBrowser ? scheme : 'any';
     let b = all.get(k);
     if (!b) {
-      b = new ManagedBrowser(launcher, { proxy: opts.proxy, ...(launcher.schemePerBrowser ? { scheme } : {}) }, opts.restartAfter ?? 100, testLog());
+      b = new ManagedBrowser(launcher, { proxy: opts.proxy, ...(opts.pageHeapMb ? { pageHeapMb: opts.pageHeapMb } : {}), ...(launcher.schemePerBrowser ? { scheme } : {}) }, opts.restartAfter ?? 100, testLog());
       all.set(k, b);
     }
     return b;

@@ -57,7 +57,7 @@ export function firefoxPrefs(opts: LaunchOptions): Record<string, unknown> {
     // puppeteer allows windows opened while a page loads; a real Firefox blocks them
     'dom.disable_open_during_load': true,
     // script heap per page (MB): a page allocating without end gets out-of-memory errors
-    'javascript.options.mem.max': PAGE_HEAP_MB,
+    'javascript.options.mem.max': opts.pageHeapMb ?? PAGE_HEAP_MB,
     // history.pushState/replaceState (and location changes) past 50 in 10 s throw a SecurityError,
     // as Chromium does past 200. Each one costs Firefox's parent process: a page pushing state in
     // a loop kept it so busy that our own questions to the page waited 5-20 s (and the page was

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
-import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumProxyFlags, jailed, type Launcher } from './types.ts';
+import { CHROMIUM_BASE_FLAGS, CHROMIUM_IGNORED_DEFAULTS, chromiumHeapFlag, chromiumProxyFlags, jailed, type Launcher } from './types.ts';
 
 interface SparticuzModule {
   args: string[];
@@ -83,7 +83,7 @@ export function sparticuzChromium(configId: string): Launcher {
       return puppeteer.launch({
         ...jailed(opts, executablePath),
         headless: 'shell',
-        args: [...new Set([...sparticuzFlags(m.args), ...HEADLESS_SHELL_FLAGS, ...CHROMIUM_BASE_FLAGS, ...chromiumProxyFlags(opts.proxy)])],
+        args: [...new Set([...sparticuzFlags(m.args), ...HEADLESS_SHELL_FLAGS, ...CHROMIUM_BASE_FLAGS, chromiumHeapFlag(opts), ...chromiumProxyFlags(opts.proxy)])],
         defaultViewport: null,
         ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
         // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans

@@ -31,6 +31,8 @@ export interface LaunchOptions {
   isolate?: () => Promise<NetnsJail>;
   /** The namespace this launch starts in; `proxy` is then the proxy's address inside it. */
   jail?: NetnsJail;
+  /** Script heap of one page (MB), `config.shots.pageHeapMb`; PAGE_HEAP_MB when not given. */
+  pageHeapMb?: number;
 }
 
 /** puppeteer's executablePath (and env) for `exe`: started inside the launch's namespace, if it has one. */
@@ -69,17 +71,17 @@ export function majorVersion(versionString: string): string {
   return m[1]!;
 }
 
-/** Script heap of one page (MB): a page that allocates without end dies at this size, not the machine. */
+/** Script heap of one page (MB) by default (`config.shots.pageHeapMb`): a page that allocates without end dies at this size, not the machine. */
 export const PAGE_HEAP_MB = 1024;
 
 /**
  * Flags every Chromium gets: headless, no sandbox (container), nothing phoning home, a script
  * heap limit per renderer. Puppeteer's default `--disable-popup-blocking` is removed by the
  * launchers (CHROMIUM_IGNORED_DEFAULTS): with the browser's own blocker a page cannot open
- * windows without a user gesture, and we never give one.
+ * windows without a user gesture, and we never give one. The script heap limit per renderer is
+ * `chromiumHeapFlag` (per launch: it is configurable).
  */
 export const CHROMIUM_BASE_FLAGS = [
-  `--js-flags=--max-old-space-size=${PAGE_HEAP_MB}`,
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
@@ -106,6 +108,11 @@ export const CHROMIUM_BASE_FLAGS = [
 ];
 
 export const CHROMIUM_IGNORED_DEFAULTS = ['--disable-popup-blocking'];
+
+/** V8's old-space limit of every renderer of this launch: a page past it ends its renderer. */
+export function chromiumHeapFlag(opts: LaunchOptions): string {
+  return `--js-flags=--max-old-space-size=${opts.pageHeapMb ?? PAGE_HEAP_MB}`;
+}
 
 /**
  * Proxy flags: every request through the guard proxy, loopback included (`<-loopback>` removes

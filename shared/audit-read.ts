@@ -208,8 +208,10 @@ export async function readStream<R>(nc: NatsConnection, stream: string, what: st
     return out;
   } catch (e) {
     if (!(e instanceof DeadlineReached)) throw e;
-    const done = out.length + progress.done;
-    throw new AuditIncomplete(what, done, total, total < 0 ? '' : ` (sequences ${next > 0 ? `up to ${next - 1}` : 'none'} of ${last} in order${progress.done ? `, then ${progress.done} more by leader gets` : ''})`);
+    const inOrder = out.length ? `in order up to sequence ${next - 1} of ${last}` : '';
+    const byGets = progress.done ? `${progress.done} by leader gets` : '';
+    const detail = [inOrder, byGets].filter(Boolean).join(', then ');
+    throw new AuditIncomplete(what, out.length + progress.done, total, detail ? ` (${detail})` : '');
   }
 }
 

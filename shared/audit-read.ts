@@ -164,9 +164,16 @@ export interface ReadOptions {
   stallMs?: number;
 }
 
+/**
+ * The first requests (the stream's info, which says how much there is to read) may take this long
+ * even past a deadline that has come already: "read 0 of N" says more than "of an unknown number".
+ */
+const INFO_GRACE_MS = 500;
+const infoDeadline = (deadline: number) => Math.max(deadline, Date.now() + INFO_GRACE_MS);
+
 async function manager(nc: NatsConnection, deadline: number, what: string): Promise<JetStreamManager> {
   try {
-    return await byDeadline(jetstreamManager(nc, { timeout: READ_TIMEOUT_MS }), deadline);
+    return await byDeadline(jetstreamManager(nc, { timeout: READ_TIMEOUT_MS, checkAPI: false }), deadline);
   } catch (e) {
     if (e instanceof DeadlineReached) throw new AuditIncomplete(what, 0, -1);
     throw e;
@@ -176,14 +183,15 @@ async function manager(nc: NatsConnection, deadline: number, what: string): Prom
 /** Every message of `stream` from its first to its last sequence as of the start, in order, each through `parse` as it comes. */
 export async function readStream<R>(nc: NatsConnection, stream: string, what: string, parse: (m: StoredEntry) => R, o: ReadOptions = {}): Promise<R[]> {
   const deadline = o.deadline ?? Infinity;
-  const jsm = await manager(nc, deadline, what);
+  const infoBy = infoDeadline(deadline);
+  const jsm = await manager(nc, infoBy, what);
   const out: R[] = [];
   let total = -1;
   let next = 0;
   let last = 0;
   const progress = { done: 0 };
   try {
-    const si = await byDeadline(jsm.streams.info(stream), deadline);
+    const si = await byDeadline(jsm.streams.info(stream), infoBy);
     total = si.state.messages;
     if (total === 0) return [];
     next = si.state.first_seq;
@@ -217,7 +225,7 @@ export async function readStream<R>(nc: NatsConnection, stream: string, what: st
 
 /** Every live key of a bucket: the subjects its stream holds, from the leader's stream info. */
 export async function bucketKeys(nc: NatsConnection, bucket: string, deadline = Infinity): Promise<string[]> {
-  const jsm = await byDeadline(jetstreamManager(nc, { timeout: READ_TIMEOUT_MS }), deadline);
+  const jsm = await byDeadline(jetstreamManager(nc, { timeout: READ_TIMEOUT_MS, checkAPI: false }), deadline);
   const prefix = `$KV.${bucket}.`;
   const info = await byDeadline(jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` }), deadline);
   return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
@@ -227,14 +235,15 @@ export async function bucketKeys(nc: NatsConnection, bucket: string, deadline = 
 export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean, o: ReadOptions = {}): Promise<Map<string, T>> {
   const deadline = o.deadline ?? Infinity;
   const what = `${bucket} documents`;
-  const jsm = await manager(nc, deadline, what);
+  const infoBy = infoDeadline(deadline);
+  const jsm = await manager(nc, infoBy, what);
   const prefix = `$KV.${bucket}.`;
   const out = new Map<string, T>();
   const seen = new Set<string>();
   let total = -1;
   const progress = { done: 0 };
   try {
-    const si = await byDeadline(jsm.streams.info(`KV_${bucket}`), deadline);
+    const si = await byDeadline(jsm.streams.info(`KV_${bucket}`), infoBy);
     if (si.state.messages === 0) return out;
     total = si.state.num_subjects ?? -1;
     if (o.consumer !== false && healthy(si)) {

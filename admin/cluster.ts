@@ -70,14 +70,14 @@ const list = (ps: ServerProbe[]) => ps.map((p) => (p.name ? `${p.name} (${p.url.
  * Why NATS did not answer `what`: no server up, fewer than a majority of the configured servers
  * up, or JetStream without a leader are "no quorum"; otherwise a timeout naming what did not answer.
  */
-export async function diagnose(nc: NatsConnection | undefined, urls: string[], what: string, opts: { credsFile?: string } = {}): Promise<ClusterError> {
-  const probes = await probeServers(urls, opts);
+export async function diagnose(nc: NatsConnection | undefined, urls: string[], what: string, opts: { credsFile?: string; probeMs?: number; jetStreamMs?: number } = {}): Promise<ClusterError> {
+  const probes = await probeServers(urls, { credsFile: opts.credsFile ?? '', ...(opts.probeMs ? { timeoutMs: opts.probeMs } : {}) });
   const up = probes.filter((p) => p.up);
   const down = probes.filter((p) => !p.up);
   const servers = `servers answering: ${list(up)}; not answering: ${list(down)}`;
   if (!up.length) return new ClusterError('no_server', `no NATS server answers (${urls.join(', ')})`);
   const minority = urls.length >= 3 && up.length <= urls.length / 2;
-  if (minority || (nc && !nc.isClosed() && !(await jetStreamAnswers(nc)))) {
+  if (minority || (nc && !nc.isClosed() && !(await jetStreamAnswers(nc, opts.jetStreamMs)))) {
     return new ClusterError('no_quorum', `the NATS cluster has no quorum: JetStream cannot elect a leader, so nothing can be read or written until a majority of its servers is back (${servers})`);
   }
   return new ClusterError('timeout', `${what} did not answer in time, though JetStream has a quorum (${servers})`);

@@ -13,6 +13,11 @@ export interface AdminContext {
    * safe to repeat: a write carries an id fixed before the first try.
    */
   retry<T>(what: string, f: () => Promise<T>): Promise<T>;
+  /**
+   * When the command must have answered (epoch ms; a watch's refresh moves it): reads that may be
+   * long (the audit's) stop well before it and say how far they got.
+   */
+  deadline(): number;
 }
 
 /** One operator subcommand: `npm run admin -- <name words> [args]`. */

@@ -49,7 +49,8 @@ const urls = serverUrls(url);
 const credsFile = config.nats.credsFile;
 const cmdArgs = argv.slice(cmd.name.split(' ').length);
 const watching = cmd.watches?.(cmdArgs) ?? false;
-let deadline = Date.now() + COMMAND_BUDGET_MS;
+const began = Date.now();
+let deadline = began + COMMAND_BUDGET_MS;
 let current = 'connecting to NATS';
 let conn: NatsConnection | undefined;
 
@@ -66,6 +67,7 @@ async function runCommand(): Promise<number> {
   if (await knownWithoutQuorum(urls, { credsFile })) throw await diagnose(nc, urls, cmd!.name, { credsFile });
   const ctx: AdminContext = {
     nc, config, log, out: (l) => console.log(l),
+    deadline: () => deadline,
     retry: (what, f) => {
       current = what;
       if (watching) deadline = Date.now() + COMMAND_BUDGET_MS; // each refresh of a watch gets the budget
@@ -85,10 +87,11 @@ async function runCommand(): Promise<number> {
 
 let code: number;
 try {
-  // the budget bounds steps that carry their own long timeouts (a wallet call may wait 30 s)
+  // the budget bounds steps that carry their own long timeouts (a wallet call may wait 30 s); the
+  // diagnosis has the budget's last 2.5 s, its own probes bounded to fit
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
-    if (!watching) timer = setTimeout(() => { diagnose(conn, urls, current, { credsFile }).then(reject, reject); }, Math.max(0, deadline - Date.now() - 2500));
+    if (!watching) timer = setTimeout(() => { diagnose(conn, urls, current, { credsFile, probeMs: 1000, jetStreamMs: 1200 }).then(reject, reject); }, Math.max(0, deadline - Date.now() - 2500));
   });
   code = await (watching ? runCommand() : Promise.race([runCommand(), overrun]));
   clearTimeout(timer);
@@ -96,4 +99,6 @@ try {
   console.error(e instanceof ApiError ? `${e.code}: ${e.message}` : (e as Error).message);
   code = e instanceof ClusterError && e.kind !== 'timeout' ? 3 : 1;
 }
+// how long the command took from its start (the process's own start not included: see `time`)
+log.info({ ms: Date.now() - began, startMs: Math.round(performance.now() - (Date.now() - began)), code }, `${cmd.name}: answered`);
 process.exit(code);

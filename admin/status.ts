@@ -74,7 +74,8 @@ async function microInstances(nc: NatsConnection): Promise<Record<string, string
   return out;
 }
 
-export async function collectStatus(nc: NatsConnection, urls: string[], { credsFile = '', config }: { credsFile?: string; config?: Pick<Config, 'retention'> } = {}): Promise<Status> {
+export async function collectStatus(nc: NatsConnection, urls: string[], { credsFile = '', config, auditDeadline }: { credsFile?: string; config?: Pick<Config, 'retention'>; auditDeadline?: number } = {}): Promise<Status> {
+  const auditBy = Math.min(auditDeadline ?? Infinity, Date.now() + STATUS_AUDIT_MS);
   const jsm = await jetstreamManager(nc);
   const [probes, infos] = await Promise.all([
     probeServers(urls, { credsFile }),
@@ -118,7 +119,7 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
     microInstances(nc),
     // counts from the supervisor's projection (index reads), not a read of every job document
     jobsService.stats(nc, {}).catch(() => null),
-    audit(nc, { deadline: Date.now() + STATUS_AUDIT_MS, ...(config ? { keptMs: jobRecordKeptMs(config) } : {}) }),
+    audit(nc, { deadline: auditBy, ...(config ? { keptMs: jobRecordKeptMs(config) } : {}) }),
   ]);
   const instances: Record<string, string[]> = {};
   const now = Date.now();

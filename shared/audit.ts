@@ -4,8 +4,7 @@
 //   const { violations } = await audit(nc); t.same(violations, []);
 // Run it when the system is quiet: a job between its charge and its job document, or a top-up between
 // its credit and its status update, shows up as a violation until that step is done.
-import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstream';
-import { Kvm, type KV } from '@nats-io/kv';
+import { jetstream } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, STREAMS, subjects } from './names.ts';
@@ -13,6 +12,7 @@ import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wall
 import { isFinished, type JobRecord } from './protocol/jobs.ts';
 import { datasetUsers, isDatasetFee } from './jobs/dataset.ts';
 import { orphanedJobViolations, unrefundedResults } from './audit-refunds.ts';
+import { AuditIncomplete, READ_TIMEOUT_MS, readAll, readBucket, readStream, type ReadOptions } from './audit-read.ts';
 
 export interface AuditEntry extends LedgerMessage {
   seq: number;
@@ -33,17 +33,7 @@ export interface AuditReport {
   balances: Record<string, number>;
 }
 
-// Reads go to each stream's leader one message or key at a time (STREAM.MSG.GET, stream info),
-// never through a consumer: on a cluster with a node down an ephemeral consumer can be placed on,
-// or wait for, the dead peer and the read times out for as long as it stays down, while a leader
-// read answers as soon as a majority has elected one. They are consistent (the leader's copy) and
-// pipelined, READ_CONCURRENCY in flight.
-const READ_CONCURRENCY = 32;
-// One read is one small message from a leader. Right after a leader is lost the first reads go
-// unanswered until a new one is elected (5-8 s, longer under load); with the client's default 5 s
-// request timeout the caller's retries came too late for the operator's budget (admin's 12 s), with
-// 2 s they follow the election closely.
-const READ_TIMEOUT_MS = 2000;
+export { AuditIncomplete, bucketKeys, readBucket } from './audit-read.ts';
 
 export interface AuditOptions {
   /**
@@ -53,71 +43,15 @@ export interface AuditOptions {
   keptMs?: number;
   /** Stop reading at this time (epoch ms) and say how far the reads got instead of judging a part. */
   deadline?: number;
+  /** Test hook (shared/audit-read.ts): leader gets only, or how long a stalled consumer is waited for. */
+  consumer?: boolean;
+  stallMs?: number;
 }
 
-/** The reads ran out of time: what was read of what. */
-export class AuditIncomplete extends Error {
-  readonly what: string;
-  readonly done: number;
-  readonly total: number;
-  constructor(what: string, done: number, total: number) {
-    super(`read ${done} of ${total} ${what} before the deadline`);
-    this.what = what;
-    this.done = done;
-    this.total = total;
-    this.name = 'AuditIncomplete';
-  }
-}
-
-/** `f` over `items`, at most `limit` at once, results in order; past `deadline`, throws AuditIncomplete. */
-async function mapLimit<T, R>(items: T[], limit: number, f: (item: T) => Promise<R>, deadline = Infinity, what = 'items'): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  let done = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      if (Date.now() > deadline) throw new AuditIncomplete(what, done, items.length);
-      const i = next++;
-      done++;
-      out[i] = await f(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return out;
-}
-
-export async function readLedger(nc: NatsConnection, deadline = Infinity): Promise<AuditEntry[]> {
-  const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS });
-  const { state } = await jsm.streams.info(STREAMS.ledger);
-  if (state.messages === 0) return [];
-  const seqs = Array.from({ length: state.last_seq - state.first_seq + 1 }, (_, i) => state.first_seq + i);
+/** Every LEDGER entry, in sequence order (shared/audit-read.ts says how it is read). */
+export async function readLedger(nc: NatsConnection, deadline = Infinity, o: ReadOptions = {}): Promise<AuditEntry[]> {
   const prefix = subjects.ledger('');
-  const msgs = await mapLimit(seqs, READ_CONCURRENCY, (seq) => jsm.streams.getMessage(STREAMS.ledger, { seq }).catch((e: unknown) => {
-    // a sequence with no message (the service never deletes one; an operator's repair or a lost write can leave a gap, which must not stop the audit)
-    if (e instanceof JetStreamApiError && e.code === 10037) return null;
-    throw e;
-  }), deadline, 'ledger entries');
-  return msgs.filter((m) => m !== null).map((m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }));
-}
-
-/** Every live key of a bucket: the subjects its stream holds, from the leader's stream info. */
-export async function bucketKeys(nc: NatsConnection, bucket: string): Promise<string[]> {
-  const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS });
-  const prefix = `$KV.${bucket}.`;
-  const info = await jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` });
-  return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
-}
-
-export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean, deadline = Infinity): Promise<Map<string, T>> {
-  const kv: KV = await new Kvm(jetstream(nc, { timeout: READ_TIMEOUT_MS })).open(bucket);
-  const keys = (await bucketKeys(nc, bucket)).filter((k) => !filter || filter(k)).sort();
-  const values = await mapLimit(keys, READ_CONCURRENCY, (k) => kv.get(k), deadline, `${bucket} documents`);
-  const out = new Map<string, T>();
-  keys.forEach((k, i) => {
-    const e = values[i];
-    if (e && e.operation === 'PUT' && e.value.length) out.set(k, e.json<T>());
-  });
-  return out;
+  return readStream(nc, STREAMS.ledger, 'ledger entries', (m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }), { ...o, deadline });
 }
 
 export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<AuditReport> {
@@ -131,8 +65,9 @@ export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<A
 
 async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditReport> {
   const deadline = o.deadline ?? Infinity;
+  const ro: ReadOptions = { deadline, ...(o.consumer === undefined ? {} : { consumer: o.consumer }), ...(o.stallMs === undefined ? {} : { stallMs: o.stallMs }) };
   const v: string[] = [];
-  const entries = await readLedger(nc, deadline);
+  const entries = await readLedger(nc, deadline, ro);
   const byWallet = new Map<string, AuditEntry[]>();
   const byRef = new Map<string, AuditEntry[]>();
   for (const e of entries) {
@@ -161,7 +96,7 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   for (const [k, list] of byRef) if (list.length > 1) v.push(`ledger: ${k} written ${list.length} times (entries ${list.map((e) => e.seq).join(', ')})`);
 
   // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
-  const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, deadline);
+  const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, ro);
   const seenJobs = new Set<string>();
   for (const job of jobs.values()) {
     if (!job || typeof job.id !== 'string' || !job.walletId) continue;
@@ -206,18 +141,22 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   const now = Date.now();
   // One direct lookup per file (a stream-leader request), never a store listing: a listing is a
   // consumer, which with a node down can be placed on or wait for the dead peer (issue 19).
-  const stores = new Map<string, Awaited<ReturnType<Objm['open']>>>();
+  const stores = new Map<string, Promise<Awaited<ReturnType<Objm['open']>>>>();
   const objm = new Objm(jetstream(nc, { timeout: READ_TIMEOUT_MS }));
+  const files: { job: JobRecord; r: JobRecord['results'][number]; file: NonNullable<JobRecord['results'][number]['file']> }[] = [];
   for (const job of jobs.values()) {
     if (!job?.results || job.purgedAt !== undefined || job.expiresAt <= now) continue;
-    for (const r of job.results) {
-      if (r.status !== 'done' || !r.file) continue;
-      let os = stores.get(r.file.store);
-      if (!os) stores.set(r.file.store, (os = await objm.open(r.file.store)));
-      const info = await os.info(r.file.name);
-      if (!info || info.deleted) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${r.file.store}/${r.file.name} is not stored`);
-    }
+    for (const r of job.results) if (r.status === 'done' && r.file) files.push({ job, r, file: r.file });
   }
+  const infos = await readAll(files, async ({ file }) => {
+    let os = stores.get(file.store);
+    if (!os) stores.set(file.store, (os = objm.open(file.store).catch((e: unknown) => { stores.delete(file.store); throw e; })));
+    return (await os).info(file.name);
+  }, deadline, 'result files');
+  files.forEach(({ job, r, file }, i) => {
+    const info = infos[i];
+    if (!info || info.deleted) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${file.store}/${file.name} is not stored`);
+  });
 
   // A charge without a job document is allowed only when it was given back in full (a compensated creation).
   // (older than the job-record retention: the document may have been deleted, shared/jobs/retention.ts)
@@ -229,7 +168,7 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   }
 
   // Top-ups: credited exactly once, only when paid, with the promised Payloads.
-  const topups = await readBucket<TopupRecord>(nc, BUCKETS.topups, undefined, deadline);
+  const topups = await readBucket<TopupRecord>(nc, BUCKETS.topups, undefined, ro);
   for (const t of topups.values()) {
     if (!t || typeof t.id !== 'string' || !t.walletId) continue;
     const credits = byRef.get(`${t.walletId} ${ledgerRef.topup(t.id)}`) ?? [];

@@ -4,6 +4,7 @@
 // not answer at all (paused), and reads nothing once it has answered; `admin audit --within`
 // reports the partial read and exits 4, the default audit reads everything of a small store.
 import t from 'tap';
+import { readdirSync, readFileSync } from 'node:fs';
 import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
@@ -13,6 +14,17 @@ import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 import { admin } from '../wallet/_admin.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
+
+/** Every thread of `pid` in state T (stopped), as /proc says. */
+async function stopped(pid: number): Promise<void> {
+  for (;;) {
+    const states = readdirSync(`/proc/${pid}/task`).map((tid) => {
+      try { return readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]; } catch { return 'T'; }
+    });
+    if (states.every((st) => st === 'T')) return;
+    await new Promise((res) => setTimeout(res, 10));
+  }
+}
 
 const WALLETS = 30;
 const ENTRIES = 3000;
@@ -94,6 +106,9 @@ t.test('a server that does not answer: the audit answers at its deadline, saying
   const nc = await other.connect('paused');
   process.kill(other.server.pid, 'SIGSTOP');
   t.teardown(() => { try { process.kill(other.server.pid, 'SIGCONT'); } catch { /* already gone */ } });
+  // kill() returns before every thread of the server has stopped: one still running answered the
+  // first reads once (under load), and the audit stopped at a later bucket. Wait until all have.
+  await stopped(other.server.pid);
   // with the server stopped every request hangs: the answer can only come from the deadline (the
   // reads' own 2 s timeouts ended the old audit with a TimeoutError instead)
   const r = await audit(nc, { deadline: Date.now() + 300 });

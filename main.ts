@@ -3,7 +3,7 @@
 // and a local nats-server with JetStream unless NATS_URL is set. With names (the Procfile, the
 // cluster command) NATS_URL or the embedded server's data folder names the servers, and the process
 // reports `{ready: name}` over IPC when started, so a parent knows when it may use it.
-import { enableCompileCache } from 'node:module';
+import nodeModule from 'node:module';
 import { join } from 'node:path';
 import { startNatsServer, type NatsServerHandle } from './shared/nats/server.ts';
 import { connectNats, type NatsConnection } from './shared/nats/connect.ts';
@@ -29,7 +29,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
 // on disk (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns
 // it off), so a restart compiles none of it again: 0.3-0.4 s less CPU per process start, measured
 // on the browser-pool and gateway imports (session 18, docs/notes/issue-30.md).
-enableCompileCache();
+nodeModule.enableCompileCache?.(); // a named import would fail to link on an old Node, before the check above could say why
 
 const UNITS: Record<string, () => Promise<{ start: ActorStart }>> = {
   ...ACTORS,

@@ -220,7 +220,7 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
 
 export async function runHistoryBench(o = historyOptions()): Promise<{ rows: BenchRow[]; raw: Record<string, unknown> }> {
   mkdirSync(o.root, { recursive: true });
-  const dirs: Record<Store, string> = { empty: mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `store-${o.jobs}-${o.wallets}-${o.entries}`) };
+  const dirs: Record<Store, string> = { empty: mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `${o.mode === 'cluster' ? 'cluster-' : ''}store-${o.jobs}-${o.wallets}-${o.entries}`) };
   const raw: Record<string, unknown> = { options: o, dirs };
   const rows: BenchRow[] = [];
   const vs = `${o.mode === 'cluster' ? 'npm run cluster (R3), ' : ''}filled store (${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries) vs empty store`;

@@ -2,8 +2,8 @@
 // underlying `node scripts/cluster.ts` on a data folder (three nats-servers, every stream R3, every
 // actor in its own process, two browser-pools), on free ports and the bench's config overrides.
 // And the fill of such a folder with history: the generator written against a running R3 cluster.
-import { readFileSync, readdirSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnTs, stderrOf, type Proc } from './procs.ts';
 import { benchConfigFile } from './embedded.ts';
@@ -26,17 +26,50 @@ export interface ClusterCommand {
   stop(): Promise<void>;
 }
 
-/** Starts `node scripts/cluster.ts` on `dataDir` (stores in <dataDir>/cluster/n1..n3, actors' folders in <dataDir>/procs). */
+/**
+ * After nodes on free ports were stopped: the store they used becomes <dataDir>/cluster. Why:
+ * scripts/cluster-lib.ts forms a cluster again in a fresh `cluster-<n>` folder when a free port was
+ * taken meanwhile or the meta group formed without a node (seen under load), and the next start
+ * looks in `cluster` first; without this it would start on the failed attempt's folder. The nodes'
+ * config is written at every start and their Raft state names peers, not paths: a folder can move.
+ */
+export function settleStore(dataDir: string, used: string): void {
+  const want = join(dataDir, 'cluster');
+  if (used !== want) {
+    rmSync(want, { recursive: true, force: true });
+    renameSync(used, want);
+  }
+  for (const d of readdirSync(dataDir)) if (/^cluster-\d+$/.test(d)) rmSync(join(dataDir, d), { recursive: true, force: true });
+}
+
+/**
+ * Starts `node scripts/cluster.ts` on `dataDir` (stores in <dataDir>/cluster/n1..n3, actors' folders
+ * in <dataDir>/procs). A start on a folder that has a store and that formed in another folder
+ * instead (settleStore) would measure an empty cluster: it is stopped and made again (4 tries).
+ */
 export async function startClusterCommand(dataDir: string, o: { logLevel?: string; timeoutMs?: number; name?: string } = {}): Promise<ClusterCommand> {
+  const had = existsSync(join(dataDir, 'cluster', 'n1', 'jetstream'));
+  for (let attempt = 1; ; attempt++) {
+    const c = await startClusterOnce(dataDir, o);
+    if (c.storeDir === join(dataDir, 'cluster')) return c;
+    if (!had) return { ...c, stop: async () => { await c.stop(); settleStore(dataDir, c.storeDir); } };
+    await c.stop();
+    settleStore(dataDir, join(dataDir, 'cluster'));
+    if (attempt >= 4) throw new Error(`scripts/cluster.ts on ${dataDir}: the nodes formed in ${c.storeDir}, not on the store in ${join(dataDir, 'cluster')} (${attempt} tries)`);
+  }
+}
+
+async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeoutMs?: number; name?: string }): Promise<ClusterCommand & { storeDir: string }> {
   const t0 = performance.now();
   const p = spawnTs(o.name ?? 'cluster', 'scripts/cluster.ts', [], {
-    DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), CLUSTER_RANDOM_PORTS: '1', NATS_URL: '', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
+    DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), CLUSTER_RANDOM_PORTS: '1', CLUSTER_READY_TIMEOUT_MS: '300000', NATS_URL: '', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
   });
   const labels = new Map<number, string>();
   const watchers: { re: RegExp; resolve: (v: { ms: number; line: string }) => void }[] = [];
   const seen: { ms: number; line: string }[] = [];
   let url = '';
   let natsUrl = '';
+  let storeDir = '';
   let summaryMs = NaN;
   let buf = '';
   let tail = '';
@@ -52,8 +85,9 @@ export async function startClusterCommand(dataDir: string, o: { logLevel?: strin
       if (api) url = api[1]!.replace('localhost', '127.0.0.1');
       const nats = /^\s+NATS_URL: (\S+)/.exec(line);
       if (nats) natsUrl = nats[1]!;
-      const node = /^\s+node (n\d): .* pid (\d+),/.exec(line);
+      const node = /^\s+node (n\d): .* pid (\d+), store (\S+)/.exec(line);
       if (node) labels.set(Number(node[2]), `nats-server ${node[1]}`);
+      if (node) storeDir = dirname(node[3]!);
       const proc = /^\s+([\w-]+#\d+)\s+pid (\d+)$/.exec(line);
       if (proc) labels.set(Number(proc[2]), proc[1]!);
       if (/Payloads is running as a cluster/.test(line)) summaryMs = ms;
@@ -89,7 +123,7 @@ export async function startClusterCommand(dataDir: string, o: { logLevel?: strin
     throw e;
   }
   return {
-    dataDir, proc: p, url, natsUrl, readyMs, labels, stop,
+    dataDir, proc: p, url, natsUrl, readyMs, labels, stop, storeDir,
     unitStartedMs: Number.isFinite(summaryMs) ? { 'every process': summaryMs } : {},
     logLine: (re) => {
       const had = seen.find((s) => re.test(s.line));
@@ -155,6 +189,7 @@ export async function fillClusterStore(dir: string, o: { jobs: number; wallets: 
     out += stderrOf(p);
   } finally {
     await nodes.stop();
+    settleStore(dir, dirname(nodes.nodes[0]!.storeDir));
   }
   const m = /in ([\d.]+) s: (\d+) messages\/s \(([^)]*)\)/.exec(out);
   if (code !== 0 || !m) {

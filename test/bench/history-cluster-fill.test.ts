@@ -3,7 +3,7 @@
 // exactly the written counts on every node, the project's audit finds it clean, and the store
 // comes back on new ports (what `node scripts/cluster.ts` with CLUSTER_RANDOM_PORTS=1 does next).
 import t from 'tap';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -11,7 +11,7 @@ import { connectNats } from '../../shared/nats/connect.ts';
 import { audit } from '../../shared/audit.ts';
 import { keysBucket, lookupKey } from '../../shared/keys.ts';
 import { BUCKETS, STREAMS } from '../../shared/names.ts';
-import { fillClusterStore } from '../../bench/lib/cluster-command.ts';
+import { fillClusterStore, settleStore } from '../../bench/lib/cluster-command.ts';
 import { startNatsCluster, stopEverything } from '../../scripts/cluster-lib.ts';
 
 const JOBS = 300;
@@ -61,4 +61,19 @@ t.test('a store filled through an R3 cluster holds every message on every node a
   t.equal(sample.length, 5, 'five sample keys beside the store');
   const kv = await keysBucket(nc);
   for (const s of sample) t.equal((await lookupKey(kv, s.key))?.walletId, s.walletId, 'a sample key opens its wallet');
+});
+
+t.test('settleStore: the store the nodes formed in becomes <dataDir>/cluster, the other attempts go', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'history-settle-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  for (const [d, mark] of [['cluster', 'failed attempt'], ['cluster-2', 'formed'], ['cluster-3', 'later attempt'], ['procs', 'projections']]) {
+    mkdirSync(join(dir, d, 'n1'), { recursive: true });
+    writeFileSync(join(dir, d, 'n1', 'mark'), mark);
+  }
+  settleStore(dir, join(dir, 'cluster-2'));
+  t.equal(readFileSync(join(dir, 'cluster', 'n1', 'mark'), 'utf8'), 'formed', 'the formed store is now cluster/');
+  t.same(readdirSync(dir).sort(), ['cluster', 'procs'], 'no cluster-<n> left; other folders kept');
+  settleStore(dir, join(dir, 'cluster'));
+  t.equal(readFileSync(join(dir, 'cluster', 'n1', 'mark'), 'utf8'), 'formed', 'a start that formed in cluster/ leaves it as it is');
+  t.ok(existsSync(join(dir, 'procs', 'n1', 'mark')));
 });

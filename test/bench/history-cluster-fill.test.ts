@@ -66,7 +66,7 @@ t.test('a store filled through an R3 cluster holds every message on every node a
 t.test('settleStore: the store the nodes formed in becomes <dataDir>/cluster, the other attempts go', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'history-settle-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const [d, mark] of [['cluster', 'failed attempt'], ['cluster-2', 'formed'], ['cluster-3', 'later attempt'], ['procs', 'projections']]) {
+  for (const [d, mark] of [['cluster', 'failed attempt'], ['cluster-2', 'formed'], ['cluster-3', 'later attempt'], ['procs', 'projections']] as const) {
     mkdirSync(join(dir, d, 'n1'), { recursive: true });
     writeFileSync(join(dir, d, 'n1', 'mark'), mark);
   }

@@ -73,8 +73,8 @@ async function startSys(mode: HistoryOptions['mode'], dir: string, o: { logLevel
   return { ...e, rss: () => treeRss(e.proc.pid) };
 }
 
-/** Where a unit keeps its projection file: the embedded default's <dir>/<unit>, a cluster process's <dir>/procs/<unit>-1. */
-const unitDir = (mode: HistoryOptions['mode'], dir: string, unit: string) => (mode === 'cluster' ? join(dir, 'procs', `${unit}-1`) : join(dir, unit));
+/** Where a unit keeps its projection file: the embedded default's <dir>/<unit>, a cluster process's <dir>/procs/<unit>-1/<unit>. */
+const unitDir = (mode: HistoryOptions['mode'], dir: string, unit: string) => (mode === 'cluster' ? join(dir, 'procs', `${unit}-1`, unit) : join(dir, unit));
 
 /** The endpoints measured, in the order each traffic round calls them; job creation every JOB_EVERY rounds. */
 export const HISTORY_ENDPOINTS = ['GET /v1/jobs', 'GET /v1/jobs/{id}', 'GET /v1/balance', 'GET /v1/transactions', 'POST /v1/websitepro/quote', 'POST /v1/websitepro/jobs'] as const;

@@ -60,7 +60,8 @@ export async function startClusterCommand(dataDir: string, o: { logLevel?: strin
       // a process that failed its start (seen: the wallet's "top-ups" step timing out on a cluster
       // just restarted under load 23 on 2 cores) ends the launcher, as `npm run cluster` does; an
       // operator's supervisor starts it again: so does the bench, counted (clusterStartFailures)
-      const why = /start failed: (.*)/.exec((e as Error).message)?.[1] ?? (e as Error).message.split('\n')[0]!;
+      const msg = (e as Error).message;
+      const why = /start failed: (.*)/.exec(msg)?.[1] ?? msg.split('\n').filter((l) => l.trim() && !l.startsWith('[')).slice(-2).join(' / ');
       clusterStartFailures.push(`${dataDir}: ${why.slice(0, 300)}`);
       o.log?.(`scripts/cluster.ts on ${dataDir} failed to start (try ${attempt}): ${why.slice(0, 300)}`);
       if (attempt >= 3 || !/exited \(/.test((e as Error).message)) throw e;
@@ -125,6 +126,8 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
   let readyMs = NaN;
   try {
     while (Date.now() < deadline) {
+      // its last words (the reason, on stderr) may still be in the pipe when the exit is seen
+      if (p.child.exitCode !== null) await new Promise((r) => setTimeout(r, 500));
       if (p.child.exitCode !== null) throw new Error(`scripts/cluster.ts exited (${p.child.exitCode}) before it was ready:\n${tail}\n${stderrOf(p)}`);
       if (url) {
         const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);

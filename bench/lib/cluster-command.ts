@@ -166,8 +166,8 @@ function processes(): Map<number, { ppid: number; comm: string; rssMb: number }>
 }
 
 /**
- * RSS (MB) of each process of a `scripts/cluster.ts` tree: `launcher`, each nats-server by node
- * (`nats-server n1`), each actor process by label (`wallet#1`, `gateway#1`), and `browsers`: every
+ * RSS (MB) of each process of a `scripts/cluster.ts` tree: `launcher`, its `watchdog`, each nats-server
+ * by node (`nats-server n1`), each actor process by label (`wallet#1`, `gateway#1`), and `browsers`: every
  * process below an actor (Chromium, Firefox and their helpers of both browser-pools), summed.
  */
 export function clusterRss(root: number, labels: Map<number, string>): Record<string, number> {
@@ -178,7 +178,9 @@ export function clusterRss(root: number, labels: Map<number, string>): Record<st
   const below = (pid: number): number => (kids.get(pid) ?? []).reduce((s, k) => s + (all.get(k)?.rssMb ?? 0) + below(k), 0);
   for (const k of kids.get(root) ?? []) {
     const p = all.get(k)!;
-    const label = labels.get(k) ?? (p.comm === 'nats-server' ? `nats-server ?${k}` : `${p.comm} ${k}`);
+    const cmd = (() => { try { return readFileSync(`/proc/${k}/cmdline`, 'utf8'); } catch { return ''; } })();
+    // scripts/cluster-lib.ts's watchdog (`node -e`, kills the children if the launcher dies)
+    const label = labels.get(k) ?? (p.comm === 'nats-server' ? `nats-server ?${k}` : /process\.stdin\.on/.test(cmd) ? 'watchdog' : `${p.comm} ${k}`);
     out[label] = (out[label] ?? 0) + p.rssMb;
     out.browsers! += below(k);
   }

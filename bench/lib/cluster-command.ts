@@ -193,8 +193,9 @@ export function clusterRss(root: number, labels: Map<number, string>): Record<st
  * the fill only), the generator (scripts/history.ts) run against them with NATS_REPLICAS=3, so every
  * message is replicated by each stream's Raft group as the service's own writes are; the nodes
  * stopped cleanly. A single-server store copied into three nodes would not do: its streams are R1,
- * with no Raft group and no assignment in the cluster's meta group (nats-server drops stream folders
- * its meta group does not know), and raising them to R3 copies every message to the peers anyway.
+ * with no Raft group and no assignment in the cluster's meta group (nats-server's checkForOrphans,
+ * server/jetstream_cluster.go, deletes such restored streams 30 s after the meta group recovers), and
+ * raising them to R3 copies every message to the peers anyway.
  */
 /**
  * The generator's pace against the cluster: an acknowledged publish every 20 messages per stream and

@@ -9,6 +9,7 @@
 //   HISTORY_BENCH_JOBS, HISTORY_BENCH_WALLETS, HISTORY_BENCH_ENTRIES  the filled store's size
 //   HISTORY_BENCH_MINUTES  traffic minutes;  HISTORY_BENCH_STARTS  restarts per store before the one kept for the traffic (default 2)
 //   HISTORY_BENCH_CATCHUP_WAIT=0  the filled store's first start does not wait for its projections
+//   HISTORY_BENCH_CATCHUP_TIMEOUT_S  how long a first start waits for them at most (default 3600)
 //   HISTORY_BENCH_DIR      where stores live (default <tmp>/payloads-history); the filled store
 //                          (store-<jobs>-<wallets>-<entries>) is kept and reused, the empty one deleted
 //   HISTORY_BENCH_MODE=cluster  `npm run cluster` (its `node scripts/cluster.ts`: three nats-servers,
@@ -243,8 +244,15 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       // HISTORY_BENCH_CATCHUP_WAIT=0: go on once ready (a rebuild then runs on during what follows)
       const waiting = process.env.HISTORY_BENCH_CATCHUP_WAIT === '0' && s === 'filled';
       const notYet = { ms: NaN, line: '' };
-      const [w, j] = waiting ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet] : await Promise.all([wal, sup]);
-      first[s] = { readyMs: sys.readyMs, rss: sys.rss(), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
+      // bounded (HISTORY_BENCH_CATCHUP_TIMEOUT_S, default 3600): a projection whose rebuild stalled
+      // (seen: the supervisor's watch on the cluster after missed heartbeats) must not hang the bench
+      const bound = Number(process.env.HISTORY_BENCH_CATCHUP_TIMEOUT_S ?? 3600) * 1000;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<typeof notYet>((r) => { timer = setTimeout(() => r(notYet), bound); });
+      const [w, j] = waiting ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet] : await Promise.all([Promise.race([wal, late]), Promise.race([sup, late])]);
+      clearTimeout(timer);
+      if (!waiting && (!w.line || !j.line)) log(`${s}: ${!w.line ? 'wallet' : 'job'} projection not caught up within ${bound / 1000} s; going on`);
+      first[s] = { readyMs: sys.readyMs, rss: sys.rss(), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}${j.line || waiting ? '' : ' (not caught up when the start was left)'}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
       log(`${s}: ready in ${Math.round(sys.readyMs)} ms, projections caught up at ${Math.round(first[s]!.caughtUpMs!)} ms (${first[s]!.projections})`);
       await sys.stop();
     }

@@ -152,7 +152,7 @@ export async function main(argv: string[]) {
     raw.durability = d.raw;
   }
   if (parts.includes('history')) {
-    log('history (empty store vs filled store, the embedded default)');
+    log(`history (empty store vs filled store, ${process.env.HISTORY_BENCH_MODE === 'cluster' ? 'npm run cluster (R3)' : 'the embedded default'})`);
     const { runHistoryBench } = await import('./history.ts');
     const h = await runHistoryBench();
     rows.push(...h.rows);
@@ -179,7 +179,7 @@ export async function main(argv: string[]) {
     raw,
   };
   // a history run alone keeps its own file: it takes an hour, the other parts minutes
-  const out = process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', parts.length === 1 && parts[0] === 'history' ? 'history.json' : 'latest.json');
+  const out = process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', parts.length === 1 && parts[0] === 'history' ? (process.env.HISTORY_BENCH_MODE === 'cluster' ? 'history-cluster.json' : 'history.json') : 'latest.json');
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   const md = table(rows);

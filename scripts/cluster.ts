@@ -4,6 +4,8 @@
 // everything, children included. See docs/cluster.md.
 //   CLUSTER_PROCESSES=wallet,job-supervisor,gateway  start only these (default: all)
 //   CLUSTER_RANDOM_PORTS=1                            free ports instead of 4222-4224 / 6222-6224
+//   CLUSTER_READY_TIMEOUT_MS=300000                   how long each process may take to be ready (default 60 s;
+//                                                     a browser-pool launching Firefox on a loaded machine can take longer)
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startSystem, stopEverything, ALL_PROCESSES, DEFAULT_CLIENT_PORTS, DEFAULT_CLUSTER_PORTS, type ProcessName, type System } from './cluster-lib.ts';
@@ -14,6 +16,7 @@ const processes = process.env.CLUSTER_PROCESSES
   ? (process.env.CLUSTER_PROCESSES.split(',').map((s) => s.trim()).filter(Boolean) as ProcessName[])
   : ALL_PROCESSES;
 const randomPorts = process.env.CLUSTER_RANDOM_PORTS === '1';
+const readyTimeoutMs = Number(process.env.CLUSTER_READY_TIMEOUT_MS) || undefined;
 
 let sys: System | undefined;
 let stopping = false;
@@ -44,6 +47,7 @@ try {
     port: config.server.port,
     logLevel: config.server.logLevel,
     echo: true,
+    ...(readyTimeoutMs ? { readyTimeoutMs } : {}),
     ...(process.env.CONFIG_FILE ? { configFile: process.env.CONFIG_FILE } : {}),
   });
 } catch (e) {

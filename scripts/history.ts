@@ -2,6 +2,7 @@
 // history costs (issue 26):
 //   node --import tsx scripts/history.ts --jobs 1000000 --wallets 100000 --entries 3000000 --data-dir /tmp/h1m
 //   NATS_URL=nats://127.0.0.1:4222 node --import tsx scripts/history.ts --jobs 100000
+//   NATS_URL=<a cluster's URLs> NATS_REPLICAS=3 node scripts/history.ts ... --keys-file <file>  (an R3 cluster's streams)
 // With --data-dir it starts the embedded nats-server on <dir>/nats (as main.ts does with DATA_DIR=<dir>)
 // with sync_interval 2m for the fill only, and stops it cleanly; then `DATA_DIR=<dir> npm start`
 // starts the service on that history. Without it, NATS_URL (or the data folder's nats.url) names the server.
@@ -23,7 +24,7 @@ import { parseArgs } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -45,6 +46,8 @@ const { values: a } = parseArgs({
     entries: { type: 'string' },
     days: { type: 'string', default: '20' },
     'data-dir': { type: 'string' },
+    // where the five sample keys go (default with --data-dir: <dir>/history-keys.json)
+    'keys-file': { type: 'string' },
     parts: { type: 'string', default: String(Math.min(4, Math.max(1, availableParallelism()))) },
     'ack-every': { type: 'string', default: '200' },
     window: { type: 'string' },
@@ -211,10 +214,11 @@ async function fill() {
     console.error(`the store does not hold what was written: ${missing.map((x) => `${x} ${after[x]! - before[x]!} of ${want[x]}`).join(', ')}`);
     process.exitCode = 1;
   }
-  if (a['data-dir']) {
-    mkdirSync(config.dataDir, { recursive: true });
-    writeFileSync(join(config.dataDir, 'history-keys.json'), JSON.stringify(results.flatMap((r) => r.sample).slice(0, 5), null, 2));
-    console.log(`sample keys in ${join(config.dataDir, 'history-keys.json')}`);
+  const keysFile = a['keys-file'] ?? (a['data-dir'] ? join(config.dataDir, 'history-keys.json') : undefined);
+  if (keysFile && !process.exitCode) {
+    mkdirSync(dirname(keysFile), { recursive: true });
+    writeFileSync(keysFile, JSON.stringify(results.flatMap((r) => r.sample).slice(0, 5), null, 2));
+    console.log(`sample keys in ${keysFile}`);
   }
   await nc.drain();
   await server?.stop();

@@ -24,6 +24,8 @@ const RECENT_DOCS = 2000;
 const BATCH = 1000;
 const SYNC_WAIT_MS = 2000;
 const STALL_MS = 3000;
+/** A rebuild's watch that delivers nothing this long is started again from the checkpoint. */
+const REBUILD_STALL_MS = 10_000;
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
@@ -45,6 +47,8 @@ export interface ProjectionOptions {
   /** How long a finished job's document is kept after its results expired (retention.jobRecords). */
   keepMs: number;
   log: Logger;
+  /** Tests: REBUILD_STALL_MS. */
+  rebuildStallMs?: number;
 }
 
 /** A file slot not used by a live instance: in this process (held) or another (its pid file). */
@@ -198,12 +202,24 @@ export class JobProjection {
 
   /** Follow the bucket from the checkpoint until stopped; a watch that ends starts again from where it got. */
   private async follow(kv: KV, startLast: number) {
+    // Until the list is complete no reader's sync() gets as far as its stall check (it answers
+    // "being rebuilt" first), so a rebuild whose watch stopped delivering (an ordered consumer that
+    // missed its heartbeats and did not come back: seen on a 3-node cluster under load, stuck at
+    // 87,719 of 100,000 for 10 minutes) would wait for ever: this timer starts it again.
+    const stallMs = this.o.rebuildStallMs ?? REBUILD_STALL_MS;
+    const watchdog = setInterval(() => {
+      if (this.complete || !this.current || Date.now() - this.lastDelivery <= stallMs) return;
+      this.o.log.warn({ applied: this.applied.seq, silentMs: Date.now() - this.lastDelivery }, 'job projection: the rebuild\'s watch delivers nothing; started again from the checkpoint');
+      this.current.stop();
+    }, Math.max(50, Math.min(1000, stallMs / 4)));
+    watchdog.unref();
     while (!this.stopped) {
       try {
         const from = this.applied.seq;
         // a fresh file takes each key's last value (LastPerSubject, in stream order); a checkpoint resumes after it
         const w = await kv.watch(from > 0 ? { resumeFromRevision: from + 1 } : {});
         this.current = w;
+        this.lastDelivery = Date.now();
         if (this.stopped) { w.stop(); break; }
         for await (const e of w) {
           this.lastDelivery = Date.now();
@@ -223,6 +239,7 @@ export class JobProjection {
       this.current = undefined;
       if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
     }
+    clearInterval(watchdog);
     this.flush();
     this.stopped = true;
     this.applied.wakeAll();

@@ -96,6 +96,41 @@ t.test('a file of another store, or ahead of the stream, is rebuilt', async (t) 
   await q.stop();
 });
 
+t.test('a rebuild whose watch stops delivering is started again from its checkpoint and completes', async (t) => {
+  const { nc } = await startTestNats(t);
+  const real = await fill(nc, 0, 3000);
+  // the first watch is the real one cut off after 1,200 values until it is stopped: an ordered
+  // consumer that missed its heartbeats and never came back (seen on a 3-node cluster under load)
+  let watches = 0;
+  const kv = Object.create(real) as typeof real;
+  kv.watch = async (opts) => {
+    const w = await real.watch(opts);
+    if (watches++ > 0) return w;
+    let release!: () => void;
+    const stopped = new Promise<void>((r) => { release = r; });
+    return Object.assign(Object.create(w) as typeof w, {
+      stop() { w.stop(); release(); },
+      async *[Symbol.asyncIterator]() {
+        let n = 0;
+        for await (const e of w) {
+          if (++n > 1200) { await stopped; return; }
+          yield e;
+        }
+      },
+    });
+  };
+  const p = new JobProjection({ dir: tempDir('payloads-proj-'), keepMs: 1000, log: testLog(), rebuildStallMs: 500 });
+  await p.start(kv, await jetstreamManager(nc));
+  t.equal(p.startedAs.mode, 'rebuilt');
+  await p.caughtUp;
+  t.equal(watches, 2, 'the silent watch was started again, once');
+  t.equal(p.count(), 3000, 'every job in the list');
+  t.equal(p.complete, true);
+  await p.sync();
+  t.same(p.list('w3', 2), ['job2999', 'job2992'], 'the list answers');
+  await p.stop();
+});
+
 t.test('the due lists are index searches; a finished, purged job is due for deletion after its retention', async (t) => {
   const { nc } = await startTestNats(t);
   const p = await open(nc, tempDir('payloads-proj-'), 1000);

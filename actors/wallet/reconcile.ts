@@ -22,8 +22,9 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
   for await (const inv of backend.listPaid()) paid.set(inv.paymentHash, inv.paidMsat);
   // read from the stream leader, as the audit does (shared/audit.ts): a key listing is a consumer,
   // which with a node down can wait for the dead peer with no time limit, and every later run of
-  // this instance would wait on the same stuck one
-  const all = [...(await readBucket<TopupRecord>(nc, BUCKETS.topups)).values()];
+  // this instance would wait on the same stuck one (so no ordered consumer either, which the audit
+  // uses when every replica is current: a peer can go between the check and the read)
+  const all = [...(await readBucket<TopupRecord>(nc, BUCKETS.topups, undefined, { consumer: false })).values()];
   const byHash = new Map(all.filter((t) => t.paymentHash).map((t) => [t.paymentHash, t]));
   const report: ReconcileReport = { backend: backend.name, paidInvoices: paid.size, topups: all.length, credited: [], unknownPaid: [], unpaidCredits: [] };
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnTs, stderrOf, type Proc } from './procs.ts';
-import { benchConfigFile } from './embedded.ts';
+import { benchConfigFile, followLines, processes, stopGracefully } from './embedded.ts';
 import { startNatsCluster } from '../../scripts/cluster-lib.ts';
 
 export interface ClusterCommand {
@@ -81,46 +81,26 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
     DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), CLUSTER_RANDOM_PORTS: '1', CLUSTER_READY_TIMEOUT_MS: '300000', NATS_URL: '', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
   });
   const labels = new Map<number, string>();
-  const watchers: { re: RegExp; resolve: (v: { ms: number; line: string }) => void }[] = [];
-  const seen: { ms: number; line: string }[] = [];
   let url = '';
   let natsUrl = '';
   let storeDir = '';
   let summaryMs = NaN;
-  let buf = '';
   let tail = '';
-  p.child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    tail = (tail + d.toString()).slice(-6000);
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      const ms = performance.now() - t0;
-      const api = /^\s+API:\s+(http\S+)\/v1/.exec(line);
-      if (api) url = api[1]!.replace('localhost', '127.0.0.1');
-      const nats = /^\s+NATS_URL: (\S+)/.exec(line);
-      if (nats) natsUrl = nats[1]!;
-      const node = /^\s+node (n\d): .* pid (\d+), store (\S+)/.exec(line);
-      if (node) labels.set(Number(node[2]), `nats-server ${node[1]}`);
-      if (node) storeDir = dirname(node[3]!);
-      const proc = /^\s+([\w-]+#\d+)\s+pid (\d+)$/.exec(line);
-      if (proc) labels.set(Number(proc[2]), proc[1]!);
-      if (/Payloads is running as a cluster/.test(line)) summaryMs = ms;
-      if (/projection|caught up/.test(line)) seen.push({ ms, line });
-      for (const w of [...watchers]) if (w.re.test(line)) { watchers.splice(watchers.indexOf(w), 1); w.resolve({ ms, line }); }
-    }
+  p.child.stdout!.on('data', (d: Buffer) => { tail = (tail + d.toString()).slice(-6000); });
+  const logLine = followLines(p, t0, (line, ms) => {
+    const api = /^\s+API:\s+(http\S+)\/v1/.exec(line);
+    if (api) url = api[1]!.replace('localhost', '127.0.0.1');
+    const nats = /^\s+NATS_URL: (\S+)/.exec(line);
+    if (nats) natsUrl = nats[1]!;
+    const node = /^\s+node (n\d): .* pid (\d+), store (\S+)/.exec(line);
+    if (node) labels.set(Number(node[2]), `nats-server ${node[1]}`);
+    if (node) storeDir = dirname(node[3]!);
+    const proc = /^\s+([\w-]+#\d+)\s+pid (\d+)$/.exec(line);
+    if (proc) labels.set(Number(proc[2]), proc[1]!);
+    if (/Payloads is running as a cluster/.test(line)) summaryMs = ms;
   });
-  const stop = async () => {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-    // the launcher stops the actors (9.5 s each at most), then the nodes; it exits itself after 12 s
-    const exited = new Promise<void>((r) => p.child.once('exit', () => r()));
-    p.child.kill('SIGTERM');
-    const t = setTimeout(() => void p.stop(), 30_000);
-    await exited;
-    clearTimeout(t);
-    await p.stop();
-  };
+  // the launcher stops the actors (9.5 s each at most), then the nodes; it exits itself after 12 s
+  const stop = stopGracefully(p, 30_000);
   const limit = o.timeoutMs ?? 900_000;
   const deadline = Date.now() + limit;
   let readyMs = NaN;
@@ -143,26 +123,8 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
   return {
     dataDir, proc: p, url, natsUrl, readyMs, labels, stop, storeDir,
     unitStartedMs: Number.isFinite(summaryMs) ? { 'every process': summaryMs } : {},
-    logLine: (re) => {
-      const had = seen.find((s) => re.test(s.line));
-      return had ? Promise.resolve(had) : new Promise((resolve) => watchers.push({ re, resolve }));
-    },
+    logLine,
   };
-}
-
-/** Every process on the machine: parent pid, name, RSS in MB (from /proc). */
-function processes(): Map<number, { ppid: number; comm: string; rssMb: number }> {
-  const out = new Map<number, { ppid: number; comm: string; rssMb: number }>();
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      const close = stat.lastIndexOf(')');
-      const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
-      out.set(Number(d), { ppid: Number(stat.slice(close + 2).split(' ')[1]), comm: stat.slice(stat.indexOf('(') + 1, close), rssMb: rss ? Number(rss[1]) / 1024 : 0 });
-    } catch { /* gone meanwhile */ }
-  }
-  return out;
 }
 
 /**

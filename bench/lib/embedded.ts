@@ -35,35 +35,15 @@ export async function startEmbedded(dataDir: string, o: { logLevel?: string; tim
     DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), NATS_URL: '', NATS_PORT: '0', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
   });
   const unitStartedMs: Record<string, number> = {};
-  const watchers: { re: RegExp; resolve: (v: { ms: number; line: string }) => void }[] = [];
-  const seen: { ms: number; line: string }[] = [];
   let url = '';
-  let buf = '';
-  p.child.stdout!.on('data', (d: Buffer) => {
-    buf += d.toString();
-    let i;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      const ms = performance.now() - t0;
-      const api = /API:\s+(http\S+)\/v1/.exec(line);
-      if (api) url = api[1]!.replace('localhost', '127.0.0.1');
-      const unit = /"msg":"(?:embedded )?([\w-]+) started"/.exec(line);
-      if (unit && !(unit[1]! in unitStartedMs)) unitStartedMs[unit[1]!] = ms;
-      if (/projection|caught up/.test(line)) seen.push({ ms, line });
-      for (const w of [...watchers]) if (w.re.test(line)) { watchers.splice(watchers.indexOf(w), 1); w.resolve({ ms, line }); }
-    }
+  const logLine = followLines(p, t0, (line, ms) => {
+    const api = /API:\s+(http\S+)\/v1/.exec(line);
+    if (api) url = api[1]!.replace('localhost', '127.0.0.1');
+    const unit = /"msg":"(?:embedded )?([\w-]+) started"/.exec(line);
+    if (unit && !(unit[1]! in unitStartedMs)) unitStartedMs[unit[1]!] = ms;
   });
-  const stop = async () => {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
-    // main.ts stops its units, then its nats-server (which writes its indexes); SIGKILL only past 20 s
-    const exited = new Promise<void>((r) => p.child.once('exit', () => r()));
-    p.child.kill('SIGTERM');
-    const t = setTimeout(() => void p.stop(), 20_000);
-    await exited;
-    clearTimeout(t);
-    await p.stop();
-  };
+  // main.ts stops its units, then its nats-server (which writes its indexes); SIGKILL only past 20 s
+  const stop = stopGracefully(p, 20_000);
   const deadline = Date.now() + (o.timeoutMs ?? 600_000);
   let readyMs = NaN;
   try {
@@ -82,16 +62,52 @@ export async function startEmbedded(dataDir: string, o: { logLevel?: string; tim
   }
   const natsUrl = readFileSync(join(dataDir, 'nats.url'), 'utf8').trim();
   return {
-    dataDir, proc: p, url, natsUrl, readyMs, unitStartedMs, stop,
-    logLine: (re) => {
-      const had = seen.find((s) => re.test(s.line));
-      return had ? Promise.resolve(had) : new Promise((resolve) => watchers.push({ re, resolve }));
-    },
+    dataDir, proc: p, url, natsUrl, readyMs, unitStartedMs, stop, logLine,
   };
 }
 
-/** Every process of a tree: pid, parent, name, RSS in MB (from /proc). */
-function processes(): Map<number, { ppid: number; comm: string; rssMb: number }> {
+/**
+ * Reads a started command's stdout line by line, each to `onLine` with ms since `t0`; returns
+ * `logLine(re)`, which resolves once a line matches (projection and catch-up lines are kept, so a
+ * late question is answered too).
+ */
+export function followLines(p: Proc, t0: number, onLine: (line: string, ms: number) => void): (re: RegExp) => Promise<{ ms: number; line: string }> {
+  const watchers: { re: RegExp; resolve: (v: { ms: number; line: string }) => void }[] = [];
+  const seen: { ms: number; line: string }[] = [];
+  let buf = '';
+  p.child.stdout!.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      const ms = performance.now() - t0;
+      onLine(line, ms);
+      if (/projection|caught up/.test(line)) seen.push({ ms, line });
+      for (const w of [...watchers]) if (w.re.test(line)) { watchers.splice(watchers.indexOf(w), 1); w.resolve({ ms, line }); }
+    }
+  });
+  return (re) => {
+    const had = seen.find((s) => re.test(s.line));
+    return had ? Promise.resolve(had) : new Promise((resolve) => watchers.push({ re, resolve }));
+  };
+}
+
+/** SIGTERM, then SIGKILL (the process tree) past `graceMs`; resolves once it has exited. */
+export function stopGracefully(p: Proc, graceMs: number): () => Promise<void> {
+  return async () => {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+    const exited = new Promise<void>((r) => p.child.once('exit', () => r()));
+    p.child.kill('SIGTERM');
+    const t = setTimeout(() => void p.stop(), graceMs);
+    await exited;
+    clearTimeout(t);
+    await p.stop();
+  };
+}
+
+/** Every process on the machine: parent pid, name, RSS in MB (from /proc). */
+export function processes(): Map<number, { ppid: number; comm: string; rssMb: number }> {
   const out = new Map<number, { ppid: number; comm: string; rssMb: number }>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;

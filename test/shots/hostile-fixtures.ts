@@ -74,6 +74,9 @@ export const HOSTILE_PAGES: Record<string, string> = {
   '/memory': doc('<p>hog</p>', 'rgb(0,128,128)', `<script>window.hog = []; for (;;) window.hog.push(new Array(1e6).fill(1.5));</script>`),
   '/redirect/meta': doc('<p>refreshing</p>', 'rgb(200,0,0)', '<meta http-equiv="refresh" content="0;url=/plain">'),
   '/redirect/js': doc('<p>moving</p>', 'rgb(200,0,0)', `<script>location.replace('/plain')</script>`),
+  // 60 history changes at once: past Firefox's limit (50 in 10 s, launchers/firefox.ts) the calls throw
+  // and the page turns red; under Chromium's (200) it stays green
+  '/pushstate-burst': doc('<p>burst</p>', 'rgb(0,160,0)', `<script>try { for (let i = 0; i < 60; i++) history.pushState({ i }, '', '/pushstate-burst?i=' + i) } catch (e) { document.head.insertAdjacentHTML('beforeend', '<style>html,body{background:' + (e.name === 'SecurityError' ? 'rgb(200,0,0)' : 'rgb(0,0,200)') + '}</style>') }</script>`),
   '/pushstate': doc('<p>push state</p>', 'rgb(0,128,128)', `<script>let n = 0; setInterval(() => history.pushState({ n }, '', '/pushstate?n=' + n++), 5)</script>`),
   '/very-tall': doc(stripes, 'rgb(255,255,255)'),
   '/late-font': doc('<p id="t" style="font-family:Late;font-size:160px;line-height:1;margin:0">MMMM</p>', 'rgb(255,255,255)',

@@ -26,6 +26,9 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     const shot = await b.shoot(fx.url('/pushstate'), { viewport: { w: 400, h: 400 } });
     t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, `pushState loop: settled by the page's own events, no cap`);
     t.same(await pixel(shot.png, 5, 390), [0, 128, 128]);
+    // a burst of 60 history changes: Firefox refuses past 50 in 10 s (SecurityError), Chromium past 200
+    const burst = await b.shoot(fx.url('/pushstate-burst'), { viewport: { w: 400, h: 400 } });
+    t.same(await pixel(burst.png, 5, 390), id === 'firefox' ? [200, 0, 0] : [0, 160, 0], `${id}: 60 history changes at once ${id === 'firefox' ? 'refused past the limit' : 'allowed'}`);
   });
 
   t.test(`${id}: a late web font is waited for; a page that is dark by itself is captured dark`, async (t) => {

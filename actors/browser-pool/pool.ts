@@ -24,6 +24,17 @@ function killWithProcessGroupOnExit(browser: Browser) {
   child.once('exit', forget);
 }
 
+/**
+ * puppeteer takes its listeners off the DevTools pipe (the child's stdio 3 and 4) when it closes
+ * the connection. A browser killed after that (`closeBrowser` past its grace) can reset the pipe,
+ * and an 'error' event with no listener ends this process: a whole-suite run saw `read
+ * ECONNRESET` on a Pipe thrown as an uncaught exception at a pool's stop. While puppeteer is
+ * connected its own listener is there too; this one only keeps a dead pipe from being fatal.
+ */
+export function keepPipeErrorsFromEndingTheProcess(browser: Browser) {
+  for (const stream of browser.process()?.stdio ?? []) stream?.on('error', () => {});
+}
+
 /** Pages at once per instance: the configured value, lowered when free memory is short. */
 export const PAGE_MEMORY_MB = 250;
 export function effectiveConcurrency(configured: number, freeBytes = freemem()): number {
@@ -149,6 +160,7 @@ export class ManagedBrowser {
     const t0 = Date.now();
     const browser = await this.launchIsolated();
     killWithProcessGroupOnExit(browser);
+    keepPipeErrorsFromEndingTheProcess(browser);
     this.version = majorVersion(await browser.version());
     this.launches++;
     const gen: Generation = { browser, pages: 0, active: 0, closing: 0, retired: false };

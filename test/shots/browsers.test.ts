@@ -1,6 +1,7 @@
 import t from 'tap';
 import sharp from 'sharp';
 import { startFixtures, pixel } from './fixtures.ts';
+import type { Browser } from 'puppeteer-core';
 import { testBrowser } from './browsers.ts';
 import { sparticuzFlags } from '../../actors/browser-pool/launchers/sparticuz-chromium.ts';
 import { chromiumHeapFlag } from '../../actors/browser-pool/launchers/types.ts';
@@ -51,4 +52,19 @@ t.test('chromium: restarted after restartAfter pages, and after a crash', async 
   const shot = await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
   t.equal(shot.width, 320);
   t.equal(mb.launches, 3, 'relaunched after the crash');
+});
+
+t.test('chromium: an error on the DevTools pipe after puppeteer let go of it does not end the process', async (t) => {
+  const b = await testBrowser(t, 'chromium');
+  let browser: Browser | undefined;
+  await b.managed().withContext(30000, async (_ctx, br) => { browser = br; });
+  const child = browser!.process()!;
+  const pipes = [child.stdio[3], child.stdio[4]].filter((s) => s !== null && s !== undefined);
+  t.equal(pipes.length, 2, 'launched over a pipe (stdio 3 and 4)');
+  // what close() does before a browser slow to close is killed: puppeteer's listeners come off the pipe
+  await browser!.disconnect();
+  // the kill then resets the pipe (a whole-suite run: an uncaught `read ECONNRESET` on a Pipe)
+  const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET', errno: -104, syscall: 'read' });
+  for (const p of pipes) t.doesNotThrow(() => p.emit('error', reset), 'the error is not thrown at the process');
+  child.kill('SIGKILL');
 });

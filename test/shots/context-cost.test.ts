@@ -53,10 +53,16 @@ t.test('chromium: a context with a page adds one renderer process, not two', asy
       await p.goto(fx.url('/plain'), { waitUntil: 'load' });
       return c;
     }));
-    const after = renderers(pid).length;
-    await Promise.all(contexts.map((c) => c.close()));
     // 4 pages, and Chromium's one spare renderer that moves to the newest context; with the
-    // omnibox popup preloaded per context this was 8 or 9
+    // omnibox popup preloaded per context this was 8 or 9. Read until it is at most 5 (for up to
+    // 5 s): a whole-suite run under load counted 6 once, at once after the pages loaded (a renderer
+    // on its way out, or a second spare: not established); 8 or 9 that stay still fail
+    let after = renderers(pid).length;
+    for (const until = Date.now() + 5000; after - before > 4 + 1 && Date.now() < until;) {
+      await new Promise((r) => setTimeout(r, 250));
+      after = renderers(pid).length;
+    }
+    await Promise.all(contexts.map((c) => c.close()));
     t.ok(after - before <= 4 + 1, `${after - before} more renderer processes for 4 contexts with a page each`);
     t.ok(after - before >= 4, 'a renderer per context (they never share one)');
   });

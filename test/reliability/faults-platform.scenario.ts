@@ -2,7 +2,7 @@
 //   1. the job-supervisor SIGKILLed mid-job → a new one resumes it;
 //   2. a gateway SIGKILLed while clients long-poll → clients that retry get their jobs;
 //   3. the wallet killed between writing a charge and answering → no double charge, no lost refund.
-// After each: no job left unfinished and the money audit clean. NATS faults: faults-nats.test.ts.
+// After each: no job left unfinished and the money audit clean. NATS faults: faults-nats.scenario.ts.
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { http, until } from '../helpers/cluster.ts';

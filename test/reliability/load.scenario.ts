@@ -1,7 +1,7 @@
 // A short, bounded load run on the 3-node cluster (scripts/load.ts, the same code as the full run):
 // clients create websitepro, labs and shots jobs against local targets and long-poll them. Zero lost
 // jobs, no 5xx other than the documented `503 busy`, the money audit clean; the figures are printed.
-//   LOAD_TEST_SECONDS=20 npx tap test/reliability/load.test.ts
+//   LOAD_TEST_SECONDS=20 npx tap test/reliability/load.scenario.ts
 import t from 'tap';
 import { startTestSystem, retry } from '../helpers/cluster.ts';
 import { connectNats } from '../../shared/nats/connect.ts';

@@ -17,7 +17,7 @@ const onSpawn = (globalThis as unknown as Record<symbol, { listeners?: unknown[]
 if (onSpawn?.listeners) onSpawn.listeners.length = 0;
 
 /** NODE_OPTIONS without processinfo's `--import=.../@tapjs/processinfo/...` (one token, maybe quoted). */
-export function withoutProcessinfo(nodeOptions: string | undefined): string | undefined {
+function withoutProcessinfo(nodeOptions: string | undefined): string | undefined {
   const kept = (nodeOptions ?? '').split(/\s+/).filter((a) => a && !a.includes('@tapjs/processinfo'));
   return kept.length ? kept.join(' ') : undefined;
 }

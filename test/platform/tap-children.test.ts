@@ -1,9 +1,9 @@
 // The processes a test starts run without tap's processinfo (test/helpers/tap-children.ts): the
 // actor processes, `main.ts` and browser helpers of the suite start as they do in production, and
-// without the 0.3-1 s of CPU each that processinfo's module hooks cost them on Node 22.
+// without the 0.3-1 s of CPU each that processinfo's module hooks cost them on Node 22. This file
+// does not import the helper: it checks what package.json's tap "node-arg" loads.
 import t from 'tap';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { withoutProcessinfo } from '../helpers/tap-children.ts';
 
 const PROCESSINFO = Symbol.for('@tapjs/processinfo.ProcessInfoNodeData');
 // what a child reports: its NODE_OPTIONS, whether processinfo registered itself in it
@@ -31,10 +31,4 @@ t.test('nor one started with an environment of its own, sync or async', async (t
   const r = JSON.parse(out);
   t.equal(r.processinfo, false, 'spawn: processinfo not loaded');
   t.equal(r.nodeOptions, null, 'and no NODE_OPTIONS added to an environment that had none');
-});
-
-t.test('withoutProcessinfo keeps every other option', async (t) => {
-  t.equal(withoutProcessinfo('"--import=file:///x/node_modules/@tapjs/processinfo/dist/esm/import.mjs"'), undefined);
-  t.equal(withoutProcessinfo('--max-old-space-size=512 "--import=file:///x/node_modules/@tapjs/processinfo/dist/esm/import.mjs" --no-warnings'), '--max-old-space-size=512 --no-warnings');
-  t.equal(withoutProcessinfo(undefined), undefined);
 });

@@ -54,7 +54,12 @@ let server: NatsServerHandle | undefined;
 let url: string;
 if (everything && !config.nats.url) {
   // its own process group: Ctrl-C reaches only this process, which stops the server last
-  server = await startNatsServer({ storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval, ownProcessGroup: true });
+  // after an unclean stop it rebuilds the state of the streams written last, in time that grows
+  // with the store: say so every 10 s instead of giving up (shared/nats/server.ts START_TIMEOUT_MS)
+  server = await startNatsServer({
+    storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval, ownProcessGroup: true,
+    onSlowStart: (ms, lastLine) => log.info({ seconds: Math.round(ms / 1000), lastLine }, 'embedded nats-server still starting (after an unclean stop it rebuilds its streams\' state first)'),
+  });
   const proc = server.process;
   onProcessExit(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
   url = server.url;

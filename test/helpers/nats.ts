@@ -48,7 +48,8 @@ function deepMerge(a: Record<string, any>, b: Record<string, any>): Record<strin
 export async function startTestNats(t: Tap, overrides: Record<string, unknown> = {}): Promise<TestNats> {
   // the server honours nats.syncInterval as main.ts does (default always: fsync before every ack)
   const syncInterval = (overrides.nats as { syncInterval?: string } | undefined)?.syncInterval;
-  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, ...(syncInterval ? { syncInterval } : {}) });
+  // a test's server that cannot start fails the test within a minute, not the 10 min a store may need
+  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, startTimeoutMs: 60_000, ...(syncInterval ? { syncInterval } : {}) });
   const config = testConfig(overrides, server.url);
   const conns: NatsConnection[] = [];
   const connect = async (name = 'test') => {

@@ -55,7 +55,7 @@ export interface GatewayBenchOptions {
 
 /**
  * BENCH_GATEWAY_SECONDS: the length of one measured run (default 1 quick, 5 full). The smoke test
- * (test/bench/smoke.test.ts) runs every step with 0.25 s: the same rows, samples and checks, a
+ * (test/bench/smoke.scenario.ts, `npm run test:scenarios`) runs every step with 0.25 s: the same rows, samples and checks, a
  * quarter of the load it puts on the machine that runs the suite.
  */
 export const gatewayOptions = (): GatewayBenchOptions => {

@@ -120,6 +120,21 @@ export function onShutdown(stop: () => Promise<unknown>, { deadlineMs = STOP_DEA
 export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timer(ms, undefined, signal ? { signal } : undefined);
 
 /**
+ * `p`'s value, or `fallback` once `ms` have passed, whichever comes first; the timer is cleared as
+ * soon as `p` settles. `Promise.race([p, sleep(ms)])` leaves its timer running, and a running timer
+ * keeps the process alive: a supervisor stopped right after its start lingered until its 15 s
+ * catch-up bound fired (every test file with a supervisor ended ~12 s after its last test).
+ */
+export async function within<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let t: ReturnType<typeof setTimeout> | undefined;
+  try {
+    return await Promise.race([p, new Promise<F>((resolve) => { t = setTimeout(() => resolve(fallback), ms); })]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+/**
  * Retry a step with backoff (250 ms doubling to 5 s) for `timeoutMs`: right after a cluster restart
  * or in a failover JetStream answers "no responders" or times out until its streams have leaders
  * again. `retryIf` limits which errors are tried again (default: any, as at start-up).

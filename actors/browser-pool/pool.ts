@@ -6,7 +6,7 @@ import { freemem } from 'node:os';
 import type { Browser, BrowserContext, Page } from 'puppeteer-core';
 import type { Logger } from '../../shared/log.ts';
 import { majorVersion, type Launcher, type LaunchOptions } from './launchers/types.ts';
-import { onProcessExit } from '../../shared/runtime.ts';
+import { onProcessExit, within } from '../../shared/runtime.ts';
 
 /**
  * No browser outlives this process, however it ends (a stop past its deadline, a second Ctrl-C):
@@ -294,7 +294,7 @@ export class ManagedBrowser {
       return await Promise.race([fn(f.page, f.ctx, gen.browser, { makeNext: f.makeNext }), timeout]);
     } catch (e) {
       if (e instanceof PageTimeout && ctx) {
-        const closedInTime = await Promise.race([ctx.close().then(() => true, () => false), sleep(5000).then(() => false)]);
+        const closedInTime = await within(ctx.close().then(() => true, () => false), 5000, false);
         if (!closedInTime) {
           this.log.warn({ browser: this.launcher.configId }, 'hung page would not close; killing the browser');
           gen.browser.process()?.kill('SIGKILL');
@@ -330,7 +330,7 @@ export class ManagedBrowser {
   private closeNow() {
     for (const { ctx, gen, timer } of this.toClose.splice(0)) {
       clearTimeout(timer);
-      void Promise.race([ctx.close().catch(() => {}), sleep(5000)]).then(() => {
+      void within(ctx.close().catch(() => {}), 5000, undefined).then(() => {
         gen.closing--;
         return this.done(gen);
       });
@@ -380,11 +380,9 @@ async function closeBrowser(b: Browser, graceMs = 5000) {
     b.process()?.kill('SIGKILL');
     return;
   }
-  const ok = await Promise.race([b.close().then(() => true, () => false), sleep(graceMs).then(() => false)]);
+  const ok = await within(b.close().then(() => true, () => false), graceMs, false);
   if (!ok) b.process()?.kill('SIGKILL');
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The longest a finished task's context stays open waiting for the next page (closeSoon). */
 const CLOSE_LATEST_MS = 1000;

@@ -21,7 +21,7 @@ import { mergeOffers } from '../../shared/services/index.ts';
 import { JobProjection } from './projection.ts';
 import { endIfOrphaned } from './orphaned.ts';
 import { startWebhookSender } from './webhooks.ts';
-import { withRetry, sleep } from '../../shared/runtime.ts';
+import { withRetry, sleep, within } from '../../shared/runtime.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { join } from 'node:path';
 
@@ -67,7 +67,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   // that cannot be trusted is rebuilt in the background (the list answers 503 meanwhile).
   const projection = new JobProjection({ dir: join(config.dataDir, 'job-supervisor'), keepMs: config.retention.jobRecords * 1000, log });
   await withRetry('job projection', () => projection.start(d.jobs, d.jsm), { log });
-  if (projection.complete) await Promise.race([projection.caughtUp, sleep(15_000)]);
+  if (projection.complete) await within(projection.caughtUp, 15_000, undefined);
   log.info({ file: projection.file, ...projection.startedAs, applied: projection.appliedCount }, 'job projection opened');
   d.copyOf = (id) => projection.getStored(id);
   /** The document: this instance's recent copy (a guess; every step re-reads what it writes), else the bucket. */

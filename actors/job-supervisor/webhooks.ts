@@ -4,6 +4,7 @@
 // attempt at a time, and the sweep picks up any delivery whose instance died (at least once; the
 // delivery id is the job id, the same on every attempt).
 import { setTimeout as sleep } from 'node:timers/promises';
+import { within } from '../../shared/runtime.ts';
 import { readFileSync } from 'node:fs';
 import { readJob, updateJob } from '../../shared/jobs/store.ts';
 import { postWebhook, retryableStatus, signedHeaders, loadWebhookKey, type WebhookKey } from '../../shared/webhook.ts';
@@ -100,7 +101,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
     },
     async stop() {
       stopping.abort();
-      await Promise.race([Promise.allSettled([...running.values()]), sleep(5_000)]);
+      await within(Promise.allSettled([...running.values()]), 5_000, undefined);
     },
   };
 }

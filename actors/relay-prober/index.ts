@@ -7,7 +7,7 @@ import { BUCKETS, CONSUMERS, subjects } from '../../shared/names.ts';
 import { runWorker, storeResultFile, type TaskContext, type TaskResult } from '../../shared/worker.ts';
 import { TaskFailure, WEBHOOK_ATTEMPTS_KEPT, type ResultWebhook } from '../../shared/protocol/jobs.ts';
 import { openJobsKv, updateJob } from '../../shared/jobs/store.ts';
-import { withRetry } from '../../shared/runtime.ts';
+import { withRetry, within } from '../../shared/runtime.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { LABS_MODULES } from '../../shared/services/index.ts';
 import { LABS_REPORT_SCHEMA_ID } from '../../shared/schemas/labs-report.ts';
@@ -132,7 +132,7 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
       // finish in time is left in the bucket for the next prober)
       await cleanups.stop();
       stopping.abort();
-      await Promise.race([Promise.allSettled([...pending]), new Promise((r) => setTimeout(r, 5000))]);
+      await within(Promise.allSettled([...pending]), 5000, undefined);
     },
   };
 }

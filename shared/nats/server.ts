@@ -5,6 +5,7 @@ import net from 'node:net';
 import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { within } from '../runtime.ts';
 
 export interface NatsServerOptions {
   storeDir: string;
@@ -131,7 +132,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const stderrDone = new Promise<void>((res) => child.stderr!.once('close', () => res()));
   // its last words (the reason) may still be in the pipe when the exit is seen: read them first
   const exitError = async () => {
-    await Promise.race([stderrDone, sleep(1000)]);
+    await within(stderrDone, 1000, undefined);
     return new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
   };
   let spawnError: Error | undefined;

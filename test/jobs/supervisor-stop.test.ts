@@ -9,6 +9,7 @@ import { markDispatched } from '../../shared/jobs/dispatch.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { createHook } from 'node:async_hooks';
 import { CONSUMERS, STREAMS } from '../../shared/names.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -68,4 +69,24 @@ t.test('a supervisor stopped while outcomes stream in leaves none of them waitin
   }
   // fails when the stopped supervisor dropped messages it had pulled: they stay pending an ack until the ack wait
   t.same({ pending: info.num_pending, ackPending: info.num_ack_pending }, { pending: 0, ackPending: 0 }, `all handled ${Date.now() - t0} ms after the new supervisor started`);
+});
+
+t.test('a supervisor stopped right after its start leaves no timer of its own keeping the process alive', async (t) => {
+  const s = await startJobsSystem(t);
+  // every timer made while the supervisor starts and stops, with where it was made
+  const made = new Map<number, { where: string; timer: { hasRef?: () => boolean } }>();
+  const hook = createHook({
+    init(id, type, _trigger, resource) { if (type === 'Timeout') made.set(id, { where: new Error().stack ?? '', timer: resource as { hasRef?: () => boolean } }); },
+    destroy(id) { made.delete(id); },
+  }).enable();
+  const h = await s.startSupervisor();
+  await h.stop();
+  // a cleared timer's destroy hook runs after the current tick
+  await new Promise((r) => setImmediate(r));
+  hook.disable();
+  // the supervisor's 15 s catch-up bound and its webhook sender's 5 s stop bound stayed behind
+  // (a process stopped soon after a start lived on until they fired); the connection's own
+  // heartbeats (nats-core) end with the connection, closed at teardown
+  const ours = [...made.values()].filter((m) => m.timer.hasRef?.() && /\/(actors|shared)\//.test(m.where) && !/node_modules/.test(m.where.split('\n').slice(1, 4).join('\n')));
+  t.same(ours.map((m) => m.where.split('\n').slice(2, 12).map((l) => l.trim()).join(' | ')), [], 'no timer of the supervisor left running');
 });

@@ -9,6 +9,7 @@
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import type { Logger } from '../log.ts';
 import { AppliedUpTo, freshRead } from './fresh.ts';
+import { within } from '../runtime.ts';
 
 /** How long a `sync()` waits in all, by default. */
 const SYNC_WAIT_MS = 2000;
@@ -128,7 +129,7 @@ export class KvMirror {
   async sync(maxWaitMs = SYNC_WAIT_MS): Promise<boolean> {
     if (this.stopped) return false;
     const deadline = Date.now() + maxWaitMs;
-    const status = await within(this.freshStatus(), maxWaitMs).catch(() => 'timeout' as const);
+    const status = await within(this.freshStatus(), Math.max(0, maxWaitMs), 'timeout' as const).catch(() => 'timeout' as const);
     if (status === 'timeout') return false; // the server is slow: not the watch's fault
     const { last_seq: last, messages } = status.streamInfo.state;
     // nothing stored (all expired): no message is left to wait for
@@ -164,10 +165,4 @@ export class KvMirror {
     this.wakeDelay?.();
     await this.ended;
   }
-}
-
-/** `p`, or 'timeout' after `ms`. */
-function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<'timeout'>((r) => { timer = setTimeout(r, Math.max(0, ms), 'timeout'); })]).finally(() => clearTimeout(timer));
 }

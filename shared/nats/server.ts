@@ -31,8 +31,8 @@ export interface NatsServerOptions {
   /**
    * How long the server may take to listen (default START_TIMEOUT_MS, 10 min) while its process is
    * alive. A server stopped uncleanly (a crash, SIGKILL, power loss) after writes rebuilds each
-   * written stream's state from its blocks before it listens: 6.8 s for 1 M job documents here
-   * (14 s from a cold page cache), linear in what the store holds.
+   * written stream's state from its blocks before it listens: 4-7 s for 1 M job documents here
+   * (14 s on a loaded machine), linear in what the store holds.
    */
   startTimeoutMs?: number;
   /** Called every `slowEveryMs` (10 s) while the server has not yet listened, with its last log line. */
@@ -41,8 +41,8 @@ export interface NatsServerOptions {
 }
 
 /**
- * The default bound on a start. It was 15 s: an embedded default with ~1 M job documents or more
- * could then never come back after a crash (each try killed mid-rebuild, the next one rebuilding
+ * The default bound on a start. It was 15 s: an embedded default with a few million job documents
+ * (fewer on a loaded machine) could then never come back after a crash (each try killed mid-rebuild, the next one rebuilding
  * again). A start is only given up on when the process is stuck for this long, not when it is slow.
  */
 export const START_TIMEOUT_MS = 10 * 60_000;

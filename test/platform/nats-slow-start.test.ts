@@ -1,6 +1,6 @@
 // A nats-server slow to listen is waited for, not killed: after an unclean stop it rebuilds the
-// state of the streams written last before it listens (6.8 s for 1 M job documents here, 14 s from a
-// cold page cache), and the old fixed 15 s bound meant an embedded default with a few million job
+// state of the streams written last before it listens (4-7 s for 1 M job documents here, 14 s on a
+// loaded machine), and the old fixed 15 s bound meant an embedded default with a few million job
 // documents could never come back after a crash. A server that stays silent past the bound is still
 // stopped, with the reason. The slow server here is the real one behind a wrapper that waits 2 s.
 import t from 'tap';

@@ -29,18 +29,24 @@ const kind = (comm: string) => {
   if (/^(firefox|Web Content|WebExtensions|RDD Process|forkserver|Socket Process|Utility Process|Privileged Cont|Isolated Web)/.test(comm)) return 'firefox';
   return comm.replace(/\*$/, '');
 };
-const byKind = (ps: Proc[]) => {
-  const m = new Map<string, Proc[]>();
-  for (const p of ps) m.set(kind(p.comm), [...(m.get(kind(p.comm)) ?? []), p]);
-  return [...m].sort((a, b) => sum(b[1]) - sum(a[1]));
+/** `ps` grouped by `key`, in first-seen order. */
+const groupBy = <K>(ps: Proc[], key: (p: Proc) => K) => {
+  const m = new Map<K, Proc[]>();
+  for (const p of ps) {
+    const k = key(p);
+    const list = m.get(k);
+    if (list) list.push(p);
+    else m.set(k, [p]);
+  }
+  return m;
 };
+const byKind = (ps: Proc[]) => [...groupBy(ps, (p) => kind(p.comm))].sort((a, b) => sum(b[1]) - sum(a[1]));
 
 console.log(`all: ${sum(procs).toFixed(0)} s of CPU, ${procs.length} processes`);
 for (const [k, ps] of byKind(procs).slice(0, 10)) row(sum(ps), ps.length, k);
 
 // the tap runner: the process whose node children (one per test file) used the most CPU
-const children = new Map<number, Proc[]>();
-for (const p of procs) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+const children = groupBy(procs, (p) => p.ppid);
 const nodeCpu = (ps: Proc[]) => sum(ps.filter((p) => p.comm === 'node'));
 const runner = [...children].sort((a, b) => nodeCpu(b[1]) - nodeCpu(a[1]))[0];
 if (!runner) process.exit(0);

@@ -31,7 +31,7 @@ function killWithProcessGroupOnExit(browser: Browser) {
  * ECONNRESET` on a Pipe thrown as an uncaught exception at a pool's stop. While puppeteer is
  * connected its own listener is there too; this one only keeps a dead pipe from being fatal.
  */
-export function keepPipeErrorsFromEndingTheProcess(browser: Browser) {
+function keepPipeErrorsFromEndingTheProcess(browser: Browser) {
   for (const stream of browser.process()?.stdio ?? []) stream?.on('error', () => {});
 }
 

@@ -42,8 +42,9 @@ export interface NatsServerOptions {
 
 /**
  * The default bound on a start. It was 15 s: an embedded default with a few million job documents
- * (fewer on a loaded machine) could then never come back after a crash (each try killed mid-rebuild, the next one rebuilding
- * again). A start is only given up on when the process is stuck for this long, not when it is slow.
+ * (fewer on a loaded machine) could then never come back after a crash, each try killed mid-rebuild
+ * and the next one rebuilding again. A start is given up on when the process is stuck this long,
+ * not when it is slow.
  */
 export const START_TIMEOUT_MS = 10 * 60_000;
 

@@ -2,7 +2,7 @@
 // underlying `node scripts/cluster.ts` on a data folder (three nats-servers, every stream R3, every
 // actor in its own process, two browser-pools), on free ports and the bench's config overrides.
 // And the fill of such a folder with history: the generator written against a running R3 cluster.
-import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnTs, stderrOf, type Proc } from './procs.ts';
@@ -63,7 +63,8 @@ export async function startClusterCommand(dataDir: string, o: { logLevel?: strin
       const msg = (e as Error).message;
       const why = /start failed: (.*)/.exec(msg)?.[1] ?? msg.split('\n').filter((l) => l.trim() && !l.startsWith('[')).slice(-2).join(' / ');
       clusterStartFailures.push(`${dataDir}: ${why.slice(0, 300)}`);
-      o.log?.(`scripts/cluster.ts on ${dataDir} failed to start (try ${attempt}): ${why.slice(0, 300)}`);
+      o.log?.(`scripts/cluster.ts on ${dataDir} failed to start (try ${attempt}): ${why.slice(0, 300)} (whole message: ${join(dataDir, 'start-failures.log')})`);
+      appendFileSync(join(dataDir, 'start-failures.log'), `=== ${new Date().toISOString()} try ${attempt}\n${msg}\n`);
       if (attempt >= 3 || !/exited \(/.test((e as Error).message)) throw e;
       continue;
     }

@@ -94,9 +94,20 @@ export async function isBlank(png: Buffer): Promise<boolean> {
 /** Scroll the whole document in viewport steps so lazy content loads, wait for images, back to top. */
 async function loadLazyContent(page: Page, deadline: number) {
   for (let i = 0; i < 60 && Date.now() < deadline; i++) {
-    const more = await page.evaluate(() => {
+    const more = await page.evaluate(async () => {
+      const step = Math.max(200, Math.floor(window.innerHeight * 0.9));
       const before = window.scrollY;
-      window.scrollBy(0, Math.max(200, Math.floor(window.innerHeight * 0.9)));
+      window.scrollBy(0, step);
+      if (window.scrollY > before) return true;
+      // At the bottom. What a page adds once its end is seen (an IntersectionObserver, an endless
+      // list) comes in the next frames: the observer's callback runs after the frame that saw the
+      // end. Two frames later (or 500 ms, for a page that renders no frame) look again; without
+      // this a loaded machine captured such a page without its last part.
+      await new Promise((r) => {
+        const late = setTimeout(r, 500);
+        requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(late); r(null); }));
+      });
+      window.scrollBy(0, step);
       return window.scrollY > before;
     });
     await sleep(120);

@@ -5,6 +5,7 @@
 // websitepro's PDF / rendered-HTML endpoints. The rule is described in docs/shots.md.
 import type { CDPSession, HTTPRequest, HTTPResponse, Page, Target } from 'puppeteer-core';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
+import { within } from '../../shared/runtime.ts';
 import type { PhaseTimes } from './pool.ts';
 
 /** The settle rule (docs/shots.md, "When a page counts as loaded"). */
@@ -61,6 +62,9 @@ export function unrenderable(headers: Record<string, string>): string | null {
   return null;
 }
 
+/** A navigation's error that a download (or a page cancelling itself) gives. */
+const ABORTED = /ERR_ABORTED|NS_BINDING_ABORTED|NS_ERROR_ABORT/i;
+
 const cut = (s: string) => s.split('\n')[0]!.slice(0, 300);
 
 /**
@@ -86,6 +90,12 @@ export class PageWatch {
   private readonly failed: Promise<never>;
 
   private readonly page: Page;
+
+  /** Waits until the page has failed, or `ms` at most (a failure already seen: at once). */
+  async failureWithin(ms: number): Promise<void> {
+    if (!this.failure) await within(this.failed.catch(() => {}), ms, undefined);
+  }
+
   constructor(page: Page) {
     this.page = page;
     this.failed = new Promise<never>((_, reject) => {
@@ -194,10 +204,8 @@ export class PageWatch {
         await sleep(stuckMs);
         if (page.isClosed() || this.failure) return;
         const asked = Date.now();
-        const answer = await Promise.race([
-          page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), // closed, its browser gone, or moving on: watched no more
-          sleep(stuckMs).then(() => 'none' as const),
-        ]);
+        // closed, its browser gone, or moving on: watched no more
+        const answer = await within(page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), stuckMs, 'none' as const);
         if (answer === 'gone') return;
         // our own work (a long document's print layout held it 20 s) is not a script that does not
         // end, when it had begun before the question: one begun after it found the thread stuck
@@ -271,10 +279,7 @@ const WAIT_LOAD = `(async (loadCap, fontsCap) => {
 async function otherDocumentParsed(page: Page, origin: number, ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    const now = await Promise.race([
-      (page.evaluate('[performance.timeOrigin, document.readyState]') as Promise<[number, string]>).catch(() => null),
-      sleep(1000).then(() => null),
-    ]);
+    const now = await within((page.evaluate('[performance.timeOrigin, document.readyState]') as Promise<[number, string]>).catch(() => null), 1000, null);
     if (now && now[0] !== origin && now[1] !== 'loading') return true;
     await sleep(100);
   }
@@ -298,10 +303,7 @@ async function mainDocumentParsed(page: Page, watch: PageWatch, done: () => bool
     await sleep(250);
     if (done()) return new Promise<never>(() => {});
     if (!watch.mainResponse) continue;
-    const state = await Promise.race([
-      page.evaluate(() => (location.href === 'about:blank' ? 'loading' : document.readyState)).catch(() => 'loading'),
-      sleep(1000).then(() => 'loading'),
-    ]);
+    const state = await within(page.evaluate(() => (location.href === 'about:blank' ? 'loading' : document.readyState)).catch(() => 'loading'), 1000, 'loading');
     if (state !== 'loading' && !done()) return watch.mainResponse;
   }
 }
@@ -330,19 +332,26 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   const left = () => Math.max(500, opts.deadline - Date.now());
   let resp: HTTPResponse | null;
   const tNav = performance.now();
-  const navigation = page.goto(url, { waitUntil: 'domcontentloaded', timeout: left() });
+  // Firefox (BiDi) keeps a navigation that the poll below settled waiting on its own timer until
+  // `timeout`, holding the page's objects that long (and a process that should end alive); the
+  // abort in `finally` lets go of it. Chromium's goto does not take the signal and needs none.
+  const letGo = new AbortController();
+  const navigation = page.goto(url, { waitUntil: 'domcontentloaded', timeout: left(), signal: letGo.signal });
   let parsed = false;
   try {
     resp = await watch.race(Promise.race([navigation, mainDocumentParsed(page, watch, () => parsed)]));
   } catch (e) {
     if (e instanceof TaskFailure) throw e;
-    // a download aborts the navigation a moment before or after its answer is seen
-    if (!watch.failure) await sleep(100);
+    // A download aborts the navigation a moment before or after its answer is seen; under load
+    // the answer came more than 100 ms after the abort and the failure lost its reason. An
+    // aborted navigation waits up to 2 s for that answer, any other failure 100 ms.
+    await watch.failureWithin(ABORTED.test(String((e as Error)?.message)) ? 2000 : 100);
     if (watch.failure) throw watch.failure;
     throw navigationFailure(e, opts.blockedSince?.(t0));
   } finally {
     parsed = true;
     navigation.catch(() => {}); // settled by the poll; its own timeout later is of no interest
+    letGo.abort();
     opts.times?.add('navigation (to DOMContentLoaded)', performance.now() - tNav);
   }
   opts.onParsed?.();
@@ -352,10 +361,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     let state: LoadState | 'stuck' | 'moved';
     try {
       const loadCap = Math.min(S.loadCapMs, left());
-      state = await watch.race(Promise.race([
-        waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())),
-        sleep(loadCap + S.fontsCapMs + S.stuckMs).then(() => 'stuck' as const),
-      ]));
+      state = await watch.race(within(waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())), loadCap + S.fontsCapMs + S.stuckMs, 'stuck' as const));
 
     } catch (e) {
       if (e instanceof TaskFailure) throw e;
@@ -382,10 +388,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   // A script that starts its endless loop just after the load event has passed every check so far,
   // and would hold the capture (which needs the main thread) until the page's timeout: the page's
   // own address is asked for here, within the stuck limit.
-  const href = await watch.race(Promise.race([
-    page.evaluate(() => location.href).catch(() => page.url()),
-    sleep(Math.min(S.stuckMs, left())).then(() => null),
-  ]));
+  const href = await watch.race(within(page.evaluate(() => location.href).catch(() => page.url()), Math.min(S.stuckMs, left()), null));
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
   watch.finalUrl = href;
   // a meta refresh of 0 s or an early script redirect can move on before the loop above takes its
@@ -414,7 +417,7 @@ export function navigationFailure(e: unknown, blocked = false): TaskFailure {
   if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED() : new TaskFailure('unreachable', m);
   if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET_(RESET|REFUSED|TIMEOUT|INTERRUPT)|NS_ERROR_OFFLINE|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|ERR_CERT|ERR_INTERNET_DISCONNECTED|ERR_TIMED_OUT|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m);
   if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m);
-  if (/ERR_ABORTED|NS_BINDING_ABORTED|NS_ERROR_ABORT/i.test(m)) return new TaskFailure('render_failed', `the navigation was abandoned (${m}): a download, or a page that cancelled itself`);
+  if (ABORTED.test(m)) return new TaskFailure('render_failed', `the navigation was abandoned (${m}): a download, or a page that cancelled itself`);
   if (/ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m)) return new TaskFailure('render_failed', `the page redirects in a loop (${m})`);
   return new TaskFailure('render_failed', m);
 }

@@ -1,10 +1,14 @@
 // A finished task's context is closed a moment later, not at once (its close would queue the next
 // task's first browser calls behind it): when the next page of the browser is parsed, or after a
-// second with no next page. Either way it is closed: nothing is left open.
+// second with no next page. Either way it is closed: nothing is left open, timers included.
+import { createHook } from 'node:async_hooks';
 import t from 'tap';
 import type { BrowserContext } from 'puppeteer-core';
-import { testBrowser } from './browsers.ts';
+import { SETTLE } from '../../actors/browser-pool/settle.ts';
+import { sharedBrowsers } from './browsers.ts';
 import { startFixtures } from './fixtures.ts';
+
+const shared = sharedBrowsers(t);
 
 const until = async (ok: () => boolean, ms: number) => {
   const end = Date.now() + ms;
@@ -15,7 +19,7 @@ const until = async (ok: () => boolean, ms: number) => {
 for (const id of ['chromium', 'firefox']) {
   t.test(`${id}: a task's context is closed after the task, with or without a next one`, async (t) => {
     const fx = await startFixtures(t);
-    const b = await testBrowser(t, id);
+    const b = await shared(id);
     const mb = b.managed();
     // alone: the fallback closes it
     let first: BrowserContext | undefined;
@@ -38,5 +42,44 @@ for (const id of ['chromium', 'firefox']) {
       closedWhileNextRan = await until(() => second!.closed, 10000);
     });
     t.ok(closedWhileNextRan, 'the previous context closed while the next task ran');
+  });
+}
+
+// A timer left running holds what its callback holds (the page, its frames) until it fires, and
+// keeps a process that should end alive. Seen: the settle's load wait raced against a 12 s sleep
+// that stayed, and Firefox's navigation (BiDi) waiting on its own 30 s timeout after our poll had
+// settled it (every Firefox test file lived ~25 s after its last test). What a finished shot may
+// leave: the main-thread watch's next look (SETTLE.stuckMs) and the bounds on its context's close
+// (5 s), both ending soon after the page.
+const SOON_MS = SETTLE.stuckMs + 5000;
+for (const id of ['chromium', 'firefox']) {
+  t.test(`${id}: a finished shot leaves no timer that runs on long after it`, async (t) => {
+    const fx = await startFixtures(t);
+    const b = await shared(id);
+    const made = new Map<number, { where: string; due: number; timer: { hasRef?: () => boolean; _destroyed?: boolean } }>();
+    const hook = createHook({
+      init(asyncId, type, _trigger, resource) {
+        if (type !== 'Timeout') return;
+        const timer = resource as { hasRef?: () => boolean; _destroyed?: boolean; _idleTimeout?: number };
+        const limit = Error.stackTraceLimit;
+        Error.stackTraceLimit = 40;
+        made.set(asyncId, { where: new Error().stack ?? '', due: Date.now() + (timer._idleTimeout ?? 0), timer });
+        Error.stackTraceLimit = limit;
+      },
+      destroy(asyncId) { made.delete(asyncId); },
+    }).enable();
+    try {
+      for (const path of ['/plain', '/js', '/delayed']) await b.shoot(fx.url(path), { viewport: { w: 400, h: 300 } });
+    } finally {
+      hook.disable();
+    }
+    await new Promise((r) => setImmediate(r));
+    const end = Date.now();
+    // cleared or fired (`_destroyed`; the destroy hook runs later), or unref'd: not keeping
+    // anything. puppeteer's protocol requests in flight (the next task's context made ahead, this
+    // one's close) each have a timer until the browser answers: requests, not leftovers.
+    const late = [...made.values()].filter((m) => !m.timer._destroyed && m.timer.hasRef?.() && m.due - end > SOON_MS && !/CallbackRegistry/.test(m.where));
+    const where = (m: { where: string; due: number }) => `due in ${m.due - end} ms: ${m.where.split('\n').slice(1).map((l) => l.trim()).filter((l) => !/rxjs|node:internal|AsyncHook|setTimeout \(node:/.test(l)).slice(0, 4).join(' | ')}`;
+    t.same(late.map(where), [], `no timer due more than ${SOON_MS} ms after the last shot`);
   });
 }

@@ -141,7 +141,9 @@ async function admin(mode: HistoryOptions['mode'], sys: Sys, args: string[]): Pr
   p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
   const code = await new Promise<number | null>((r) => p.child.once('exit', r));
   await p.stop();
-  return { seconds: (performance.now() - t0) / 1000, code, answer: out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300) };
+  // a command that failed (not 0, nor 4: "did not finish in time") says why on stderr
+  const why = code === 0 || code === 4 ? '' : ` [stderr: ${(stderrOf(p) ?? '').trim().split('\n').slice(-3).join(' / ').slice(0, 300)}]`;
+  return { seconds: (performance.now() - t0) / 1000, code, answer: `${out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300)}${why}` };
 }
 
 interface Client { store: Store; sys: Sys; nc: NatsConnection; key: string; walletId: string; jobId: string; agent: http.Agent }

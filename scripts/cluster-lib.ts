@@ -168,6 +168,8 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       // a terminal's Ctrl-C must not take the nodes down under the actors still stopping
       ownProcessGroup: true,
       ...(opts.syncInterval ? { syncInterval: opts.syncInterval } : {}),
+      // kept on disk: why a restart did not come back is in the nodes' logs (issue 26, session 20)
+      logFile: join(n.storeDir, 'nats-server.log'),
     });
     track(n.handle.process, 'nats');
   };

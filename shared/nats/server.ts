@@ -2,7 +2,7 @@
 // the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { within } from '../runtime.ts';
@@ -28,6 +28,12 @@ export interface NatsServerOptions {
    * a power cut or kernel crash loses: unsafe for money (docs/reliability.md "Durability").
    */
   syncInterval?: string;
+  /**
+   * Also append the server's log to this file, from its first line (a restart's stream recovery
+   * comes before it listens), at most LOG_FILE_MAX_BYTES, the previous one kept as `<file>.1`.
+   * Without it the log is kept only in memory (its last 4 KB, for error messages).
+   */
+  logFile?: string;
   /**
    * How long the server may take to listen (default START_TIMEOUT_MS, 10 min) while its process is
    * alive. A server stopped uncleanly (a crash, SIGKILL, power loss) after writes rebuilds each
@@ -98,6 +104,42 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
+/** Where a node's log file stops growing: past it the file becomes `<file>.1` and a new one starts. */
+export const LOG_FILE_MAX_BYTES = 10 * 2 ** 20;
+
+/** An append-only file rotated at `max` bytes; a failed write (a full disk) is dropped, never thrown. */
+export function rotatingFile(file: string, max = LOG_FILE_MAX_BYTES) {
+  let fd: number | undefined;
+  let size = 0;
+  const open = () => {
+    try {
+      fd = openSync(file, 'a');
+      size = statSync(file).size;
+    } catch {
+      fd = undefined;
+    }
+  };
+  open();
+  return {
+    write(d: Buffer) {
+      if (fd === undefined) return;
+      try {
+        if (size + d.length > max) {
+          closeSync(fd);
+          renameSync(file, `${file}.1`);
+          open();
+          if (fd === undefined) return;
+        }
+        size += writeSync(fd, d);
+      } catch { /* the log is a help, not a duty */ }
+    },
+    close() {
+      if (fd !== undefined) try { closeSync(fd); } catch { /* closed */ }
+      fd = undefined;
+    },
+  };
+}
+
 export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServerHandle> {
   const bin = opts.bin ?? process.env.NATS_SERVER_BIN ?? 'nats-server';
   checkNatsServerVersion(bin);
@@ -126,9 +168,12 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     ? spawn('/usr/bin/setpriv', ['--pdeathsig', 'TERM', bin, '-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'], detached: true })
     : spawn(bin, ['-c', confFile], { stdio: ['ignore', 'ignore', 'pipe'], detached: Boolean(opts.ownProcessGroup) });
   let stderr = '';
+  const logFile = opts.logFile ? rotatingFile(opts.logFile) : undefined;
   child.stderr!.on('data', (d: Buffer) => {
     stderr = (stderr + d.toString()).slice(-4000);
+    logFile?.write(d);
   });
+  child.stderr!.once('close', () => logFile?.close());
   const exited = new Promise<number | null>((res) => child.once('exit', (code) => res(code)));
   const stderrDone = new Promise<void>((res) => child.stderr!.once('close', () => res()));
   // its last words (the reason) may still be in the pipe when the exit is seen: read them first

@@ -4,6 +4,8 @@
 // without a node for good ("no suitable peers for placement", about 2 starts in 5 here): the first
 // actor retried that for 60 s and exited. Two starts here (each failed that way alone about 40 % of
 // the time); `node --import tsx scripts/cluster-starts.ts 20` is the 20-start proof.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { startNatsCluster, waitForPlacement } from '../../scripts/cluster-lib.ts';
@@ -22,6 +24,8 @@ for (const n of [1, 2]) {
     const names: string[] = [];
     for await (const s of jsm.streams.names()) names.push(s);
     t.same(names, ['R3_AT_ONCE'], 'the placement probe left no stream behind');
+    // each node's log is kept beside its store, from its first line
+    for (const node of cluster.nodes) t.match(readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8'), /Starting nats-server[\s\S]*Server is ready/, `${node.name}: its log on disk`);
     if (n === 2) {
       // a placement that cannot be made is reported with what could not be done, not waited on for good
       await t.rejects(waitForPlacement(cluster.url, 5, 2000), /could not place a 5-replica stream within 2000 ms: .*no suitable peers/);

@@ -11,6 +11,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { startNatsCluster, type NatsCluster } from './cluster-lib.ts';
 import { kvCasPut, isCasConflict } from '../shared/nats/cas.ts';
+import { transientKind } from '../shared/nats/transient.ts';
 
 export interface CasRounds {
   rounds: number;
@@ -20,7 +21,9 @@ export interface CasRounds {
   noneAccepted: number;
   /** Rounds in which the stored value is not the one of the single writer told it had written. */
   winnerNotStored: number;
-  /** Answers that were neither a write nor a conflict. */
+  /** Answers that were neither a write nor a conflict: a passing unavailability as its kind
+   *  ('timeout', or 'unanswered': no responders while the stream's interest or leader settles, the
+   *  write had no effect), anything else as its message. */
   otherErrors: string[];
 }
 
@@ -39,7 +42,7 @@ export async function casRounds(cluster: NatsCluster, bucket: string, write: Wri
       const base = (await kvs[0]!.get(key))?.revision ?? 0;
       const answers = await Promise.allSettled(kvs.map((kv, w) => write(kv, key, `${i}-${w}`, base)));
       const won = answers.flatMap((a, w) => (a.status === 'fulfilled' ? [{ w, rev: a.value }] : []));
-      for (const a of answers) if (a.status === 'rejected' && !isCasConflict(a.reason)) r.otherErrors.push(String(a.reason?.message ?? a.reason));
+      for (const a of answers) if (a.status === 'rejected' && !isCasConflict(a.reason)) r.otherErrors.push(transientKind(a.reason) ?? String(a.reason?.message ?? a.reason));
       if (won.length > 1) r.moreThanOneAccepted++;
       if (won.length === 0) r.noneAccepted++;
       if (won.length === 1) {

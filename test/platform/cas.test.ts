@@ -25,12 +25,14 @@ t.test('one server: create on 0, update on the current revision, conflicts on an
 
 t.test('3-node cluster: of six concurrent writers on one revision exactly one is stored', async (t) => {
   const tc = await startTestCluster(t);
-  // A write that times out (a loaded 2-core CI machine: it happened once in 360 writes) says
-  // nothing about exclusivity; it is reported, and anything else but a conflict fails the test.
-  const notTimeout = (errors: string[]) => errors.filter((e) => e !== 'timeout');
+  // A write that times out (a loaded 2-core CI machine: it happened once in 360 writes) or that
+  // nobody answered (no responders, "jetstream is not enabled" in the client's words: the new
+  // bucket's interest had not reached that node yet, seen once in CI) says nothing about
+  // exclusivity; it is reported, and anything else but a conflict fails the test.
+  const notTimeout = (errors: string[]) => errors.filter((e) => e !== 'timeout' && e !== 'unanswered');
   const guarded = await casRounds(tc.cluster, 'cas-r3', WRITES.cas, 60);
-  if (guarded.otherErrors.length) t.comment(`guarded rounds: ${guarded.otherErrors.length} write(s) timed out`);
-  t.same(notTimeout(guarded.otherErrors), [], 'every loser gets a conflict, nothing else (timeouts aside)');
+  if (guarded.otherErrors.length) t.comment(`guarded rounds: ${guarded.otherErrors.join(', ')}`);
+  t.same(notTimeout(guarded.otherErrors), [], 'every loser gets a conflict, nothing else (timeouts and unanswered writes aside)');
   t.equal(guarded.moreThanOneAccepted, 0, 'never two writers accepted');
   t.equal(guarded.noneAccepted, 0, 'never nobody (no livelock)');
   t.equal(guarded.winnerNotStored, 0, 'the stored value is always the winner’s');
@@ -38,8 +40,8 @@ t.test('3-node cluster: of six concurrent writers on one revision exactly one is
   // Debian's 2.9.10 accepted more than one writer here in 181 of 200 rounds.
   const plain = await casRounds(tc.cluster, 'plain-r3', WRITES.plain, 60);
   t.equal(plain.moreThanOneAccepted, 0, 'the plain KV update never accepts two writers on one revision (nats-server >= 2.10)');
-  if (plain.otherErrors.length) t.comment(`plain rounds: ${plain.otherErrors.length} write(s) timed out`);
-  t.same(notTimeout(plain.otherErrors), [], 'no error but conflicts (timeouts aside)');
+  if (plain.otherErrors.length) t.comment(`plain rounds: ${plain.otherErrors.join(', ')}`);
+  t.same(notTimeout(plain.otherErrors), [], 'no error but conflicts (timeouts and unanswered writes aside)');
 });
 
 t.test('kvUpdate: 3-node cluster, 30 concurrent increments of one counter from every node: none lost', async (t) => {

@@ -16,9 +16,10 @@ const ON_SPAWN = Symbol.for('process-on-spawn@*:singletonId');
 const onSpawn = (globalThis as unknown as Record<symbol, { listeners?: unknown[] } | undefined>)[ON_SPAWN];
 if (onSpawn?.listeners) onSpawn.listeners.length = 0;
 
-/** NODE_OPTIONS without processinfo's `--import=.../@tapjs/processinfo/...` (one token, maybe quoted). */
+/** NODE_OPTIONS without processinfo's `--import=.../@tapjs/processinfo/...` (one token, maybe quoted)
+ *  and without test/helpers/tap-no-hooks.mjs (scripts/tap.sh puts it there for the test files). */
 function withoutProcessinfo(nodeOptions: string | undefined): string | undefined {
-  const kept = (nodeOptions ?? '').split(/\s+/).filter((a) => a && !a.includes('@tapjs/processinfo'));
+  const kept = (nodeOptions ?? '').split(/\s+/).filter((a) => a && !a.includes('@tapjs/processinfo') && !a.includes('tap-no-hooks.mjs'));
   return kept.length ? kept.join(' ') : undefined;
 }
 

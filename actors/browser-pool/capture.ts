@@ -2,7 +2,7 @@
 // scheme, navigation, the cookie banner, lazy content for full-page shots, the delay, the PNG,
 // and a retry when the capture came out all one colour.
 import type { Page } from 'puppeteer-core';
-import type { PhaseTimes } from './pool.ts';
+import type { PageHooks, PhaseTimes } from './pool.ts';
 import sharp from 'sharp';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
@@ -46,8 +46,8 @@ export interface CaptureEnv {
   blockedSince?(t: number): boolean;
   /** Where the time goes (bench rows). */
   times?: PhaseTimes;
-  /** The pool's hook to make the next task's context while this page settles. */
-  ahead?: { makeNext(): void };
+  /** The pool's hooks: make the next task's context while this page settles, say the step. */
+  ahead?: PageHooks;
   /** The settle rule's figures (SETTLE unless given). */
   settle?: Settle;
 }
@@ -133,12 +133,18 @@ export async function captureShot(page: Page, p: ShotParams, env: CaptureEnv): P
 async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEnv): Promise<Shot> {
   const { launcher } = env;
   const times = env.times ?? noTimes;
+  const step = (name: string) => env.ahead?.step(name);
+  /** A step that is timed (bench rows) and named (a page that runs out of time says it). */
+  const phase = <T>(name: string, fn: () => Promise<T>) => {
+    step(name);
+    return times.time(name, fn);
+  };
   const deadline = Date.now() + env.navTimeoutMs;
   // progress is published without waiting for its acknowledgement: it is a heartbeat and a
   // status line, and the shot need not wait for a NATS round trip at every step
   const progress = (text: string) => void env.progress(text).catch(() => {});
   let dpr = p.options.retina ? 2 : 1;
-  await times.time('viewport and scheme', async () => {
+  await phase('viewport and scheme', async () => {
     // independent settings: sent at once, one round trip instead of two or three
     const steps: Promise<unknown>[] = [];
     if (launcher.mobile) {
@@ -153,28 +159,30 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
     if (launcher.engine === 'chromium') steps.push(page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: p.scheme }]));
     await Promise.all(steps);
   });
-  if (p.options.hideCookieBanner) await times.time('cookie banner', () => prepareCookieBanner(page));
+  if (p.options.hideCookieBanner) await phase('cookie banner', () => prepareCookieBanner(page));
 
   progress(`loading ${p.url}`);
-  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext, settle: env.settle });
+  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext, step, settle: env.settle });
 
   const finalUrl = watch.finalUrl ?? page.url();
   const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
   if (p.options.hideCookieBanner) {
     progress('hiding the cookie banner');
-    extra.cookieBanner = await times.time('cookie banner', () => hideCookieBanner(page));
+    extra.cookieBanner = await phase('cookie banner', () => hideCookieBanner(page));
   }
   if (p.options.fullPage) {
     progress('loading lazy content');
-    await times.time('lazy content', () => loadLazyContent(page, deadline));
+    await phase('lazy content', () => loadLazyContent(page, deadline));
   }
   if (p.options.delay > 0) {
     progress(`waiting ${p.options.delay} s`);
+    step(`the ${p.options.delay} s delay`);
     await sleep(p.options.delay * 1000);
   }
 
   let clip: { x: number; y: number; width: number; height: number } | undefined;
   if (p.options.fullPage) {
+    step('the document\'s height');
     const size = await page.evaluate(() => ({
       w: window.innerWidth,
       h: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
@@ -185,8 +193,8 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
       extra.heightCapped = true;
     }
   }
-  const take = () => times.time('screenshot', async () => Buffer.from(await watch.ownCapture(page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }))));
-  const check = (png: Buffer) => times.time('decode and blank check', async () => {
+  const take = () => phase('screenshot', async () => Buffer.from(await watch.ownCapture(page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }))));
+  const check = (png: Buffer) => phase('decode and blank check', async () => {
     const raw = await decode(png);
     return { raw, blank: isBlankRaw(raw) };
   });
@@ -194,6 +202,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   let { raw, blank } = await check(png);
   if (blank) {
     // a page still painting (fonts, a late script) often comes out empty once
+    step('a second screenshot (the first was blank)');
     await sleep(1000);
     png = await take();
     ({ raw, blank } = await check(png));

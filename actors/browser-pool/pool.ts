@@ -87,10 +87,21 @@ export class SlotWaitAborted extends Error {
 }
 
 export class PageTimeout extends Error {
-  constructor(ms: number) {
-    super(`page did not finish within ${ms} ms`);
+  /** What the page was doing when its time ran out (the last PageHooks.step). */
+  readonly step?: string;
+  constructor(ms: number, step?: string) {
+    super(`page did not finish within ${ms} ms${step ? ` (it was at: ${step})` : ''}`);
     this.name = 'PageTimeout';
+    this.step = step;
   }
+}
+
+/** What withPage gives the task besides its page. */
+export interface PageHooks {
+  /** Make the next task's context now (see withPage). */
+  makeNext(): void;
+  /** Say what the page is doing now: a page that runs out of time names it (PageTimeout). */
+  step(name: string): void;
 }
 
 /** Where the time of a shot goes, summed over shots (bench rows, operators). */
@@ -265,12 +276,12 @@ export class ManagedBrowser {
    * Run `fn` with a fresh page in a fresh context of this browser. Past `timeoutMs` the context
    * is closed (and the browser killed if even that hangs) and PageTimeout is thrown.
    *
-   * The next task's context is made while this one runs, when `fn` calls `ahead.makeNext()` (or
+   * The next task's context is made while this one runs, when `fn` calls `hooks.makeNext()` (or
    * when `fn` ends): making a context is a few hundred ms of the browser's main thread and a new
    * renderer process, so it is best done while this page waits for its network to go quiet, not
    * while it is being set up and navigated (every CDP call would queue behind it).
    */
-  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser, ahead: { makeNext(): void }) => Promise<T>, times?: PhaseTimes): Promise<T> {
+  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser, hooks: PageHooks) => Promise<T>, times?: PhaseTimes): Promise<T> {
     const gen = await this.generation();
     gen.pages++;
     gen.active++;
@@ -282,6 +293,7 @@ export class ManagedBrowser {
     let ctx: BrowserContext | undefined;
     let timer: NodeJS.Timeout | undefined;
     let makeNext: (() => void) | undefined;
+    let step = 'starting';
     try {
       const t0 = performance.now();
       const f = await this.fresh(gen);
@@ -289,9 +301,9 @@ export class ManagedBrowser {
       ctx = f.ctx;
       makeNext = f.makeNext;
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new PageTimeout(timeoutMs)), timeoutMs);
+        timer = setTimeout(() => reject(new PageTimeout(timeoutMs, step)), timeoutMs);
       });
-      return await Promise.race([fn(f.page, f.ctx, gen.browser, { makeNext: f.makeNext }), timeout]);
+      return await Promise.race([fn(f.page, f.ctx, gen.browser, { makeNext: f.makeNext, step: (s) => { step = s; } }), timeout]);
     } catch (e) {
       if (e instanceof PageTimeout && ctx) {
         const closedInTime = await within(ctx.close().then(() => true, () => false), 5000, false);

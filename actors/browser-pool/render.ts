@@ -4,7 +4,7 @@ import type { Page } from 'puppeteer-core';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { navigationFailure, openPage, PageWatch } from './settle.ts';
-import { PageTimeout, type ManagedBrowser, type Slots } from './pool.ts';
+import { PageTimeout, type ManagedBrowser, type PageHooks, type Slots } from './pool.ts';
 import type { Stores } from './store.ts';
 
 export interface RenderPdfRequest { url: string; store: string; objectName: string }
@@ -31,15 +31,15 @@ function checkUrl(url: unknown): string {
 }
 
 /** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
-async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: { makeNext(): void }) {
+async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: PageHooks) {
   const watch = new PageWatch(page);
-  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext });
+  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext, step: ahead?.step });
   return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
 export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
-  const run = async <T>(fn: (page: Page, ahead: { makeNext(): void }) => Promise<T>): Promise<T> => {
+  const run = async <T>(fn: (page: Page, ahead: PageHooks) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
     try {
@@ -61,6 +61,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
       const pdf = await run(async (page, ahead) => {
         const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
+        ahead.step('the PDF');
         await page.emulateMediaType('print');
         return Buffer.from(await watch.ownCapture(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
       });
@@ -71,6 +72,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       return run(async (page, ahead) => {
         const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
+        ahead.step('the rendered HTML');
         return { html: await watch.ownCapture(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
       });
     },

@@ -316,6 +316,8 @@ export interface OpenOptions {
   times?: PhaseTimes;
   /** Called once the main document is parsed: the page then mostly waits (the pool uses it). */
   onParsed?(): void;
+  /** Told each step as it starts (the pool names it if the page runs out of time). */
+  step?(name: string): void;
   /** The settle rule's figures: SETTLE unless given. */
   settle?: Settle;
 }
@@ -332,6 +334,8 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   const left = () => Math.max(500, opts.deadline - Date.now());
   let resp: HTTPResponse | null;
   const tNav = performance.now();
+  const step = opts.step ?? (() => {});
+  step('navigation (to DOMContentLoaded)');
   // Firefox (BiDi) keeps a navigation that the poll below settled waiting on its own timer until
   // `timeout`, holding the page's objects that long (and a process that should end alive); the
   // abort in `finally` lets go of it. Chromium's goto does not take the signal and needs none.
@@ -361,6 +365,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     let state: LoadState | 'stuck' | 'moved';
     try {
       const loadCap = Math.min(S.loadCapMs, left());
+      step(hop ? `the load event and fonts (document ${hop + 1})` : 'the load event and fonts');
       state = await watch.race(within(waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())), loadCap + S.fontsCapMs + S.stuckMs, 'stuck' as const));
 
     } catch (e) {
@@ -372,10 +377,12 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
     if (state !== 'moved' && state.refresh !== null && state.refresh <= S.metaRefreshMaxSec && hop < S.maxHops) {
       // the document count cannot tell: the refresh may have been requested before it was read
+      step('a meta refresh');
       if (await watch.race(otherDocumentParsed(page, state.origin, Math.min(left(), state.refresh * 1000 + 5000)))) state = 'moved';
     } else {
       // capped by the rule, not by the page's deadline: the result says so (of the last document)
       const byDeadline = left() < S.quietCapMs;
+      step('a quiet network');
       if (await watch.race(watch.quiet(S.quietMs, Math.min(S.quietCapMs, left()))) === 'capped' && !byDeadline) watch.report.networkCapped = true;
       else delete watch.report.networkCapped;
     }
@@ -388,6 +395,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   // A script that starts its endless loop just after the load event has passed every check so far,
   // and would hold the capture (which needs the main thread) until the page's timeout: the page's
   // own address is asked for here, within the stuck limit.
+  step('the main thread\'s answer');
   const href = await watch.race(within(page.evaluate(() => location.href).catch(() => page.url()), Math.min(S.stuckMs, left()), null));
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
   watch.finalUrl = href;

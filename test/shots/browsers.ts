@@ -47,7 +47,7 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
         scheme: p.scheme ?? 'light',
         options: { fullPage: false, retina: false, hideCookieBanner: false, delay: 0, ...(p.options ?? {}) },
       };
-      return managed(params.scheme).withPage(timeoutMs, (page) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, settle: { ...settle, ...(p.settle ?? {}) }, progress: async () => {} }));
+      return managed(params.scheme).withPage(timeoutMs, (page, _ctx, _browser, ahead) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, settle: { ...settle, ...(p.settle ?? {}) }, progress: async () => {}, ahead }));
     },
   };
 }

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
 import { failureOf, sharedBrowsers } from './browsers.ts';
+import { PageTimeout } from '../../actors/browser-pool/pool.ts';
 
 // One browser per browser id serves every test of the file (contexts are per shot; a launch was
 // most of a short test's time); each test keeps its own fixture server (hit counts). The tests
@@ -19,6 +20,24 @@ t.test('chromium: delay waits before the capture', async (t) => {
   const slow = Date.now() - t1;
   t.same(await pixel(later.png, 10, 10), [0, 255, 0], 'delay 2: green');
   t.ok(slow >= 2000, `took ${slow} ms`);
+});
+
+t.test('chromium: a page that runs out of time names the step it was at', async (t) => {
+  const fx = await startFixtures(t);
+  const b = await shared('chromium');
+  const late = await b.managed().withPage(1500, async (_page, _ctx, _browser, hooks) => {
+    hooks.step('a wait that never ends');
+    await new Promise(() => {});
+  }).then(() => null, (e: unknown) => e);
+  t.type(late, PageTimeout);
+  t.equal((late as PageTimeout).step, 'a wait that never ends');
+  t.equal((late as PageTimeout).message, 'page did not finish within 1500 ms (it was at: a wait that never ends)');
+  // a shot names its own steps: a 5 s delay under a 4 s page timeout runs out in the delay (or,
+  // on a machine so loaded that the page took the 4 s to settle, in an earlier step it names)
+  const err = await failureOf(b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 }, options: { delay: 5 }, timeoutMs: 4000 }));
+  t.equal(err?.by, 'page timeout', err?.message ?? 'delivered');
+  t.match(err?.message, /^page did not finish within 4000 ms \(it was at: (the 5 s delay|navigation|the load event|a quiet network|the main thread)/, 'the step named');
+  t.comment(err?.message);
 });
 
 for (const id of ['chromium', 'firefox']) {

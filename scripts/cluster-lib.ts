@@ -4,10 +4,11 @@
 // by the reliability tests (free ports, temp folders), so both run the same code.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startNatsServer, type NatsServerHandle } from '../shared/nats/server.ts';
+import { rotatingFile } from '../shared/log.ts';
 import { ROOT } from '../shared/config/index.ts';
 import { waitForJetStream, waitForPlacement } from './cluster-ready.ts';
 
@@ -296,9 +297,9 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   track(child, 'actor');
   let out = '';
   let url: string | undefined;
-  // everything it prints is kept beside its data, for reading after a failed test or a crash
-  const logFile = createWriteStream(join(dataDir, 'output.log'), { flags: 'a' });
-  logFile.on('error', () => {}); // a full disk must not take the caller down
+  // everything it prints is kept beside its data, for reading after a failed test or a crash:
+  // rotated at LOG_FILE_MAX_BYTES (one previous file kept), a full disk never takes the caller down
+  const logFile = rotatingFile(join(dataDir, 'output.log'));
   const onData = (d: Buffer) => {
     logFile.write(d);
     const s = d.toString();
@@ -310,7 +311,7 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exited = new Promise<string>((res) => child.once('exit', (code, sig) => res(sig ?? String(code))));
-  child.once('close', () => logFile.end()); // after its output streams closed: nothing is written after the end
+  child.once('close', () => logFile.close()); // after its output streams closed: nothing is written after it
   const proc: ActorProcess = {
     name, label, pid: child.pid!, child, exited,
     output: () => out,

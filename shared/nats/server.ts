@@ -2,10 +2,11 @@
 // the throwaway servers of the tests (port -1, temp store), and the nodes of `npm run cluster`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
-import { closeSync, mkdirSync, openSync, renameSync, statSync, writeFileSync, writeSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { mkdirSync, writeFileSync, readFileSync, existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { within } from '../runtime.ts';
+import { rotatingFile } from '../log.ts';
 
 export interface NatsServerOptions {
   storeDir: string;
@@ -30,7 +31,7 @@ export interface NatsServerOptions {
   syncInterval?: string;
   /**
    * Also append the server's log to this file, from its first line (a restart's stream recovery
-   * comes before it listens), at most LOG_FILE_MAX_BYTES, the previous one kept as `<file>.1`.
+   * comes before it listens), at most LOG_FILE_MAX_BYTES (shared/log.ts), the previous one kept as `<file>.1`.
    * Without it the log is kept only in memory (its last 4 KB, for error messages).
    */
   logFile?: string;
@@ -102,42 +103,6 @@ function accepts(port: number): Promise<boolean> {
     c.once('connect', () => { c.destroy(); resolve(true); });
     c.once('error', () => { c.destroy(); resolve(false); });
   });
-}
-
-/** Where a node's log file stops growing: past it the file becomes `<file>.1` and a new one starts. */
-export const LOG_FILE_MAX_BYTES = 10 * 2 ** 20;
-
-/** An append-only file rotated at `max` bytes; a failed write (a full disk) is dropped, never thrown. */
-export function rotatingFile(file: string, max = LOG_FILE_MAX_BYTES) {
-  let fd: number | undefined;
-  let size = 0;
-  const open = () => {
-    try {
-      fd = openSync(file, 'a');
-      size = statSync(file).size;
-    } catch {
-      fd = undefined;
-    }
-  };
-  open();
-  return {
-    write(d: Buffer) {
-      if (fd === undefined) return;
-      try {
-        if (size + d.length > max) {
-          closeSync(fd);
-          renameSync(file, `${file}.1`);
-          open();
-          if (fd === undefined) return;
-        }
-        size += writeSync(fd, d);
-      } catch { /* the log is a help, not a duty */ }
-    },
-    close() {
-      if (fd !== undefined) try { closeSync(fd); } catch { /* closed */ }
-      fd = undefined;
-    },
-  };
 }
 
 export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServerHandle> {

@@ -1,10 +1,11 @@
-// A cluster node's log on disk (shared/nats/server.ts `logFile`) stops growing at its bound: past
+// A cluster node's log on disk (shared/nats/server.ts `logFile`) and a cluster actor's output
+// (scripts/cluster-lib.ts `output.log`) stop growing at their bound (shared/log.ts): past
 // it the file becomes `<file>.1` (one previous kept) and a new one starts; a file that cannot be
 // written is dropped silently (the log is a help, the node must not stop for it).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { rotatingFile } from '../../shared/nats/server.ts';
+import { rotatingFile } from '../../shared/log.ts';
 import { tempDir } from '../helpers/nats.ts';
 
 t.test('rotated at its bound, one previous file kept', async (t) => {

@@ -15,6 +15,23 @@ import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
 
 export { ORPHAN_RESULT_KEY };
 
+/** Job documents read at once by the sweep. */
+const LOOKUPS_IN_FLIGHT = 16;
+
+/** `fn` over `items` with at most `limit` running at once; the results in the items' order. */
+async function inFlight<T, R>(items: T[], limit: number, fn: (x: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
 export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;
   // every charge up to this id has been looked at; kept in the projection's file (issue 26), so a
@@ -28,28 +45,41 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
       // only up to the projection's checkpoint: above it an earlier charge may still be missing
       const batch = projection.chargesAfter(cursor, ledger.appliedUpTo);
       if (!batch.length) return;
+      // `at` is read before the write, so ids and times may disagree between writers: stop at the
+      // first charge still inside its grace rather than skip it, and look again next time.
       const oldEnough = Date.now() - graceMs;
-      for (const c of batch) {
-        // `at` is read before the write, so ids and times may disagree between writers: stop at the
-        // first charge still inside its grace rather than skip it, and look again next time.
-        if (c.at > oldEnough) return;
-        // older than the least time a job's document is kept (shared/jobs/retention.ts): a missing
-        // document was deleted by the job-record retention, not never written
-        if (opts.keptMs !== undefined && c.at < Date.now() - opts.keptMs) { cursor = c.id; continue; }
+      const firstYoung = batch.findIndex((c) => c.at > oldEnough);
+      const due = firstYoung < 0 ? batch : batch.slice(0, firstYoung);
+      if (!due.length) return;
+      // older than the least time a job's document is kept (shared/jobs/retention.ts): a missing
+      // document was deleted by the job-record retention, not never written; not read at all
+      const readFrom = opts.keptMs === undefined ? -Infinity : Date.now() - opts.keptMs;
+      // the documents are read LOOKUPS_IN_FLIGHT at a time (one at a time, a store's first sweep
+      // over a history of 1 M charges took most of an hour on the cluster); refunds go in id order
+      const missing = await inFlight(due, LOOKUPS_IN_FLIGHT, async (c) => {
+        if (c.at < readFrom) return false;
         const doc = await jobs.get(c.jobId!);
-        if (!doc || doc.operation !== 'PUT') {
-          const rows = projection.forJob(c.walletId, c.jobId!);
-          const refunded = rows.filter((r) => r.type === 'refund').reduce((s, r) => s + r.amount, 0);
-          const owed = -c.amount - refunded;
-          if (owed > 0) {
-            await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
-            failpoint('wallet.after-orphan-refund');
-            log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
-          }
+        return !doc || doc.operation !== 'PUT';
+      });
+      for (const [i, c] of due.entries()) {
+        if (!missing[i]) continue;
+        const rows = projection.forJob(c.walletId, c.jobId!);
+        const refunded = rows.filter((r) => r.type === 'refund').reduce((s, r) => s + r.amount, 0);
+        const owed = -c.amount - refunded;
+        if (owed > 0) {
+          await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
+          failpoint('wallet.after-orphan-refund');
+          log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
         }
+        // past a refund the cursor is written at once: a crash then re-reads less
         cursor = c.id;
         projection.setOrphanCursor(cursor);
       }
+      // once per batch otherwise (a write per charge was a SQLite write per charge ever made); a
+      // crash before it looks at the batch again, which refunds nothing twice (the refund's ref)
+      cursor = due.at(-1)!.id;
+      projection.setOrphanCursor(cursor);
+      if (due.length < batch.length) return;
     }
   }
 

@@ -11,10 +11,18 @@ import { writeLedgerHistory } from '../../bench/lib/ledger-history.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import type { NatsConnection } from '@nats-io/nats-core';
 
-/** The jobs bucket, counting the documents read. */
+/** The jobs bucket, counting the documents read and the most read at once. */
 function counting(kv: KV) {
-  const c = { reads: 0, kv: Object.create(kv) as KV };
-  c.kv.get = (k: string) => { c.reads++; return kv.get(k); };
+  const c = { reads: 0, inFlight: 0, maxInFlight: 0, kv: Object.create(kv) as KV };
+  c.kv.get = async (k: string) => {
+    c.reads++;
+    c.maxInFlight = Math.max(c.maxInFlight, ++c.inFlight);
+    try {
+      return await kv.get(k);
+    } finally {
+      c.inFlight--;
+    }
+  };
   return c;
 }
 
@@ -24,13 +32,16 @@ async function sweepOnce(nc: NatsConnection, dir: string, jobs: KV) {
   await ledger.start();
   for (let i = 0; i < 600 && ledger.stats.caughtUpMs === null; i++) await new Promise((r) => setTimeout(r, 50));
   const jobsCounted = counting(jobs);
+  let cursorWrites = 0;
+  const setOrphanCursor = projection.setOrphanCursor.bind(projection);
+  projection.setOrphanCursor = (id: number) => { cursorWrites++; setOrphanCursor(id); };
   const sweep = startOrphanSweep({ ledger, projection, jobs: jobsCounted.kv, graceMs: 0, everyMs: 3600_000, log: testLog() });
   sweep.tick();
   await sweep.stop();
   const cursor = projection.orphanCursor();
   await ledger.stop();
   projection.close();
-  return { reads: jobsCounted.reads, cursor };
+  return { reads: jobsCounted.reads, maxInFlight: jobsCounted.maxInFlight, cursorWrites, cursor };
 }
 
 t.test('a restarted orphan sweep reads only the charges made since its cursor', async (t) => {
@@ -46,6 +57,8 @@ t.test('a restarted orphan sweep reads only the charges made since its cursor', 
   const first = await sweepOnce(tn.nc, dir, jobs);
   t.equal(first.reads, 36, 'the first sweep reads each charge\'s job once');
   t.equal(first.cursor, 40, 'the cursor is the last charge');
+  t.ok(first.maxInFlight > 1, `the documents are read several at once (${first.maxInFlight})`);
+  t.equal(first.cursorWrites, 1, 'the cursor is written once for the batch, not once per charge');
 
   await writeWithDocs(10, 2, 'b'); // 2 grants, 8 charges
   const second = await sweepOnce(tn.nc, dir, jobs);

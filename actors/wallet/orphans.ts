@@ -10,27 +10,11 @@ import type { Ledger } from './ledger.ts';
 import type { Projection } from './projection.ts';
 import { refund } from './money.ts';
 import { failpoint } from '../../shared/failpoints.ts';
+import { readAll } from '../../shared/audit-read.ts';
 
 import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
 
 export { ORPHAN_RESULT_KEY };
-
-/** Job documents read at once by the sweep. */
-const LOOKUPS_IN_FLIGHT = 16;
-
-/** `fn` over `items` with at most `limit` running at once; the results in the items' order. */
-async function inFlight<T, R>(items: T[], limit: number, fn: (x: T) => Promise<R>): Promise<R[]> {
-  const out = new Array<R>(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
 
 export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
   const { ledger, projection, jobs, graceMs, log } = opts;
@@ -54,26 +38,31 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
       // older than the least time a job's document is kept (shared/jobs/retention.ts): a missing
       // document was deleted by the job-record retention, not never written; not read at all
       const readFrom = opts.keptMs === undefined ? -Infinity : Date.now() - opts.keptMs;
-      // the documents are read LOOKUPS_IN_FLIGHT at a time (one at a time, a store's first sweep
-      // over a history of 1 M charges took most of an hour on the cluster); refunds go in id order
-      const missing = await inFlight(due, LOOKUPS_IN_FLIGHT, async (c) => {
+      // the documents are read READ_CONCURRENCY at a time, a passing outage retried, any other
+      // failure stopping the batch (read one at a time, a store's first sweep over a history of
+      // 1 M charges was still going after 50 minutes on the cluster); refunds go in id order
+      const missing = await readAll(due, async (c) => {
         if (c.at < readFrom) return false;
         const doc = await jobs.get(c.jobId!);
         return !doc || doc.operation !== 'PUT';
-      });
+      }, Infinity, 'job documents');
       for (const [i, c] of due.entries()) {
         if (!missing[i]) continue;
         const rows = projection.forJob(c.walletId, c.jobId!);
         const refunded = rows.filter((r) => r.type === 'refund').reduce((s, r) => s + r.amount, 0);
         const owed = -c.amount - refunded;
-        if (owed > 0) {
+        if (owed <= 0) continue;
+        try {
           await refund(ledger, c.walletId, c.jobId, ORPHAN_RESULT_KEY, owed);
-          failpoint('wallet.after-orphan-refund');
-          log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
+        } catch (e) {
+          // every charge before this one is looked at: the next sweep starts here, not at the batch
+          if (i > 0) projection.setOrphanCursor(due[i - 1]!.id);
+          throw e;
         }
-        // past a refund the cursor is written at once: a crash then re-reads less
-        cursor = c.id;
-        projection.setOrphanCursor(cursor);
+        failpoint('wallet.after-orphan-refund');
+        log.warn({ jobId: c.jobId, walletId: c.walletId, amount: owed }, 'refunded a charge whose job was never created');
+        // a crash after a refund starts after it (its ref keeps it from being paid twice anyway)
+        projection.setOrphanCursor(c.id);
       }
       // once per batch otherwise (a write per charge was a SQLite write per charge ever made); a
       // crash before it looks at the batch again, which refunds nothing twice (the refund's ref)

@@ -7,15 +7,15 @@ import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
 import { Ledger } from '../../actors/wallet/ledger.ts';
 import { Projection } from '../../actors/wallet/projection.ts';
 import { startOrphanSweep } from '../../actors/wallet/orphans.ts';
-import { writeLedgerHistory } from '../../bench/lib/ledger-history.ts';
+import { writeLedgerHistory, historyWallet, CHARGE } from '../../bench/lib/ledger-history.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import type { NatsConnection } from '@nats-io/nats-core';
 
-/** The jobs bucket, counting the documents read and the most read at once. */
-function counting(kv: KV) {
+/** The jobs bucket, counting the documents read and the most read at once; `failOn`: the read that throws. */
+function counting(kv: KV, failOn?: number) {
   const c = { reads: 0, inFlight: 0, maxInFlight: 0, kv: Object.create(kv) as KV };
   c.kv.get = async (k: string) => {
-    c.reads++;
+    if (++c.reads === failOn) throw new Error('a read that fails (not an outage)');
     c.maxInFlight = Math.max(c.maxInFlight, ++c.inFlight);
     try {
       return await kv.get(k);
@@ -26,12 +26,12 @@ function counting(kv: KV) {
   return c;
 }
 
-async function sweepOnce(nc: NatsConnection, dir: string, jobs: KV) {
+async function sweepOnce(nc: NatsConnection, dir: string, jobs: KV, o: { failOn?: number; refundsOf?: [string, string][] } = {}) {
   const projection = new Projection(dir);
   const ledger = new Ledger(nc, projection, testLog());
   await ledger.start();
   for (let i = 0; i < 600 && ledger.stats.caughtUpMs === null; i++) await new Promise((r) => setTimeout(r, 50));
-  const jobsCounted = counting(jobs);
+  const jobsCounted = counting(jobs, o.failOn);
   let cursorWrites = 0;
   const setOrphanCursor = projection.setOrphanCursor.bind(projection);
   projection.setOrphanCursor = (id: number) => { cursorWrites++; setOrphanCursor(id); };
@@ -39,9 +39,12 @@ async function sweepOnce(nc: NatsConnection, dir: string, jobs: KV) {
   sweep.tick();
   await sweep.stop();
   const cursor = projection.orphanCursor();
+  // what each job named was refunded, once the projection holds the sweep's own refunds
+  await Promise.all((o.refundsOf ?? []).map(([w]) => ledger.synced(w)));
+  const refunded = (o.refundsOf ?? []).map(([w, job]) => projection.forJob(w, job).filter((r) => r.type === 'refund').map((r) => r.amount));
   await ledger.stop();
   projection.close();
-  return { reads: jobsCounted.reads, maxInFlight: jobsCounted.maxInFlight, cursorWrites, cursor };
+  return { reads: jobsCounted.reads, maxInFlight: jobsCounted.maxInFlight, cursorWrites, cursor, refunded };
 }
 
 t.test('a restarted orphan sweep reads only the charges made since its cursor', async (t) => {
@@ -64,4 +67,23 @@ t.test('a restarted orphan sweep reads only the charges made since its cursor', 
   const second = await sweepOnce(tn.nc, dir, jobs);
   t.equal(second.reads, 8, 'after a restart only the 8 new charges are read');
   t.equal(second.cursor, 50);
+});
+
+t.test('charges without their job document in one batch are refunded once each; a failed read refunds nothing and keeps the cursor', async (t) => {
+  const tn = await startTestNats(t);
+  const jobs = await new Kvm(tn.nc).open(BUCKETS.jobs);
+  await writeLedgerHistory(tn.nc, { entries: 30, wallets: 3, prefix: 'm' }); // 3 grants, 27 charges
+  const orphans = new Set([5, 12, 29]); // charges whose job never came to be
+  for (let i = 3; i < 30; i++) if (!orphans.has(i)) await jobs.put(`mj${i}`, JSON.stringify({ id: `mj${i}` }));
+  const refundsOf = [...orphans].map((i) => [historyWallet('m', i % 3), `mj${i}`] as [string, string]);
+  const dir = tempDir('payloads-orphan-batch-');
+  const failed = await sweepOnce(tn.nc, dir, jobs, { failOn: 20, refundsOf });
+  t.same(failed.refunded, [[], [], []], 'a read failed: the batch stopped before any refund');
+  t.equal(failed.cursor, 0, 'and the cursor did not move');
+  const swept = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
+  t.same(swept.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'each orphaned charge refunded in full, once');
+  t.equal(swept.cursor, 30, 'the cursor is the last charge');
+  const again = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
+  t.equal(again.reads, 0, 'nothing left to read');
+  t.same(again.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'and nothing refunded twice');
 });

@@ -25,7 +25,7 @@ if (major < 22 || (major === 22 && minor < 18)) {
   console.error(`payloads needs Node >= 22.18; this is ${process.version} (${process.execPath}). Start it through npm (npm start, npm run actor -- <name>), npx (npx node main.ts) or node_modules/.bin/node, the project's Node.`);
   process.exit(1);
 }
-// The units below are imported when started: V8's compiled code of them and their libraries is kept
+// The units below are imported at launch (see `loading`): V8's compiled code of them and their libraries is kept
 // on disk (os.tmpdir()/node-compile-cache, or NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns
 // it off), so a restart compiles none of it again: 0.3-0.4 s less CPU per process start, measured
 // on the browser-pool and gateway imports (session 18, docs/notes/issue-30.md).
@@ -49,6 +49,12 @@ const names = everything ? UNIT_NAMES : UNIT_NAMES.filter((n) => asked.includes(
 const config = loadConfigOrExit();
 const log = createLogger(names.length === 1 ? names[0]! : 'main', config.server.logLevel);
 for (const d of deprecatedSettings(config)) log.warn(`config: deprecated setting ${d}`);
+
+// The units' code is loaded while the embedded nats-server loads its store (its own process, the
+// other core): a store of 1 M job documents took 2.9 s longer to load than an empty one, which the
+// imports (the same on every start) now mostly cover. Awaited, errors included, in the loop below.
+const loading = new Map(names.map((n) => [n, UNITS[n]!()] as const));
+for (const p of loading.values()) p.catch(() => {}); // reported when awaited, not as unhandled
 
 let server: NatsServerHandle | undefined;
 let url: string;
@@ -100,7 +106,7 @@ try {
     conns.push(nc);
     // once, before the first unit: streams, buckets and stores exist before anything uses them
     if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });
-    const { start } = await UNITS[name]!();
+    const { start } = await loading.get(name)!;
     const instanceId = newInstanceId(name);
     handles.push({ name, instanceId, handle: await start({ nc, config, log: names.length === 1 ? log : log.child({ actor: name }), instanceId }) });
     log.info({ instanceId }, `${name} started`);

@@ -293,7 +293,7 @@ export class ManagedBrowser {
     let ctx: BrowserContext | undefined;
     let timer: NodeJS.Timeout | undefined;
     let makeNext: (() => void) | undefined;
-    let step = 'starting';
+    let step: string | undefined; // none named: the message says no step
     try {
       const t0 = performance.now();
       const f = await this.fresh(gen);

@@ -7,9 +7,11 @@
 // used 1.4 s of CPU without it and 2.4 s with it (`node -e "await import(...)"`, 3 runs each).
 // Every actor process, `main.ts`, cluster launcher and browser namespace helper a test starts paid
 // that. Here the hook is taken off and NODE_OPTIONS cleaned, so children start as they do in
-// production; the test file's own process keeps processinfo (tap's runner adds it to the command
-// line, which this cannot change). test/platform/tap-children.test.ts checks both: the day a tap
-// upgrade changes how processinfo reaches children, it fails and says so.
+// production; the test file's own process keeps processinfo's main-thread part (tap's runner adds
+// it to the command line, which this cannot change; its module hooks are dropped by
+// test/helpers/tap-no-hooks.mjs, whose entry in NODE_OPTIONS is taken out here too).
+// test/platform/tap-children.test.ts checks both: the day a tap upgrade changes how processinfo
+// reaches children, it fails and says so.
 
 /** process-on-spawn keeps its listeners on a global, shared by every copy of the package. */
 const ON_SPAWN = Symbol.for('process-on-spawn@*:singletonId');

@@ -1,5 +1,7 @@
-// Preloaded into tap's runner and every test file's process through NODE_OPTIONS (package.json's test
-// scripts), so it runs before the `--import`s tap puts on the test's command line.
+// Preloaded into tap's runner and every test file's process through NODE_OPTIONS (scripts/tap.sh, which
+// package.json's test scripts run), so it runs before the `--import`s tap puts on the test's command
+// line. A relative path: tap starts test files in the project's folder, and test/helpers/tap-children.ts
+// takes it out of NODE_OPTIONS before a test starts anything of its own.
 //
 // On Node 22 two of those register module hooks with `module.register`, which starts a hooks thread
 // that every later import passes through: @tapjs/processinfo's (it records loaded files, for coverage

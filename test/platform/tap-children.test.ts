@@ -18,6 +18,7 @@ t.test('a child started with the environment inherited does not load processinfo
   const r = JSON.parse(execFileSync(process.execPath, ['-e', REPORT], { encoding: 'utf8' }));
   t.equal(r.processinfo, false, 'processinfo not loaded in the child');
   t.notMatch(r.nodeOptions ?? '', /@tapjs\/processinfo/, 'nor in its NODE_OPTIONS');
+  t.notMatch(r.nodeOptions ?? '', /tap-no-hooks/, 'nor scripts/tap.sh\'s preload (children start as in production)');
 });
 
 t.test('nor one started with an environment of its own, sync or async', async (t) => {

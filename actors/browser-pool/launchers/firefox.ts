@@ -1,11 +1,12 @@
 // Firefox ESR from Debian through puppeteer-core's WebDriver BiDi. BiDi has no per-page
 // prefers-color-scheme emulation (puppeteer's emulateMediaFeatures is CDP-only), so the scheme is
 // the content-override pref and the pool keeps one Firefox per scheme it has been asked for.
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from './puppeteer.ts';
 import { PAGE_HEAP_MB, jailed, type Launcher, type LaunchOptions } from './types.ts';
+import { profileCopy, profileTemplate } from './firefox-profile.ts';
 
 export const DEBIAN_FIREFOX = process.env.FIREFOX_PATH || '/usr/bin/firefox-esr';
 
@@ -95,15 +96,39 @@ export function firefox(configId = 'firefox'): Launcher {
     name: 'Firefox ESR',
     engine: 'gecko',
     schemePerBrowser: true,
-    launch: async (opts) => puppeteer.launch({
-      browser: 'firefox',
-      ...jailed(opts, firefoxExecutable()),
-      // in a namespace BiDi's WebSocket listens inside it: a port outside leads to the same port inside
-      ...(opts.jail ? { debuggingPort: await opts.jail.forwardInto() } : {}),
-      headless: true,
-      extraPrefsFirefox: firefoxPrefs(opts),
-      defaultViewport: null,
-      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
-    }),
+    launch: async (opts) => {
+      const start = async (userDataDir?: string) => puppeteer.launch({
+        browser: 'firefox',
+        ...jailed(opts, firefoxExecutable()),
+        // in a namespace BiDi's WebSocket listens inside it: a port outside leads to the same port inside
+        ...(opts.jail ? { debuggingPort: await opts.jail.forwardInto() } : {}),
+        headless: true,
+        extraPrefsFirefox: firefoxPrefs(opts),
+        defaultViewport: null,
+        handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
+        ...(userDataDir ? { userDataDir } : {}),
+      });
+      // a copy of the build's profile template (launchers/firefox-profile.ts; made with this same
+      // launch, in the same namespace and behind the same proxy); without one, a new profile
+      const template = await profileTemplate(DEBIAN_FIREFOX, start);
+      let copy: string | undefined;
+      try {
+        copy = template ? profileCopy(template) : undefined;
+      } catch {
+        copy = undefined;
+      }
+      if (!copy) return start();
+      const drop = () => rmSync(copy, { recursive: true, force: true });
+      try {
+        const browser = await start(copy);
+        const proc = browser.process();
+        if (!proc || proc.exitCode !== null || proc.signalCode !== null) drop();
+        else proc.once('exit', drop);
+        return browser;
+      } catch (e) {
+        drop();
+        throw e;
+      }
+    },
   };
 }

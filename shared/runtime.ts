@@ -151,3 +151,13 @@ export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutM
     }
   }
 }
+
+/** Whether a process with this pid exists (one of another user's counts: EPERM). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}

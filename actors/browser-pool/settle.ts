@@ -28,6 +28,16 @@ export const SETTLE = {
   stuckMs: 3_000,
 };
 
+/**
+ * Unanswered questions in a row (each `stuckMs`) before the settle's last check counts a main thread
+ * as stuck. One is not enough on a loaded machine: a phone page pushing history state every 5 ms,
+ * with other pages and browsers busy beside it, left one 3 s question unanswered and was failed as
+ * stuck (session 21, CI-like runs); a script that does not end leaves every one unanswered. The
+ * watch after the settle (watchMainThread) still fails at the first: a second question there
+ * would come after the capture has begun, whose own time is excused.
+ */
+export const UNANSWERED_TO_FAIL = 2;
+
 /** The settle rule's figures; a caller may open a page with other ones (a test proves "stops at
  *  the cap" with shorter caps). */
 export type Settle = { readonly [K in keyof typeof SETTLE]: number };
@@ -396,7 +406,9 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   // and would hold the capture (which needs the main thread) until the page's timeout: the page's
   // own address is asked for here, within the stuck limit.
   step('the main thread\'s answer');
-  const href = await watch.race(within(page.evaluate(() => location.href).catch(() => page.url()), Math.min(S.stuckMs, left()), null));
+  const askHref = () => within(page.evaluate(() => location.href).catch(() => page.url()), Math.min(S.stuckMs, left()), null);
+  let href: string | null = null;
+  for (let i = 0; i < UNANSWERED_TO_FAIL && href === null; i++) href = await watch.race(askHref());
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
   watch.finalUrl = href;
   // a meta refresh of 0 s or an early script redirect can move on before the loop above takes its

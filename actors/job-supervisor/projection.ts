@@ -14,6 +14,7 @@ import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
 import type { Logger } from '../../shared/log.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
+import { processAlive } from '../../shared/runtime.ts';
 import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
@@ -60,18 +61,10 @@ function claimSlot(dir: string): string {
     if (held.has(file)) continue;
     const pidFile = `${file}.pid`;
     const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
-    if (pid && pid !== process.pid && alive(pid)) continue;
+    if (pid && pid !== process.pid && processAlive(pid)) continue;
     writeFileSync(pidFile, String(process.pid));
     held.add(file);
     return file;
-  }
-}
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -15,6 +15,7 @@ import { cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Browser } from 'puppeteer-core';
+import { processAlive } from '../../../shared/runtime.ts';
 
 /** Left out of the template: per-launch preferences, locks, session, caches, crash and usage data. */
 const NOT_IN_TEMPLATE = ['prefs.js', 'prefs.js.puppeteer', 'user.js', 'user.js.puppeteer', 'lock', '.parentlock', 'sessionstore.jsonlz4',
@@ -116,7 +117,7 @@ export function removeLeftCopies(now = Date.now()): number {
       let gone: boolean;
       try {
         const pid = Number(/\+(\d+)$/.exec(readlinkSync(join(dir, 'lock')))?.[1]);
-        gone = !pid || !alive(pid);
+        gone = !pid || !processAlive(pid);
       } catch {
         gone = now - st.mtimeMs > 10 * 60_000; // no lock: a Firefox that never started, or one starting now
       }
@@ -129,14 +130,6 @@ export function removeLeftCopies(now = Date.now()): number {
   return removed;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 let swept = false;
 

@@ -63,7 +63,7 @@ export const HOSTILE_PAGES: Record<string, string> = {
   '/popup-alert': doc('<p>popup</p>', 'rgb(255,0,0)', `<script>alert('from the popup')</script>`),
   '/idle/longpoll': doc('<p>long poll</p>', 'rgb(0,128,128)', `<script>fetch('/hang').catch(() => {})</script>`),
   '/idle/ws': doc('<p>web socket</p>', 'rgb(0,128,128)', `<script>window.sock = new WebSocket('ws://' + location.host + '/ws')</script>`),
-  '/idle/fetchloop': doc('<p>fetch loop</p>', 'rgb(0,128,128)', `<script>const tick = () => fetch('/tick?' + Math.random()).catch(() => {}).finally(() => setTimeout(tick, 100)); tick();</script>`),
+  '/idle/fetchloop': doc('<p>fetch loop</p>', 'rgb(0,128,128)', `<script>const tick = () => fetch('/tick?' + Math.random()).catch(() => {}).finally(() => setTimeout(tick, 20)); tick();</script>`),
   '/idle/video': doc('<video autoplay muted loop src="/drip?type=video/webm" width="320" height="200"></video>', 'rgb(0,128,128)'),
   // a frame that never finishes: the load event never fires
   '/idle/frame': doc('<p>endless frame</p><iframe src="/drip?type=text/html" width="100" height="100"></iframe>', 'rgb(0,128,128)'),

@@ -3,7 +3,7 @@
 import type { Page } from 'puppeteer-core';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
-import { navigationFailure, openPage, PageWatch } from './settle.ts';
+import { navigationFailure, openPage, PageWatch, type Settle } from './settle.ts';
 import { PageTimeout, type ManagedBrowser, type PageHooks, type Slots } from './pool.ts';
 import type { Stores } from './store.ts';
 
@@ -31,14 +31,15 @@ function checkUrl(url: unknown): string {
 }
 
 /** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
-async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: PageHooks) {
+async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: PageHooks, settle?: Settle) {
   const watch = new PageWatch(page);
-  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext, step: ahead?.step });
+  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext, step: ahead?.step, settle });
   return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
-export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean }) {
-  const { browser, slots, stores, pageTimeoutMs, blockedSince } = deps;
+/** `settle`: the settle rule's limits (`SETTLE` unless given). */
+export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean; settle?: Settle }) {
+  const { browser, slots, stores, pageTimeoutMs, blockedSince, settle } = deps;
   const run = async <T>(fn: (page: Page, ahead: PageHooks) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
@@ -60,7 +61,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
       const pdf = await run(async (page, ahead) => {
-        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
+        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead, settle);
         ahead.step('the PDF');
         await page.emulateMediaType('print');
         return Buffer.from(await watch.ownCapture(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
@@ -71,7 +72,7 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
       return run(async (page, ahead) => {
-        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead);
+        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead, settle);
         ahead.step('the rendered HTML');
         return { html: await watch.ownCapture(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
       });

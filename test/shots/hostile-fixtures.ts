@@ -77,6 +77,9 @@ export const HOSTILE_PAGES: Record<string, string> = {
   // 60 history changes at once: past Firefox's limit (50 in 10 s, launchers/firefox.ts) the calls throw
   // and the page turns red; under Chromium's (200) it stays green
   '/pushstate-burst': doc('<p>burst</p>', 'rgb(0,160,0)', `<script>try { for (let i = 0; i < 60; i++) history.pushState({ i }, '', '/pushstate-burst?i=' + i) } catch (e) { document.head.insertAdjacentHTML('beforeend', '<style>html,body{background:' + (e.name === 'SecurityError' ? 'rgb(200,0,0)' : 'rgb(0,0,200)') + '}</style>') }</script>`),
+  // 300 history changes at once: Firefox throws past 50 (red); Chromium ignores past 200 while its
+  // flooding protection is on (green: the address stopped at i=199); without it all 300 land (blue)
+  '/pushstate-flood': doc('<p>flood</p>', 'rgb(255,255,255)', `<script>let bg = 'rgb(0,0,200)'; try { for (let i = 0; i < 300; i++) history.pushState({ i }, '', '/pushstate-flood?i=' + i); if (new URLSearchParams(location.search).get('i') !== '299') bg = 'rgb(0,160,0)' } catch (e) { bg = e.name === 'SecurityError' ? 'rgb(200,0,0)' : 'rgb(90,90,90)' } document.head.insertAdjacentHTML('beforeend', '<style>html,body{background:' + bg + '}</style>')</script>`),
   '/pushstate': doc('<p>push state</p>', 'rgb(0,128,128)', `<script>let n = 0; setInterval(() => history.pushState({ n }, '', '/pushstate?n=' + n++), 5)</script>`),
   '/very-tall': doc(stripes, 'rgb(255,255,255)'),
   '/late-font': doc('<p id="t" style="font-family:Late;font-size:160px;line-height:1;margin:0">MMMM</p>', 'rgb(255,255,255)',

@@ -9,11 +9,16 @@ import { testBrowser } from './browsers.ts';
 import { renderEndpoints } from '../../actors/browser-pool/render.ts';
 import { Slots } from '../../actors/browser-pool/pool.ts';
 import { Stores } from '../../actors/browser-pool/store.ts';
+import { SETTLE } from '../../actors/browser-pool/settle.ts';
 import { OBJECT_STORES } from '../../shared/names.ts';
 
 const PAGE_TIMEOUT_MS = 90000;
-// rows enough that printing holds the main thread well past the 3 s the heartbeat waits for an answer
-const ROWS = 14000;
+// The heartbeat's wait for an answer, 3 s in production, is 1 s here: 5,000 rows hold the main
+// thread several times that while they print (the test fails when the watch counts the print as a
+// stuck page), and the file takes 10-15 s where 14,000 rows past 3 s took 75-100 s under the
+// suite's load, once more than the page timeout (CI, session 21).
+const SETTLE_HERE = { ...SETTLE, stuckMs: 1000 };
+const ROWS = 5000;
 
 t.test('pdf of a long document: printed, not failed as a stuck page', async (t) => {
   const tn = await startTestNats(t);
@@ -25,12 +30,12 @@ t.test('pdf of a long document: printed, not failed as a stuck page', async (t) 
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
 
   const b = await testBrowser(t, 'chromium', { timeoutMs: PAGE_TIMEOUT_MS });
-  const render = renderEndpoints({ browser: b.managed(), slots: new Slots(1), stores: new Stores(tn.nc), pageTimeoutMs: PAGE_TIMEOUT_MS });
+  const render = renderEndpoints({ browser: b.managed(), slots: new Slots(1), stores: new Stores(tn.nc), pageTimeoutMs: PAGE_TIMEOUT_MS, settle: SETTLE_HERE });
   const reply = await render.renderPdf({ url, store: OBJECT_STORES.results, objectName: 'long/pdf' }).catch((e: Error) => e);
   t.notOk(reply instanceof Error, reply instanceof Error ? reply.message : 'printed');
   if (reply instanceof Error) return;
   const stored = await (await new Objm(tn.nc).open(OBJECT_STORES.results)).getBlob('long/pdf');
   t.equal(Buffer.from(stored!).subarray(0, 5).toString(), '%PDF-');
   t.equal(stored!.length, reply.bytes);
-  t.ok(reply.bytes > 1_000_000, `a long PDF (${reply.bytes} bytes)`);
+  t.ok(reply.bytes > 500_000, `a long PDF (${reply.bytes} bytes)`);
 });

@@ -19,9 +19,10 @@ interface SparticuzModule {
  * Their recommended flags minus the ones that are wrong here: `--single-process` crashes on the
  * first new browser context (it is for AWS Lambda's prctl limits), `--disable-web-security` and
  * `--allow-running-insecure-content` would switch off the same-origin policy, the SwiftShader GL
- * flags are replaced by `--disable-gpu`, and headless mode is set by puppeteer.
+ * flags are replaced by `--disable-gpu`, headless mode is set by puppeteer, and Chromium's limit on
+ * history floods stays on (`CHROMIUM_IGNORED_DEFAULTS`).
  */
-const DROPPED = ['--single-process', '--disable-web-security', '--allow-running-insecure-content', '--headless', '--use-gl', '--use-angle', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--in-process-gpu', '--enable-features=SharedArrayBuffer'];
+const DROPPED = ['--single-process', '--disable-ipc-flooding-protection', '--disable-web-security', '--allow-running-insecure-content', '--headless', '--use-gl', '--use-angle', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--in-process-gpu', '--enable-features=SharedArrayBuffer'];
 export const sparticuzFlags = (args: string[]) => args.filter((a) => !DROPPED.some((d) => a === d || a.startsWith(`${d}=`)));
 
 /**

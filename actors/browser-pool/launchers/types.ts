@@ -107,7 +107,14 @@ export const CHROMIUM_BASE_FLAGS = [
   '--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup',
 ];
 
-export const CHROMIUM_IGNORED_DEFAULTS = ['--disable-popup-blocking'];
+/**
+ * Puppeteer's default flags we do not take. `--disable-popup-blocking`: pages may not open windows.
+ * `--disable-ipc-flooding-protection`: without Chromium's own limit (200 history changes or
+ * renderer-started navigations in 10 s, the rest ignored) a page calling `pushState` every 5 ms
+ * kept the browser process so busy that a question to the page took 2.8 s on a quiet machine
+ * and more than the 3 s stuck limit under load (the phone's `/pushstate` failures, session 22).
+ */
+export const CHROMIUM_IGNORED_DEFAULTS = ['--disable-popup-blocking', '--disable-ipc-flooding-protection'];
 
 /** V8's old-space limit of every renderer of this launch: a page past it ends its renderer. */
 export function chromiumHeapFlag(opts: LaunchOptions): string {

@@ -7,6 +7,7 @@ import type { CDPSession, HTTPRequest, HTTPResponse, Page, Target } from 'puppet
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { within } from '../../shared/runtime.ts';
 import type { PhaseTimes } from './pool.ts';
+import { quietEval } from './quiet-eval.ts';
 
 /** The settle rule (docs/shots.md, "When a page counts as loaded"). */
 export const SETTLE = {
@@ -215,7 +216,7 @@ export class PageWatch {
         if (page.isClosed() || this.failure) return;
         const asked = Date.now();
         // closed, its browser gone, or moving on: watched no more
-        const answer = await within(page.evaluate(() => 1).then(() => 'yes' as const, () => 'gone' as const), stuckMs, 'none' as const);
+        const answer = await within(quietEval(page, '1').then(() => 'yes' as const, () => 'gone' as const), stuckMs, 'none' as const);
         if (answer === 'gone') return;
         // our own work (a long document's print layout held it 20 s) is not a script that does not
         // end, when it had begun before the question: one begun after it found the thread stuck
@@ -289,7 +290,7 @@ const WAIT_LOAD = `(async (loadCap, fontsCap) => {
 async function otherDocumentParsed(page: Page, origin: number, ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    const now = await within((page.evaluate('[performance.timeOrigin, document.readyState]') as Promise<[number, string]>).catch(() => null), 1000, null);
+    const now = await within(quietEval<[number, string]>(page, '[performance.timeOrigin, document.readyState]').catch(() => null), 1000, null);
     if (now && now[0] !== origin && now[1] !== 'loading') return true;
     await sleep(100);
   }
@@ -297,11 +298,11 @@ async function otherDocumentParsed(page: Page, origin: number, ms: number): Prom
 }
 
 async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Promise<LoadState> {
-  return page.evaluate(`${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`) as Promise<LoadState>;
+  return quietEval<LoadState>(page, `${WAIT_LOAD}(${Math.round(loadCapMs)}, ${Math.round(fontsCapMs)})`);
 }
 
 /** The page's document went away under a script of ours: it navigated by itself. */
-const MOVED = /context was destroyed|navigat|detached|Cannot find context|No realm|DiscardedBrowsingContext|no such frame/i;
+const MOVED = /context was destroyed|navigat|detached|Cannot find context|Cannot find default execution context|No realm|DiscardedBrowsingContext|no such frame/i;
 
 /**
  * Puppeteer's `domcontentloaded` over CDP also waits for every child frame's, so a frame that
@@ -313,7 +314,7 @@ async function mainDocumentParsed(page: Page, watch: PageWatch, done: () => bool
     await sleep(250);
     if (done()) return new Promise<never>(() => {});
     if (!watch.mainResponse) continue;
-    const state = await within(page.evaluate(() => (location.href === 'about:blank' ? 'loading' : document.readyState)).catch(() => 'loading'), 1000, 'loading');
+    const state = await within(quietEval<string>(page, `location.href === 'about:blank' ? 'loading' : document.readyState`).catch(() => 'loading'), 1000, 'loading');
     if (state !== 'loading' && !done()) return watch.mainResponse;
   }
 }
@@ -406,7 +407,7 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   // and would hold the capture (which needs the main thread) until the page's timeout: the page's
   // own address is asked for here, within the stuck limit.
   step('the main thread\'s answer');
-  const askHref = () => within(page.evaluate(() => location.href).catch(() => page.url()), Math.min(S.stuckMs, left()), null);
+  const askHref = () => within(quietEval<string>(page, 'location.href').catch(() => page.url()), Math.min(S.stuckMs, left()), null);
   let href: string | null = null;
   for (let i = 0; i < UNANSWERED_TO_FAIL && href === null; i++) href = await watch.race(askHref());
   if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');

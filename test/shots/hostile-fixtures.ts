@@ -59,6 +59,9 @@ export const HOSTILE_PAGES: Record<string, string> = {
       document.documentElement.style.background = document.body.style.background = 'rgb(0,160,0)';
     }));
   </script>`),
+  // red once the page has had a user gesture (navigator.userActivation), green while it has not:
+  // our questions to the page must not count as the user's (quiet-eval.ts)
+  '/activation': doc('<p>activation</p>', 'rgb(0,160,0)', `<script>const paint = () => { if (navigator.userActivation.hasBeenActive) document.head.insertAdjacentHTML('beforeend', '<style>html,body{background:rgb(200,0,0)!important}</style>'); else setTimeout(paint, 5) }; paint()</script>`),
   '/popup-target': doc('<p>popup</p>', 'rgb(255,0,0)'),
   '/popup-alert': doc('<p>popup</p>', 'rgb(255,0,0)', `<script>alert('from the popup')</script>`),
   '/idle/longpoll': doc('<p>long poll</p>', 'rgb(0,128,128)', `<script>fetch('/hang').catch(() => {})</script>`),

@@ -18,6 +18,12 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     t.equal(new URL(shot.extra.finalUrl!).pathname, '/popup');
     // the popup's alert would block an opened window; blocked or closed, it never held the shot
     t.notOk(shot.extra.dialogs?.length, 'no dialog from a popup');
+    if (id !== 'firefox') {
+      // the settle's questions to the page are no user gesture (quiet-eval.ts; puppeteer's evaluate
+      // over WebDriver BiDi still is one, so Firefox is not asked this)
+      const quiet = await b.shoot(fx.url('/activation'), { viewport: { w: 400, h: 400 } });
+      t.same(await pixel(quiet.png, 5, 390), [0, 160, 0], 'the page was never activated by our questions');
+    }
   });
 
   t.test(`${id}: a download or a type a browser does not show fails as render_failed at once`, async (t) => {

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, syml
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firefox, DEBIAN_FIREFOX } from '../../actors/browser-pool/launchers/firefox.ts';
-import { firefoxBuildId, removeLeftCopies, templateDir, trustedTemplate } from '../../actors/browser-pool/launchers/firefox-profile.ts';
+import { firefoxBuildId, profileCopy, removeLeftCopies, templateDir, trustedTemplate } from '../../actors/browser-pool/launchers/firefox-profile.ts';
 
 const own = mkdtempSync(join(tmpdir(), 'payloads-ffprofile-test-'));
 process.env.TMPDIR = own; // os.tmpdir() reads it at each call
@@ -40,6 +40,12 @@ t.test('the first launch makes the template; every launch runs on a copy removed
   await b1.close();
   await exited(p1);
   t.notOk(existsSync(copy1), 'the copy is removed once that Firefox exited');
+  // every launch takes its copy from profileCopy (launchers/firefox.ts): two copies are two folders,
+  // each with the template's files (without a second Firefox launch, ~5 s of CPU)
+  const [c2, c3] = [profileCopy(dir), profileCopy(dir)];
+  t.teardown(() => { for (const c of [c2, c3]) rmSync(c, { recursive: true, force: true }); });
+  t.ok(c2 !== c3 && c2 !== copy1 && c3 !== copy1, 'the next launch gets a copy of its own');
+  t.same(readdirSync(c2).sort(), [...inTemplate].sort(), 'a copy holds what the template holds');
   t.equal(readdirSync(own).filter((n) => n.startsWith('payloads-firefox-profile-new-')).length, 0, 'no half-made template left');
 });
 

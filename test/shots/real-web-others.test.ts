@@ -79,8 +79,8 @@ for (const id of MAJORS) {
       t.same(await pixel(popup.png, 5, 300), [0, 0, 160], 'the opener captured');
       t.notOk(popup.extra.dialogs?.length, 'no dialog from a popup');
     }
-    // our questions during the settle (readyState, the load, the address) are no user gesture:
-    // one that was let this page's window.open past the phone's popup blocker now and then
+    // our questions during the settle (readyState, the load, the address) are no user gesture: when
+    // they were, one now and then let this page's window.open past the phone's popup blocker
     const quiet = await b.shoot(fx.url('/activation'), { viewport: { w: 400, h: 400 } });
     t.same(await pixel(quiet.png, 5, 300), [0, 160, 0], 'the page was never activated by our questions');
     // the fixture server is the file's: a popup fetched by any major fails here

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { startFixtures, pixel } from './fixtures.ts';
-import { testBrowser, timed } from './browsers.ts';
+import { testBrowser } from './browsers.ts';
 import { stripeColour } from './hostile-fixtures.ts';
 import { FULL_PAGE_MAX_DEVICE_PX } from '../../actors/browser-pool/capture.ts';
 import { launcherFor } from '../../actors/browser-pool/launchers/registry.ts';
@@ -12,11 +12,11 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
   t.test(`${id}: a 30 000 px page with fullPage is cut at the documented height, painted to the end`, async (t) => {
     const fx = await startFixtures(t);
     const dpr = launcherFor(id).mobile?.deviceScaleFactor ?? 1;
-    // the page timeout is 60 s here (a 16384 px PNG is slow to encode on a loaded machine); the
-    // bound is generous and still well short of it
+    // the page timeout is 60 s here (a 16384 px PNG is slow to encode on a loaded machine); how long
+    // the shot takes is bench/'s question, not this test's
     const b = await testBrowser(t, id, { timeoutMs: 60000 });
-    const [shot, ms] = await timed(() => b.shoot(fx.url('/very-tall'), { viewport: { w: 400, h: 700 }, options: { fullPage: true } }));
-    t.ok(ms < 45000, `took ${ms} ms`);
+    const shot = await b.shoot(fx.url('/very-tall'), { viewport: { w: 400, h: 700 }, options: { fullPage: true } });
+    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, 'the load event ended the wait, no cap');
     t.equal(shot.extra.heightCapped, true);
     t.equal(shot.height, Math.round(Math.floor(FULL_PAGE_MAX_DEVICE_PX / dpr) * dpr), 'cut at the cap');
     t.ok(shot.height <= FULL_PAGE_MAX_DEVICE_PX);

@@ -43,7 +43,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const orphans = startOrphanSweep({ ledger, projection, jobs, graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobRecordKeptMs(config), log });
   started.push(() => orphans.stop());
 
-  const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, log });
+  const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, sweep: config.wallet.lightning.reconcileSweep, log });
   started.push(() => reconciler.stop());
 
   const service = await step('wallet service', () => addService(nc, {

@@ -41,6 +41,13 @@ export function bonusFor(cents: number, tiers: { minEur: number; percent: number
 
 interface Watched { paymentHash: string; nextCheck: number; delay: number }
 
+/**
+ * A top-up document final and unchanged for this long is taken as reconciled when a new projection
+ * file reads every top-up again (the periodic reconciliation runs every 10 minutes by default, so a
+ * day is many runs; docs/decisions.md "Reconciliation").
+ */
+export const RECONCILED_AFTER_MS = 24 * 3600_000;
+
 export class Topups {
   private nc: NatsConnection;
   private config: Config;
@@ -50,6 +57,8 @@ export class Topups {
   private js: JetStreamClient;
   backend!: InvoiceBackend;
   private rates!: RateProvider;
+  /** What the watch has seen, kept in the projection's file; also the reconciliation's work list. */
+  kept!: KeptTopups;
   private pending = new Map<string, Watched>();
   private byHash = new Map<string, string>();
   private checking = new Map<string, Promise<void>>();
@@ -80,20 +89,24 @@ export class Topups {
     // Pending top-ups left by anybody, then every change. What the last run saw is kept in the
     // projection's file (topups-kept.ts): the watch resumes after it, so a start does not read every
     // top-up document ever made; a new or untrusted file reads every current value once.
-    const kept = new KeptTopups(this.ledger.projection.database);
+    const kept = this.kept = new KeptTopups(this.ledger.projection.database);
     const info = (await this.kv.status()).streamInfo;
     const resume = kept.resume({ stream: info.config.name, created: info.created, lastSeq: info.state.last_seq });
     for (const p of resume?.pending ?? []) this.track(p);
     this.resumedFrom = resume?.revision ?? 0;
     this.watch = await this.kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {});
+    // Every change goes on the reconciliation's work list, except, when a new file reads every
+    // current value, the documents that were final and unchanged for RECONCILED_AFTER_MS: earlier
+    // reconciliations have looked at those, and the audit's full reconciliation still does.
+    const oldFinal = (r: TopupRecord, update: boolean) => !resume && !update && r.status !== 'pending' && r.updatedAt < Date.now() - RECONCILED_AFTER_MS;
     void (async () => {
       for await (const e of this.watch!) {
         this.watched++;
-        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); kept.seen(e.revision, e.key, null); continue; }
+        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); kept.seen(e.revision, e.key, null, false); continue; }
         const r = e.json<TopupRecord>();
         if (r.status === 'pending') this.track(r);
         else this.forget(r.id);
-        kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null);
+        kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null, !oldFinal(r, e.isUpdate));
       }
     })().catch((e) => { if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended'); });
     this.timer = setInterval(() => this.tick(), Math.min(this.config.wallet.lightning.pollMs, 1000));
@@ -134,6 +147,11 @@ export class Topups {
       w.nextCheck = now + w.delay;
       void this.check(id);
     }
+  }
+
+  /** A top-up's document as it is now, or null (never made, or deleted). */
+  async record(id: string): Promise<TopupRecord | null> {
+    return (await this.read(id))?.rec ?? null;
   }
 
   private async read(id: string): Promise<{ rec: TopupRecord; revision: number } | null> {

@@ -12,7 +12,8 @@ export const WalletConfig = T.Object({
     pollMs: T.Integer({ minimum: 100, default: 2000, description: 'First poll interval for pending invoices (backs off).' }),
     maxPollMs: T.Integer({ minimum: 100, default: 60000, description: 'Longest poll interval for pending invoices.' }),
     timeoutMs: T.Integer({ minimum: 100, default: 15000, description: 'Timeout of one request to the backend.' }),
-    reconcileSeconds: T.Integer({ minimum: 1, default: 600, description: 'How often the wallet compares every invoice the node reports paid with the ledger and credits a paid top-up the ledger lost (also `npm run admin -- audit`).' }),
+    reconcileSeconds: T.Integer({ minimum: 1, default: 600, description: 'How often each wallet asks the node about the top-ups made or changed since its last runs (and a slice of the older ones, reconcileSweep), credits a paid top-up the ledger lost and reports a credit without a paid invoice. `npm run admin -- audit` compares every invoice the node reports paid.' }),
+    reconcileSweep: T.Integer({ minimum: 0, default: 500, description: 'Older top-ups each periodic reconciliation asks the node about, in a rolling pass over all of them (0: the audit alone looks at the history).' }),
     devNetwork: T.Union([T.Literal('bcrt'), T.Literal('tb'), T.Literal('bc')], { default: 'bcrt', description: 'dev: network prefix of its invoices (regtest by default, so no real wallet pays one by mistake).' }),
   }, { default: {} }),
   rate: T.Object({

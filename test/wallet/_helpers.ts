@@ -6,6 +6,9 @@ import { testLog, type TestNats } from '../helpers/nats.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { newId } from '../../shared/ids.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
+import { Ledger } from '../../actors/wallet/ledger.ts';
+import { Projection } from '../../actors/wallet/projection.ts';
+import { Topups } from '../../actors/wallet/topups.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
@@ -20,6 +23,24 @@ export async function startWallet(t: Tap, tn: TestNats, opts: { nc?: NatsConnect
   };
   t.teardown(stop);
   return { nc, stop };
+}
+
+/** The wallet's ledger and top-ups without its service, on a projection file in `dir` (kept across opens). */
+export async function openTopups(tn: TestNats, dir: string) {
+  const projection = new Projection(dir);
+  const ledger = new Ledger(tn.nc, projection, testLog());
+  await ledger.start();
+  const topups = new Topups({ nc: tn.nc, config: tn.config, log: testLog(), ledger });
+  await topups.start();
+  return {
+    topups,
+    ledger,
+    async stop() {
+      await topups.stop();
+      await ledger.stop();
+      projection.close();
+    },
+  };
 }
 
 export const walletId = () => newId('w');

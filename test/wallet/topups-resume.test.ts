@@ -1,27 +1,8 @@
 // Top-ups at start (issue 26): the watch resumes after the `topups` revision the last run saw, kept
 // in the projection's file with the pending top-ups, instead of reading every top-up ever made.
 import t from 'tap';
-import { startTestNats, tempDir, testLog, type TestNats } from '../helpers/nats.ts';
-import { Ledger } from '../../actors/wallet/ledger.ts';
-import { Projection } from '../../actors/wallet/projection.ts';
-import { Topups } from '../../actors/wallet/topups.ts';
-import { walletId } from './_helpers.ts';
-
-async function open(tn: TestNats, dir: string) {
-  const projection = new Projection(dir);
-  const ledger = new Ledger(tn.nc, projection, testLog());
-  await ledger.start();
-  const topups = new Topups({ nc: tn.nc, config: tn.config, log: testLog(), ledger });
-  await topups.start();
-  return {
-    topups,
-    async stop() {
-      await topups.stop();
-      await ledger.stop();
-      projection.close();
-    },
-  };
-}
+import { startTestNats, tempDir } from '../helpers/nats.ts';
+import { openTopups as open, walletId } from './_helpers.ts';
 
 const until = async (f: () => boolean) => {
   for (let i = 0; i < 200 && !f(); i++) await new Promise((r) => setTimeout(r, 50));

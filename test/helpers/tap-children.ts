@@ -28,8 +28,3 @@ function withoutProcessinfo(nodeOptions: string | undefined): string | undefined
 const cleaned = withoutProcessinfo(process.env.NODE_OPTIONS);
 if (cleaned === undefined) delete process.env.NODE_OPTIONS;
 else process.env.NODE_OPTIONS = cleaned;
-
-// Browser files wait here for one of the tap run's browser slots (test/helpers/browser-slots.ts):
-// four files at a time, three of them browser files at most.
-import { BROWSER_FILES_AT_ONCE, isBrowserFile, slotDir, takeSlot } from './browser-slots.ts';
-if (isBrowserFile(process.argv[1])) await takeSlot(slotDir(), BROWSER_FILES_AT_ONCE);

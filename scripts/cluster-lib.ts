@@ -8,6 +8,9 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startNatsServer, type NatsServerHandle } from '../shared/nats/server.ts';
+import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
+import { dropEphemeralConsumers } from '../shared/nats/ephemeral.ts';
+import { within } from '../shared/runtime.ts';
 import { rotatingFile } from '../shared/log.ts';
 import { ROOT } from '../shared/config/index.ts';
 import { waitForJetStream, waitForPlacement } from './cluster-ready.ts';
@@ -65,7 +68,33 @@ export async function stopEverything(graceMs = 10000, natsGraceMs = graceMs): Pr
     clearTimeout(t);
   }));
   await stopAll(kids.filter((c) => !nats.includes(c)), graceMs);
+  // every actor is gone: what their watches and ordered reads left would be restored at the next start
+  if (systemUrl && nats.some((c) => c.exitCode === null && c.signalCode === null)) {
+    const dropped = await dropLeftConsumers(systemUrl, DROP_CONSUMERS_MS);
+    if (dropped === null) console.error(`[cluster] the actors' ephemeral consumers were not all dropped within ${DROP_CONSUMERS_MS / 1000} s; the nodes stop anyway`);
+  }
   await stopAll(nats, natsGraceMs);
+}
+
+/** The cluster of the system started here (startSystem): its actors' ephemeral consumers are dropped at stop. */
+let systemUrl: string | undefined;
+/** Bound of that clean-up (the launcher's hard stop allows the nodes' grace after it). */
+const DROP_CONSUMERS_MS = 3000;
+
+/** dropEphemeralConsumers over a connection of its own, given up (and the connection closed) after `ms`: the count, or null. */
+async function dropLeftConsumers(url: string, ms: number): Promise<number | null> {
+  let nc: NatsConnection | undefined;
+  let late = false;
+  const work = (async () => {
+    const c = await connectNats(url, 'cluster-launcher-stop');
+    if (late) { await c.close().catch(() => {}); return null; }
+    nc = c;
+    return dropEphemeralConsumers(c);
+  })();
+  const dropped = await within(work.catch(() => null), ms, null);
+  late = true;
+  await nc?.close().catch(() => {});
+  return dropped;
 }
 
 /** Preloaded into every actor process: when the launcher's IPC channel closes (it died), stop cleanly. */
@@ -380,6 +409,7 @@ export async function startSystem(o: SystemOptions): Promise<System> {
     writeFileSync(configFile, JSON.stringify(o.config, null, 2));
   }
   const cluster = await startNatsCluster(o);
+  systemUrl = cluster.url;
   const procs: ActorProcess[] = [];
   const spawnOpts: SpawnOptions = { ...o, natsUrl: cluster.url, dataDir: o.dataDir, ...(configFile ? { configFile } : {}) };
   const sys: System = {
@@ -393,6 +423,7 @@ export async function startSystem(o: SystemOptions): Promise<System> {
     },
     async stop() {
       await Promise.all(procs.map((p) => p.stop()));
+      await dropLeftConsumers(cluster.url, DROP_CONSUMERS_MS);
       await cluster.stop();
     },
   };

@@ -86,9 +86,12 @@ export async function reconcileRecent(o: { nc: NatsConnection; ledger: Ledger; t
     if (await checkTopup(id, { ledger, topups, backend, log }, report) !== 'open') kept.reconciled(id);
   }
   const onList = new Set(listed);
-  for (const id of await sweepSlice(o.nc, kept, o.sweep)) {
+  const slice = await sweepSlice(o.nc, kept, o.sweep);
+  for (const id of slice.ids) {
     if (!onList.has(id)) await checkTopup(id, { ledger, topups, backend, log }, report);
   }
+  // moved on only once the slice is done: a run that failed half-way does its slice again
+  kept.sweep(slice.next);
   if (report.unpaidCredits.length) log.error({ unpaidCredits: report.unpaidCredits.slice(0, 20), count: report.unpaidCredits.length }, 'reconcile: credits whose invoice the node does not list as paid');
   return report;
 }
@@ -135,15 +138,16 @@ async function checkTopup(id: string, o: { ledger: Ledger; topups: Topups; backe
 
 /**
  * The next `n` top-up ids of the `topups` stream from the kept position (leader gets, no consumer:
- * see `reconcile`), and the position moved on; past the stream's end it starts again from the first.
+ * see `reconcile`), and the position to keep after them (0: past the stream's end, start again from
+ * the first).
  */
-async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): Promise<string[]> {
-  if (n <= 0) return [];
+async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): Promise<{ ids: string[]; next: number }> {
+  if (n <= 0) return { ids: [], next: kept.sweptTo() };
   const stream = `KV_${BUCKETS.topups}`;
   const prefix = `$KV.${BUCKETS.topups}.`;
   const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS, checkAPI: false });
   const { state } = await jsm.streams.info(stream);
-  if (!state.messages) return [];
+  if (!state.messages) return { ids: [], next: 0 };
   let seq = Math.max(kept.sweptTo() + 1, state.first_seq);
   if (seq > state.last_seq) seq = state.first_seq;
   const ids = new Set<string>();
@@ -155,8 +159,7 @@ async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): 
     if (m.seq > state.last_seq) break;
     if (!m.header?.get('KV-Operation') && m.data.length) ids.add(m.subject.slice(prefix.length));
   }
-  kept.sweep(seq > state.last_seq ? 0 : seq - 1);
-  return [...ids];
+  return { ids: [...ids], next: seq > state.last_seq ? 0 : seq - 1 };
 }
 
 /**

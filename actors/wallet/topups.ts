@@ -44,7 +44,7 @@ interface Watched { paymentHash: string; nextCheck: number; delay: number }
 /**
  * A top-up document final and unchanged for this long is taken as reconciled when a new projection
  * file reads every top-up again (the periodic reconciliation runs every 10 minutes by default, so a
- * day is many runs; docs/decisions.md "Reconciliation").
+ * day is many runs; docs/reliability.md "Lightning reconciliation"; the rolling pass reaches the rest).
  */
 export const RECONCILED_AFTER_MS = 24 * 3600_000;
 

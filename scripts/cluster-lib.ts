@@ -69,15 +69,18 @@ export async function stopEverything(graceMs = 10000, natsGraceMs = graceMs): Pr
   }));
   await stopAll(kids.filter((c) => !nats.includes(c)), graceMs);
   // every actor is gone: what their watches and ordered reads left would be restored at the next start
-  if (systemUrl && nats.some((c) => c.exitCode === null && c.signalCode === null)) {
-    const dropped = await dropLeftConsumers(systemUrl, DROP_CONSUMERS_MS);
-    if (dropped === null) console.error(`[cluster] the actors' ephemeral consumers were not all dropped within ${DROP_CONSUMERS_MS / 1000} s; the nodes stop anyway`);
+  if (nats.some((c) => c.exitCode === null && c.signalCode === null)) {
+    for (const url of systemUrls) {
+      const dropped = await dropLeftConsumers(url, DROP_CONSUMERS_MS);
+      if (dropped === null) console.error(`[cluster] the actors' ephemeral consumers were not all dropped within ${DROP_CONSUMERS_MS / 1000} s; the nodes stop anyway`);
+    }
   }
+  systemUrls.clear();
   await stopAll(nats, natsGraceMs);
 }
 
-/** The cluster of the system started here (startSystem): its actors' ephemeral consumers are dropped at stop. */
-let systemUrl: string | undefined;
+/** The clusters of the systems started here and not stopped yet (startSystem): their actors' ephemeral consumers are dropped at stop. */
+const systemUrls = new Set<string>();
 /** Bound of that clean-up (the launcher's hard stop allows the nodes' grace after it). */
 const DROP_CONSUMERS_MS = 3000;
 
@@ -409,7 +412,7 @@ export async function startSystem(o: SystemOptions): Promise<System> {
     writeFileSync(configFile, JSON.stringify(o.config, null, 2));
   }
   const cluster = await startNatsCluster(o);
-  systemUrl = cluster.url;
+  systemUrls.add(cluster.url);
   const procs: ActorProcess[] = [];
   const spawnOpts: SpawnOptions = { ...o, natsUrl: cluster.url, dataDir: o.dataDir, ...(configFile ? { configFile } : {}) };
   const sys: System = {
@@ -424,6 +427,7 @@ export async function startSystem(o: SystemOptions): Promise<System> {
     async stop() {
       await Promise.all(procs.map((p) => p.stop()));
       await dropLeftConsumers(cluster.url, DROP_CONSUMERS_MS);
+      systemUrls.delete(cluster.url);
       await cluster.stop();
     },
   };

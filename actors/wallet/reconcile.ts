@@ -29,7 +29,7 @@ import type { Topups } from './topups.ts';
 import { creditTopup } from './money.ts';
 
 export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }): Promise<ReconcileReport> {
-  const { nc, ledger, topups, backend, log } = o;
+  const { nc, ledger, backend, log } = o;
   const paid = new Map<string, number | undefined>();
   for await (const inv of backend.listPaid()) paid.set(inv.paymentHash, inv.paidMsat);
   // read from the stream leader, as the audit does (shared/audit.ts): a key listing is a consumer,
@@ -47,14 +47,7 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
       continue;
     }
     await ledger.synced(t.walletId);
-    if (ledger.projection.byRef(t.walletId, ledgerRef.topup(t.id))) continue;
-    // the same idempotent credit as settlement: `duplicate` when the normal path got there first
-    const r = await creditTopup(ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
-    // a document not yet `paid` is moved on by settlement itself (it finds the credit made)
-    if (t.status !== 'paid') await topups.settle(t.id);
-    if (r.duplicate) continue;
-    report.credited.push({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, paymentHash: hash });
-    log.warn({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status }, 'reconcile: a paid invoice had no credit in the ledger; credited');
+    await creditPaid(t, !!ledger.projection.byRef(t.walletId, ledgerRef.topup(t.id)), o, report);
   }
 
   const topupById = new Map(all.map((t) => [t.id, t]));
@@ -63,6 +56,27 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
     if (t && paid.has(t.paymentHash)) continue;
     report.unpaidCredits.push({ topupId: c.topupId ?? '', walletId: c.walletId, entryId: c.id, payloads: c.amount, paymentHash: t?.paymentHash ?? null });
   }
+  return logged(report, log);
+}
+
+/**
+ * A top-up whose invoice the node says is paid: credited if the ledger has no credit (the same
+ * idempotent credit as settlement: `duplicate` when the normal path got there first), and the
+ * document moved on to `paid` (settlement finds the credit made).
+ */
+async function creditPaid(t: TopupRecord, credited: boolean, o: { ledger: Ledger; topups: Topups; log: Logger }, report: ReconcileReport): Promise<void> {
+  if (!credited) {
+    const r = await creditTopup(o.ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
+    if (!r.duplicate) {
+      report.credited.push({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, paymentHash: t.paymentHash });
+      o.log.warn({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status }, 'reconcile: a paid invoice had no credit in the ledger; credited');
+    }
+  }
+  if (t.status !== 'paid') await o.topups.settle(t.id);
+}
+
+/** The report, its credits without a paid invoice logged as errors. */
+function logged(report: ReconcileReport, log: Logger): ReconcileReport {
   if (report.unpaidCredits.length) log.error({ unpaidCredits: report.unpaidCredits.slice(0, 20), count: report.unpaidCredits.length }, 'reconcile: credits whose invoice the node does not list as paid');
   return report;
 }
@@ -83,28 +97,27 @@ export async function reconcileRecent(o: { nc: NatsConnection; ledger: Ledger; t
   const report: ReconcileReport = { backend: backend.name, paidInvoices: 0, topups: 0, credited: [], unknownPaid: [], unpaidCredits: [] };
   const listed = kept.unreconciled();
   for (const id of listed) {
-    if (await checkTopup(id, { ledger, topups, backend, log }, report) !== 'open') kept.reconciled(id);
+    const t = await topups.record(id);
+    // a document gone (deleted) has nothing left to reconcile
+    if (!t || await checkTopup(t, { ledger, topups, backend, log }, report) !== 'open') kept.reconciled(id);
   }
   const onList = new Set(listed);
   const slice = await sweepSlice(o.nc, kept, o.sweep);
-  for (const id of slice.ids) {
-    if (!onList.has(id)) await checkTopup(id, { ledger, topups, backend, log }, report);
+  for (const t of slice.docs) {
+    if (!onList.has(t.id)) await checkTopup(t, { ledger, topups, backend, log }, report);
   }
   // moved on only once the slice is done: a run that failed half-way does its slice again
   kept.sweep(slice.next);
-  if (report.unpaidCredits.length) log.error({ unpaidCredits: report.unpaidCredits.slice(0, 20), count: report.unpaidCredits.length }, 'reconcile: credits whose invoice the node does not list as paid');
-  return report;
+  return logged(report, log);
 }
 
 /**
  * One top-up asked of the node, under the full run's rules: 'final' when the node's word is final
  * and the ledger agrees, 'open' when it may still change (or a credit has no paid invoice: reported
- * at every run until somebody looks), 'gone' when there is no such document.
+ * at every run until somebody looks).
  */
-async function checkTopup(id: string, o: { ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }, report: ReconcileReport): Promise<'final' | 'open' | 'gone'> {
-  const { ledger, topups, backend, log } = o;
-  const t = await topups.record(id);
-  if (!t) return 'gone';
+async function checkTopup(t: TopupRecord, o: { ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }, report: ReconcileReport): Promise<'final' | 'open'> {
+  const { ledger, backend } = o;
   report.topups++;
   let state: 'paid' | 'open' | 'final';
   try {
@@ -119,14 +132,7 @@ async function checkTopup(id: string, o: { ledger: Ledger; topups: Topups; backe
   const credit = ledger.projection.byRef(t.walletId, ledgerRef.topup(t.id));
   if (state === 'paid') {
     report.paidInvoices++;
-    if (!credit) {
-      const r = await creditTopup(ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
-      if (!r.duplicate) {
-        report.credited.push({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, paymentHash: t.paymentHash });
-        log.warn({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status }, 'reconcile: a paid invoice had no credit in the ledger; credited');
-      }
-    }
-    if (t.status !== 'paid') await topups.settle(t.id);
+    await creditPaid(t, !!credit, o, report);
     return 'final';
   }
   if (credit) {
@@ -137,29 +143,30 @@ async function checkTopup(id: string, o: { ledger: Ledger; topups: Topups; backe
 }
 
 /**
- * The next `n` top-up ids of the `topups` stream from the kept position (leader gets, no consumer:
- * see `reconcile`), and the position to keep after them (0: past the stream's end, start again from
- * the first).
+ * The next `n` top-up documents of the `topups` stream from the kept position (leader gets, no
+ * consumer: see `reconcile`), and the position to keep after them (0: past the stream's end, start
+ * again from the first).
  */
-async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): Promise<{ ids: string[]; next: number }> {
-  if (n <= 0) return { ids: [], next: kept.sweptTo() };
+async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): Promise<{ docs: TopupRecord[]; next: number }> {
+  if (n <= 0) return { docs: [], next: kept.sweptTo() };
   const stream = `KV_${BUCKETS.topups}`;
   const prefix = `$KV.${BUCKETS.topups}.`;
   const jsm = await jetstreamManager(nc, { timeout: READ_TIMEOUT_MS, checkAPI: false });
   const { state } = await jsm.streams.info(stream);
-  if (!state.messages) return { ids: [], next: 0 };
+  if (!state.messages) return { docs: [], next: 0 };
   let seq = Math.max(kept.sweptTo() + 1, state.first_seq);
   if (seq > state.last_seq) seq = state.first_seq;
-  const ids = new Set<string>();
-  while (ids.size < n && seq <= state.last_seq) {
-    // the first message at or after `seq` (a bucket keeps one revision per key: most sequences are gone)
+  const docs = new Map<string, TopupRecord>();
+  while (docs.size < n && seq <= state.last_seq) {
+    // the first message at or after `seq` (a bucket keeps one revision per key: most sequences are
+    // gone); STREAM.MSG.GET takes `next_by_subj`, which the client's type for it leaves out
     const m = await jsm.streams.getMessage(stream, { seq, next_by_subj: `${prefix}>` } as unknown as { seq: number });
     if (!m) { seq = state.last_seq + 1; break; }
     seq = m.seq + 1;
     if (m.seq > state.last_seq) break;
-    if (!m.header?.get('KV-Operation') && m.data.length) ids.add(m.subject.slice(prefix.length));
+    if (!m.header?.get('KV-Operation') && m.data.length) docs.set(m.subject.slice(prefix.length), m.json<TopupRecord>());
   }
-  return { ids: [...ids], next: seq > state.last_seq ? 0 : seq - 1 };
+  return { docs: [...docs.values()], next: seq > state.last_seq ? 0 : seq - 1 };
 }
 
 /**
@@ -185,7 +192,6 @@ export function startReconciler(o: { nc: NatsConnection; ledger: Ledger; topups:
   timer.unref();
   return {
     run,
-    runRecent,
     async stop() {
       clearInterval(timer);
       await Promise.all([running?.catch(() => {}), recent?.catch(() => {})]);

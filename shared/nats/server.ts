@@ -45,6 +45,8 @@ export interface NatsServerOptions {
   /** Called every `slowEveryMs` (10 s) while the server has not yet listened, with its last log line. */
   onSlowStart?: (elapsedMs: number, lastLine: string) => void;
   slowEveryMs?: number;
+  /** Also serve nats-server's HTTP monitoring (`/jsz`, `/varz`...) on a free port of the same host (`monitorUrl`). */
+  monitor?: boolean;
 }
 
 /**
@@ -85,6 +87,8 @@ export function compareVersions(a: string, b: string): number {
 export interface NatsServerHandle {
   url: string;
   port: number;
+  /** The HTTP monitoring endpoint (`http://127.0.0.1:<port>`), when started with `monitor`. */
+  monitorUrl?: string;
   pid: number;
   storeDir: string;
   process: ChildProcess;
@@ -121,6 +125,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     `ports_file_dir: "${portsDir}"`,
     `jetstream { store_dir: "${join(opts.storeDir, 'jetstream')}", sync_interval: ${opts.syncInterval ?? 'always'} }`,
   ];
+  if (opts.monitor) lines.push('http_port: -1');
   if (opts.cluster) {
     lines.push(`cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`);
   }
@@ -157,14 +162,17 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const slowEveryMs = opts.slowEveryMs ?? 10_000;
   let nextSlow = started + slowEveryMs;
   let clientPort = 0;
+  let monitorUrl: string | undefined;
   while (Date.now() < deadline) {
     if (spawnError) throw new Error(`nats-server could not be started (${bin}): ${spawnError.message}`);
     if (child.exitCode !== null) throw await exitError();
     if (existsSync(portsFile)) {
       try {
-        const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[] };
+        const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[]; monitoring?: string[] };
+        monitorUrl = info.monitoring?.[0];
         clientPort = Number(new URL(info.nats[0]!).port);
-        if (clientPort) break;
+        if (clientPort && (monitorUrl || !opts.monitor)) break;
+        clientPort = 0;
       } catch { /* partially written */ }
     }
     if (opts.onSlowStart && Date.now() >= nextSlow) {
@@ -204,6 +212,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   return {
     url: `nats://127.0.0.1:${clientPort}`,
     port: clientPort,
+    ...(monitorUrl ? { monitorUrl } : {}),
     pid: child.pid!,
     storeDir: opts.storeDir,
     process: child,

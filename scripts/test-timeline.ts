@@ -16,7 +16,7 @@
 // tests phase.
 import { appendFileSync, readFileSync } from 'node:fs';
 
-interface Line { file: string; origin: number; pre: number; first: number; last: number; end: number; cpu: number }
+interface Line { file: string; pid: number; origin: number; pre: number; first: number; last: number; end: number; cpu: number }
 
 const out = process.env.TEST_TIMELINE;
 const main = process.argv[1] ?? '';
@@ -33,7 +33,7 @@ if (out && /\.test\.ts$/.test(main)) {
   }) as typeof process.stdout.write;
   process.on('exit', () => {
     const cpu = process.cpuUsage();
-    const line: Line = { file: main.slice(main.lastIndexOf('/test/') + 1), origin: Math.round(performance.timeOrigin), pre, first: first || pre, last: last || pre, end: Date.now(), cpu: (cpu.user + cpu.system) / 1e6 };
+    const line: Line = { file: main.slice(main.lastIndexOf('/test/') + 1), pid: process.pid, origin: Math.round(performance.timeOrigin), pre, first: first || pre, last: last || pre, end: Date.now(), cpu: (cpu.user + cpu.system) / 1e6 };
     appendFileSync(out, `${JSON.stringify(line)}\n`);
   });
 } else if (/test-timeline\.ts$/.test(main)) {

@@ -4,7 +4,7 @@
 //   .ci/run > /tmp/suite.tap; accton off
 //   dump-acct /tmp/pacct > /tmp/pacct.txt && node scripts/acct-summary.ts /tmp/pacct.txt [timeline.jsonl]
 //
-// Given the run's timeline (scripts/test-timeline.ts, which records each test file's pid) it also
+// Given the run's timeline (scripts/test-timeline-record.mjs records each test file's pid) it also
 // lists the test files by all the CPU they cost: their own process and everything below it
 // (browsers, nats-servers, actor processes), the browsers apart.
 // Every process that ended is counted once (user + system CPU, its parent's pid), so the total is

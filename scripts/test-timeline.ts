@@ -1,42 +1,26 @@
 // Where each test file's wall time goes, seen from inside its own process (issue 30, session 20):
 //
 //   TEST_TIMELINE=/tmp/timeline.jsonl npx tap --node-arg=--import=./test/helpers/tap-children.ts \
-//     --node-arg=--import=./scripts/test-timeline.ts ...
+//     --node-arg=--import=./scripts/test-timeline-record.mjs ...
 //
 // (a --node-arg on the command line replaces package.json's list, so tap-children.ts is named again)
 //   node scripts/test-timeline.ts /tmp/timeline.jsonl
 //
-// Loaded with --import into a test file's process (after tap's own preloads), it writes one line
-// per file at exit: when the process started, when this module ran (tap's preloads done), its
-// first and last TAP output, its exit, and its CPU. Run directly, it sums a run's lines into
-// four phases: boot (node and tap's preloads: processinfo's hook thread is most of it), imports
+// scripts/test-timeline-record.mjs, loaded with --import into a test file's process (after tap's
+// own preloads), writes one line per file at exit: when the process started, when the preload ran
+// (tap's preloads done), its first and last TAP output, its exit, its CPU and its pid. This script
+// sums a run's lines into four phases: boot (node and tap's preloads: processinfo's hook thread is most of it), imports
 // (the test file's own imports, tap's Test class included, up to its first output), tests (to the
 // root test's end, which tap writes last) and after (teardown after the root ended, and whatever
 // else keeps the process alive: a timer left running shows here). tap's `# time=` covers only the
 // tests phase.
-import { appendFileSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 
 interface Line { file: string; pid: number; origin: number; pre: number; first: number; last: number; end: number; cpu: number }
 
-const out = process.env.TEST_TIMELINE;
 const main = process.argv[1] ?? '';
 
-if (out && /\.test\.ts$/.test(main)) {
-  const pre = Date.now();
-  let first = 0;
-  let last = 0;
-  const write = process.stdout.write.bind(process.stdout) as (...a: unknown[]) => boolean;
-  process.stdout.write = ((...a: unknown[]) => {
-    last = Date.now();
-    first ||= last;
-    return write(...a);
-  }) as typeof process.stdout.write;
-  process.on('exit', () => {
-    const cpu = process.cpuUsage();
-    const line: Line = { file: main.slice(main.lastIndexOf('/test/') + 1), pid: process.pid, origin: Math.round(performance.timeOrigin), pre, first: first || pre, last: last || pre, end: Date.now(), cpu: (cpu.user + cpu.system) / 1e6 };
-    appendFileSync(out, `${JSON.stringify(line)}\n`);
-  });
-} else if (/test-timeline\.ts$/.test(main)) {
+if (/test-timeline\.ts$/.test(main)) {
   const file = process.argv[2];
   if (!file) {
     console.error('usage: node scripts/test-timeline.ts <timeline.jsonl>');

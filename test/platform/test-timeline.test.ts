@@ -15,7 +15,9 @@ t.test('a test file process: one line with its pid, phases in order; another pro
   const out = join(dir, 'timeline.jsonl');
   writeFileSync(join(dir, 'test', 'x.test.ts'), 'console.log("ok 1");\nconsole.log(process.pid);\n');
   writeFileSync(join(dir, 'other.ts'), 'console.log("not a test file");\n');
-  const env = { ...process.env, TEST_TIMELINE: out };
+  // without the suite's own preloads: a run timed through NODE_OPTIONS would load a second recorder
+  const { NODE_OPTIONS: _, ...rest } = process.env;
+  const env = { ...rest, TEST_TIMELINE: out };
   const printed = execFileSync(process.execPath, [`--import=${recorder}`, join(dir, 'test', 'x.test.ts')], { env, encoding: 'utf8' });
   execFileSync(process.execPath, [`--import=${recorder}`, join(dir, 'other.ts')], { env, encoding: 'utf8' });
   const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));

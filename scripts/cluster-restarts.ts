@@ -4,14 +4,16 @@
 // ephemeral consumers); then, each round, the nodes alone are started on the same store, and the
 // script reports how long after the cluster said ready its durable consumers are listed again (a
 // restarted test cluster once listed none for 60-180 s, session 23), before the system is started
-// again. A round whose durables take over 5 s prints the tail of each node's log.
+// again; and how long after that it places a 3-replica stream (a restarted system once could not
+// for 60 s), printing every node's /jsz meta group while it cannot. A round whose durables or
+// placement take over 5 s prints the tail of each node's log.
 //   node scripts/cluster-restarts.ts [N=6] [dataDir]
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { startSystem, freePort, startNatsCluster } from './cluster-lib.ts';
+import { startSystem, freePort, startNatsCluster, waitForPlacement } from './cluster-lib.ts';
 import { connectNats } from '../shared/nats/connect.ts';
 
 const n = Number(process.argv[2] ?? 6);
@@ -53,8 +55,21 @@ for (let i = 0; i <= n; i++) {
       }
       await sleep(500);
     }
-    console.log(`restart ${i}/${n}: cluster ready in ${ready} ms; its ${durables.length} durables listed ${listedAfter >= 0 ? `${listedAfter} ms` : 'NOT within 240 s'} after (${last.length} consumers listed)`);
-    if (listedAfter < 0 || listedAfter > 5000) {
+    // and whether it places a 3-replica stream (what a restarted system's first actor does), with every
+    // node's view of the meta group (/jsz) while it cannot
+    let placedAfter = -1;
+    const t3 = Date.now();
+    const views: string[] = [];
+    while (Date.now() - t3 < 90000) {
+      if (await waitForPlacement(cluster.url, 3, 1000).then(() => true, () => false)) {
+        placedAfter = Date.now() - t3;
+        break;
+      }
+      if (views.length < 3) views.push(JSON.stringify(await Promise.all(cluster.nodes.map((nd) => fetch(`${nd.handle!.monitorUrl}/jsz`).then((r) => r.json()).then((j: any) => j.meta_cluster, () => null)))));
+    }
+    console.log(`restart ${i}/${n}: cluster ready in ${ready} ms; its ${durables.length} durables listed ${listedAfter >= 0 ? `${listedAfter} ms` : 'NOT within 240 s'} after (${last.length} consumers listed); an R3 stream placed ${placedAfter >= 0 ? `${placedAfter} ms` : 'NOT within 90 s'} after that`);
+    if (placedAfter < 0 || placedAfter > 5000) for (const v of views) console.log(`  meta groups while it could not place: ${v}`);
+    if (listedAfter < 0 || listedAfter > 5000 || placedAfter < 0 || placedAfter > 5000) {
       slow++;
       for (const node of cluster.nodes) console.log(`--- ${node.name}\n${readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8').split('\n').slice(-40).join('\n')}`);
     }
@@ -68,5 +83,5 @@ for (let i = 0; i <= n; i++) {
   console.log(`round ${i}: system up in ${up} ms; ${list.filter((x) => !x.includes('(ephemeral)')).length} durables, ${list.filter((x) => x.includes('(ephemeral)')).length} ephemeral consumers`);
   await sys.stop();
 }
-console.log(`${n - slow} of ${n} restarts listed every durable within 5 s; store: ${dataDir}`);
+console.log(`${n - slow} of ${n} restarts listed every durable and placed within 5 s; store: ${dataDir}`);
 process.exit(slow ? 1 : 0);

@@ -169,10 +169,13 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     if (existsSync(portsFile)) {
       try {
         const info = JSON.parse(readFileSync(portsFile, 'utf8')) as { nats: string[]; monitoring?: string[] };
+        const port = Number(new URL(info.nats[0]!).port);
         monitorUrl = info.monitoring?.[0];
-        clientPort = Number(new URL(info.nats[0]!).port);
-        if (clientPort && (monitorUrl || !opts.monitor)) break;
-        clientPort = 0;
+        // with monitoring asked for, the file is complete once it lists that port too
+        if (port && (monitorUrl || !opts.monitor)) {
+          clientPort = port;
+          break;
+        }
       } catch { /* partially written */ }
     }
     if (opts.onSlowStart && Date.now() >= nextSlow) {

@@ -347,10 +347,11 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.jobs.list]: async (req: RequestOf<typeof jobsApi.list>) => {
         // a job created just before the list is in it; a list being rebuilt or behind answers 503
         await projection.sync();
-        const ids = projection.list(req.walletId, req.limit ?? 30);
-        // the documents from the bucket (the projection holds none); one deleted meanwhile drops out
-        const docs = await Promise.all(ids.map((id) => readJob(d.jobs, id)));
-        return { jobs: docs.filter((s) => s !== null && s.job.walletId === req.walletId).map((s) => s!.job) };
+        // the documents as the projection applied them (as fresh as a read of the bucket after the
+        // sync); one it does not keep is read from the bucket, and one deleted meanwhile drops out
+        const rows = projection.list(req.walletId, req.limit ?? 30);
+        const jobs = await Promise.all(rows.map(async (r) => r.doc !== null ? JSON.parse(r.doc) as JobRecord : (await readJob(d.jobs, r.id))?.job ?? null));
+        return { jobs: jobs.filter((j): j is JobRecord => j !== null && j.walletId === req.walletId) };
       },
       [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
         const job = (await readJob(d.jobs, req.jobId))?.job;

@@ -5,10 +5,13 @@ import type { JobRecord } from './jobs.ts';
 import { client } from '../micro.ts';
 import { endpoint, stored, type ServiceApi } from './endpoint.ts';
 
+/** The most jobs one list answers (the spec's `limit` maximum): the supervisor's projection keeps each wallet's newest this many documents. */
+export const LIST_MAX = 100;
+
 export const jobsApi = {
   list: endpoint({
     subject: subjects.jobs.list, summary: 'A wallet\'s most recent jobs, newest first; includes a job created just before',
-    request: T.Object({ walletId: T.String({ minLength: 1 }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 30 })) }),
+    request: T.Object({ walletId: T.String({ minLength: 1 }), limit: T.Optional(T.Integer({ minimum: 1, maximum: LIST_MAX, default: 30 })) }),
     reply: T.Object({ jobs: T.Array(stored<JobRecord>('JobRecord')) }),
   }),
   get: endpoint({

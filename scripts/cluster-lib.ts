@@ -255,7 +255,7 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       }
       // a good start places within about a second of JetStream answering; a fresh one that cannot
       // after 20 s formed without a node (above) and is made again
-      await waitForPlacement(url, size, fresh ? 20000 : 60000);
+      await waitForPlacement(url, size, fresh ? 20000 : 60000, nodes.map((n) => n.handle!.monitorUrl!));
     } catch (e) {
       checkNodes();
       throw fresh ? new MetaGroupIncomplete((e as Error).message) : e;

@@ -38,11 +38,17 @@ export async function waitForJetStream(url: string, timeoutMs = 30000): Promise<
  * nodes formed it can refuse with "no suitable peers for placement" for a while, or for ever (see
  * MetaGroupIncomplete); the first actor of `npm run cluster` retried that for 60 s and exited.
  * A cluster is reported formed only once a stream with `replicas` replicas was placed (and deleted).
+ * With the nodes' monitoring URLs, a wait that fails says what each node's `/jsz` showed of the meta
+ * group while it could not place (its leader, and each peer's current/offline/active/lag): a
+ * restarted cluster that elected a leader in 4 s and then could not place for 60 s was seen (issue
+ * 26), and what the leader's peer selection lacked is the open question.
  */
-export async function waitForPlacement(url: string, replicas: number, timeoutMs = 60000): Promise<void> {
+export async function waitForPlacement(url: string, replicas: number, timeoutMs = 60000, monitorUrls: string[] = []): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   const name = `PLACEMENT_PROBE_${process.pid}_${Date.now()}`;
   let last: unknown;
+  const seen: string[] = [];
+  let nextLook = Date.now() + Math.min(5000, timeoutMs / 4);
   const nc = await connectNats(url, 'cluster-placement');
   try {
     const jsm = await jetstreamManager(nc, { timeout: 5000 });
@@ -61,13 +67,29 @@ export async function waitForPlacement(url: string, replicas: number, timeoutMs 
         return;
       } catch (e) {
         last = e;
+        // the first look a few seconds in, then every 15 s, the last three kept
+        if (monitorUrls.length && Date.now() >= nextLook) {
+          nextLook = Date.now() + 15000;
+          seen.push(`${new Date().toISOString()} ${JSON.stringify(await Promise.all(monitorUrls.map(metaCluster)))}`);
+          if (seen.length > 3) seen.splice(1, 1);
+        }
         await sleep(250);
       }
     }
   } finally {
     await nc.close().catch(() => {});
   }
-  throw new Error(`the cluster could not place a ${replicas}-replica stream within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}`);
+  throw new Error(`the cluster could not place a ${replicas}-replica stream within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}${seen.length ? `\nthe nodes' /jsz meta_cluster meanwhile:\n${seen.join('\n')}` : ''}`);
+}
+
+/** A node's `/jsz` meta_cluster as it is (null: the node did not answer). */
+async function metaCluster(monitorUrl: string): Promise<unknown> {
+  try {
+    const res = await fetch(`${monitorUrl}/jsz`, { signal: AbortSignal.timeout(2000) });
+    return ((await res.json()) as { meta_cluster?: unknown }).meta_cluster ?? null;
+  } catch {
+    return null;
+  }
 }
 
 /** What one node's `/jsz` says of the JetStream meta group (null: the node did not answer). */

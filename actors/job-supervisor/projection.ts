@@ -31,8 +31,8 @@ const STALL_MS = 3000;
 /** A rebuild's watch that delivers nothing this long is started again from the checkpoint. */
 const REBUILD_STALL_MS = 10_000;
 
+const META_DDL = 'CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)';
 const DDL = `
-CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
@@ -111,13 +111,25 @@ export class JobProjection {
     this.file = claimSlot(o.dir);
   }
 
-  private open(fresh: boolean) {
+  /**
+   * Open the file (emptied when `fresh`). A file of another layout is emptied before its tables are
+   * touched (this code's statements cannot be prepared on them): returns why, else ''.
+   */
+  private open(fresh: boolean): string {
     if (fresh) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) rmSync(f, { force: true });
     this.sqlite = new Database(this.file);
     this.sqlite.pragma('journal_mode = WAL');
     this.sqlite.pragma('synchronous = NORMAL'); // a lost tail is replayed from the stream
+    this.sqlite.exec(META_DDL);
+    const layout = this.sqlite.prepare(`SELECT v FROM meta WHERE k = 'layout'`).pluck().get() as string | undefined;
+    if (!fresh && layout !== undefined && layout !== String(LAYOUT)) {
+      this.sqlite.close();
+      this.open(true);
+      return `the file has another layout (${layout}; this version's is ${LAYOUT})`;
+    }
     this.sqlite.exec(DDL);
     this.q = this.prepare();
+    return '';
   }
 
   private prepare() {
@@ -173,8 +185,7 @@ export class JobProjection {
     this.storeId = `${info.config.name} ${info.created}`;
     const last = info.state.last_seq;
     this.freshLast = ((f) => async () => (await f()).streamInfo.state.last_seq)(freshRead(() => kv.status()));
-    this.open(false);
-    const why = this.distrust(last);
+    const why = this.open(false) || this.distrust(last);
     if (why) {
       this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
       this.sqlite.close();

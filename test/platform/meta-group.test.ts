@@ -4,7 +4,9 @@
 // on every node and never takes the third in (it was found only when placement gave up after 20 s).
 import t from 'tap';
 import { freePort } from '../../scripts/cluster-lib.ts';
-import { metaGroupState, waitForMetaGroup, type MetaView } from '../../scripts/cluster-ready.ts';
+import { metaGroupState, waitForMetaGroup, waitForPlacement, type MetaView } from '../../scripts/cluster-ready.ts';
+import { startNatsServer } from '../../shared/nats/server.ts';
+import { tempDir } from '../helpers/nats.ts';
 
 const view = (leader: string, clusterSize: number): MetaView => ({ leader, clusterSize });
 
@@ -28,4 +30,16 @@ t.test('nodes that never answer: undecided after the bound, not an error', async
   const port = await freePort(); // nothing listens on it: bound and released here
   t.equal(await waitForMetaGroup([`http://127.0.0.1:${port}`], 3, 300), undefined);
   t.ok(Date.now() - t0 >= 300, 'it asked until its bound');
+});
+
+t.test('a placement that fails says what the nodes showed of the meta group meanwhile', async (t) => {
+  // one JetStream node can never place 3 replicas; its /jsz is read while the wait fails
+  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, monitor: true, startTimeoutMs: 60_000 });
+  t.teardown(() => server.destroy());
+  const err = await waitForPlacement(server.url, 3, 2500, [server.monitorUrl!]).then(() => null, (e: Error) => e);
+  t.ok(err, 'it could not place');
+  t.match(err!.message, /could not place a 3-replica stream within 2500 ms/);
+  t.match(err!.message, /the nodes' \/jsz meta_cluster meanwhile:\n\d{4}-\d\d-\d\dT[^ ]+ \[/, 'with each node\'s view, timed');
+  const without = await waitForPlacement(server.url, 3, 300).then(() => null, (e: Error) => e);
+  t.notMatch(without!.message, /meta_cluster/, 'without monitoring URLs: the reason only');
 });

@@ -2,12 +2,13 @@
 // bucket's store (its stream's creation time) and the last stream sequence (KV revision) applied.
 // It holds what its queries need (wallet, id, created time, state, deadlines, the names of kept
 // files): a wallet's jobs newest first, and the sweeps' due lists, each an ordered index read from
-// its head; and the documents of each wallet's newest LIST_MAX jobs, so a list reads no document
-// from the bucket (an old document sits in a message block nats-server has to load: p99 12 ms
-// against 2 ms, docs/performance.md), at a bound of LIST_MAX documents per wallet, never every job. At start it resumes a watch from the checkpoint (the tail
-// only); a file that is missing, of another store, of another layout, or ahead of the stream is
-// thrown away and rebuilt from the bucket's last values in the background. Readers of a list are
-// told (service_unavailable) while it is rebuilt or behind, never answered from a part.
+// its head. Beside them, in a table of their own, the documents of each wallet's newest LIST_MAX
+// jobs, so a list reads no document from the bucket (an old one sits in a message block
+// nats-server must load first: p99 12 ms against 2 ms at 1 M jobs, docs/performance.md): at most
+// LIST_MAX documents per wallet, never every job. At start it resumes a watch from the checkpoint
+// (the tail only); a file that is missing, of another store, of another layout, or ahead of the
+// stream is thrown away and rebuilt from the bucket's last values in the background. Readers of a
+// list are told (service_unavailable) while it is rebuilt or behind, never answered from a part.
 import Database from 'better-sqlite3';
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +22,7 @@ import { isFinished, type JobRecord, type JobStatus } from '../../shared/protoco
 import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 5;
+const LAYOUT = 6;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -36,8 +37,10 @@ const DDL = `
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
-  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER,
-  doc TEXT) WITHOUT ROWID;
+  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER) WITHOUT ROWID;
+-- a table with rowids: a 1.5 KB document does not fit in a WITHOUT ROWID row (~1 KB on 4 KB pages)
+-- and each took an overflow page of its own (4.8 KB per job measured at 1 M jobs, against ~2 KB here)
+CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
@@ -137,23 +140,24 @@ export class JobProjection {
     return {
       meta: s.prepare('SELECT v FROM meta WHERE k = ?').pluck(),
       setMeta: s.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
-      // a row's document is kept only while it is one of its wallet's newest (an update keeps a null)
-      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded, doc)
-        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded, @doc)
+      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded)
+        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded)
         ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
           revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
-          forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded,
-          doc = CASE WHEN jobs.doc IS NULL THEN NULL ELSE excluded.doc END
+          forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded
         WHERE jobs.revision < excluded.revision`),
       exists: s.prepare('SELECT 1 FROM jobs WHERE id = ?').pluck(),
       // the wallet's LIST_MAX-th newest job (an index walk of LIST_MAX entries): a new job newer than it takes its place in the window
       lastListed: s.prepare(`SELECT id, created_at FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ${LIST_MAX - 1}`),
-      dropDoc: s.prepare('UPDATE jobs SET doc = NULL WHERE id = ?'),
+      addDoc: s.prepare('INSERT OR REPLACE INTO docs (id, doc) VALUES (?, ?)'),
+      // a job's document is replaced only while it is kept (one outside the window stays out)
+      setDoc: s.prepare('UPDATE docs SET doc = ? WHERE id = ?'),
+      dropDoc: s.prepare('DELETE FROM docs WHERE id = ?'),
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
-      row: s.prepare('SELECT * FROM jobs WHERE id = ?'),
-      list: s.prepare('SELECT id, doc FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT ?'),
-      docs: s.prepare('SELECT count(*) FROM jobs WHERE wallet_id = ? AND doc IS NOT NULL').pluck(),
+      row: s.prepare('SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON docs.id = jobs.id WHERE jobs.id = ?'),
+      list: s.prepare('SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON docs.id = jobs.id WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?'),
+      docs: s.prepare('SELECT count(*) FROM jobs JOIN docs ON docs.id = jobs.id WHERE jobs.wallet_id = ?').pluck(),
       unfinished: s.prepare(`SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`).pluck(),
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
@@ -274,7 +278,7 @@ export class JobProjection {
       for (const e of batch) {
         try {
           if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
-          else { this.q.remove.run(e.key); this.recent.delete(e.key); }
+          else { this.q.remove.run(e.key); this.q.dropDoc.run(e.key); this.recent.delete(e.key); }
         } catch (err) {
           this.o.log.error({ err, key: e.key }, 'job projection: bad job record skipped');
         }
@@ -305,15 +309,16 @@ export class JobProjection {
     const finished = isFinished(job);
     // a new job takes a place among its wallet's newest LIST_MAX documents if it is newer than the
     // last of them, which then leaves (keeps its row, without the document)
-    let keep = true;
-    if (!this.q.exists.get(job.id)) {
+    const added = !this.q.exists.get(job.id);
+    let keep = added;
+    if (added) {
       const last = this.q.lastListed.get(job.walletId) as { id: string; created_at: number } | undefined;
       if (last) {
         keep = job.createdAt > last.created_at || (job.createdAt === last.created_at && job.id > last.id);
         if (keep) this.q.dropDoc.run(last.id);
       }
     }
-    this.q.upsert.run({
+    const applied = this.q.upsert.run({
       id: job.id,
       wallet_id: job.walletId,
       status: job.status,
@@ -326,8 +331,9 @@ export class JobProjection {
       files: files.length ? JSON.stringify(files) : null,
       // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
       unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
-      doc: keep ? doc : null,
-    });
+    }).changes > 0;
+    if (keep) this.q.addDoc.run(job.id, doc);
+    else if (applied && !added) this.q.setDoc.run(doc, job.id);
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
       this.recent.delete(job.id);
@@ -415,7 +421,7 @@ export class JobProjection {
 
   /** The row is gone with its document (deleted by sequence: no marker comes through the watch). */
   forgotten(id: string, revision: number): void {
-    this.q.removeAt.run(id, revision);
+    if (this.q.removeAt.run(id, revision).changes) this.q.dropDoc.run(id);
     this.recent.delete(id);
   }
 

@@ -22,7 +22,7 @@ import { isFinished, type JobRecord, type JobStatus } from '../../shared/protoco
 import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 6;
+const LAYOUT = 7;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -38,9 +38,11 @@ CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
   purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER) WITHOUT ROWID;
--- a table with rowids: a 1.5 KB document does not fit in a WITHOUT ROWID row (~1 KB on 4 KB pages)
--- and each took an overflow page of its own (4.8 KB per job measured at 1 M jobs, against ~2 KB here)
-CREATE TABLE IF NOT EXISTS docs (id TEXT PRIMARY KEY, doc TEXT NOT NULL);
+-- ordered by wallet, newest first, so a list reads a few adjacent pages, not one page per job (the
+-- reads are synchronous: a cold page blocks the event loop); 8 KB pages (PAGE_SIZE) hold a 1.5 KB
+-- document in its row, where 4 KB pages gave each one an overflow page of its own (4.8 KB per job)
+CREATE TABLE IF NOT EXISTS docs (wallet_id TEXT NOT NULL, created_at INTEGER NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL,
+  PRIMARY KEY (wallet_id, created_at, id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
@@ -48,6 +50,10 @@ CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due 
 CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (unrefunded, created_at) WHERE unrefunded IS NOT NULL;
 `;
+
+const DOC_OF_ROW = 'docs.wallet_id = jobs.wallet_id AND docs.created_at = jobs.created_at AND docs.id = jobs.id';
+/** Bytes per page of a new file (SQLite's default is 4096): see the docs table. */
+const PAGE_SIZE = 8192;
 
 export interface ProjectionOptions {
   /** Folder of the projection files (a slot per live instance). */
@@ -121,6 +127,8 @@ export class JobProjection {
   private open(fresh: boolean): string {
     if (fresh) for (const f of [this.file, `${this.file}-wal`, `${this.file}-shm`]) rmSync(f, { force: true });
     this.sqlite = new Database(this.file);
+    // only a file without tables takes it (before WAL, which fixes the page size)
+    if (fresh) this.sqlite.pragma(`page_size = ${PAGE_SIZE}`);
     this.sqlite.pragma('journal_mode = WAL');
     this.sqlite.pragma('synchronous = NORMAL'); // a lost tail is replayed from the stream
     this.sqlite.exec(META_DDL);
@@ -149,15 +157,17 @@ export class JobProjection {
       exists: s.prepare('SELECT 1 FROM jobs WHERE id = ?').pluck(),
       // the wallet's LIST_MAX-th newest job (an index walk of LIST_MAX entries): a new job newer than it takes its place in the window
       lastListed: s.prepare(`SELECT id, created_at FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ${LIST_MAX - 1}`),
-      addDoc: s.prepare('INSERT OR REPLACE INTO docs (id, doc) VALUES (?, ?)'),
+      addDoc: s.prepare('INSERT OR REPLACE INTO docs (wallet_id, created_at, id, doc) VALUES (@wallet_id, @created_at, @id, @doc)'),
       // a job's document is replaced only while it is kept (one outside the window stays out)
-      setDoc: s.prepare('UPDATE docs SET doc = ? WHERE id = ?'),
-      dropDoc: s.prepare('DELETE FROM docs WHERE id = ?'),
+      setDoc: s.prepare('UPDATE docs SET doc = @doc WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
+      dropDoc: s.prepare('DELETE FROM docs WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
+      // before its row goes: the document of a job, by the row's wallet and time
+      dropDocOf: s.prepare('DELETE FROM docs WHERE (wallet_id, created_at, id) IN (SELECT wallet_id, created_at, id FROM jobs WHERE id = ? AND revision <= ?)'),
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
-      row: s.prepare('SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON docs.id = jobs.id WHERE jobs.id = ?'),
-      list: s.prepare('SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON docs.id = jobs.id WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?'),
-      docs: s.prepare('SELECT count(*) FROM jobs JOIN docs ON docs.id = jobs.id WHERE jobs.wallet_id = ?').pluck(),
+      row: s.prepare(`SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.id = ?`),
+      list: s.prepare(`SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?`),
+      docs: s.prepare('SELECT count(*) FROM docs WHERE wallet_id = ?').pluck(),
       unfinished: s.prepare(`SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`).pluck(),
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
@@ -278,7 +288,7 @@ export class JobProjection {
       for (const e of batch) {
         try {
           if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
-          else { this.q.remove.run(e.key); this.q.dropDoc.run(e.key); this.recent.delete(e.key); }
+          else { this.q.dropDocOf.run(e.key, Number.MAX_SAFE_INTEGER); this.q.remove.run(e.key); this.recent.delete(e.key); }
         } catch (err) {
           this.o.log.error({ err, key: e.key }, 'job projection: bad job record skipped');
         }
@@ -315,7 +325,7 @@ export class JobProjection {
       const last = this.q.lastListed.get(job.walletId) as { id: string; created_at: number } | undefined;
       if (last) {
         keep = job.createdAt > last.created_at || (job.createdAt === last.created_at && job.id > last.id);
-        if (keep) this.q.dropDoc.run(last.id);
+        if (keep) this.q.dropDoc.run({ wallet_id: job.walletId, created_at: last.created_at, id: last.id });
       }
     }
     const applied = this.q.upsert.run({
@@ -332,8 +342,9 @@ export class JobProjection {
       // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
       unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
     }).changes > 0;
-    if (keep) this.q.addDoc.run(job.id, doc);
-    else if (applied && !added) this.q.setDoc.run(doc, job.id);
+    const key = { wallet_id: job.walletId, created_at: job.createdAt, id: job.id, doc };
+    if (keep) this.q.addDoc.run(key);
+    else if (applied && !added) this.q.setDoc.run(key);
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
       this.recent.delete(job.id);
@@ -421,7 +432,10 @@ export class JobProjection {
 
   /** The row is gone with its document (deleted by sequence: no marker comes through the watch). */
   forgotten(id: string, revision: number): void {
-    if (this.q.removeAt.run(id, revision).changes) this.q.dropDoc.run(id);
+    this.sqlite.transaction(() => {
+      this.q.dropDocOf.run(id, revision);
+      this.q.removeAt.run(id, revision);
+    })();
     this.recent.delete(id);
   }
 

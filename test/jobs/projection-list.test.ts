@@ -3,6 +3,7 @@
 // message block nats-server must load first), and the projection never keeps more than LIST_MAX
 // documents per wallet, however many jobs the wallet has.
 import t from 'tap';
+import Database from 'better-sqlite3';
 import { Kvm } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { JobProjection } from '../../actors/job-supervisor/projection.ts';
@@ -30,6 +31,9 @@ t.test('each wallet keeps the documents of its newest LIST_MAX jobs, no more', a
   t.ok(listed.every((r) => r.doc !== null), 'every job a full list shows has its document');
   t.equal(p.row('j1004')!.doc, null, 'the older ones keep their row without the document');
   t.equal(p.list('w1', LIST_MAX + 50).length, LIST_MAX, 'a list never asks for more than LIST_MAX');
+  // a wallet's documents are one range of the docs table, read by its key: never a scan
+  t.notMatch(p.plan('list'), /SCAN/, p.plan('list'));
+  t.equal(new Database(p.file, { readonly: true }).pragma('page_size', { simple: true }), 8192, '8 KB pages: a 1.5 KB document fits in its row');
 
   p.upsert(jobOf('ancient', 1), rev++);
   t.equal(p.row('ancient')!.doc, null, 'a job older than the window is added without its document');

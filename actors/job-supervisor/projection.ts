@@ -2,10 +2,8 @@
 // bucket's store (its stream's creation time) and the last stream sequence (KV revision) applied.
 // It holds what its queries need (wallet, id, created time, state, deadlines, the names of kept
 // files): a wallet's jobs newest first, and the sweeps' due lists, each an ordered index read from
-// its head. Beside them, in a table of their own, the documents of each wallet's newest LIST_MAX
-// jobs, so a list reads no document from the bucket (an old one sits in a message block
-// nats-server must load first: p99 12 ms against 2 ms at 1 M jobs, docs/performance.md): at most
-// LIST_MAX documents per wallet, never every job. At start it resumes a watch from the checkpoint
+// its head; and beside them the documents of each wallet's newest jobs (kept-docs.ts), so a list
+// reads no document from the bucket. At start it resumes a watch from the checkpoint
 // (the tail only); a file that is missing, of another store, of another layout, or ahead of the
 // stream is thrown away and rebuilt from the bucket's last values in the background. Readers of a
 // list are told (service_unavailable) while it is rebuilt or behind, never answered from a part.
@@ -20,6 +18,7 @@ import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 import { processAlive } from '../../shared/runtime.ts';
 import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
+import { KeptDocs, DOCS_DDL, DOC_OF_ROW, PAGE_SIZE } from './kept-docs.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
 const LAYOUT = 7;
@@ -38,11 +37,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
   purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER) WITHOUT ROWID;
--- ordered by wallet, newest first, so a list reads a few adjacent pages, not one page per job (the
--- reads are synchronous: a cold page blocks the event loop); 8 KB pages (PAGE_SIZE) hold a 1.5 KB
--- document in its row, where 4 KB pages gave each one an overflow page of its own (4.8 KB per job)
-CREATE TABLE IF NOT EXISTS docs (wallet_id TEXT NOT NULL, created_at INTEGER NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL,
-  PRIMARY KEY (wallet_id, created_at, id)) WITHOUT ROWID;
+${DOCS_DDL}
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
@@ -50,10 +45,6 @@ CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due 
 CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (unrefunded, created_at) WHERE unrefunded IS NOT NULL;
 `;
-
-const DOC_OF_ROW = 'docs.wallet_id = jobs.wallet_id AND docs.created_at = jobs.created_at AND docs.id = jobs.id';
-/** Bytes per page of a new file (SQLite's default is 4096): see the docs table. */
-const PAGE_SIZE = 8192;
 
 export interface ProjectionOptions {
   /** Folder of the projection files (a slot per live instance). */
@@ -92,6 +83,7 @@ export class JobProjection {
   readonly file: string;
   private sqlite!: Database.Database;
   private q!: ReturnType<JobProjection['prepare']>;
+  private docs!: KeptDocs;
   private applied = new AppliedUpTo(0);
   /** True once the table holds every job of the bucket (a rebuild has finished, or the file was whole). */
   complete = false;
@@ -140,6 +132,7 @@ export class JobProjection {
     }
     this.sqlite.exec(DDL);
     this.q = this.prepare();
+    this.docs = new KeptDocs(this.sqlite);
     return '';
   }
 
@@ -154,20 +147,10 @@ export class JobProjection {
           revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
           forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded
         WHERE jobs.revision < excluded.revision`),
-      exists: s.prepare('SELECT 1 FROM jobs WHERE id = ?').pluck(),
-      // the wallet's LIST_MAX-th newest job (an index walk of LIST_MAX entries): a new job newer than it takes its place in the window
-      lastListed: s.prepare(`SELECT id, created_at FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ${LIST_MAX - 1}`),
-      addDoc: s.prepare('INSERT OR REPLACE INTO docs (wallet_id, created_at, id, doc) VALUES (@wallet_id, @created_at, @id, @doc)'),
-      // a job's document is replaced only while it is kept (one outside the window stays out)
-      setDoc: s.prepare('UPDATE docs SET doc = @doc WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
-      dropDoc: s.prepare('DELETE FROM docs WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
-      // before its row goes: the document of a job, by the row's wallet and time
-      dropDocOf: s.prepare('DELETE FROM docs WHERE (wallet_id, created_at, id) IN (SELECT wallet_id, created_at, id FROM jobs WHERE id = ? AND revision <= ?)'),
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
       row: s.prepare(`SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.id = ?`),
       list: s.prepare(`SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?`),
-      docs: s.prepare('SELECT count(*) FROM docs WHERE wallet_id = ?').pluck(),
       unfinished: s.prepare(`SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`).pluck(),
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
@@ -288,7 +271,7 @@ export class JobProjection {
       for (const e of batch) {
         try {
           if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
-          else { this.q.dropDocOf.run(e.key, Number.MAX_SAFE_INTEGER); this.q.remove.run(e.key); this.recent.delete(e.key); }
+          else { this.docs.dropOf(e.key); this.q.remove.run(e.key); this.recent.delete(e.key); }
         } catch (err) {
           this.o.log.error({ err, key: e.key }, 'job projection: bad job record skipped');
         }
@@ -317,18 +300,8 @@ export class JobProjection {
       ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
       : [];
     const finished = isFinished(job);
-    // a new job takes a place among its wallet's newest LIST_MAX documents if it is newer than the
-    // last of them, which then leaves (keeps its row, without the document)
-    const added = !this.q.exists.get(job.id);
-    let keep = added;
-    if (added) {
-      const last = this.q.lastListed.get(job.walletId) as { id: string; created_at: number } | undefined;
-      if (last) {
-        keep = job.createdAt > last.created_at || (job.createdAt === last.created_at && job.id > last.id);
-        if (keep) this.q.dropDoc.run({ wallet_id: job.walletId, created_at: last.created_at, id: last.id });
-      }
-    }
-    const applied = this.q.upsert.run({
+    const placed = this.docs.place(job);
+    const changed = this.q.upsert.run({
       id: job.id,
       wallet_id: job.walletId,
       status: job.status,
@@ -342,9 +315,7 @@ export class JobProjection {
       // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
       unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
     }).changes > 0;
-    const key = { wallet_id: job.walletId, created_at: job.createdAt, id: job.id, doc };
-    if (keep) this.q.addDoc.run(key);
-    else if (applied && !added) this.q.setDoc.run(key);
+    this.docs.written(job, doc, placed, changed);
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
       this.recent.delete(job.id);
@@ -383,7 +354,7 @@ export class JobProjection {
 
   /** How many documents the projection keeps for a wallet (tests: the bound). */
   docsKept(walletId: string): number {
-    return this.q.docs.get(walletId) as number;
+    return this.docs.count(walletId);
   }
 
   /** The job as this instance last saw it in the bucket (recent writes only), with its revision. */
@@ -433,7 +404,7 @@ export class JobProjection {
   /** The row is gone with its document (deleted by sequence: no marker comes through the watch). */
   forgotten(id: string, revision: number): void {
     this.sqlite.transaction(() => {
-      this.q.dropDocOf.run(id, revision);
+      this.docs.dropOf(id, revision);
       this.q.removeAt.run(id, revision);
     })();
     this.recent.delete(id);

@@ -11,7 +11,7 @@ import { newId } from '../../shared/ids.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
-import { jobsService } from '../../shared/protocol/job-supervisor.ts';
+import { jobsService, LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, type JobDeps } from '../jobs/index.ts';
@@ -143,7 +143,7 @@ const jobRoutes: Route[] = [
     summary: 'Recent jobs of this key',
     description: 'Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.',
     tags: ['jobs'],
-    query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100, default: 30 })) }, { additionalProperties: true }),
+    query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: LIST_MAX, default: 30 })) }, { additionalProperties: true }),
     responses: { 200: { description: 'The jobs.', schema: T.Object({ jobs: T.Array(T.Ref(Job)) }) } },
     errors: ['bad_request', 'service_unavailable'],
     async handler(req, ctx) {

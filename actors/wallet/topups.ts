@@ -90,11 +90,12 @@ export class Topups {
     // projection's file (topups-kept.ts): the watch resumes after it, so a start does not read every
     // top-up document ever made; a new or untrusted file reads every current value once.
     const kept = this.kept = new KeptTopups(this.ledger.projection.database);
-    const info = (await this.kv.status()).streamInfo;
+    const kv = this.kv;
+    const info = (await withRetry('topups bucket status', () => kv.status(), { log: this.log })).streamInfo;
     const resume = kept.resume({ stream: info.config.name, created: info.created, lastSeq: info.state.last_seq });
     for (const p of resume?.pending ?? []) this.track(p);
     this.resumedFrom = resume?.revision ?? 0;
-    this.watch = await this.kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {});
+    this.watch = await withRetry('topups watch', () => kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {}), { log: this.log });
     // Every change goes on the reconciliation's work list, except, when a new file reads every
     // current value, the documents that were final and unchanged for RECONCILED_AFTER_MS: earlier
     // reconciliations have looked at those, and the audit's full reconciliation still does.

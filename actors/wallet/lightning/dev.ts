@@ -12,6 +12,7 @@ import { BUCKETS } from '../../../shared/names.ts';
 import { kvCasPut, kvUpdate } from '../../../shared/nats/cas.ts';
 import { encodeInvoice } from './bolt11.ts';
 import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceStatus } from './types.ts';
+import { withRetry } from '../../../shared/runtime.ts';
 
 interface DevInvoice {
   paymentHash: string;
@@ -45,10 +46,12 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
   if (ctx.config.server.mode === 'production') throw new LightningError('the dev Lightning backend is refused in production mode');
   const key = devNodeKey(ctx.config.dataDir);
   const kvm = new Kvm(ctx.nc);
-  const kv: KV = await kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas, allow_direct: false }).catch(async (e: Error) => {
+  // retried like every bucket a unit opens at its start: on a cluster just restarted, the meta
+  // group may not answer a create yet (a wallet of `npm run cluster` exited on it, session 26)
+  const kv: KV = await withRetry('dev invoices bucket', () => kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas, allow_direct: false }).catch(async (e: Error) => {
     if (!/already in use/i.test(e.message)) throw e;
     return kvm.open(BUCKETS.devInvoices);
-  });
+  }), { log: ctx.log });
 
   function checkHash(hash: string) {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new LightningError('malformed payment hash');

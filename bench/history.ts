@@ -8,6 +8,9 @@
 // Env (defaults: the issue's sizes, 10 minutes of traffic; BENCH_QUICK=1: 5,000 jobs, 15 s):
 //   HISTORY_BENCH_JOBS, HISTORY_BENCH_WALLETS, HISTORY_BENCH_ENTRIES  the filled store's size
 //   HISTORY_BENCH_MINUTES  traffic minutes;  HISTORY_BENCH_STARTS  restarts per store before the one kept for the traffic (default 2)
+//   HISTORY_BENCH_WARMUP_S the traffic's first seconds, not counted in the latency figures (default 30;
+//                          BENCH_QUICK=1: 0): a run's slowest 1 % fell in its first ~8 s on both
+//                          stores (session 26), so a p99 measured the start's last work, not history
 //   HISTORY_BENCH_CATCHUP_WAIT=0  the filled store's first start does not wait for its projections
 //   HISTORY_BENCH_CATCHUP_TIMEOUT_S  how long a first start waits for them at most (default 3600)
 //   HISTORY_BENCH_DIR      where stores live (default <tmp>/payloads-history); the filled store
@@ -22,13 +25,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm, type KV } from '@nats-io/kv';
 import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
 import { createKey } from '../shared/keys.ts';
 import { wallet } from '../shared/protocol/wallet.ts';
 import { BUCKETS, STREAMS } from '../shared/names.ts';
 import { figure, percentile, quick, type BenchFigure, type BenchRow } from './figure.ts';
-import { startEmbedded, treeRss } from './lib/embedded.ts';
-import { clusterRss, clusterStartFailures, fillClusterStore, startClusterCommand } from './lib/cluster-command.ts';
+import { startEmbedded, treeCpu, treeRss } from './lib/embedded.ts';
+import { clusterCpu, clusterRss, clusterStartFailures, fillClusterStore, startClusterCommand } from './lib/cluster-command.ts';
 import { startPageServer } from './lib/page.ts';
 import { spawnTs, stderrOf } from './lib/procs.ts';
 
@@ -37,6 +41,8 @@ export interface HistoryOptions {
   wallets: number;
   entries: number;
   minutes: number;
+  /** The traffic's first seconds, whose answers are kept apart (`warmup`), not in the figures. */
+  warmupS: number;
   starts: number;
   root: string;
   mode: 'embedded' | 'cluster';
@@ -47,6 +53,7 @@ export const historyOptions = (env = process.env): HistoryOptions => ({
   wallets: Number(env.HISTORY_BENCH_WALLETS ?? (quick() ? 500 : 100_000)),
   entries: Number(env.HISTORY_BENCH_ENTRIES ?? (quick() ? 15_000 : 3_000_000)),
   minutes: Number(env.HISTORY_BENCH_MINUTES ?? (quick() ? 0.25 : 10)),
+  warmupS: Number(env.HISTORY_BENCH_WARMUP_S ?? (quick() ? 0 : 30)),
   starts: Number(env.HISTORY_BENCH_STARTS ?? (quick() ? 1 : 2)),
   root: env.HISTORY_BENCH_DIR ?? join(tmpdir(), 'payloads-history'),
   mode: env.HISTORY_BENCH_MODE === 'cluster' ? 'cluster' : 'embedded',
@@ -63,15 +70,17 @@ interface Sys {
   stop(): Promise<void>;
   /** RSS (MB) by process group: embedded `node`, `nats-server`, `browsers`; cluster: per process (bench/lib/cluster-command.ts). */
   rss(): Record<string, number>;
+  /** CPU seconds used so far, by the same groups. */
+  cpu(): Record<string, number>;
 }
 
 async function startSys(mode: HistoryOptions['mode'], dir: string, o: { logLevel?: string; name?: string }): Promise<Sys> {
   if (mode === 'cluster') {
     const c = await startClusterCommand(dir, { ...o, log });
-    return { ...c, rss: () => clusterRss(c.proc.pid, c.labels) };
+    return { ...c, rss: () => clusterRss(c.proc.pid, c.labels), cpu: () => clusterCpu(c.proc.pid, c.labels) };
   }
   const e = await startEmbedded(dir, o);
-  return { ...e, rss: () => treeRss(e.proc.pid) };
+  return { ...e, rss: () => treeRss(e.proc.pid), cpu: () => treeCpu(e.proc.pid) };
 }
 
 /** Where a unit keeps its projection file: the embedded default's <dir>/<unit>, a cluster process's <dir>/procs/<unit>-1/<unit>. */
@@ -80,6 +89,14 @@ const unitDir = (mode: HistoryOptions['mode'], dir: string, unit: string) => (mo
 /** The endpoints measured, in the order each traffic round calls them; job creation every JOB_EVERY rounds. */
 export const HISTORY_ENDPOINTS = ['GET /v1/jobs', 'GET /v1/jobs/{id}', 'GET /v1/balance', 'GET /v1/transactions', 'POST /v1/websitepro/quote', 'POST /v1/websitepro/jobs'] as const;
 type Ep = (typeof HISTORY_ENDPOINTS)[number];
+/**
+ * Not endpoints: where `GET /v1/jobs/{id}`'s time goes. The job's document read from the bench's own
+ * NATS connection (the gateway's first read, without the gateway), and the system's event-loop delay
+ * (prom-client's p99 and max per window, from the gateway's /metrics: the embedded default runs every
+ * unit on that loop).
+ */
+const PROBES = ['nats: jobs get (bench connection)', 'event loop delay p99', 'event loop delay max'] as const;
+type Probe = (typeof PROBES)[number];
 const ROUND_MS = 200;
 const JOB_EVERY = 5;
 const STORES = ['empty', 'filled'] as const;
@@ -146,7 +163,7 @@ async function admin(mode: HistoryOptions['mode'], sys: Sys, args: string[]): Pr
   return { seconds: (performance.now() - t0) / 1000, code, answer: `${out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300)}${why}` };
 }
 
-interface Client { store: Store; sys: Sys; nc: NatsConnection; key: string; walletId: string; jobId: string; agent: http.Agent }
+interface Client { store: Store; sys: Sys; nc: NatsConnection; jobs: KV; key: string; walletId: string; jobId: string; agent: http.Agent }
 
 function call(c: Client, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const data = body === undefined ? undefined : JSON.stringify(body);
@@ -170,21 +187,42 @@ async function client(store: Store, sys: Sys, pageUrl: string): Promise<Client> 
   const nc = await connectNats(sys.natsUrl, `bench-history-${store}`);
   const sample = store === 'filled' ? (JSON.parse(readFileSync(join(sys.dataDir, 'history-keys.json'), 'utf8')) as { key: string; walletId: string }[])[0]! : await createKey(nc, 'admin');
   await wallet.grant(nc, sample.walletId, 100_000_000, 'bench history');
-  const c: Client = { store, sys, nc, key: sample.key, walletId: sample.walletId, jobId: '', agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
+  const c: Client = { store, sys, nc, jobs: await new Kvm(nc).open(BUCKETS.jobs), key: sample.key, walletId: sample.walletId, jobId: '', agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
   const r = await call(c, 'POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] });
   if (r.status !== 201) throw new Error(`${store}: job creation answered ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
   c.jobId = (r.json as { job: { id: string } }).job.id;
   return c;
 }
 
-/** Traffic for `minutes`: rounds every ROUND_MS, each endpoint called on both systems in turn; per window, p50 and p99 per endpoint. */
-async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl: string) {
+/**
+ * Traffic for `minutes`: rounds every ROUND_MS, each endpoint called on both systems in turn. Per
+ * endpoint: p50 and p99 of every answer of the run (`pooled`), the same per window (a window holds
+ * ~150 answers, so its p99 is its second-slowest: the spread of those is the noise sessions 23-25
+ * saw), and the slowest 1 % with the second of the run they came at (`slowest`, to line up stalls
+ * across endpoints and stores). The first `warmupS` seconds run the same traffic but count apart
+ * (`warmup`), and the windows start after them.
+ */
+async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl: string, warmupS: number) {
   const windowMs = Math.max(5000, (minutes * 60_000) / 10);
-  const windows: Record<Store, Record<Ep, { p50: number; p99: number; n: number }[]>> = { empty: {} as never, filled: {} as never };
+  const windows: Record<Store, Record<Ep | Probe, { p50: number; p99: number; n: number }[]>> = { empty: {} as never, filled: {} as never };
   const errors: Record<string, number> = {};
   let cur: Record<Store, Record<string, number[]>> = { empty: {}, filled: {} };
-  const close = () => {
+  const all: Record<Store, Record<string, [number, number][]>> = { empty: {}, filled: {} };
+  const warm: Record<Store, Record<string, number[]>> = { empty: {}, filled: {} };
+  const t00 = Date.now() + warmupS * 1000;
+  const keep = (s: Store, ep: string, ms: number) => {
+    if (Date.now() < t00) { (warm[s][ep] ??= []).push(ms); return; }
+    (cur[s][ep] ??= []).push(ms);
+    (all[s][ep] ??= []).push([Math.round((Date.now() - t00) / 100) / 10, ms]);
+  };
+  const close = async () => {
     for (const s of STORES) {
+      // prom-client resets its loop-delay histogram at each scrape: this window's delays (its 10 ms timer's interval, less 10 ms)
+      const text = await fetch(`${clients[s].sys.url}/metrics`).then((r) => r.text()).catch(() => '');
+      for (const [probe, name] of [['event loop delay p99', 'p99'], ['event loop delay max', 'max']] as const) {
+        const v = Number(new RegExp(`^\\w*nodejs_eventloop_lag_${name}_seconds ([0-9.e+-]+)$`, 'm').exec(text)?.[1]);
+        if (Number.isFinite(v)) cur[s][probe] = [Math.max(0, v * 1000 - 10)];
+      }
       for (const [ep, xs] of Object.entries(cur[s])) (windows[s][ep as Ep] ??= []).push({ p50: percentile(xs, 50), p99: percentile(xs, 99), n: xs.length });
     }
     cur = { empty: {}, filled: {} };
@@ -197,8 +235,9 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
     'POST /v1/websitepro/quote': () => ['POST', '/v1/websitepro/quote', { url: pageUrl, outputs: ['metadata', 'markdown'] }],
     'POST /v1/websitepro/jobs': () => ['POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] }],
   };
-  const end = Date.now() + minutes * 60_000;
-  let windowEnd = Date.now() + windowMs;
+  let scraped = false;
+  const end = t00 + minutes * 60_000;
+  let windowEnd = t00 + windowMs;
   let round = 0;
   while (Date.now() < end) {
     const t = Date.now();
@@ -209,16 +248,36 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
         const t0 = performance.now();
         const r = await call(clients[s], method, path, body).catch((e: Error) => ({ status: 0, json: e.message }));
         const ms = performance.now() - t0;
-        if (r.status === 200 || r.status === 201) (cur[s][ep] ??= []).push(ms);
+        if (r.status === 200 || r.status === 201) keep(s, ep, ms);
         else errors[`${s} ${ep} ${r.status}`] = (errors[`${s} ${ep} ${r.status}`] ?? 0) + 1;
       }
     }
+    for (const s of round % 2 ? (['filled', 'empty'] as const) : STORES) {
+      const t0 = performance.now();
+      if (await clients[s].jobs.get(clients[s].jobId).catch(() => null)) keep(s, 'nats: jobs get (bench connection)', performance.now() - t0);
+    }
     round++;
-    if (Date.now() >= windowEnd) { close(); windowEnd += windowMs; }
+    // a first scrape at the warm-up's end resets the loop-delay histograms: the windows hold the traffic's delays, not the start's
+    if (!scraped && Date.now() >= t00) {
+      scraped = true;
+      for (const s of STORES) await fetch(`${clients[s].sys.url}/metrics`).then((r) => r.text()).catch(() => '');
+    }
+    if (Date.now() >= windowEnd) { await close(); windowEnd += windowMs; }
     await new Promise((r) => setTimeout(r, Math.max(0, ROUND_MS - (Date.now() - t))));
   }
-  close();
-  return { windows, errors, rounds: round, windowMs };
+  await close();
+  const pooled: Record<Store, Record<string, { p50: number; p99: number; n: number }>> = { empty: {}, filled: {} };
+  const warmup: Record<Store, Record<string, { p50: number; p99: number; n: number }>> = { empty: {}, filled: {} };
+  for (const s of STORES) for (const [ep, ms] of Object.entries(warm[s])) warmup[s][ep] = { p50: percentile(ms, 50), p99: percentile(ms, 99), n: ms.length };
+  const slowest: Record<Store, Record<string, [number, number][]>> = { empty: {}, filled: {} };
+  for (const s of STORES) {
+    for (const [ep, xs] of Object.entries(all[s])) {
+      const ms = xs.map((x) => x[1]);
+      pooled[s][ep] = { p50: percentile(ms, 50), p99: percentile(ms, 99), n: ms.length };
+      slowest[s][ep] = [...xs].sort((a, b) => b[1] - a[1]).slice(0, Math.ceil(xs.length / 100)).map(([t, m]) => [t, Math.round(m * 10) / 10]);
+    }
+  }
+  return { windows, pooled, slowest, warmup, warmupS, errors, rounds: round, windowMs };
 }
 
 export async function runHistoryBench(o = historyOptions()): Promise<{ rows: BenchRow[]; raw: Record<string, unknown> }> {
@@ -278,8 +337,11 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     const walletFileMb = () => { const d = unitDir(o.mode, dirs.filled, 'wallet'); return existsSync(d) ? Math.round(readdirSync(d).filter((f) => f.includes('.sqlite')).reduce((a, f) => a + statSync(join(d, f)).size, 0) / 2 ** 20) : 0; };
     raw.walletProjectionMb = { trafficStart: walletFileMb() };
     log(`traffic for ${o.minutes} min (filled store's wallet projection: ${walletFileMb()} MB)`);
-    const t = await traffic(cl, o.minutes, page.url);
+    const cpuBefore = Object.fromEntries(STORES.map((s) => [s, live[s]!.cpu()])) as Record<Store, Record<string, number>>;
+    const t = await traffic(cl, o.minutes, page.url, o.warmupS);
+    const cpuUsed = Object.fromEntries(STORES.map((s) => { const after = live[s]!.cpu(); return [s, Object.fromEntries(Object.entries(after).map(([g, v]) => [g, Math.round((v - (cpuBefore[s][g] ?? 0)) * 10) / 10]))]; })) as Record<Store, Record<string, number>>;
     raw.traffic = t;
+    raw.cpuDuringTraffic = cpuUsed;
     (raw.walletProjectionMb as Record<string, number>).trafficEnd = walletFileMb();
     const rssAfter = Object.fromEntries(STORES.map((s) => [s, live[s]!.rss()])) as Record<Store, Record<string, number>>;
     raw.rss = { afterStart: rssStart, afterTraffic: rssAfter };
@@ -302,13 +364,37 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       rows.push(figure({ name: `history: RSS ${g} after ${o.minutes} min of traffic`, unit: 'MB', samples: [rssAfter.filled[g]!], baselineSamples: [rssAfter.empty[g]!] }));
     }
     const errs = Object.entries(t.errors).map(([k, n]) => `${k}: ${n}`).join(', ');
+    const warmNote = (ep: string, q: 'p50' | 'p99') => {
+      const wf = t.warmup.filled[ep];
+      const we = t.warmup.empty[ep];
+      return wf && we ? `; the first ${t.warmupS} s (not counted): ${wf[q].toFixed(2)} vs ${we[q].toFixed(2)}` : '';
+    };
     for (const ep of HISTORY_ENDPOINTS) {
       for (const q of ['p50', 'p99'] as const) {
         const f = t.windows.filled[ep] ?? [];
         const e = t.windows.empty[ep] ?? [];
         if (!f.length || !e.length) { rows.push({ name: `history: ${ep} ${q}`, skipped: `no 2xx answers (${errs})` }); continue; }
-        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: f.map((w) => w[q]), baselineSamples: e.map((w) => w[q]), note: `per ${Math.round(t.windowMs / 1000)} s window (min-max over windows); ${f.reduce((a, w) => a + w.n, 0)} vs ${e.reduce((a, w) => a + w.n, 0)} answers; ${t.rounds} rounds of ${ROUND_MS} ms, a job every ${JOB_EVERY}${errs ? `; not 2xx: ${errs}` : ''}` }));
+        const pf = t.pooled.filled[ep]!;
+        const pe = t.pooled.empty[ep]!;
+        const byWindow = figure({ name: '', unit: 'ms', samples: f.map((w) => w[q]), baselineSamples: e.map((w) => w[q]) });
+        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: [pf[q]], baselineSamples: [pe[q]], note: `every answer of the run (${pf.n} vs ${pe.n}); per ${Math.round(t.windowMs / 1000)} s window: median ${byWindow.value.toFixed(2)} vs ${byWindow.baseline.toFixed(2)} (${byWindow.ratio.toFixed(2)}x), windows ${Math.min(...f.map((w) => w[q])).toFixed(1)}-${Math.max(...f.map((w) => w[q])).toFixed(1)} vs ${Math.min(...e.map((w) => w[q])).toFixed(1)}-${Math.max(...e.map((w) => w[q])).toFixed(1)}; ${t.rounds} rounds of ${ROUND_MS} ms, a job every ${JOB_EVERY}${warmNote(ep, q)}${errs ? `; not 2xx: ${errs}` : ''}` }));
       }
+    }
+    for (const probe of PROBES) {
+      const f = t.windows.filled[probe] ?? [];
+      const e = t.windows.empty[probe] ?? [];
+      if (!f.length || !e.length) continue;
+      const loop = probe.startsWith('event loop');
+      for (const q of loop ? (['p50'] as const) : (['p50', 'p99'] as const)) {
+        const samples = loop ? f.map((w) => w[q]) : [t.pooled.filled[probe]![q]];
+        const baselineSamples = loop ? e.map((w) => w[q]) : [t.pooled.empty[probe]![q]];
+        rows.push(figure({ name: `history (diagnostic): ${probe}${loop ? '' : ` ${q}`}`, unit: 'ms', samples, baselineSamples, note: loop ? `median of the ${Math.round(t.windowMs / 1000)} s windows (min-max), from the gateway's /metrics (prom-client, 10 ms resolution): the whole process's loop` : `the document GET /v1/jobs/{id} reads, read once a round from the bench's own connection (every read of the run)` }));
+      }
+    }
+    // what each system spent while the traffic ran (the two share the machine's cores: a system that
+    // works more in the background costs the other's requests, and its own, their tail)
+    for (const g of Object.keys(cpuUsed.filled).filter((g) => g in cpuUsed.empty)) {
+      rows.push(figure({ name: `history (diagnostic): CPU seconds during the traffic, ${g}`, unit: 's', samples: [cpuUsed.filled[g]!], baselineSamples: [cpuUsed.empty[g]!], note: `user + system, ${o.minutes} min and the ${o.warmupS} s warm-up; the same requests on both` }));
     }
     for (const [cmd, r] of Object.entries(adminRuns)) {
       rows.push(figure({ name: `history: admin ${cmd}, seconds`, unit: 's', samples: [round1(r.filled.seconds)], baselineSamples: [round1(r.empty.seconds)], note: `exit ${r.filled.code} vs ${r.empty.code}; filled: "${r.filled.answer}"; empty: "${r.empty.answer}"` }));

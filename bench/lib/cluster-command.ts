@@ -6,7 +6,7 @@ import { appendFileSync, existsSync, readFileSync, readdirSync, renameSync, rmSy
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { spawnTs, stderrOf, type Proc } from './procs.ts';
-import { benchConfigFile, followLines, processes, stopGracefully } from './embedded.ts';
+import { benchConfigFile, followLines, processes, stopGracefully, type ProcStat } from './embedded.ts';
 import { startNatsCluster } from '../../scripts/cluster-lib.ts';
 
 export interface ClusterCommand {
@@ -134,17 +134,27 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
  * process below an actor (Chromium, Firefox and their helpers of both browser-pools), summed.
  */
 export function clusterRss(root: number, labels: Map<number, string>): Record<string, number> {
+  return clusterSum(root, labels, (p) => p.rssMb);
+}
+
+/** CPU seconds used so far, per process as clusterRss groups them. */
+export function clusterCpu(root: number, labels: Map<number, string>): Record<string, number> {
+  return clusterSum(root, labels, (p) => p.cpuS);
+}
+
+function clusterSum(root: number, labels: Map<number, string>, pick: (p: ProcStat) => number): Record<string, number> {
   const all = processes();
   const kids = new Map<number, number[]>();
   for (const [pid, p] of all) kids.set(p.ppid, [...(kids.get(p.ppid) ?? []), pid]);
-  const out: Record<string, number> = { launcher: all.get(root)?.rssMb ?? 0, browsers: 0 };
-  const below = (pid: number): number => (kids.get(pid) ?? []).reduce((s, k) => s + (all.get(k)?.rssMb ?? 0) + below(k), 0);
+  const root0 = all.get(root);
+  const out: Record<string, number> = { launcher: root0 ? pick(root0) : 0, browsers: 0 };
+  const below = (pid: number): number => (kids.get(pid) ?? []).reduce((s, k) => s + (all.has(k) ? pick(all.get(k)!) : 0) + below(k), 0);
   for (const k of kids.get(root) ?? []) {
     const p = all.get(k)!;
     const cmd = (() => { try { return readFileSync(`/proc/${k}/cmdline`, 'utf8'); } catch { return ''; } })();
     // scripts/cluster-lib.ts's watchdog (`node -e`, kills the children if the launcher dies)
     const label = labels.get(k) ?? (p.comm === 'nats-server' ? `nats-server ?${k}` : /process\.stdin\.on/.test(cmd) ? 'watchdog' : `${p.comm} ${k}`);
-    out[label] = (out[label] ?? 0) + p.rssMb;
+    out[label] = (out[label] ?? 0) + pick(p);
     out.browsers! += below(k);
   }
   for (const g of Object.keys(out)) out[g] = Math.round(out[g]! * 10) / 10;

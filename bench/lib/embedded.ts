@@ -107,8 +107,9 @@ export function stopGracefully(p: Proc, graceMs: number): () => Promise<void> {
 }
 
 /** Every process on the machine: parent pid, name, RSS in MB (from /proc). */
-export function processes(): Map<number, { ppid: number; comm: string; rssMb: number }> {
-  const out = new Map<number, { ppid: number; comm: string; rssMb: number }>();
+/** Every process on the machine: parent, name, RSS (MB) and CPU time used so far (user + system, seconds). */
+export function processes(): Map<number, ProcStat> {
+  const out = new Map<number, ProcStat>();
   for (const d of readdirSync('/proc')) {
     if (!/^\d+$/.test(d)) continue;
     try {
@@ -117,7 +118,8 @@ export function processes(): Map<number, { ppid: number; comm: string; rssMb: nu
       const comm = stat.slice(stat.indexOf('(') + 1, close);
       const fields = stat.slice(close + 2).split(' ');
       const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
-      out.set(Number(d), { ppid: Number(fields[1]), comm, rssMb: rss ? Number(rss[1]) / 1024 : 0 });
+      // utime and stime (fields 14 and 15 of /proc/<pid>/stat), in clock ticks of 1/100 s
+      out.set(Number(d), { ppid: Number(fields[1]), comm, rssMb: rss ? Number(rss[1]) / 1024 : 0, cpuS: (Number(fields[11]) + Number(fields[12])) / 100 });
     } catch { /* gone meanwhile */ }
   }
   return out;
@@ -129,6 +131,17 @@ export function processes(): Map<number, { ppid: number; comm: string; rssMb: nu
  * once per process, as RSS does).
  */
 export function treeRss(root: number): Record<string, number> {
+  return treeSum(root, (p) => p.rssMb);
+}
+
+/** CPU seconds used so far by the same groups as treeRss (a process that ended is no longer counted). */
+export function treeCpu(root: number): Record<string, number> {
+  return treeSum(root, (p) => p.cpuS);
+}
+
+export interface ProcStat { ppid: number; comm: string; rssMb: number; cpuS: number }
+
+function treeSum(root: number, pick: (p: ProcStat) => number): Record<string, number> {
   const all = processes();
   const kids = new Map<number, number[]>();
   for (const [pid, p] of all) kids.set(p.ppid, [...(kids.get(p.ppid) ?? []), pid]);
@@ -137,7 +150,7 @@ export function treeRss(root: number): Record<string, number> {
     const p = all.get(pid);
     if (!p) return;
     const g = depth === 0 ? 'node' : p.comm === 'nats-server' ? 'nats-server' : 'browsers';
-    groups[g]! += p.rssMb;
+    groups[g]! += pick(p);
     for (const k of kids.get(pid) ?? []) walk(k, depth + 1);
   };
   walk(root, 0);

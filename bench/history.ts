@@ -30,7 +30,7 @@ import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
 import { createKey } from '../shared/keys.ts';
 import { wallet } from '../shared/protocol/wallet.ts';
 import { BUCKETS, STREAMS } from '../shared/names.ts';
-import { figure, percentile, quick, type BenchFigure, type BenchRow } from './figure.ts';
+import { figure, median, percentile, quick, type BenchFigure, type BenchRow } from './figure.ts';
 import { startEmbedded, treeCpu, treeRss } from './lib/embedded.ts';
 import { clusterCpu, clusterRss, clusterStartFailures, fillClusterStore, startClusterCommand } from './lib/cluster-command.ts';
 import { startPageServer } from './lib/page.ts';
@@ -376,8 +376,8 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
         if (!f.length || !e.length) { rows.push({ name: `history: ${ep} ${q}`, skipped: `no 2xx answers (${errs})` }); continue; }
         const pf = t.pooled.filled[ep]!;
         const pe = t.pooled.empty[ep]!;
-        const byWindow = figure({ name: '', unit: 'ms', samples: f.map((w) => w[q]), baselineSamples: e.map((w) => w[q]) });
-        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: [pf[q]], baselineSamples: [pe[q]], note: `every answer of the run (${pf.n} vs ${pe.n}); per ${Math.round(t.windowMs / 1000)} s window: median ${byWindow.value.toFixed(2)} vs ${byWindow.baseline.toFixed(2)} (${byWindow.ratio.toFixed(2)}x), windows ${Math.min(...f.map((w) => w[q])).toFixed(1)}-${Math.max(...f.map((w) => w[q])).toFixed(1)} vs ${Math.min(...e.map((w) => w[q])).toFixed(1)}-${Math.max(...e.map((w) => w[q])).toFixed(1)}; ${t.rounds} rounds of ${ROUND_MS} ms, a job every ${JOB_EVERY}${warmNote(ep, q)}${errs ? `; not 2xx: ${errs}` : ''}` }));
+        const [wf, we] = [median(f.map((w) => w[q])), median(e.map((w) => w[q]))];
+        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: [pf[q]], baselineSamples: [pe[q]], note: `every answer after the warm-up (${pf.n} vs ${pe.n}); per ${Math.round(t.windowMs / 1000)} s window: median ${wf.toFixed(2)} vs ${we.toFixed(2)} (${(wf / we).toFixed(2)}x), windows ${Math.min(...f.map((w) => w[q])).toFixed(1)}-${Math.max(...f.map((w) => w[q])).toFixed(1)} vs ${Math.min(...e.map((w) => w[q])).toFixed(1)}-${Math.max(...e.map((w) => w[q])).toFixed(1)}; ${t.rounds} rounds of ${ROUND_MS} ms with the warm-up's, a job every ${JOB_EVERY}${warmNote(ep, q)}${errs ? `; not 2xx: ${errs}` : ''}` }));
       }
     }
     for (const probe of PROBES) {

@@ -6,6 +6,7 @@
 // the event loop. Only for the layout it was written for (actors/job-supervisor/projection.ts).
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
+import { DOC_OF_ROW } from '../actors/job-supervisor/kept-docs.ts';
 
 const [file, lists = '300'] = process.argv.slice(2);
 if (!file) { console.error('usage: job-list-cold.ts <jobs.sqlite> [lists]'); process.exit(2); }
@@ -14,8 +15,7 @@ const layout = db.prepare(`SELECT v FROM meta WHERE k = 'layout'`).pluck().get()
 if (layout !== '7') { console.error(`layout ${String(layout)}: this script reads layout 7`); process.exit(2); }
 const wallets = db.prepare('SELECT DISTINCT wallet_id FROM jobs ORDER BY wallet_id LIMIT 100000').pluck().all() as string[];
 const queries = {
-  'ids and documents': db.prepare(`SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON docs.wallet_id = jobs.wallet_id
-    AND docs.created_at = jobs.created_at AND docs.id = jobs.id WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 30`),
+  'ids and documents': db.prepare(`SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT 30`),
   'ids only': db.prepare('SELECT id FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 30'),
 };
 const pct = (xs: number[], p: number) => xs[Math.floor(((xs.length - 1) * p) / 100)]!.toFixed(2);

@@ -9,7 +9,7 @@ import { BUCKETS } from '../shared/names.ts';
 import { audit, readBucket } from '../shared/audit.ts';
 import { isLive, type CatalogueEntry } from '../shared/catalogue.ts';
 import { jobsService } from '../shared/protocol/job-supervisor.ts';
-import { jobRecordKeptMs } from '../shared/jobs/retention.ts';
+import { jobDocumentInBucketMs } from '../shared/jobs/retention.ts';
 import type { Config } from '../shared/config/index.ts';
 
 /** The audit's share of the status's 12 s budget: past it the screen says how far the audit got. */
@@ -119,7 +119,7 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
     microInstances(nc),
     // counts from the supervisor's projection (index reads), not a read of every job document
     jobsService.stats(nc, {}).catch(() => null),
-    audit(nc, { deadline: auditBy, ...(config ? { keptMs: jobRecordKeptMs(config) } : {}) }),
+    audit(nc, { deadline: auditBy, ...(config ? { keptMs: jobDocumentInBucketMs(config) } : {}) }),
   ]);
   const instances: Record<string, string[]> = {};
   const now = Date.now();

@@ -134,7 +134,7 @@ async function measuredStart(mode: HistoryOptions['mode'], dir: string, name: st
 async function diskPerItem(nc: NatsConnection, dir: string, o: HistoryOptions) {
   const jsm = await jetstreamManager(nc);
   const out: Record<string, number> = {};
-  for (const s of [STREAMS.ledger, `KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`]) {
+  for (const s of [STREAMS.ledger, STREAMS.jobsArchive, `KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`]) {
     const st = (await jsm.streams.info(s)).state;
     out[`${s} bytes per message`] = Math.round(st.bytes / Math.max(1, st.messages));
     out[`${s} messages`] = st.messages;

@@ -6,8 +6,9 @@
 // With --data-dir it starts the embedded nats-server on <dir>/nats (as main.ts does with DATA_DIR=<dir>)
 // with sync_interval 2m for the fill only, and stops it cleanly; then `DATA_DIR=<dir> npm start`
 // starts the service on that history. Without it, NATS_URL (or the data folder's nats.url) names the server.
-// Written: `keys` (one key per wallet), `jobs` (finished websitepro jobs, 4 results each, created
-// over --days days before yesterday, results expired and purged as the supervisor leaves them),
+// Written: `keys` (one key per wallet), the archive of finished jobs (JOBS_ARCHIVE: websitepro jobs,
+// 4 results each, created over --days days before yesterday, results expired and purged, where the
+// supervisor moves such a job's document: shared/jobs/archive.ts),
 // LEDGER (per wallet a grant, then per job its charge and the refunds of its failed results, with
 // the balanceAfter chain the wallet keeps). Top-ups are not written (a grant credits instead).
 //
@@ -167,7 +168,8 @@ async function writePart(k: number, url: string, now: number): Promise<PartResul
       entries++;
     }
     balance.set(w, b);
-    await pub(`KV_${BUCKETS.jobs}`, `$KV.${BUCKETS.jobs}.${id}`, JSON.stringify(job));
+    // archived as the supervisor leaves it; never in the bucket (revision 0: no revision header)
+    await pub(STREAMS.jobsArchive, subjects.jobArchived, JSON.stringify(job));
     jobs++;
     if (jobs % 100_000 === 0) console.error(`part ${k}: ${jobs} jobs, ${entries} ledger entries, ${Math.round((Date.now() - t0) / 1000)} s`);
   }
@@ -186,7 +188,7 @@ async function fill() {
   const nc = await connectNats(url, 'history');
   await provision(nc, config);
   const jsm = await jetstreamManager(nc);
-  const streams = [STREAMS.ledger, `KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`];
+  const streams = [STREAMS.ledger, STREAMS.jobsArchive, `KV_${BUCKETS.keys}`];
   const count = async () => Object.fromEntries(await Promise.all(streams.map(async (s) => [s, (await jsm.streams.info(s)).state.messages] as const)));
   const before = await count();
 
@@ -200,7 +202,7 @@ async function fill() {
     child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(last) as PartResult) : reject(new Error(`part ${k} exited with ${code}`))));
   })));
   const published = results.reduce((s, r) => s + r.published, 0);
-  const want = { [STREAMS.ledger]: results.reduce((s, r) => s + r.entries, 0), [`KV_${BUCKETS.jobs}`]: N, [`KV_${BUCKETS.keys}`]: W };
+  const want = { [STREAMS.ledger]: results.reduce((s, r) => s + r.entries, 0), [STREAMS.jobsArchive]: N, [`KV_${BUCKETS.keys}`]: W };
   // the plain publishes after a stream's last ack are stored shortly after: wait for them, then judge
   let after = await count();
   for (let i = 0; i < 600 && streams.some((s) => after[s]! - before[s]! < want[s]!); i++) {

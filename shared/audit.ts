@@ -97,6 +97,11 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
 
   // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
   const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, ro);
+  // finished jobs whose results expired live in the archive (shared/jobs/archive.ts); a later copy
+  // there is newer, and the bucket's (a write that came after the archiving) newer still
+  const archived = new Map<string, JobRecord>();
+  for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => m.json<JobRecord>(), ro)) if (a && typeof a.id === 'string') archived.set(a.id, a);
+  for (const [id, a] of archived) if (!jobs.has(id)) jobs.set(id, a);
   const seenJobs = new Set<string>();
   for (const job of jobs.values()) {
     if (!job || typeof job.id !== 'string' || !job.walletId) continue;
@@ -159,7 +164,8 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   });
 
   // A charge without a job document is allowed only when it was given back in full (a compensated creation).
-  // (older than the job-record retention: the document may have been deleted, shared/jobs/retention.ts)
+  // (the archive is read too; older than the time a document is surely in the bucket, it may have
+  // been deleted at the end of its record retention, shared/jobs/retention.ts)
   const keptSince = o.keptMs === undefined ? -Infinity : Date.now() - o.keptMs;
   const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && e.at >= keptSince && !seenJobs.has(`${e.walletId} ${e.jobId}`));
   for (const c of jobCharges) {

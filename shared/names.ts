@@ -13,6 +13,11 @@ export const STREAMS = {
   events: 'EVENTS',
   /** The server's max-deliveries advisories of TASKS, kept until the supervisor has acted on them. */
   lostTasks: 'LOST_TASKS',
+  /**
+   * Finished job documents whose results are deleted, moved out of the `jobs` bucket (shared/jobs/archive.ts):
+   * one subject for all, so nats-server keeps no per-job index for them; read by sequence.
+   */
+  jobsArchive: 'JOBS_ARCHIVE',
 } as const;
 
 export const BUCKETS = {
@@ -60,6 +65,9 @@ export const subjects = {
   /** Progress lines: core NATS, no stream stores them (a lost line is only a display). */
   progressAll: 'progress.>',
   progress: (jobId: string) => `progress.${jobId}`,
+
+  // JOBS_ARCHIVE stream: every archived job document on one subject
+  jobArchived: 'archive.job',
 
   // LEDGER stream: one subject per wallet
   ledgerAll: 'ledger.>',

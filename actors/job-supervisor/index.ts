@@ -23,6 +23,7 @@ import { endIfOrphaned } from './orphaned.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry, sleep, within } from '../../shared/runtime.ts';
 import { readJob } from '../../shared/jobs/store.ts';
+import { archiveJob, isSettled, readArchived } from '../../shared/jobs/archive.ts';
 import { join } from 'node:path';
 
 const shotsKind = (browser: string, version: string) => `shots:${browser}@${version}`;
@@ -70,8 +71,13 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   if (projection.complete) await within(projection.caughtUp, 15_000, undefined);
   log.info({ file: projection.file, ...projection.startedAs, applied: projection.appliedCount }, 'job projection opened');
   d.copyOf = (id) => projection.getStored(id);
-  /** The document: this instance's recent copy (a guess; every step re-reads what it writes), else the bucket. */
-  const docOf = async (id: string) => projection.getStored(id)?.job ?? (await readJob(d.jobs, id))?.job ?? null;
+  /** A job's document in the archive (shared/jobs/archive.ts), or null when it is not there. */
+  const archivedDoc = async (id: string) => {
+    const seq = await projection.archivedAt(id);
+    return seq === null ? null : readArchived(d.jsm, seq, id);
+  };
+  /** The document: this instance's recent copy (a guess; every step re-reads what it writes), else the bucket, else the archive. */
+  const docOf = async (id: string) => projection.getStored(id)?.job ?? (await readJob(d.jobs, id))?.job ?? (await archivedDoc(id));
 
   // Our own consumers: redeliver until handled (no max_deliver); a failed step naks with a delay.
   const consumerCfg = (durable: string, filter: string) => ({
@@ -314,6 +320,36 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       for (const id of expired) await purgeJob(d, id, others.get(id)).catch((err) => log.warn({ err, id }, 'sweep: purge failed'));
     }
     await forgetOldJobs(Date.now()).catch((err) => log.warn({ err }, 'sweep: job record retention failed'));
+    await archiveSettledJobs(Date.now()).catch((err) => log.warn({ err }, 'sweep: archiving finished jobs failed'));
+  }
+  /**
+   * Finished jobs whose files are deleted, with no webhook to send and nothing to refund, change no
+   * more: each document is copied to the archive, then its message is deleted from the bucket by
+   * sequence (shared/jobs/archive.ts). A write that came in between keeps the document in the bucket
+   * (the delete finds no message at that sequence; the old copy in the archive is never pointed at)
+   * and it is due again. Every instance works from its own due list; the archive's duplicate window
+   * makes two instances archiving the same revision store it once. At most 20 rounds of 500 a sweep.
+   */
+  async function archiveSettledJobs(now: number) {
+    for (let round = 0; round < 20 && !stopping; round++) {
+      const due = projection.archiveDue(now);
+      let moved = 0;
+      for (const id of due) {
+        const cur = await readJob(d.jobs, id);
+        if (!cur) {
+          // archived a moment ago by another instance (its copy is on the way), or gone: off the list
+          if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
+          continue;
+        }
+        if (!isSettled(cur.job)) { projection.notArchivable(id); continue; }
+        await archiveJob(d.js, cur.job, cur.revision);
+        await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, cur.revision, false).catch((e: Error) => {
+          if (!/no message found|not found/i.test(e.message)) throw e;
+        });
+        moved++;
+      }
+      if (due.length < 500 || moved === 0) return;
+    }
   }
   /**
    * Finished, purged jobs past retention.jobRecords leave the bucket: the message holding the
@@ -326,7 +362,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     for (;;) {
       const due = projection.forgetDue(now);
       for (const { id, revision } of due) {
-        await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, revision, false).catch((e: Error) => {
+        // an archived document left the bucket already (its copy in the archive ages out: the stream's max age)
+        if (revision > 0) await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, revision, false).catch((e: Error) => {
           if (!/no message found|not found/i.test(e.message)) throw e;
         });
         projection.forgotten(id, revision);
@@ -350,11 +387,12 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
         // the documents as the projection applied them (as fresh as a read of the bucket after the
         // sync); one it does not keep is read from the bucket, and one deleted meanwhile drops out
         const rows = projection.list(req.walletId, req.limit ?? 30);
-        const jobs = await Promise.all(rows.map(async (r) => r.doc !== null ? JSON.parse(r.doc) as JobRecord : (await readJob(d.jobs, r.id))?.job ?? null));
+        const jobs = await Promise.all(rows.map(async (r) => r.doc !== null ? JSON.parse(r.doc) as JobRecord : (await readJob(d.jobs, r.id))?.job ?? (await archivedDoc(r.id))));
         return { jobs: jobs.filter((j): j is JobRecord => j !== null && j.walletId === req.walletId) };
       },
       [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
-        const job = (await readJob(d.jobs, req.jobId))?.job;
+        // the gateway reads the bucket itself and asks here for a job it does not find there (archived)
+        const job = (await readJob(d.jobs, req.jobId))?.job ?? (await archivedDoc(req.jobId));
         if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
         return { job };
       },

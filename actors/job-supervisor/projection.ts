@@ -3,15 +3,19 @@
 // It holds what its queries need (wallet, id, created time, state, deadlines, the names of kept
 // files): a wallet's jobs newest first, and the sweeps' due lists, each an ordered index read from
 // its head; and beside them the documents of each wallet's newest jobs (kept-docs.ts), so a list
-// reads no document from the bucket. At start it resumes a watch from the checkpoint
-// (the tail only); a file that is missing, of another store, of another layout, or ahead of the
+// reads no document from the bucket. It follows the archive of finished jobs too
+// (shared/jobs/archive.ts): a row whose document moved there holds its sequence (`archive_seq`),
+// and the archive's own checkpoint is kept beside the bucket's. At start it resumes both from their
+// checkpoints (the tail only); a file that is missing, of another store, of another layout, or ahead of the
 // stream is thrown away and rebuilt from the bucket's last values in the background. Readers of a
 // list are told (service_unavailable) while it is rebuilt or behind, never answered from a part.
 import Database from 'better-sqlite3';
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV, KvWatchEntry } from '@nats-io/kv';
-import { JetStreamApiError, type JetStreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, JetStreamApiError, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
+import { STREAMS } from '../../shared/names.ts';
+import { archivedRevision, isSettled } from '../../shared/jobs/archive.ts';
 import type { Logger } from '../../shared/log.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
@@ -21,7 +25,7 @@ import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { KeptDocs, DOCS_DDL, DOC_OF_ROW, PAGE_SIZE } from './kept-docs.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 7;
+const LAYOUT = 8;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -31,18 +35,26 @@ const STALL_MS = 3000;
 /** A rebuild's watch that delivers nothing this long is started again from the checkpoint. */
 const REBUILD_STALL_MS = 10_000;
 
+const UPSERT = `INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded, archive_due, archive_seq)
+  VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded, @archive_due, @archive_seq)
+  ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
+    revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
+    forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded,
+    archive_due = excluded.archive_due, archive_seq = excluded.archive_seq`;
 const META_DDL = 'CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)';
 const DDL = `
 CREATE TABLE IF NOT EXISTS jobs (
   id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
   revision INTEGER NOT NULL,
-  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER) WITHOUT ROWID;
+  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER,
+  archive_due INTEGER, archive_seq INTEGER) WITHOUT ROWID;
 ${DOCS_DDL}
 CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
 CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
+CREATE INDEX IF NOT EXISTS jobs_archive ON jobs (archive_due) WHERE archive_due IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (unrefunded, created_at) WHERE unrefunded IS NOT NULL;
 `;
 
@@ -75,6 +87,10 @@ function claimSlot(dir: string): string {
 export interface Row {
   id: string; wallet_id: string; status: JobStatus; created_at: number; revision: number;
   purge_due: number | null; webhook_due: number | null; forget_due: number | null; files: string | null;
+  /** When the document is to move to the archive (finished, purged, nothing left to send or refund). */
+  archive_due: number | null;
+  /** The document's sequence in the archive once it moved there (then the bucket no longer holds it). */
+  archive_seq: number | null;
   /** The document as last applied, while the job is one of its wallet's newest LIST_MAX; else null. */
   doc: string | null;
 }
@@ -85,6 +101,15 @@ export class JobProjection {
   private q!: ReturnType<JobProjection['prepare']>;
   private docs!: KeptDocs;
   private applied = new AppliedUpTo(0);
+  /** The archive stream's sequence applied. */
+  private archived = new AppliedUpTo(0);
+  private archivePending: { seq: number; revision: number; doc: string }[] = [];
+  private archiveCurrent?: ConsumerMessages;
+  private archiveLoop?: Promise<void>;
+  /** Both followers reached their stream's end as it was at start (a rebuild is complete only then). */
+  private kvAtEnd = false;
+  private archiveAtEnd = false;
+  private freshArchiveLast!: () => Promise<number>;
   /** True once the table holds every job of the bucket (a rebuild has finished, or the file was whole). */
   complete = false;
   /** How the start went: resumed from a checkpoint, or rebuilt (and why). */
@@ -141,12 +166,12 @@ export class JobProjection {
     return {
       meta: s.prepare('SELECT v FROM meta WHERE k = ?').pluck(),
       setMeta: s.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
-      upsert: s.prepare(`INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded)
-        VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded)
-        ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
-          revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
-          forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded
-        WHERE jobs.revision < excluded.revision`),
+      // a write to the bucket newer than the row: the document is (back) in the bucket
+      upsert: s.prepare(`${UPSERT} WHERE jobs.revision < excluded.revision`),
+      // an archived copy of the revision the row holds (or a newer one): the row points at it
+      archive: s.prepare(`${UPSERT} WHERE jobs.revision <= excluded.revision`),
+      archiveDue: s.prepare('SELECT id FROM jobs WHERE archive_due IS NOT NULL AND archive_due <= ? ORDER BY archive_due LIMIT ?').pluck(),
+      notArchivable: s.prepare('UPDATE jobs SET archive_due = NULL WHERE id = ?'),
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
       row: s.prepare(`SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.id = ?`),
@@ -182,7 +207,11 @@ export class JobProjection {
     this.storeId = `${info.config.name} ${info.created}`;
     const last = info.state.last_seq;
     this.freshLast = ((f) => async () => (await f()).streamInfo.state.last_seq)(freshRead(() => kv.status()));
-    const why = this.open(false) || this.distrust(last);
+    const archive = await jsm.streams.info(STREAMS.jobsArchive);
+    const archiveStore = `${archive.config.name} ${archive.created}`;
+    const archiveLast = archive.state.last_seq;
+    this.freshArchiveLast = ((f) => async () => (await f()).state.last_seq)(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
+    const why = this.open(false) || this.distrust(last) || this.distrustArchive(archiveStore, archiveLast);
     if (why) {
       this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
       this.sqlite.close();
@@ -190,6 +219,8 @@ export class JobProjection {
       this.q.setMeta.run('store', this.storeId);
       this.q.setMeta.run('layout', String(LAYOUT));
       this.q.setMeta.run('applied', '0');
+      this.q.setMeta.run('archive_store', archiveStore);
+      this.q.setMeta.run('archive_applied', '0');
       this.q.setMeta.run('complete', '0');
       this.startedAs = { mode: 'rebuilt', reason: why, from: 0 };
     } else {
@@ -199,8 +230,88 @@ export class JobProjection {
     const from = Number(this.q.meta.get('applied') ?? 0);
     this.applied.reset(from);
     // nothing left after the checkpoint (deleted by the retention, or an empty bucket): caught up already
+    const archiveFrom = Number(this.q.meta.get('archive_applied') ?? 0);
+    this.archived.reset(archiveFrom);
+    if (archive.state.messages === 0 || archiveLast <= archiveFrom) this.archiveReached(Math.max(archiveFrom, archiveLast), true);
     if (last <= from || await this.nothingAfter(from)) this.reached(Math.max(from, last), true);
     this.loop = this.follow(kv, last);
+    this.archiveLoop = this.followArchive(jsm);
+  }
+
+  /** Why the archive checkpoint cannot be trusted (the stream was made again, or is behind it), or ''. */
+  private distrustArchive(store: string, last: number): string {
+    const had = this.q.meta.get('archive_store') as string | undefined;
+    if (had !== store) return `the file is of another archive (${had ?? 'none'}, the stream is ${store})`;
+    const applied = Number(this.q.meta.get('archive_applied'));
+    if (!(applied >= 0) || applied > last) return `the file is ahead of the archive (applied ${applied}, the stream ends at ${last})`;
+    return '';
+  }
+
+  /**
+   * Follow the archive from its checkpoint until stopped: each archived document points its row at
+   * its sequence (inserting the row when a rebuild meets a job no longer in the bucket).
+   */
+  private async followArchive(jsm: JetStreamManager) {
+    while (!this.stopped) {
+      try {
+        const c = await jsm.jetstream().consumers.get(STREAMS.jobsArchive, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.archived.seq + 1 });
+        const msgs = await c.consume({ max_messages: BATCH });
+        this.archiveCurrent = msgs;
+        if (this.stopped) { msgs.stop(); break; }
+        for await (const m of msgs) {
+          this.archivePending.push({ seq: m.seq, revision: archivedRevision(m.headers), doc: m.string() });
+          const end = m.info.pending === 0;
+          if (end || this.archivePending.length >= BATCH) {
+            this.flushArchive(end);
+            await new Promise<void>((r) => setImmediate(r));
+          }
+        }
+      } catch (err) {
+        const name = (err as Error)?.name;
+        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
+        this.o.log.warn({ err }, 'job projection: archive consumer failed; resuming from the checkpoint');
+      }
+      this.archiveCurrent = undefined;
+      this.flushArchive(false);
+      if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
+    }
+    this.archived.wakeAll();
+  }
+
+  /** Apply the archived documents delivered, in one transaction with the archive's checkpoint. */
+  private flushArchive(end: boolean) {
+    if (!this.sqlite.open) return;
+    const batch = this.archivePending;
+    this.archivePending = [];
+    let top = this.archived.seq;
+    if (batch.length) {
+      this.sqlite.transaction(() => {
+        for (const a of batch) {
+          try {
+            this.upsert(JSON.parse(a.doc) as JobRecord, a.revision, a.doc, a.seq);
+          } catch (err) {
+            this.o.log.error({ err, seq: a.seq }, 'job projection: bad archived job record skipped');
+          }
+          top = Math.max(top, a.seq);
+        }
+        this.appliedCount += batch.length;
+        this.q.setMeta.run('archive_applied', String(top));
+      })();
+    }
+    this.archiveReached(top, end);
+  }
+
+  private archiveReached(seq: number, end: boolean) {
+    this.archived.reach(seq);
+    if (end && !this.archiveAtEnd) { this.archiveAtEnd = true; this.completeIfBoth(); }
+  }
+
+  /** A rebuild is complete once both followers have reached the ends their streams had at start. */
+  private completeIfBoth() {
+    if (this.complete || !this.kvAtEnd || !this.archiveAtEnd) return;
+    if (this.sqlite.open) this.q.setMeta.run('complete', '1');
+    this.complete = true;
+    if (this.startedAs.mode === 'rebuilt') this.o.log.info({ file: this.file, jobs: this.count() }, 'job projection: rebuilt');
   }
 
   /** Why the file cannot be trusted, or '' when it can be resumed. */
@@ -280,28 +391,27 @@ export class JobProjection {
       }
       this.appliedCount += batch.length;
       this.q.setMeta.run('applied', String(top));
-      if (end && !this.complete) this.q.setMeta.run('complete', '1');
     })();
     this.reached(top, end);
   }
 
   private reached(seq: number, end: boolean) {
-    if (end && !this.complete) {
-      this.complete = true;
-      if (this.startedAs.mode === 'rebuilt') this.o.log.info({ file: this.file, jobs: this.count() }, 'job projection: rebuilt');
-    }
     this.applied.reach(seq);
+    if (end && !this.kvAtEnd) { this.kvAtEnd = true; this.completeIfBoth(); }
     if (end) this.markCaughtUp();
   }
 
-  /** The row a document makes: its deadlines are the sweeps' due lists. */
-  upsert(job: JobRecord, revision: number, doc = JSON.stringify(job)): void {
+  /**
+   * The row a document makes: its deadlines are the sweeps' due lists. `archiveSeq`: the document
+   * is the archive's copy at that sequence (the row is replaced by it at the same revision too).
+   */
+  upsert(job: JobRecord, revision: number, doc = JSON.stringify(job), archiveSeq?: number): void {
     const files = job.purgedAt === undefined
       ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
       : [];
     const finished = isFinished(job);
     const placed = this.docs.place(job);
-    const changed = this.q.upsert.run({
+    const changed = this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run({
       id: job.id,
       wallet_id: job.walletId,
       status: job.status,
@@ -314,6 +424,9 @@ export class JobProjection {
       files: files.length ? JSON.stringify(files) : null,
       // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
       unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
+      // nothing will change it any more: it leaves the bucket for the archive (shared/jobs/archive.ts)
+      archive_due: isSettled(job) && archiveSeq === undefined ? job.purgedAt! : null,
+      archive_seq: archiveSeq ?? null,
     }).changes > 0;
     this.docs.written(job, doc, placed, changed);
     const had = this.recent.get(job.id);
@@ -401,6 +514,30 @@ export class JobProjection {
     return this.q.forgetDue.all(now, limit) as { id: string; revision: number }[];
   }
 
+  /** Jobs whose documents are due to move to the archive, oldest purge first. */
+  archiveDue(now: number, limit = 500): string[] {
+    return this.q.archiveDue.all(now, limit) as string[];
+  }
+
+  /** The bucket's document is not one to archive (or is gone): off the due list until a write says otherwise. */
+  notArchivable(id: string): void {
+    this.q.notArchivable.run(id);
+  }
+
+  /**
+   * The archive sequence of a job's document, or null when it is not archived. A job missing from
+   * the bucket may have been archived a moment ago by another instance: the archive is followed up
+   * to its current end first (at most `maxWaitMs`).
+   */
+  async archivedAt(id: string, maxWaitMs = SYNC_WAIT_MS): Promise<number | null> {
+    const seq = () => (this.q.row.get(id) as Row | undefined)?.archive_seq ?? null;
+    const now = seq();
+    if (now !== null) return now;
+    const last = await this.freshArchiveLast();
+    if (last > this.archived.seq) await this.archived.reached(last, maxWaitMs);
+    return seq();
+  }
+
   /** The row is gone with its document (deleted by sequence: no marker comes through the watch). */
   forgotten(id: string, revision: number): void {
     this.sqlite.transaction(() => {
@@ -429,9 +566,12 @@ export class JobProjection {
   async stop(): Promise<void> {
     this.stopped = true;
     this.current?.stop();
+    this.archiveCurrent?.stop();
     await this.loop;
+    await this.archiveLoop;
     if (this.sqlite?.open) {
       this.flush();
+      this.flushArchive(false);
       this.sqlite.close();
     }
     held.delete(this.file);

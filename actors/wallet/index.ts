@@ -10,7 +10,7 @@ import { TRANSACTIONS_PAGE, WALLET_API, type walletApi } from '../../shared/prot
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { Ledger, checkWalletId } from './ledger.ts';
 import { Projection, rowToEntry } from './projection.ts';
-import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
+import { jobDocumentInBucketMs } from '../../shared/jobs/retention.ts';
 import { charge, refund, grant, tooLate } from './money.ts';
 import { audit } from '../../shared/audit.ts';
 import { Topups } from './topups.ts';
@@ -40,7 +40,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   started.push(() => topups.stop());
   await step('top-ups', () => topups.start());
   const jobs = await step('jobs bucket', () => withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }));
-  const orphans = startOrphanSweep({ ledger, projection, jobs, graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobRecordKeptMs(config), log });
+  const orphans = startOrphanSweep({ ledger, projection, jobs, graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobDocumentInBucketMs(config), log });
   started.push(() => orphans.stop());
 
   const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, sweep: config.wallet.lightning.reconcileSweep, log });
@@ -87,7 +87,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
       [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
       [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
-      [subjects.wallet.audit]: () => audit(nc, { keptMs: jobRecordKeptMs(config) }),
+      [subjects.wallet.audit]: () => audit(nc, { keptMs: jobDocumentInBucketMs(config) }),
       [subjects.wallet.reconcile]: () => reconciler.run(),
     },
   }, log));

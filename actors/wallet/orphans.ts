@@ -35,8 +35,8 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
       const firstYoung = batch.findIndex((c) => c.at > oldEnough);
       const due = firstYoung < 0 ? batch : batch.slice(0, firstYoung);
       if (!due.length) return;
-      // older than the least time a job's document is kept (shared/jobs/retention.ts): a missing
-      // document was deleted by the job-record retention, not never written; not read at all
+      // older than the least time a job's document is surely in the bucket (shared/jobs/retention.ts):
+      // a missing document was archived or deleted, not never written; not read at all
       const readFrom = opts.keptMs === undefined ? -Infinity : Date.now() - opts.keptMs;
       // the documents are read READ_CONCURRENCY at a time, a passing outage retried, any other
       // failure stopping the batch (read one at a time, a store's first sweep over a history of

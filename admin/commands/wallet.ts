@@ -4,7 +4,7 @@ import { keysBucket, lookupKey } from '../../shared/keys.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
 import { newId } from '../../shared/ids.ts';
-import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
+import { jobDocumentInBucketMs } from '../../shared/jobs/retention.ts';
 
 /**
  * The audit's reads end this long before the command's budget (admin/main.ts, 12 s from the
@@ -75,7 +75,7 @@ export const commands: AdminCommand[] = [
       // reconciliation credited something they may have missed.
       let unpaid = 0;
       const reconciled = Promise.race([wallet.reconcile(nc), new Promise<never>((_, rej) => setTimeout(() => rej(new Error('no answer within 3 s')), 3000).unref())]);
-      const read = () => retry('the audit\'s reads (LEDGER, jobs, topups)', () => audit(nc, { keptMs: jobRecordKeptMs(config), ...(deadline ? { deadline } : {}) }));
+      const read = () => retry('the audit\'s reads (LEDGER, jobs, topups)', () => audit(nc, { keptMs: jobDocumentInBucketMs(config), ...(deadline ? { deadline } : {}) }));
       let [rec, r] = await Promise.all([reconciled.catch((e: Error) => e), read()]);
       if (rec instanceof Error) {
         out(`lightning: not reconciled (${rec.message}); is a wallet running?`);

@@ -2,7 +2,7 @@
 // written as they happen (uWebSockets.js chunked writes, nothing buffered), ending with the job.
 import type { Reply, Route } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { readJob } from '../../shared/jobs/store.ts';
+import { findJob } from '../jobs/find.ts';
 import { jobEventStream, decodeCursor } from '../jobs/index.ts';
 
 const encoder = new TextEncoder();
@@ -30,10 +30,10 @@ export const eventsRoute: Route = {
     200: { description: 'The event stream.', contentType: 'text/event-stream' },
     204: { description: 'Resumed after the final `job` event: nothing more will come.' },
   },
-  errors: ['bad_request', 'not_found'],
+  errors: ['bad_request', 'not_found', 'service_unavailable'],
   async handler(req, ctx): Promise<Reply> {
-    const cur = await readJob(ctx.kv.jobs, req.params.id ?? '');
-    if (!cur || cur.job.walletId !== req.auth!.walletId) throw new ApiError('not_found', 'no such job');
+    const cur = await findJob(ctx.nc, ctx.kv.jobs, req.auth!.walletId, req.params.id ?? '');
+    if (!cur) throw new ApiError('not_found', 'no such job');
     const last = req.headers['last-event-id'];
     const seen = last ? decodeCursor(last, cur.job.results.length) : null;
     if (last && !seen) throw new ApiError('bad_request', 'Last-Event-ID is not the id of an event of this job');

@@ -16,6 +16,7 @@ import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
+import { findJob } from '../jobs/find.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
@@ -108,8 +109,8 @@ async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): 
  * expired): the spec gives GET /v1/jobs/{id} only 404, and 410 means a deleted result.
  */
 async function ownJob(ctx: GatewayContext, req: RouteRequest): Promise<JobRecord> {
-  const cur = await readJob(ctx.kv.jobs, req.params.id ?? '');
-  if (!cur || cur.job.walletId !== walletOf(req)) throw new ApiError('not_found', `no such job (a job's record is kept ${Math.round(ctx.config.retention.jobRecords / 86400)} days after its results expired)`);
+  const cur = await findJob(ctx.nc, ctx.kv.jobs, walletOf(req), req.params.id ?? '');
+  if (!cur) throw new ApiError('not_found', `no such job (a job's record is kept ${Math.round(ctx.config.retention.jobRecords / 86400)} days after its results expired)`);
   return cur.job;
 }
 
@@ -157,11 +158,11 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id',
     auth: true,
     summary: 'One job',
-    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`.',
+    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.',
     tags: ['jobs'],
     query: WaitQuery,
     responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },
-    errors: ['bad_request', 'not_found'],
+    errors: ['bad_request', 'not_found', 'service_unavailable'],
     async handler(req, ctx) {
       const first = await ownJob(ctx, req);
       const ms = waitMs(ctx, req.query.wait);
@@ -195,7 +196,7 @@ const jobRoutes: Route[] = [
       format: T.Optional(T.Union([T.Literal('html'), T.Literal('json')], { description: '`labs` only: `html` renders the report as a page; `json` (default) the file.' })),
     }, { additionalProperties: true }),
     responses: { 200: { description: 'The file (a labs report: JSON, or text/html when asked for).', contentType: '*/*', headers: { 'Content-Disposition': 'attachment; filename=...' } } },
-    errors: ['bad_request', 'not_found', 'not_ready', 'expired'],
+    errors: ['bad_request', 'not_found', 'not_ready', 'expired', 'service_unavailable'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
       const r: ResultRecord | undefined = job.results.find((x) => x.key === req.params.key);
@@ -234,7 +235,7 @@ const jobRoutes: Route[] = [
     summary: 'All screenshots of a completed shots job as a zip',
     tags: ['jobs'],
     responses: { 200: { description: 'application/zip', contentType: 'application/zip' } },
-    errors: ['not_found', 'not_ready', 'expired'],
+    errors: ['not_found', 'not_ready', 'expired', 'service_unavailable'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
       if (job.service !== 'shots') throw new ApiError('not_found', 'zips exist only for shots jobs');

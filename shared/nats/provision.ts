@@ -35,6 +35,13 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     // A task whose deliveries ran out is announced once, as a core NATS advisory: a supervisor
     // that is down or reconnecting at that moment would miss it, and the job would wait for the
     // jobs.stuckSeconds backstop (hours). Stored here, it waits until a supervisor has acted on it.
+    // Finished jobs whose results are deleted leave the `jobs` bucket for this stream (shared/jobs/archive.ts):
+    // one subject, so nats-server holds no per-job index for them (a bucket key costs ~180 B of its
+    // memory for as long as it is stored: 177 MB at 1 M jobs). A document is archived once its results
+    // expired, and its record is kept retention.jobRecords after that (projection.ts `forget_due`), so
+    // the stream's age limit, counted from the archiving, never removes one still listed (an hour at least:
+    // 0 would mean no limit).
+    { ...common, name: STREAMS.jobsArchive, subjects: [subjects.jobArchived], retention: RetentionPolicy.Limits, discard: DiscardPolicy.Old, max_age: nanos(Math.max(cfg.retention.jobRecords * 1000, HOUR)), duplicate_window: nanos(10 * 60 * 1000) },
     { ...common, name: STREAMS.lostTasks, subjects: [subjects.advisoryMaxDeliveries(STREAMS.tasks, '*')], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY) },
   ];
 }

@@ -13,6 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { BUCKETS, subjects, type ServiceName } from '../../shared/names.ts';
 import { commitJob, newJobRecord, type JobDeps } from '../../gateway/jobs/create.ts';
 import { readJob } from '../../shared/jobs/store.ts';
+import { findJob } from '../../gateway/jobs/find.ts';
 import { JobWatch } from '../../gateway/jobs/watch.ts';
 import { audit } from '../../shared/audit.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
@@ -59,6 +60,7 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
 
   // one watch of the bucket for every finished() of the test, as the gateway's long polls share one
   const jobWatch = new JobWatch(deps.kv.jobs, log);
+  const walletOf = new Map<string, string>();
   t.teardown(() => jobWatch.stop());
 
   return {
@@ -96,10 +98,12 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
         ...(i.task === false ? {} : { task: { subject: subjects.taskWebsitepro, params: { behave: i.behave ?? 'succeed', ...(i.params ?? {}) } } }),
       }));
       const job = newJobRecord(service, { target: '127.0.0.1', items: planItems }, walletId, { test: true }, tn.config);
+      walletOf.set(job.id, walletId);
       return commitJob(deps, job);
     },
+    /** The job's document in the bucket, else (archived once its results expired) as a supervisor finds it. */
     async job(id: string): Promise<JobRecord> {
-      const r = await readJob(deps.kv.jobs, id);
+      const r = await findJob(tn.nc, deps.kv.jobs, walletOf.get(id) ?? '-', id);
       if (!r) throw new Error(`no job ${id}`);
       return r.job;
     },

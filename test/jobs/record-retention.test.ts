@@ -2,13 +2,13 @@
 // supervisor deletes the document's message by its sequence from its due list, GET /v1/jobs/{id}
 // answers 404 not_found (the spec's code for "no such job"; 410 is for a deleted result), the list
 // no longer shows it, and the money still adds up (the audit and the wallet's orphan sweep take a
-// missing document of an old charge for a deleted one, not a never-created one).
+// missing document of an old charge for an archived or deleted one, not a never-created one).
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
 import { startJobsApi } from './app.ts';
 import { BUCKETS } from '../../shared/names.ts';
 import { audit } from '../../shared/audit.ts';
-import { jobRecordKeptMs } from '../../shared/jobs/retention.ts';
+import { jobDocumentInBucketMs } from '../../shared/jobs/retention.ts';
 import { startTestNats } from '../helpers/nats.ts';
 import { startWallet, walletId, fund } from '../wallet/_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
@@ -39,7 +39,7 @@ t.test('a finished job past its record retention answers 404 and is gone from th
   t.equal(list.status, 200);
   t.notOk(list.json.jobs.some((j: { id: string }) => j.id === job.id), 'not listed');
   t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'nothing refunded for a deleted record');
-  t.same((await audit(s.nc, { keptMs: jobRecordKeptMs(s.config) })).violations, [], 'the audit takes the old charge without a document for a deleted record');
+  t.same((await audit(s.nc, { keptMs: jobDocumentInBucketMs(s.config) })).violations, [], 'the audit takes the old charge without a document for a deleted record');
 });
 
 t.test('an audit past its deadline says how far it got and judges nothing', async (t) => {
@@ -52,8 +52,9 @@ t.test('an audit past its deadline says how far it got and judges nothing', asyn
 });
 
 t.test('the orphan sweep leaves a charge older than a job record is kept: its document was deleted, not never written', async (t) => {
-  // records kept 2 s at least (1 s results + 1 s), half of it the margin: charges older than 1 s are past it;
-  // the orphan grace (3 s) is longer, so the sweep first sees this charge when its document could be gone
+  // documents in the bucket 1 s at least (results kept 1 s, then archived), half of it the margin: charges
+  // older than 0.5 s are past it; the orphan grace (3 s) is longer, so the sweep first sees this charge
+  // when its document could be archived or deleted
   const tn = await startTestNats(t, { wallet: { orphanChargeGraceSeconds: 3 }, retention: { websitepro: 1, shots: 1, labs: 1, jobRecords: 1 } });
   await startWallet(t, tn);
   const w = walletId();

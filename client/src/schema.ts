@@ -304,7 +304,7 @@ export interface paths {
         };
         /**
          * One job
-         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`.
+         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.
          */
         get: operations["getV1JobsId"];
         put?: never;
@@ -2906,6 +2906,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `service_unavailable` (No instance of the service (or of a part it needs) is running.) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "No instance of the service (or of a part it needs) is running."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getV1JobsIdResultsKey: {
@@ -3059,6 +3078,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description Error. `code`: `service_unavailable` (No instance of the service (or of a part it needs) is running.) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "No instance of the service (or of a part it needs) is running."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     getV1JobsIdZip: {
@@ -3181,6 +3219,25 @@ export interface operations {
                      *       "error": {
                      *         "code": "internal",
                      *         "message": "An unexpected error. If it happened after a charge, the charge was refunded."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `service_unavailable` (No instance of the service (or of a part it needs) is running.) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "No instance of the service (or of a part it needs) is running."
                      *       }
                      *     }
                      */
@@ -3379,6 +3436,25 @@ export interface operations {
                      *       "error": {
                      *         "code": "internal",
                      *         "message": "An unexpected error. If it happened after a charge, the charge was refunded."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `service_unavailable` (No instance of the service (or of a part it needs) is running.) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "No instance of the service (or of a part it needs) is running."
                      *       }
                      *     }
                      */

@@ -30,7 +30,7 @@ export const RetentionConfig = T.Object({
   shots: T.Number({ exclusiveMinimum: 0, default: 24 * 3600, description: 'Seconds shots results are kept.' }),
   labs: T.Number({ exclusiveMinimum: 0, default: 30 * 24 * 3600, description: 'Seconds labs reports are kept.' }),
   sweepSeconds: T.Number({ exclusiveMinimum: 0, default: 60, description: 'How often expired results are deleted.' }),
-  jobRecords: T.Number({ minimum: 0, default: 30 * 24 * 3600, description: 'Seconds a finished job\'s record (GET /v1/jobs/{id}, the job list) is kept after its results expired; then the job-supervisor deletes it from the jobs bucket and the job answers 404 not_found. Default 30 days (a websitepro or shots job: 31 days after creation; labs: 60).' }),
+  jobRecords: T.Number({ minimum: 0, default: 30 * 24 * 3600, description: 'Seconds a finished job\'s record (GET /v1/jobs/{id}, the job list) is kept after its results expired (in the archive of finished jobs, the JOBS_ARCHIVE stream, whose age limit it is); then the job answers 404 not_found. Default 30 days (a websitepro or shots job: 31 days after creation; labs: 60).' }),
 }, { default: {} });
 
 export const LimitsConfig = T.Object({

@@ -1,5 +1,5 @@
 // The history generator (scripts/history.ts) writes a store the project's own audit finds clean:
-// every wallet's balanceAfter chain, a job document per charge, refunds matching the failed
+// every wallet's balanceAfter chain, a job document per charge (in the archive), refunds matching the failed
 // results, one key per wallet. Run the session-17 way (parts side by side, plain publishes with an
 // acknowledged one every few messages) and the old way (one process, every publish acknowledged).
 import t from 'tap';
@@ -36,7 +36,8 @@ for (const [label, args] of [['3 parts, an ack every 7 messages', ['--parts', '3
     const jsm = await jetstreamManager(nc);
     t.equal((await jsm.streams.info(STREAMS.ledger)).state.messages, ENTRIES, 'ledger entries');
     t.equal((await jsm.streams.info(STREAMS.ledger)).state.num_subjects, WALLETS, 'one ledger subject per wallet');
-    t.equal((await jsm.streams.info(`KV_${BUCKETS.jobs}`)).state.messages, JOBS, 'job documents');
+    t.equal((await jsm.streams.info(STREAMS.jobsArchive)).state.messages, JOBS, 'job documents, archived as the supervisor leaves a job whose results expired');
+    t.equal((await jsm.streams.info(`KV_${BUCKETS.jobs}`)).state.messages, 0, 'none in the bucket');
     t.equal((await jsm.streams.info(`KV_${BUCKETS.keys}`)).state.messages, WALLETS, 'keys');
 
     const r = await audit(nc, {});

@@ -14,9 +14,8 @@ import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService, LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, type JobDeps } from '../jobs/index.ts';
+import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, findJob, type JobDeps } from '../jobs/index.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { findJob } from '../jobs/find.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */

@@ -13,7 +13,7 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { BUCKETS, subjects, type ServiceName } from '../../shared/names.ts';
 import { commitJob, newJobRecord, type JobDeps } from '../../gateway/jobs/create.ts';
 import { readJob } from '../../shared/jobs/store.ts';
-import { findJob } from '../../gateway/jobs/find.ts';
+import { findJob } from '../../gateway/jobs/index.ts';
 import { JobWatch } from '../../gateway/jobs/watch.ts';
 import { audit } from '../../shared/audit.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';

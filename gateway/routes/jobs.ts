@@ -15,7 +15,6 @@ import { jobsService, LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, findJob, type JobDeps } from '../jobs/index.ts';
-import { readJob } from '../../shared/jobs/store.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
@@ -95,10 +94,14 @@ function serviceRoutes(service: ServiceName): Route[] {
   ];
 }
 
-/** A job created under an Idempotency-Key whose first answer was lost (its gateway died): answered as it is now. */
+/**
+ * A job created under an Idempotency-Key whose first answer was lost (its gateway died): answered as
+ * it is now, from the archive too (a result retention shorter than the key's 24 h can archive it
+ * first: not found, it would be created and charged again).
+ */
 async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): Promise<Reply | null> {
-  const cur = await readJob(ctx.kv.jobs, jobId);
-  if (!cur || cur.job.walletId !== walletId) return null;
+  const cur = await findJob(ctx.nc, ctx.kv.jobs, walletId, jobId);
+  if (!cur) return null;
   return { status: 201, json: { job: toPublicJob(cur.job, ctx.baseUrl), balance: await readBalance(ctx.nc, walletId) } };
 }
 

@@ -1,8 +1,8 @@
 // A finished job whose results expired leaves the `jobs` bucket for the archive of finished jobs
 // (shared/jobs/archive.ts): the bucket's stream no longer holds a subject for it (nats-server's
-// per-key memory), while GET /v1/jobs/{id}, the list and the audit still see it. A projection
-// rebuilt from the streams finds it in the archive; a restarted one resumes both checkpoints; a
-// write to the bucket after an archived copy wins over the copy.
+// per-key memory), while GET /v1/jobs/{id}, the list, the audit and an Idempotency-Key replay still
+// see it. A projection rebuilt from the streams finds it in the archive; a restarted one resumes
+// both checkpoints; a write to the bucket after an archived copy wins over the copy.
 import t from 'tap';
 import { Kvm } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -12,6 +12,7 @@ import { audit } from '../../shared/audit.ts';
 import { jobDocumentInBucketMs } from '../../shared/jobs/retention.ts';
 import { archiveJob } from '../../shared/jobs/archive.ts';
 import { JobProjection } from '../../actors/job-supervisor/projection.ts';
+import { fingerprintOf, recordKey } from '../../gateway/idempotency.ts';
 import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 
@@ -48,6 +49,17 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   t.same(report.violations, [], 'the money adds up with the archived document');
   t.equal(report.jobs, 1, 'the audit read the archived job');
   t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded);
+
+  // an Idempotency-Key left running by a gateway that died, naming the archived job: that job is
+  // the answer, not a new one (fails against the replay that read the bucket only: charged twice)
+  const body = { url: s.targetUrl, browsers: ['testbrowser'] };
+  const idem = await new Kvm(s.nc).open(BUCKETS.idempotency);
+  await idem.put(recordKey(walletId, 'k-archived'), JSON.stringify({ v: 1, state: 'running', fp: fingerprintOf('POST', '/v1/shots/jobs', body), at: Date.now() - 10 * 60_000, jobId: job.id }));
+  const again = await s.request('POST', '/v1/shots/jobs', { key, body, headers: { 'idempotency-key': 'k-archived' } });
+  t.equal(again.status, 201, again.text);
+  t.equal(again.json.job.id, job.id, 'the archived job is the answer');
+  t.equal(again.headers.get('idempotent-replayed'), 'true');
+  t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'charged once');
 });
 
 t.test('a projection rebuilt from the streams finds archived jobs; a restart resumes both checkpoints', async (t) => {

@@ -6,9 +6,10 @@
 // reads no document from the bucket. It follows the archive of finished jobs too
 // (shared/jobs/archive.ts): a row whose document moved there holds its sequence (`archive_seq`),
 // and the archive's own checkpoint is kept beside the bucket's. At start it resumes both from their
-// checkpoints (the tail only); a file that is missing, of another store, of another layout, or ahead of the
-// stream is thrown away and rebuilt from the bucket's last values in the background. Readers of a
-// list are told (service_unavailable) while it is rebuilt or behind, never answered from a part.
+// checkpoints (the tail only); a file that is missing, of another store, of another layout, or ahead
+// of a stream is thrown away and rebuilt from the bucket's last values and the archive in the
+// background. Readers of a list are told (service_unavailable) while it is rebuilt or behind, never
+// answered from a part.
 import Database from 'better-sqlite3';
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -252,13 +253,25 @@ export class JobProjection {
    * its sequence (inserting the row when a rebuild meets a job no longer in the bucket).
    */
   private async followArchive(jsm: JetStreamManager) {
+    // as the bucket's watch (follow): a consumer that stops delivering before the end it had to
+    // reach is started again from the checkpoint
+    const stallMs = this.o.rebuildStallMs ?? REBUILD_STALL_MS;
+    let lastDelivery = Date.now();
+    const watchdog = setInterval(() => {
+      if (this.archiveAtEnd || !this.archiveCurrent || Date.now() - lastDelivery <= stallMs) return;
+      this.o.log.warn({ applied: this.archived.seq, silentMs: Date.now() - lastDelivery }, 'job projection: the archive consumer delivers nothing; started again from the checkpoint');
+      this.archiveCurrent.stop();
+    }, Math.max(50, Math.min(1000, stallMs / 4)));
+    watchdog.unref();
     while (!this.stopped) {
       try {
         const c = await jsm.jetstream().consumers.get(STREAMS.jobsArchive, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.archived.seq + 1 });
         const msgs = await c.consume({ max_messages: BATCH });
         this.archiveCurrent = msgs;
+        lastDelivery = Date.now();
         if (this.stopped) { msgs.stop(); break; }
         for await (const m of msgs) {
+          lastDelivery = Date.now();
           this.archivePending.push({ seq: m.seq, revision: archivedRevision(m.headers), doc: m.string() });
           const end = m.info.pending === 0;
           if (end || this.archivePending.length >= BATCH) {
@@ -275,6 +288,7 @@ export class JobProjection {
       this.flushArchive(false);
       if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
     }
+    clearInterval(watchdog);
     this.archived.wakeAll();
   }
 
@@ -557,7 +571,7 @@ export class JobProjection {
   }
 
   /** The query plan of a due list (tests: each is an index search, never a scan of every job). */
-  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list' | 'unrefunded'): string {
+  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list' | 'unrefunded' | 'archiveDue'): string {
     const sql = (this.q[which] as unknown as { source: string }).source;
     const args = { unfinished: ['queued', 1, 1], list: ['w', 1], unrefunded: [1] }[which as string] ?? [1, 1];
     return (this.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');

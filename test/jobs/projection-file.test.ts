@@ -147,7 +147,7 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   const { nc } = await startTestNats(t);
   const p = await open(nc, tempDir('payloads-proj-'), 1000);
   await p.caughtUp;
-  for (const which of ['purgeDue', 'webhookDue', 'forgetDue', 'unfinished', 'list', 'unrefunded'] as const) {
+  for (const which of ['purgeDue', 'webhookDue', 'forgetDue', 'unfinished', 'list', 'unrefunded', 'archiveDue'] as const) {
     const plan = p.plan(which);
     t.match(plan, /SEARCH .* USING (COVERING )?INDEX/, `${which}: ${plan}`);
     t.notMatch(plan, /SCAN jobs/, `${which} reads no job it does not return`);
@@ -159,6 +159,7 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   p.upsert(jobOf('fresh', { expiresAt: now - 500, purgedAt: now - 400 }), 13);
   t.same(p.forgetDue(now).map((r) => r.id), ['old'], 'only finished, purged jobs past expiresAt + keep');
   t.same(p.expired(now), ['unpurged', ], 'the purge list has the job whose files are not deleted yet');
+  t.same(p.archiveDue(now), ['old', 'fresh'], 'finished and purged jobs are due for the archive from their purge, oldest first; a running one is not');
   p.upsert(jobOf('old', { status: 'completed', expiresAt: now - 5000, purgedAt: now - 4000 }), 9);
   t.same(p.forgetDue(now)[0], { id: 'old', revision: 10 }, 'an older revision changes nothing');
   p.forgotten('old', 10);

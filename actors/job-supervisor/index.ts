@@ -43,6 +43,8 @@ const LOST_FILE_EVERY_SWEEPS = 10;
 const PARALLEL = 16;
 /** How long one pull stays open: the longest a stop waits for the server to finish sending. */
 const PULL_EXPIRES_MS = 1000; // the least nats.js allows; a stop step of main.ts has 1.5 s for the wallet and the supervisor
+/** Documents moved to the archive at once (each: a read, a publish, a delete by sequence). */
+const ARCHIVE_PARALLEL = 16;
 /** How long a progress line waits before it is written to the job document (see noteProgress). */
 const PROGRESS_DELAY_MS = 250;
 
@@ -328,25 +330,29 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
    * sequence (shared/jobs/archive.ts). A write that came in between keeps the document in the bucket
    * (the delete finds no message at that sequence; the old copy in the archive is never pointed at)
    * and it is due again. Every instance works from its own due list; the archive's duplicate window
-   * makes two instances archiving the same revision store it once. At most 20 rounds of 500 a sweep.
+   * makes two instances archiving the same revision store it once. At most 20 rounds of 500 a sweep,
+   * ARCHIVE_PARALLEL at a time (a store written before the archive moves its documents at that pace).
    */
   async function archiveSettledJobs(now: number) {
+    const one = async (id: string): Promise<boolean> => {
+      const cur = await readJob(d.jobs, id);
+      if (!cur) {
+        // archived a moment ago by another instance (its copy is on the way), or gone: off the list
+        if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
+        return false;
+      }
+      if (!isSettled(cur.job)) { projection.notArchivable(id); return false; }
+      await archiveJob(d.js, cur.job, cur.revision);
+      await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, cur.revision, false).catch((e: Error) => {
+        if (!/no message found|not found/i.test(e.message)) throw e;
+      });
+      return true;
+    };
     for (let round = 0; round < 20 && !stopping; round++) {
       const due = projection.archiveDue(now);
       let moved = 0;
-      for (const id of due) {
-        const cur = await readJob(d.jobs, id);
-        if (!cur) {
-          // archived a moment ago by another instance (its copy is on the way), or gone: off the list
-          if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
-          continue;
-        }
-        if (!isSettled(cur.job)) { projection.notArchivable(id); continue; }
-        await archiveJob(d.js, cur.job, cur.revision);
-        await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, cur.revision, false).catch((e: Error) => {
-          if (!/no message found|not found/i.test(e.message)) throw e;
-        });
-        moved++;
+      for (let i = 0; i < due.length && !stopping; i += ARCHIVE_PARALLEL) {
+        moved += (await Promise.all(due.slice(i, i + ARCHIVE_PARALLEL).map(one))).filter(Boolean).length;
       }
       if (due.length < 500 || moved === 0) return;
     }

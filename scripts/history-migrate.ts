@@ -28,7 +28,7 @@ const configFile = join(dataDir, 'migrate-config.json');
 writeFileSync(configFile, JSON.stringify({ retention: { sweepSeconds: Number(a['sweep-seconds']) } }));
 const t0 = Date.now();
 const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'main.ts'), 'job-supervisor'], {
-  cwd: ROOT, env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'ignore', 'inherit'],
+  cwd: ROOT, env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'],
 });
 const bucket = `KV_${BUCKETS.jobs}`;
 console.log(`start: ${await messages(bucket)} documents in the bucket, ${await messages(STREAMS.jobsArchive)} in the archive, nats-server ${rssMb(server.pid)} MB`);

@@ -351,9 +351,16 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     for (let round = 0; round < 20 && !stopping; round++) {
       const due = projection.archiveDue(now);
       let moved = 0;
+      let failed: unknown;
       for (let i = 0; i < due.length && !stopping; i += ARCHIVE_PARALLEL) {
-        moved += (await Promise.all(due.slice(i, i + ARCHIVE_PARALLEL).map(one))).filter(Boolean).length;
+        // one document that fails (a timeout on a loaded server) stays due and is tried next sweep;
+        // the others go on (a copy stored without its delete: the retry's copy is the one pointed at)
+        for (const r of await Promise.allSettled(due.slice(i, i + ARCHIVE_PARALLEL).map(one))) {
+          if (r.status === 'fulfilled') moved += r.value ? 1 : 0;
+          else failed ??= r.reason;
+        }
       }
+      if (failed !== undefined) log.warn({ err: failed }, 'sweep: archiving a finished job failed; it stays due');
       if (due.length < 500 || moved === 0) return;
     }
   }

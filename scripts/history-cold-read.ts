@@ -4,6 +4,8 @@
 // folder (it writes to the store it opens):
 //   cp -r <HISTORY_BENCH_DIR>/store-1000000-100000-3000000/nats /tmp/copy
 //   node scripts/history-cold-read.ts /tmp/copy [reads=300]
+// Needs a store filled before session 27 (job documents in the bucket): since then the generator
+// writes history into JOBS_ARCHIVE and a new fill's bucket is empty.
 // Takes job keys at random stream sequences (documents written across the whole fill), waits 15 s
 // for nats-server's block cache to let go, then reads, one at a time 20 ms apart, a different random
 // document each time (cold) and one of the same three documents (hot); prints p50/p90/p99 of each.

@@ -3,6 +3,8 @@
 // has the filled one's configuration, then reads one hot key of `jobs` on each, alternately, every
 // 20 ms for `minutes` (a put every 25 rounds), and prints p50/p99/p99.9/max and the reads over 5 ms:
 //   cp -a <store>/nats /tmp/natscopy && node --import tsx scripts/history-nats-latency.ts /tmp/natscopy [minutes]
+// Needs a store filled before session 27 (job documents in the bucket): since then the generator
+// writes history into JOBS_ARCHIVE and a new fill's bucket is empty.
 import { Kvm } from '@nats-io/kv';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { startNatsServer } from '../shared/nats/server.ts';

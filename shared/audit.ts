@@ -37,8 +37,9 @@ export { AuditIncomplete, bucketKeys, readBucket } from './audit-read.ts';
 
 export interface AuditOptions {
   /**
-   * Charges older than this (ms) may have lost their job document to the job-record retention
-   * (shared/jobs/retention.ts): a missing document is not a violation for them. Default: none is.
+   * Charges older than this (ms) may have their job document in the archive of finished jobs
+   * (read too) or deleted by the job-record retention (shared/jobs/retention.ts): a missing document
+   * is not a violation for them. Default: none is.
    */
   keptMs?: number;
   /** Stop reading at this time (epoch ms) and say how far the reads got instead of judging a part. */

@@ -106,3 +106,19 @@ t.test('a projection rebuilt from the streams finds archived jobs; a restart res
   t.same(second.archiveDue(Date.now()), ['a1'], 'and it is due to be archived again');
   await second.stop();
 });
+
+t.test('a document written straight to the archive (revision 0) leaves the records at its retention', async (t) => {
+  const s = await startJobsApi(t, { retention: { websitepro: 1, shots: 1, sweepSeconds: 0.3, jobRecords: 1 } }, { workers: false });
+  const { key, walletId } = await s.newWallet(100);
+  const jsm = await jetstreamManager(s.nc);
+  const now = Date.now();
+  const doc = { id: 'job_history0', walletId, service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: now - 10_000, finishedAt: now - 9_000, expiresAt: now - 2_000, purgedAt: now - 1_500, cost: 0, refunded: 0, results: [] } as unknown as JobRecord;
+  // as scripts/history.ts writes history: no bucket revision (0)
+  await archiveJob(jsm.jetstream(), doc, 0);
+  let got = await s.request('GET', `/v1/jobs/${doc.id}`, { key });
+  for (let i = 0; i < 100 && got.status === 200; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    got = await s.request('GET', `/v1/jobs/${doc.id}`, { key });
+  }
+  t.equal(got.status, 404, 'past its record retention the job is gone, though the bucket never held it');
+});

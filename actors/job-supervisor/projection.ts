@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { KV, KvWatchEntry } from '@nats-io/kv';
-import { DeliverPolicy, JetStreamApiError, type ConsumerMessages, type JetStreamManager } from '@nats-io/jetstream';
+import { DeliverPolicy, JetStreamApiError, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { STREAMS } from '../../shared/names.ts';
 import { archivedRevision, isSettled } from '../../shared/jobs/archive.ts';
 import type { Logger } from '../../shared/log.ts';
@@ -24,6 +24,7 @@ import { processAlive } from '../../shared/runtime.ts';
 import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { KeptDocs, DOCS_DDL, DOC_OF_ROW, PAGE_SIZE } from './kept-docs.ts';
+import { Follower } from './follow.ts';
 
 /** Bump when the table changes: a file of another layout is rebuilt. */
 const LAYOUT = 8;
@@ -33,7 +34,7 @@ const RECENT_DOCS = 2000;
 const BATCH = 1000;
 const SYNC_WAIT_MS = 2000;
 const STALL_MS = 3000;
-/** A rebuild's watch that delivers nothing this long is started again from the checkpoint. */
+/** A rebuild's watch (or archive consumer) that delivers nothing this long is started again from the checkpoint. */
 const REBUILD_STALL_MS = 10_000;
 
 const UPSERT = `INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded, archive_due, archive_seq)
@@ -105,7 +106,7 @@ export class JobProjection {
   /** The archive stream's sequence applied. */
   private archived = new AppliedUpTo(0);
   private archivePending: { seq: number; revision: number; doc: string }[] = [];
-  private archiveCurrent?: ConsumerMessages;
+  private archiveFollow?: Follower<JsMsg>;
   private archiveLoop?: Promise<void>;
   /** Both followers reached their stream's end as it was at start (a rebuild is complete only then). */
   private kvAtEnd = false;
@@ -121,9 +122,8 @@ export class JobProjection {
   private pending: KvWatchEntry[] = [];
   private flushing = false;
   private stopped = false;
-  private current?: { stop(): void };
+  private kvFollow?: Follower<KvWatchEntry>;
   private loop?: Promise<void>;
-  private lastDelivery = Date.now();
   private markCaughtUp!: () => void;
   /** Resolves once the copy has reached the stream's end as it was at start. */
   readonly caughtUp = new Promise<void>((r) => (this.markCaughtUp = r));
@@ -255,40 +255,29 @@ export class JobProjection {
   private async followArchive(jsm: JetStreamManager) {
     // as the bucket's watch (follow): a consumer that stops delivering before the end it had to
     // reach is started again from the checkpoint
-    const stallMs = this.o.rebuildStallMs ?? REBUILD_STALL_MS;
-    let lastDelivery = Date.now();
-    const watchdog = setInterval(() => {
-      if (this.archiveAtEnd || !this.archiveCurrent || Date.now() - lastDelivery <= stallMs) return;
-      this.o.log.warn({ applied: this.archived.seq, silentMs: Date.now() - lastDelivery }, 'job projection: the archive consumer delivers nothing; started again from the checkpoint');
-      this.archiveCurrent.stop();
-    }, Math.max(50, Math.min(1000, stallMs / 4)));
-    watchdog.unref();
-    while (!this.stopped) {
-      try {
+    this.archiveFollow = new Follower<JsMsg>({
+      open: async () => {
         const c = await jsm.jetstream().consumers.get(STREAMS.jobsArchive, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.archived.seq + 1 });
-        const msgs = await c.consume({ max_messages: BATCH });
-        this.archiveCurrent = msgs;
-        lastDelivery = Date.now();
-        if (this.stopped) { msgs.stop(); break; }
-        for await (const m of msgs) {
-          lastDelivery = Date.now();
-          this.archivePending.push({ seq: m.seq, revision: archivedRevision(m.headers), doc: m.string() });
-          const end = m.info.pending === 0;
-          if (end || this.archivePending.length >= BATCH) {
-            this.flushArchive(end);
-            await new Promise<void>((r) => setImmediate(r));
-          }
+        return c.consume({ max_messages: BATCH });
+      },
+      take: (m) => {
+        this.archivePending.push({ seq: m.seq, revision: archivedRevision(m.headers), doc: m.string() });
+        const end = m.info.pending === 0;
+        if (end || this.archivePending.length >= BATCH) {
+          this.flushArchive(end);
+          return new Promise<void>((r) => setImmediate(r));
         }
-      } catch (err) {
-        const name = (err as Error)?.name;
-        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
-        this.o.log.warn({ err }, 'job projection: archive consumer failed; resuming from the checkpoint');
-      }
-      this.archiveCurrent = undefined;
-      this.flushArchive(false);
-      if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
-    }
-    clearInterval(watchdog);
+      },
+      between: () => this.flushArchive(false),
+      stopped: () => this.stopped,
+      done: () => this.archiveAtEnd,
+      stallMs: this.o.rebuildStallMs ?? REBUILD_STALL_MS,
+      applied: () => this.archived.seq,
+      log: this.o.log,
+      stalledMsg: 'job projection: the archive consumer delivers nothing; started again from the checkpoint',
+      failedMsg: 'job projection: archive consumer failed; resuming from the checkpoint',
+    });
+    await this.archiveFollow.run();
     this.archived.wakeAll();
   }
 
@@ -341,44 +330,31 @@ export class JobProjection {
 
   /** Follow the bucket from the checkpoint until stopped; a watch that ends starts again from where it got. */
   private async follow(kv: KV, startLast: number) {
-    // Until the list is complete no reader's sync() gets as far as its stall check (it answers
-    // "being rebuilt" first), so a rebuild whose watch stopped delivering (an ordered consumer that
-    // missed its heartbeats and did not come back: seen on a 3-node cluster under load, stuck at
-    // 87,719 of 100,000 for 10 minutes) would wait for ever: this timer starts it again.
-    const stallMs = this.o.rebuildStallMs ?? REBUILD_STALL_MS;
-    const watchdog = setInterval(() => {
-      if (this.complete || !this.current || Date.now() - this.lastDelivery <= stallMs) return;
-      this.o.log.warn({ applied: this.applied.seq, silentMs: Date.now() - this.lastDelivery }, 'job projection: the rebuild\'s watch delivers nothing; started again from the checkpoint');
-      this.current.stop();
-    }, Math.max(50, Math.min(1000, stallMs / 4)));
-    watchdog.unref();
-    while (!this.stopped) {
-      try {
+    // until the list is complete the watchdog (follow.ts) restarts a silent watch; after that sync() does
+    this.kvFollow = new Follower<KvWatchEntry>({
+      // a fresh file takes each key's last value (LastPerSubject, in stream order); a checkpoint resumes after it
+      open: () => {
         const from = this.applied.seq;
-        // a fresh file takes each key's last value (LastPerSubject, in stream order); a checkpoint resumes after it
-        const w = await kv.watch(from > 0 ? { resumeFromRevision: from + 1 } : {});
-        this.current = w;
-        this.lastDelivery = Date.now();
-        if (this.stopped) { w.stop(); break; }
-        for await (const e of w) {
-          this.lastDelivery = Date.now();
-          this.pending.push(e);
-          if (this.pending.length >= BATCH) {
-            this.flush();
-            // a rebuild's buffered values arrive as microtasks: let I/O (requests, sweeps) in between batches
-            await new Promise<void>((r) => setImmediate(r));
-          } else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
-          if (e.delta === 0 && e.revision >= startLast) this.flush();
-        }
-      } catch (err) {
-        const name = (err as Error)?.name;
-        if (name === 'ClosedConnectionError' || name === 'ConnectionDrainingError') break;
-        this.o.log.warn({ err }, 'job projection: watch failed; resuming from the checkpoint');
-      }
-      this.current = undefined;
-      if (!this.stopped) await new Promise((r) => setTimeout(r, 1000));
-    }
-    clearInterval(watchdog);
+        return kv.watch(from > 0 ? { resumeFromRevision: from + 1 } : {});
+      },
+      take: (e) => {
+        this.pending.push(e);
+        const full = this.pending.length >= BATCH;
+        if (full) this.flush();
+        else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
+        if (e.delta === 0 && e.revision >= startLast) this.flush();
+        // a rebuild's buffered values arrive as microtasks: let I/O (requests, sweeps) in between batches
+        if (full) return new Promise<void>((r) => setImmediate(r));
+      },
+      stopped: () => this.stopped,
+      done: () => this.complete,
+      stallMs: this.o.rebuildStallMs ?? REBUILD_STALL_MS,
+      applied: () => this.applied.seq,
+      log: this.o.log,
+      stalledMsg: 'job projection: the rebuild\'s watch delivers nothing; started again from the checkpoint',
+      failedMsg: 'job projection: watch failed; resuming from the checkpoint',
+    });
+    await this.kvFollow.run();
     this.flush();
     this.stopped = true;
     this.applied.wakeAll();
@@ -467,7 +443,7 @@ export class JobProjection {
     }
     if (await this.applied.reached(last, maxWaitMs)) return;
     // a watch that delivered nothing for a while: start it again from the checkpoint
-    if (Date.now() - this.lastDelivery > STALL_MS) this.current?.stop();
+    this.kvFollow?.restartIfSilent(STALL_MS);
     throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, { 'retry-after': '2' });
   }
 
@@ -579,8 +555,8 @@ export class JobProjection {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.current?.stop();
-    this.archiveCurrent?.stop();
+    this.kvFollow?.stopCurrent();
+    this.archiveFollow?.stopCurrent();
     await this.loop;
     await this.archiveLoop;
     if (this.sqlite?.open) {

@@ -15,6 +15,10 @@
 //   HISTORY_BENCH_CATCHUP_TIMEOUT_S  how long a first start waits for them at most (default 3600)
 //   HISTORY_BENCH_DIR      where stores live (default <tmp>/payloads-history); the filled store
 //                          (store-<jobs>-<wallets>-<entries>) is kept and reused, the empty one deleted
+//   HISTORY_BENCH_BASELINE=customers  the baseline is a store with the filled store's wallets and
+//                          keys (a grant each) and no history (customers-<wallets>, kept and reused),
+//                          instead of an empty one: every ratio then measures history alone, not the
+//                          number of customers (nats-server's memory is per wallet: docs/performance.md)
 //   HISTORY_BENCH_MODE=cluster  `npm run cluster` (its `node scripts/cluster.ts`: three nats-servers,
 //                          R3, an actor per process) instead of the embedded default; the filled store
 //                          (cluster-store-<jobs>-<wallets>-<entries>) is filled through an R3 cluster
@@ -27,6 +31,7 @@ import { performance } from 'node:perf_hooks';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connectNats, type NatsConnection } from '../shared/nats/connect.ts';
+import { startNatsServer } from '../shared/nats/server.ts';
 import { createKey } from '../shared/keys.ts';
 import { wallet } from '../shared/protocol/wallet.ts';
 import { BUCKETS, STREAMS } from '../shared/names.ts';
@@ -46,6 +51,8 @@ export interface HistoryOptions {
   starts: number;
   root: string;
   mode: 'embedded' | 'cluster';
+  /** The baseline store: empty (a new key), or `customers` (the same wallets and keys, no history). */
+  baseline: 'empty' | 'customers';
 }
 
 export const historyOptions = (env = process.env): HistoryOptions => ({
@@ -57,6 +64,7 @@ export const historyOptions = (env = process.env): HistoryOptions => ({
   starts: Number(env.HISTORY_BENCH_STARTS ?? (quick() ? 1 : 2)),
   root: env.HISTORY_BENCH_DIR ?? join(tmpdir(), 'payloads-history'),
   mode: env.HISTORY_BENCH_MODE === 'cluster' ? 'cluster' : 'embedded',
+  baseline: env.HISTORY_BENCH_BASELINE === 'customers' ? 'customers' : 'empty',
 });
 
 /** A running system under test, embedded (`node main.ts`) or cluster (`node scripts/cluster.ts`). */
@@ -117,6 +125,18 @@ async function filledStore(o: HistoryOptions, dir: string): Promise<{ seconds: n
   const m = /in ([\d.]+) s: (\d+) messages\/s \(([^)]*)\)/.exec(out);
   if (code !== 0 || !m) throw new Error(`scripts/history.ts failed (${code}): ${out}\n${stderrOf(p)}`);
   return { seconds: Number(m[1]), messagesPerS: Number(m[2]), parts: m[3]!, reused: false };
+}
+
+const ALONE_S = 20;
+/** RSS (MB) of a nats-server started alone on an embedded store (`<dir>/nats`), ALONE_S seconds after it answers. */
+async function natsAlone(storeDir: string): Promise<number> {
+  const s = await startNatsServer({ storeDir, port: -1, serverName: 'payloads-embedded', startTimeoutMs: 600_000 });
+  try {
+    await new Promise((r) => setTimeout(r, ALONE_S * 1000));
+    return round1(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.pid}/status`, 'utf8'))![1]) / 1024);
+  } finally {
+    await s.stop();
+  }
 }
 
 interface Start { readyMs: number; rss: Record<string, number>; units: Record<string, number> }
@@ -182,10 +202,11 @@ function call(c: Client, method: 'GET' | 'POST', path: string, body?: unknown): 
   });
 }
 
-/** A client of one system: the filled store's wallet is one of its history's (a sample key), the empty store's a new key; both granted the same credit. */
+/** A client of one system: a generated store's wallet is one of its own (a sample key), the empty store's a new key; both granted the same credit. */
 async function client(store: Store, sys: Sys, pageUrl: string): Promise<Client> {
   const nc = await connectNats(sys.natsUrl, `bench-history-${store}`);
-  const sample = store === 'filled' ? (JSON.parse(readFileSync(join(sys.dataDir, 'history-keys.json'), 'utf8')) as { key: string; walletId: string }[])[0]! : await createKey(nc, 'admin');
+  const samples = join(sys.dataDir, 'history-keys.json');
+  const sample = existsSync(samples) ? (JSON.parse(readFileSync(samples, 'utf8')) as { key: string; walletId: string }[])[0]! : await createKey(nc, 'admin');
   await wallet.grant(nc, sample.walletId, 100_000_000, 'bench history');
   const c: Client = { store, sys, nc, jobs: await new Kvm(nc).open(BUCKETS.jobs), key: sample.key, walletId: sample.walletId, jobId: '', agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
   const r = await call(c, 'POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] });
@@ -282,12 +303,17 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
 
 export async function runHistoryBench(o = historyOptions()): Promise<{ rows: BenchRow[]; raw: Record<string, unknown> }> {
   mkdirSync(o.root, { recursive: true });
-  const dirs: Record<Store, string> = { empty: mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `${o.mode === 'cluster' ? 'cluster-' : ''}store-${o.jobs}-${o.wallets}-${o.entries}`) };
+  const prefix = o.mode === 'cluster' ? 'cluster-' : '';
+  // the same wallets with their keys and a grant each, no jobs: what customers cost without history
+  const customers = { ...o, jobs: 0, entries: o.wallets };
+  const customersDir = join(o.root, `${prefix}customers-${o.wallets}`);
+  const dirs: Record<Store, string> = { empty: o.baseline === 'customers' ? customersDir : mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `${prefix}store-${o.jobs}-${o.wallets}-${o.entries}`) };
   const raw: Record<string, unknown> = { options: o, dirs };
   const rows: BenchRow[] = [];
-  const vs = `${o.mode === 'cluster' ? 'npm run cluster (R3), ' : ''}filled store (${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries) vs empty store`;
+  const vs = `${o.mode === 'cluster' ? 'npm run cluster (R3), ' : ''}filled store (${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries) vs ${o.baseline === 'customers' ? `a store with the same ${o.wallets} wallets and keys and no history` : 'empty store'}`;
   const gen = await filledStore(o, dirs.filled);
   raw.generator = gen;
+  if (o.baseline === 'customers' || o.mode === 'embedded') raw.customersGenerator = await filledStore(customers, customersDir);
   if (!gen.reused) rows.push(figure({ name: 'history generator, messages/s', unit: 'msg/s', samples: [gen.messagesPerS], baselineSamples: [], note: `scripts/history.ts: ${o.jobs + o.wallets + o.entries} messages in ${gen.seconds} s (${gen.parts})` }));
   const page = await startPageServer();
   const live: Partial<Record<Store, Sys>> = {};
@@ -352,6 +378,19 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     raw.admin = adminRuns;
     const disk = await diskPerItem(cl.filled.nc, dirs.filled, o);
     raw.disk = disk;
+    // nats-server alone on each store (embedded only: a cluster's store is three servers'), the
+    // systems stopped: what the server holds for the store's contents, apart from traffic
+    const alone: Record<string, number> = {};
+    if (o.mode === 'embedded') {
+      for (const s of STORES) {
+        await clients[s]?.nc.close().catch(() => {});
+        await live[s]?.stop();
+        live[s] = undefined;
+      }
+      const storesAlone = { empty: o.baseline === 'customers' ? '' : dirs.empty, customers: customersDir, filled: dirs.filled };
+      for (const [k, d] of Object.entries(storesAlone)) if (d) alone[k] = await natsAlone(join(d, 'nats'));
+      raw.natsAlone = alone;
+    }
 
     // the figures
     const startNote = (xs: Start[]) => xs.map((x) => Object.entries(x.units).map(([u, ms]) => `${u} ${(ms / 1000).toFixed(1)}`).join(', ')).join('; ');
@@ -399,11 +438,21 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     for (const [cmd, r] of Object.entries(adminRuns)) {
       rows.push(figure({ name: `history: admin ${cmd}, seconds`, unit: 's', samples: [round1(r.filled.seconds)], baselineSamples: [round1(r.empty.seconds)], note: `exit ${r.filled.code} vs ${r.empty.code}; filled: "${r.filled.answer}"; empty: "${r.empty.answer}"` }));
     }
-    const keys = o.jobs + 2 * o.wallets;
     // a cluster node holds every subject (R3): its mean over the three nodes
     const natsMb = (r: Record<string, number>) => { const xs = Object.entries(r).filter(([k]) => k.startsWith('nats-server')).map(([, v]) => v); return xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length); };
-    const perKey = ((natsMb(rssStart.filled) - natsMb(rssStart.empty)) * 2 ** 20) / keys;
-    rows.push(figure({ name: 'history: nats-server RSS per stored subject (after start)', unit: 'B', samples: [Math.round(perKey)], baselineSamples: [], note: `(filled - empty) / ${keys} subjects (a job key each, a key and a ledger subject per wallet)${o.mode === 'cluster' ? '; per node, mean of the three' : ''}` }));
+    const extra = ((natsMb(rssStart.filled) - natsMb(rssStart.empty)) * 2 ** 20);
+    // finished jobs are in the archive (one subject), so the subjects are a key and a ledger subject per wallet
+    if (o.baseline === 'empty') rows.push(figure({ name: 'history: nats-server RSS per wallet (after start)', unit: 'B', samples: [Math.round(extra / o.wallets)], baselineSamples: [], note: `(filled - empty) / ${o.wallets} wallets (two subjects each: its key in \`keys\`, its ledger subject)${o.mode === 'cluster' ? '; per node, mean of the three' : ''}` }));
+    else rows.push(figure({ name: 'history: nats-server RSS per job in history (after start)', unit: 'B', samples: [Math.round((extra / o.jobs) * 10) / 10], baselineSamples: [], note: `(filled - the same wallets without history) / ${o.jobs} jobs${o.mode === 'cluster' ? '; per node, mean of the three' : ''}` }));
+    if (alone.customers !== undefined && alone.filled !== undefined) {
+      const note = `nats-server alone (systems stopped), RSS ${ALONE_S} s after its start: filled ${alone.filled} MB, ${o.wallets} wallets without history ${alone.customers} MB${alone.empty !== undefined ? `, empty ${alone.empty} MB` : ''}`;
+      rows.push(figure({ name: 'history: nats-server alone, RSS, filled vs the same wallets without history', unit: 'MB', samples: [alone.filled], baselineSamples: [alone.customers], note }));
+      if (alone.empty !== undefined) {
+        rows.push(figure({ name: 'history: nats-server alone, RSS, the wallets without history vs empty', unit: 'MB', samples: [alone.customers], baselineSamples: [alone.empty], note }));
+        rows.push(figure({ name: 'history: nats-server alone, memory per wallet', unit: 'B', samples: [Math.round(((alone.customers - alone.empty) * 2 ** 20) / o.wallets)], baselineSamples: [], note: `(wallets without history - empty) / ${o.wallets}: its key and its ledger subject in the server's per-subject index` }));
+      }
+      rows.push(figure({ name: 'history: nats-server alone, memory per job in history', unit: 'B', samples: [Math.round((((alone.filled - alone.customers) * 2 ** 20) / o.jobs) * 10) / 10], baselineSamples: [], note: `(filled - wallets without history) / ${o.jobs} jobs (with ${o.entries - o.wallets} more ledger entries)` }));
+    }
     for (const [k, v] of Object.entries(disk)) if (/bytes/.test(k)) rows.push(figure({ name: `history: disk, ${k}`, unit: 'B', samples: [v], baselineSamples: [] }));
   } finally {
     for (const s of STORES) {
@@ -412,7 +461,7 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       await live[s]?.stop();
     }
     await page.close();
-    rmSync(dirs.empty, { recursive: true, force: true });
+    if (o.baseline === 'empty') rmSync(dirs.empty, { recursive: true, force: true });
   }
   return { rows, raw };
 }

@@ -60,6 +60,19 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   t.equal(again.json.job.id, job.id, 'the archived job is the answer');
   t.equal(again.headers.get('idempotent-replayed'), 'true');
   t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'charged once');
+
+  // no supervisor runs: an archived job is only the supervisor's to read, so the gateway says 503
+  // (never 404: the job exists), and a replay naming it creates and charges nothing
+  for (const [name, h] of s.actors) if (name.startsWith('job-supervisor')) await h.stop();
+  const down = await s.request('GET', `/v1/jobs/${job.id}`, { key });
+  t.equal(down.status, 503, down.text);
+  t.equal(down.json.error.code, 'service_unavailable');
+  t.equal((await s.request('GET', `/v1/jobs/${job.id}/results/${job.results[0].key}`, { key })).status, 503, 'its download too');
+  await idem.put(recordKey(walletId, 'k-archived-2'), JSON.stringify({ v: 1, state: 'running', fp: fingerprintOf('POST', '/v1/shots/jobs', body), at: Date.now() - 10 * 60_000, jobId: job.id }));
+  const replayDown = await s.request('POST', '/v1/shots/jobs', { key, body, headers: { 'idempotency-key': 'k-archived-2' } });
+  t.equal(replayDown.status, 503, replayDown.text);
+  t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'nothing charged while the archived job could not be read');
+  t.equal((await jsm.streams.info(`KV_${BUCKETS.jobs}`)).state.messages, 0, 'no new job written');
 });
 
 t.test('a projection rebuilt from the streams finds archived jobs; a restart resumes both checkpoints', async (t) => {

@@ -1,7 +1,7 @@
 // The audit's checks of refunds that are due (issue 28), kept apart from shared/audit.ts, which
 // calls them: a failed result is refunded when it fails, so on a quiet system none is left failed and
 // not refunded; and a job written after its orphan refund is failed, refunded whole by that one entry.
-import type { JobRecord } from './protocol/jobs.ts';
+import { isUnrefunded, type JobRecord } from './protocol/jobs.ts';
 import type { LedgerMessage } from './protocol/wallet.ts';
 
 /** The result key of the wallet's whole-charge refund of a charge whose job did not appear (actors/wallet/orphans.ts). */
@@ -11,7 +11,7 @@ export const ORPHAN_RESULT_KEY = '_orphan';
 export function unrefundedResults(jobs: Iterable<JobRecord>): string[] {
   const v: string[] = [];
   for (const job of jobs) {
-    for (const r of job?.results ?? []) if (r.status === 'failed' && !r.refunded) v.push(`job ${job.id}: result ${r.key} failed and not refunded (${job.status})`);
+    for (const r of job?.results ?? []) if (isUnrefunded(r)) v.push(`job ${job.id}: result ${r.key} failed and not refunded (${job.status})`);
   }
   return v;
 }

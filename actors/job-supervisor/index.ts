@@ -10,7 +10,7 @@ import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { BUCKETS, CONSUMERS, OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { addService, type RunningService } from '../../shared/micro.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { type JobRecord, type JobSubmitted, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
+import { isUnrefunded, type JobRecord, type JobSubmitted, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
 import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
@@ -303,7 +303,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       if (!job) continue;
       if (await orphanedNow(job, now)) continue;
       const pending = job.results.some((r) => r.status === 'pending');
-      const unrefunded = job.results.some((r) => r.status === 'failed' && !r.refunded);
+      const unrefunded = job.results.some(isUnrefunded);
       // a result waiting for others whose release was cut short (a crash between the outcome and it)
       if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq)) await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));

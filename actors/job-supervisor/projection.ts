@@ -21,7 +21,7 @@ import type { Logger } from '../../shared/log.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 import { processAlive } from '../../shared/runtime.ts';
-import { isFinished, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
+import { isFinished, isUnrefunded, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
 import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { KeptDocs, DOCS_DDL, DOC_OF_ROW, PAGE_SIZE } from './kept-docs.ts';
 import { Follower } from './follow.ts';
@@ -413,7 +413,7 @@ export class JobProjection {
       forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
       files: files.length ? JSON.stringify(files) : null,
       // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
-      unrefunded: finished && job.results.some((r) => r.status === 'failed' && !r.refunded) ? 1 : null,
+      unrefunded: finished && job.results.some(isUnrefunded) ? 1 : null,
       // nothing will change it any more: it leaves the bucket for the archive (shared/jobs/archive.ts)
       archive_due: isSettled(job) && archiveSeq === undefined ? job.purgedAt! : null,
       archive_seq: archiveSeq ?? null,

@@ -9,7 +9,7 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { isFinished, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
+import { isFinished, isUnrefunded, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
@@ -120,9 +120,6 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   const unrefunded = res.job.results.some(isUnrefunded);
   if (dependents || unrefunded || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
 }
-
-/** A failed result whose money is not back yet: whoever finds it next settles the job again. */
-export const isUnrefunded = (r: ResultRecord) => r.status === 'failed' && !r.refunded;
 
 /**
  * Results made from other results (shots compare): publish the task of each one whose inputs are all
@@ -238,11 +235,11 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
     finished = false;
     let marked = false;
     for (const x of j.results) {
-      if (refundedNow.has(x.key) && x.status === 'failed' && !x.refunded) { x.refunded = true; marked = true; }
+      if (refundedNow.has(x.key) && isUnrefunded(x)) { x.refunded = true; marked = true; }
     }
     if (marked) j.refunded = refundedTotal(j);
     // a result failed since the read (refunded by that outcome's own settle): marks only
-    if (j.results.some((r) => r.status === 'pending' || (r.status === 'failed' && !r.refunded))) return marked;
+    if (j.results.some((r) => r.status === 'pending' || isUnrefunded(r))) return marked;
     const status = j.results.some((r) => r.status === 'done') ? 'completed' : 'failed';
     if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return marked;
     finishInPlace(j);
@@ -286,7 +283,7 @@ export async function loseResult(d: Deps, jobId: string, resultKey: string, mess
   if (!cur || !r) return;
   // failed by an earlier delivery of this report whose settle did not get through (the wallet not
   // answering, a crash): settled now, so the message is acked only once the money is back
-  if (r.status === 'failed' && !r.refunded) return settleJob(d, jobId);
+  if (isUnrefunded(r)) return settleJob(d, jobId);
   if (r.status !== 'done' || !r.file) return;
   if (cur.purgedAt !== undefined || Date.now() >= cur.expiresAt) return;
   const os = await d.objm.open(r.file.store);

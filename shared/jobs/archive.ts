@@ -9,11 +9,11 @@
 import { headers } from '@nats-io/nats-core';
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../names.ts';
-import { isFinished, type JobRecord } from '../protocol/jobs.ts';
+import { isFinished, isUnrefunded, type JobRecord } from '../protocol/jobs.ts';
 
 /** A job nothing changes any more: finished, its files deleted, no webhook to send, no failed result to refund. */
 export function isSettled(j: JobRecord): boolean {
-  return isFinished(j) && j.purgedAt !== undefined && j.webhook?.state !== 'pending' && !j.results.some((r) => r.status === 'failed' && !r.refunded);
+  return isFinished(j) && j.purgedAt !== undefined && j.webhook?.state !== 'pending' && !j.results.some(isUnrefunded);
 }
 
 /** The `jobs` bucket revision the archived document had (0: it was written to the archive directly). */

@@ -114,6 +114,8 @@ export interface JobRecord {
 }
 
 export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';
+/** A result that failed and whose money is not back yet: whoever finds it next settles the job again. */
+export const isUnrefunded = (r: Pick<ResultRecord, 'status' | 'refunded'>) => r.status === 'failed' && !r.refunded;
 
 /** Published on `job.submitted.<service>` (JOBS stream), message id = jobId. The job itself is in the `jobs` bucket. */
 export interface JobSubmitted {

@@ -8,11 +8,12 @@ import { join } from 'node:path';
 import { startNatsServer, type NatsServerHandle } from './shared/nats/server.ts';
 import { connectNats, type NatsConnection } from './shared/nats/connect.ts';
 import { provision } from './shared/nats/provision.ts';
+import { dropEphemeralConsumers } from './shared/nats/ephemeral.ts';
 import { createLogger } from './shared/log.ts';
 import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
 import type { GatewayHandle } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, withRetry, type StopStep } from './shared/runtime.ts';
+import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, within, withRetry, type StopStep } from './shared/runtime.ts';
 import { deprecatedSettings } from './shared/config/index.ts';
 
 /** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
@@ -95,7 +96,13 @@ const unitSteps: StopStep[] = names.length === 1
     ];
 const stopAll = () => runStopSteps([
   ...unitSteps,
-  { what: 'NATS connections', deadlineMs: 1000, run: () => Promise.all(conns.map((c) => c.drain().catch(() => c.close()))) },
+  { what: 'NATS connections', deadlineMs: 1000, run: async () => {
+    // the embedded server is this process's alone: drop the KV watches and ordered reads the units
+    // left, which its next start would otherwise restore and count (as the cluster launcher does:
+    // shared/nats/ephemeral.ts); bounded, so the drain keeps most of the step
+    if (server && conns[0]) await within(dropEphemeralConsumers(conns[0]).catch(() => 0), 400, 0);
+    await Promise.all(conns.map((c) => c.drain().catch(() => c.close())));
+  } },
   ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) }] : []),
 ], log);
 onShutdown(stopAll);

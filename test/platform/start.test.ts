@@ -4,7 +4,10 @@ import t from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { tempDir } from '../helpers/nats.ts';
+import { startNatsServer } from '../../shared/nats/server.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
 
 function startMain(dataDir: string): Promise<{ child: ChildProcess; api: string; out: () => string }> {
   const child = spawn(process.execPath, ['main.ts'], {
@@ -57,6 +60,18 @@ t.test('main.ts: starts everything, stops cleanly, restarts on the same data', a
   t.equal(await stop(first.child), 0, 'SIGINT exits 0');
   await new Promise((r) => setTimeout(r, 300));
   t.notOk(alive(natsPid), 'the nats-server child is gone');
+
+  // the store keeps the durable consumers and none of the units' KV watches and ordered reads,
+  // which the next start would restore and count (fails when the stop leaves them: one per watch)
+  const bare = await startNatsServer({ storeDir: join(dataDir, 'nats'), port: -1, serverName: 'payloads-embedded' });
+  const nc = await connectNats(bare.url, 'start-test');
+  const jsm = await jetstreamManager(nc);
+  const left = { durable: [] as string[], ephemeral: [] as string[] };
+  for await (const si of jsm.streams.list()) for await (const c of jsm.consumers.list(si.config.name)) (c.config.durable_name ? left.durable : left.ephemeral).push(`${si.config.name}/${c.name}`);
+  await nc.close();
+  await bare.stop();
+  t.same(left.ephemeral, [], 'no ephemeral consumer left in the store');
+  t.ok(left.durable.includes('JOBS/job-supervisor'), `the durable consumers stay (${left.durable.length})`);
 
   const second = await startMain(dataDir);
   t.teardown(() => { second.child.kill('SIGKILL'); });

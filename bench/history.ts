@@ -128,9 +128,11 @@ async function filledStore(o: HistoryOptions, dir: string): Promise<{ seconds: n
 }
 
 /**
- * Seconds after its start a nats-server alone is measured: at start a durable consumer's pending
- * count loads message blocks (8.5 MB of block buffers on the filled store, a cache that expires),
- * which made a measurement 20 s after the start spread by ±6 MB between starts of one store.
+ * Seconds after its start a nats-server alone is measured: at start it counts the pending messages
+ * of each consumer it restores, loading message blocks (8.5 MB of block buffers on the filled store,
+ * a cache that expires), which made a measurement 20 s after the start spread by ±6 MB between
+ * starts of one store. Those were ephemeral consumers a stop left (main.ts now drops them), but a
+ * store written by an older version still has them.
  */
 const ALONE_S = 90;
 /** RSS (MB) of a nats-server started alone on an embedded store (`<dir>/nats`), ALONE_S seconds after it answers. */

@@ -152,7 +152,7 @@ export async function main(argv: string[]) {
     raw.durability = d.raw;
   }
   if (parts.includes('history')) {
-    log(`history (empty store vs filled store, ${process.env.HISTORY_BENCH_MODE === 'cluster' ? 'npm run cluster (R3)' : 'the embedded default'})`);
+    log(`history (${process.env.HISTORY_BENCH_BASELINE === 'customers' ? 'the same wallets without history' : 'empty store'} vs filled store, ${process.env.HISTORY_BENCH_MODE === 'cluster' ? 'npm run cluster (R3)' : 'the embedded default'})`);
     const { runHistoryBench } = await import('./history.ts');
     const h = await runHistoryBench();
     rows.push(...h.rows);

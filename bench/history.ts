@@ -374,6 +374,18 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     const t = await traffic(cl, o.minutes, page.url, o.warmupS);
     const cpuUsed = Object.fromEntries(STORES.map((s) => { const after = live[s]!.cpu(); return [s, Object.fromEntries(Object.entries(after).map(([g, v]) => [g, Math.round((v - (cpuBefore[s][g] ?? 0)) * 10) / 10]))]; })) as Record<Store, Record<string, number>>;
     raw.traffic = t;
+    // which node leads the streams the reads go to (a cluster's requests for a stream info or a
+    // direct get go to its leader): two systems placed differently differ in latency, history aside
+    if (o.mode === 'cluster') {
+      const placement: Record<string, Record<string, string>> = {};
+      for (const s of STORES) {
+        const jsm = await jetstreamManager(cl[s].nc);
+        placement[s] = {};
+        for (const name of [`KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`, STREAMS.ledger, STREAMS.jobsArchive]) placement[s][name] = (await jsm.streams.info(name).catch(() => null))?.cluster?.leader ?? '?';
+      }
+      raw.placement = placement;
+      log(`stream leaders: ${STORES.map((s) => `${s} ${Object.entries(placement[s]!).map(([k, v]) => `${k} ${v}`).join(', ')}`).join('; ')}`);
+    }
     raw.cpuDuringTraffic = cpuUsed;
     (raw.walletProjectionMb as Record<string, number>).trafficEnd = walletFileMb();
     const rssAfter = Object.fromEntries(STORES.map((s) => [s, live[s]!.rss()])) as Record<Store, Record<string, number>>;

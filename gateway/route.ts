@@ -23,8 +23,10 @@ export interface RouteRequest {
   path: string;
   params: Record<string, string>;
   /** Validated and coerced against the route's query schema. */
+  // biome-ignore lint/suspicious/noExplicitAny: validated against the route's query schema before the handler runs
   query: Record<string, any>;
   /** Parsed JSON, validated against the route's body schema. */
+  // biome-ignore lint/suspicious/noExplicitAny: validated against the route's body schema before the handler runs
   body: any;
   headers: Record<string, string>;
   requestId: string;

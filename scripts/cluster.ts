@@ -7,7 +7,6 @@
 //   CLUSTER_READY_TIMEOUT_MS=300000                   how long each process may take to be ready (default 60 s;
 //                                                     a browser-pool launching Firefox on a loaded machine can take longer)
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { startSystem, stopEverything, ALL_PROCESSES, DEFAULT_CLIENT_PORTS, DEFAULT_CLUSTER_PORTS, type ProcessName, type System } from './cluster-lib.ts';
 import { loadConfigOrExit } from '../shared/runtime.ts';
 

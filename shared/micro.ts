@@ -10,6 +10,7 @@ import { ApiError } from './errors.ts';
 import { isTransientNatsError } from './nats/transient.ts';
 import type { Logger } from './log.ts';
 
+// biome-ignore lint/suspicious/noExplicitAny: each endpoint validates its request against its own schema before the handler reads it
 export type Handler = (req: any, msg: Msg) => Promise<unknown> | unknown;
 
 export interface ServiceDef {

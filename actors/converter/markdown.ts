@@ -25,8 +25,8 @@ function build(): TurndownService {
   td.use([strikethrough, taskListItems, highlightedCodeBlock]);
   td.remove(['script', 'style', 'noscript', 'iframe', 'form', 'button', 'input', 'select', 'textarea', 'svg', 'template'] as never);
   // a literal "<tag" in text would be read as HTML by every Markdown renderer
-  const escape = td.escape.bind(td);
-  td.escape = (s: string) => escape(s).replace(/<(?=[A-Za-z/!?])/g, '\\<');
+  const escapeMarkdown = td.escape.bind(td);
+  td.escape = (s: string) => escapeMarkdown(s).replace(/<(?=[A-Za-z/!?])/g, '\\<');
   td.addRule('link', {
     filter: (n) => n.nodeName === 'A',
     replacement: (content, n) => {

@@ -139,6 +139,7 @@ async function plainNode() {
       if (!hit) throw new ApiError('not_found', `no such path: ${path}`);
       const { route } = hit;
       if (hit.fixed && req.method === 'GET') {
+        // biome-ignore lint/nursery/noFloatingPromises: a fixed answer's limit is per address: synchronous, it returns nothing or throws
         limit(hit.rateLimit, undefined, clientIp(req));
         const headers: Record<string, string> = { 'x-request-id': requestId };
         for (const [k, v] of hit.fixed.headers) headers[k] = v;

@@ -261,6 +261,7 @@ export function program(io: Io): Command {
           if (r.status === 'failed' && !r.oneTime) failed = true;
           continue;
         }
+        // biome-ignore lint/suspicious/noExplicitAny: a labs report is printed field by field from its JSON; its schema is the server's
         let report: any;
         if (o.out) {
           const [path] = await saveResults(c, { ...job, results: [r] }, o.out, io, new Set());

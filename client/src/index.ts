@@ -17,6 +17,8 @@ export type Balance = components['schemas']['Balance'];
 export type Topup = components['schemas']['Topup'];
 export type ErrorCode = components['schemas']['Error']['error']['code'];
 export type ServiceName = 'websitepro' | 'shots' | 'labs';
+// biome-ignore lint/suspicious/noExplicitAny: the index, pricing and catalogues are not typed by the spec ("not shown"): plain JSON
+export type PlainJson = Record<string, any>;
 export type ServiceBody = {
   websitepro: components['schemas']['WebsiteproBody'];
   shots: components['schemas']['ShotsBody'];
@@ -73,6 +75,7 @@ export interface ClientOptions {
 export interface JobEvent {
   event: 'status' | 'progress' | 'result' | 'job';
   id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the error body of any operation: callers branch on data.error.code
   data: any;
 }
 
@@ -268,9 +271,9 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
   return {
     api,
     baseUrl,
-    index: () => ok(api.GET('/v1')) as Promise<Record<string, any>>,
-    pricing: () => ok(api.GET('/v1/pricing')) as Promise<Record<string, any>>,
-    catalogue: (service: ServiceName) => ok(api.GET('/v1/services/{service}', { params: { path: { service } } })) as Promise<Record<string, any>>,
+    index: () => ok(api.GET('/v1')) as Promise<PlainJson>,
+    pricing: () => ok(api.GET('/v1/pricing')) as Promise<PlainJson>,
+    catalogue: (service: ServiceName) => ok(api.GET('/v1/services/{service}', { params: { path: { service } } })) as Promise<PlainJson>,
     balance: () => ok(api.GET('/v1/balance')) as Promise<Balance>,
     quote: <S extends ServiceName>(service: S, body: ServiceBody[S]) => ok(api.POST(`/v1/${service}/quote` as '/v1/shots/quote', { body: body as never })) as Promise<Quote>,
     createJob,

@@ -106,6 +106,7 @@ export function createFixedPath(router: Router<FixedSlot>, limit: Limit, address
     if (!fixed) return false;
     const client = clientAddress(addressOf, res, req.getHeader('x-forwarded-for') || undefined);
     try {
+      // biome-ignore lint/nursery/noFloatingPromises: a fixed answer's limit is per address: synchronous, it returns nothing or throws
       limit(match.target.rateLimit, undefined, client.group);
     } catch {
       return false;

@@ -37,6 +37,7 @@ export function describe(err: ErrorObject): string {
 }
 
 /** Validate and coerce the query in place, or throw bad_request. */
+// biome-ignore lint/suspicious/noExplicitAny: the query was just validated against the route's schema; the handler reads it by name
 export function validateQuery(validate: ValidateFunction, q: Record<string, unknown>): Record<string, any> {
   if (!validate(q)) throw new ApiError('bad_request', `query: ${describe(validate.errors![0]!).replace(/^body/, 'query')}`);
   // coercion turns "Infinity" and "1e400" into Infinity, which JSON Schema calls a number

@@ -53,7 +53,7 @@ function leaveServerWithoutQuorum(nc: NatsConnection) {
         misses = 0;
         nc.reconnect().catch(() => { /* closed meanwhile */ });
       }
-    });
+    }).catch(() => { asking = false; });
   }, QUORUM_CHECK_MS);
   timer.unref();
   void nc.closed().then(() => clearInterval(timer));

@@ -34,6 +34,7 @@ export interface PlanContext {
   datasetsKv: KV;
 }
 
+// biome-ignore lint/suspicious/noExplicitAny: the registry holds modules of every body type; each module's plan gets its own validated body
 export interface ServiceModule<B = any> {
   name: ServiceName;
   title: string;

@@ -78,6 +78,7 @@ export async function startTestWorker(o: TestWorkerOptions) {
         case 'crash-once':
           if (ctx.deliveryCount === 1) throw new Error('test worker crash (first delivery)');
           break;
+        // biome-ignore lint/suspicious/noFallthroughSwitchClause: on its first delivery hang-once hangs as hang does
         case 'hang-once':
           if (ctx.deliveryCount > 1) break;
         // falls through

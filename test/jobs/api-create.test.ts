@@ -1,12 +1,9 @@
 // Job creation over HTTP (real HTTP, wallet, supervisor, test workers).
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
 import { fileContent } from '../helpers/test-worker.ts';
-import { Kvm } from '@nats-io/kv';
-import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
-import { readLedger } from '../../shared/audit.ts';
+import { STREAMS } from '../../shared/names.ts';
 
 t.test('create with wait: the finished job with every field, downloads, balance', async (t) => {
   const s = await startJobsApi(t);

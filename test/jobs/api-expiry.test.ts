@@ -1,12 +1,8 @@
 // Expiry of results (real HTTP, wallet, supervisor, test workers).
 import t from 'tap';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
-import { fileContent } from '../helpers/test-worker.ts';
-import { Kvm } from '@nats-io/kv';
-import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
-import { readLedger } from '../../shared/audit.ts';
+import { OBJECT_STORES, } from '../../shared/names.ts';
 
 t.test('expiry: files really deleted, download 410, url gone', async (t) => {
   const s = await startJobsApi(t, { retention: { websitepro: 2, shots: 2, sweepSeconds: 0.3 } });

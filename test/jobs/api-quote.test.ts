@@ -1,12 +1,10 @@
 // Quotes (real HTTP, wallet, supervisor, test workers).
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
 import { advertise } from '../../shared/catalogue.ts';
-import { fileContent } from '../helpers/test-worker.ts';
 import { Kvm } from '@nats-io/kv';
-import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
+import { BUCKETS, STREAMS } from '../../shared/names.ts';
 import { readLedger } from '../../shared/audit.ts';
 import { closedPort } from '../helpers/ports.ts';
 

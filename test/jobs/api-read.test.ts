@@ -1,12 +1,6 @@
 // Reading jobs: long poll, ownership, list, not_ready (real HTTP, wallet, supervisor, test workers).
 import t from 'tap';
-import { jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
-import { fileContent } from '../helpers/test-worker.ts';
-import { Kvm } from '@nats-io/kv';
-import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
-import { readLedger } from '../../shared/audit.ts';
 
 t.test('long poll: returns early on completion, on timeout, and 404 for another key', async (t) => {
   const s = await startJobsApi(t);

@@ -1,12 +1,8 @@
 // Shots downloads: thumbnails and the zip (real HTTP, wallet, supervisor, test workers).
 import t from 'tap';
-import { jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
-import { fileContent } from '../helpers/test-worker.ts';
-import { Kvm } from '@nats-io/kv';
-import { BUCKETS, OBJECT_STORES, STREAMS } from '../../shared/names.ts';
-import { readLedger } from '../../shared/audit.ts';
+import { OBJECT_STORES, } from '../../shared/names.ts';
 
 t.test('shots: thumbnails, zip of all screenshots, 409 before completion, 404 for other services', async (t) => {
   const s = await startJobsApi(t);

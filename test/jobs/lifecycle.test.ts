@@ -4,7 +4,6 @@ import { startJobsSystem } from './lib.ts';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { OBJECT_STORES, STREAMS, subjects } from '../../shared/names.ts';
 import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
-import { wallet } from '../../shared/protocol/wallet.ts';
 import { readLedger } from '../../shared/audit.ts';
 import { objectName } from '../../shared/protocol/jobs.ts';
 

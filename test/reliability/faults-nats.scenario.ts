@@ -21,7 +21,7 @@ t.teardown(() => pages.close());
 
 t.test('NATS faults on the cluster', async (t) => {
   const b = await startFaultBench(t, { pagesPort: pages.port, name: 'faults-nats' });
-  const { key, walletId, create, finished, clean, gated } = b;
+  const { key, create, finished, clean, gated } = b;
 
   await t.test('one NATS server SIGKILLed: requests keep being served; restarted: it catches up', async (t) => {
     const jsm = await jetstreamManager(b.nc);

@@ -67,7 +67,6 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
     const codes: Record<string, number> = {};
     let ok = 0;
     let lastFailureAt = 0;
-    let firstFailureAt = 0;
     let slowestMs = 0;
     let stop = false;
     // three clients: one stuck on a request that hangs does not stop the others from trying
@@ -84,7 +83,6 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
           const code = `${r.status} ${r.json?.error?.code ?? ''}`.trim();
           codes[code] = (codes[code] ?? 0) + 1;
           lastFailureAt = Date.now();
-          firstFailureAt ||= lastFailureAt;
         }
         if (c === 0 && i % 5 === 0) {
           // a top-up made and paid: an acknowledged payment must be credited exactly once

@@ -1,15 +1,11 @@
 // The wallet as its own process, killed with SIGKILL between steps; a restarted instance finishes
 // the work: nothing lost, nothing counted twice.
 import t from 'tap';
-import { Kvm } from '@nats-io/kv';
-import { decode } from 'light-bolt11-decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestNats, tempDir } from '../helpers/nats.ts';
 import { walletId, fund } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
-import { ApiError } from '../../shared/errors.ts';
-import { BUCKETS } from '../../shared/names.ts';
 import { spawnWallet, exited, retry } from './_crash.ts';
 
 t.test('charges in flight when the process dies: every retried job is charged exactly once', async (t) => {

@@ -2,7 +2,6 @@
 // next one on the head it wrote, without reading it from the stream; the compare-and-set write is
 // the check, so a stale guess (another writer, a deleted entry) costs a re-read, never money.
 import t from 'tap';
-import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { startTestNats, tempDir, testLog, type TestNats } from '../helpers/nats.ts';

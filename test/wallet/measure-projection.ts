@@ -1,7 +1,6 @@
 // Cost of the projection's hot calls (issue 17): `node --import tsx test/wallet/measure-projection.ts [n=5000]`.
 // n applies then n byRef lookups on a fresh file, after a short warm-up; prints µs per call.
 import { performance } from 'node:perf_hooks';
-import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { Projection } from '../../actors/wallet/projection.ts';
 import { tempDir } from '../helpers/nats.ts';

@@ -13,7 +13,18 @@ import { createLogger } from './shared/log.ts';
 import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.ts';
 import { ACTORS } from './actors/index.ts';
 import type { GatewayHandle } from './gateway/index.ts';
-import { loadConfigOrExit, rememberNatsUrl, resolveNatsUrl, newInstanceId, onShutdown, onProcessExit, runStopSteps, within, withRetry, type StopStep } from './shared/runtime.ts';
+import {
+  loadConfigOrExit,
+  rememberNatsUrl,
+  resolveNatsUrl,
+  newInstanceId,
+  onShutdown,
+  onProcessExit,
+  runStopSteps,
+  within,
+  withRetry,
+  type StopStep,
+} from './shared/runtime.ts';
 import { deprecatedSettings } from './shared/config/index.ts';
 
 /** Every runnable unit, in start order: the gateway last, so it opens its port once the actors answer. */
@@ -23,7 +34,9 @@ import { deprecatedSettings } from './shared/config/index.ts';
 // itself (type stripping, on by default from 22.18); under an older Node started with tsx this says why.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
-  console.error(`payloads needs Node >= 22.18; this is ${process.version} (${process.execPath}). Start it through npm (npm start, npm run actor -- <name>), npx (npx node main.ts) or node_modules/.bin/node, the project's Node.`);
+  console.error(
+    `payloads needs Node >= 22.18; this is ${process.version} (${process.execPath}). Start it through npm (npm start, npm run actor -- <name>), npx (npx node main.ts) or node_modules/.bin/node, the project's Node.`,
+  );
   process.exit(1);
 }
 // The units below are imported at launch (see `loading`): V8's compiled code of them and their libraries is kept
@@ -64,11 +77,21 @@ if (everything && !config.nats.url) {
   // after an unclean stop it rebuilds the state of the streams written last, in time that grows
   // with the store: say so every 10 s instead of giving up (shared/nats/server.ts START_TIMEOUT_MS)
   server = await startNatsServer({
-    storeDir: join(config.dataDir, 'nats'), port: config.nats.embeddedPort, serverName: 'payloads-embedded', syncInterval: config.nats.syncInterval, ownProcessGroup: true,
-    onSlowStart: (ms, lastLine) => log.info({ seconds: Math.round(ms / 1000), lastLine }, 'embedded nats-server still starting (after an unclean stop it rebuilds its streams\' state first)'),
+    storeDir: join(config.dataDir, 'nats'),
+    port: config.nats.embeddedPort,
+    serverName: 'payloads-embedded',
+    syncInterval: config.nats.syncInterval,
+    ownProcessGroup: true,
+    onSlowStart: (ms, lastLine) =>
+      log.info(
+        { seconds: Math.round(ms / 1000), lastLine },
+        "embedded nats-server still starting (after an unclean stop it rebuilds its streams' state first)",
+      ),
   });
   const proc = server.process;
-  onProcessExit(() => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL'); });
+  onProcessExit(() => {
+    if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+  });
   url = server.url;
   rememberNatsUrl(config, url);
   log.info({ url, store: server.storeDir }, 'embedded nats-server started');
@@ -78,33 +101,55 @@ if (everything && !config.nats.url) {
 
 const conns: NatsConnection[] = [];
 const handles: { name: string; handle: ActorHandle; instanceId: string }[] = [];
-const stopOf = (units: string[]) => () => Promise.all(handles.filter((h) => units.includes(h.name)).map(({ name, handle }) => {
-  const t0 = performance.now();
-  return handle.stop().then(() => log.info({ name, ms: Math.round(performance.now() - t0) }, 'unit stopped'), (e) => log.error({ err: e, name }, 'stop failed'));
-}));
+const stopOf = (units: string[]) => () =>
+  Promise.all(
+    handles
+      .filter((h) => units.includes(h.name))
+      .map(({ name, handle }) => {
+        const t0 = performance.now();
+        return handle.stop().then(
+          () => log.info({ name, ms: Math.round(performance.now() - t0) }, 'unit stopped'),
+          (e) => log.error({ err: e, name }, 'stop failed'),
+        );
+      }),
+  );
 // Order and deadlines (8.5 s in all, under onShutdown's 9 s): first no new requests, then the
 // workers (their tasks are redelivered if cut short), then money and jobs, then NATS itself. A
 // step past its deadline is left behind: with NATS gone first (systemd signals every process of
 // the service) drains and consumer stops would otherwise wait for ever. One unit alone (the
 // cluster's processes) gets the units' whole share.
-const unitSteps: StopStep[] = names.length === 1
-  ? [{ what: names[0]!, deadlineMs: 5500, run: stopOf(names) }]
-  : [
-      { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
-      { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
-      { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
-    ];
-const stopAll = () => runStopSteps([
-  ...unitSteps,
-  { what: 'NATS connections', deadlineMs: 1000, run: async () => {
-    // the embedded server is this process's alone: drop the KV watches and ordered reads the units
-    // left, which its next start would otherwise restore and count (as the cluster launcher does:
-    // shared/nats/ephemeral.ts); bounded, so the drain keeps most of the step
-    if (server && conns[0]) await within(dropEphemeralConsumers(conns[0]).catch(() => 0), 400, 0);
-    await Promise.all(conns.map((c) => c.drain().catch(() => c.close())));
-  } },
-  ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) }] : []),
-], log);
+const unitSteps: StopStep[] =
+  names.length === 1
+    ? [{ what: names[0]!, deadlineMs: 5500, run: stopOf(names) }]
+    : [
+        { what: 'gateway', deadlineMs: 1500, run: stopOf(['gateway']) },
+        { what: 'workers', deadlineMs: 2500, run: stopOf(['converter', 'browser-pool', 'relay-prober']) },
+        { what: 'wallet and job-supervisor', deadlineMs: 1500, run: stopOf(['wallet', 'job-supervisor']) },
+      ];
+const stopAll = () =>
+  runStopSteps(
+    [
+      ...unitSteps,
+      {
+        what: 'NATS connections',
+        deadlineMs: 1000,
+        run: async () => {
+          // the embedded server is this process's alone: drop the KV watches and ordered reads the units
+          // left, which its next start would otherwise restore and count (as the cluster launcher does:
+          // shared/nats/ephemeral.ts); bounded, so the drain keeps most of the step
+          if (server && conns[0])
+            await within(
+              dropEphemeralConsumers(conns[0]).catch(() => 0),
+              400,
+              0,
+            );
+          await Promise.all(conns.map((c) => c.drain().catch(() => c.close())));
+        },
+      },
+      ...(server ? [{ what: 'nats-server', deadlineMs: 2000, run: () => server!.stop('SIGTERM', 1500) }] : []),
+    ],
+    log,
+  );
 onShutdown(stopAll);
 
 try {
@@ -115,7 +160,11 @@ try {
     if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });
     const { start } = await loading.get(name)!;
     const instanceId = newInstanceId(name);
-    handles.push({ name, instanceId, handle: await start({ nc, config, log: names.length === 1 ? log : log.child({ actor: name }), instanceId }) });
+    handles.push({
+      name,
+      instanceId,
+      handle: await start({ nc, config, log: names.length === 1 ? log : log.child({ actor: name }), instanceId }),
+    });
     log.info({ instanceId }, `${name} started`);
   }
   const gw = handles.find((h) => h.name === 'gateway')?.handle as GatewayHandle | undefined;
@@ -124,7 +173,9 @@ try {
   const runtime = `Node ${process.versions.node} (ABI ${process.versions.modules})${rt ? `, ${rt.libc}, uWS ${rt.uws} (${rt.uwsBinary})` : ''}`;
   log.info({ node: process.versions.node, uws: rt?.uws }, `runtime: ${runtime}`);
   if (everything && gw) {
-    console.log(`\nPayloads is running.\n  Runtime:  ${runtime}\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`);
+    console.log(
+      `\nPayloads is running.\n  Runtime:  ${runtime}\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`,
+    );
   } else if (gw) {
     console.log(`gateway: ${gw.url}`);
   }

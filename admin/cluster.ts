@@ -21,25 +21,40 @@ export interface ServerProbe {
 }
 
 /** The configured server URLs (NATS_URL's comma-separated list), without duplicates. */
-export const serverUrls = (url: string) => [...new Set(url.split(',').map((s) => s.trim()).filter(Boolean))];
+export const serverUrls = (url: string) => [
+  ...new Set(
+    url
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ),
+];
 
 /** One short connection to each server alone: up or not, its name and version. */
 export async function probeServers(urls: string[], { timeoutMs = 1500, credsFile = '' } = {}): Promise<ServerProbe[]> {
-  return Promise.all(urls.map(async (url): Promise<ServerProbe> => {
-    let nc: NatsConnection | undefined;
-    try {
-      nc = await connect({
-        servers: [url], name: 'admin-probe', timeout: timeoutMs, reconnect: false, maxReconnectAttempts: 0, noRandomize: true, ignoreClusterUpdates: true,
-        ...(credsFile ? { authenticator: credsAuthenticator(readFileSync(credsFile)) } : {}),
-      });
-      const info = nc.info!;
-      return { url, up: true, name: info.server_name, version: info.version, ...(info.cluster ? { cluster: info.cluster } : {}) };
-    } catch (e) {
-      return { url, up: false, error: (e as Error).message };
-    } finally {
-      await nc?.close().catch(() => {});
-    }
-  }));
+  return Promise.all(
+    urls.map(async (url): Promise<ServerProbe> => {
+      let nc: NatsConnection | undefined;
+      try {
+        nc = await connect({
+          servers: [url],
+          name: 'admin-probe',
+          timeout: timeoutMs,
+          reconnect: false,
+          maxReconnectAttempts: 0,
+          noRandomize: true,
+          ignoreClusterUpdates: true,
+          ...(credsFile ? { authenticator: credsAuthenticator(readFileSync(credsFile)) } : {}),
+        });
+        const info = nc.info!;
+        return { url, up: true, name: info.server_name, version: info.version, ...(info.cluster ? { cluster: info.cluster } : {}) };
+      } catch (e) {
+        return { url, up: false, error: (e as Error).message };
+      } finally {
+        await nc?.close().catch(() => {});
+      }
+    }),
+  );
 }
 
 /** Whether JetStream answers an account-info request within `timeoutMs` (a meta leader exists). */
@@ -64,13 +79,19 @@ export class ClusterError extends Error {
   }
 }
 
-const list = (ps: ServerProbe[]) => ps.map((p) => (p.name ? `${p.name} (${p.url.replace('nats://', '')})` : p.url.replace('nats://', ''))).join(', ') || 'none';
+const list = (ps: ServerProbe[]) =>
+  ps.map((p) => (p.name ? `${p.name} (${p.url.replace('nats://', '')})` : p.url.replace('nats://', ''))).join(', ') || 'none';
 
 /**
  * Why NATS did not answer `what`: no server up, fewer than a majority of the configured servers
  * up, or JetStream without a leader are "no quorum"; otherwise a timeout naming what did not answer.
  */
-export async function diagnose(nc: NatsConnection | undefined, urls: string[], what: string, opts: { credsFile?: string; probeMs?: number; jetStreamMs?: number } = {}): Promise<ClusterError> {
+export async function diagnose(
+  nc: NatsConnection | undefined,
+  urls: string[],
+  what: string,
+  opts: { credsFile?: string; probeMs?: number; jetStreamMs?: number } = {},
+): Promise<ClusterError> {
   const probes = await probeServers(urls, { credsFile: opts.credsFile ?? '', ...(opts.probeMs ? { timeoutMs: opts.probeMs } : {}) });
   const up = probes.filter((p) => p.up);
   const down = probes.filter((p) => !p.up);
@@ -78,7 +99,10 @@ export async function diagnose(nc: NatsConnection | undefined, urls: string[], w
   if (!up.length) return new ClusterError('no_server', `no NATS server answers (${urls.join(', ')})`);
   const minority = urls.length >= 3 && up.length <= urls.length / 2;
   if (minority || (nc && !nc.isClosed() && !(await jetStreamAnswers(nc, opts.jetStreamMs)))) {
-    return new ClusterError('no_quorum', `the NATS cluster has no quorum: JetStream cannot elect a leader, so nothing can be read or written until a majority of its servers is back (${servers})`);
+    return new ClusterError(
+      'no_quorum',
+      `the NATS cluster has no quorum: JetStream cannot elect a leader, so nothing can be read or written until a majority of its servers is back (${servers})`,
+    );
   }
   return new ClusterError('timeout', `${what} did not answer in time, though JetStream has a quorum (${servers})`);
 }

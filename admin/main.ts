@@ -22,15 +22,15 @@ export const COMMAND_BUDGET_MS = 12_000;
 
 const dir = join(dirname(fileURLToPath(import.meta.url)), 'commands');
 const commands: AdminCommand[] = [];
-for (const f of readdirSync(dir).filter((f) => f.endsWith('.ts')).sort()) {
+for (const f of readdirSync(dir)
+  .filter((f) => f.endsWith('.ts'))
+  .sort()) {
   const mod = (await import(pathToFileURL(join(dir, f)).href)) as { commands?: AdminCommand[] };
   commands.push(...(mod.commands ?? []));
 }
 
 const argv = process.argv.slice(2);
-const cmd = commands
-  .filter((c) => c.name.split(' ').every((w, i) => argv[i] === w))
-  .sort((a, b) => b.name.length - a.name.length)[0];
+const cmd = commands.filter((c) => c.name.split(' ').every((w, i) => argv[i] === w)).sort((a, b) => b.name.length - a.name.length)[0];
 if (!cmd) {
   console.error(`usage: npm run admin -- <command>\n\n${commands.map((c) => '  ' + c.usage).join('\n')}`);
   process.exit(argv.length && argv[0] !== 'help' ? 2 : 0);
@@ -66,7 +66,10 @@ async function runCommand(): Promise<number> {
   // a majority of the listed servers down: say so at once instead of waiting out timeouts
   if (await knownWithoutQuorum(urls, { credsFile })) throw await diagnose(nc, urls, cmd!.name, { credsFile });
   const ctx: AdminContext = {
-    nc, config, log, out: (l) => console.log(l),
+    nc,
+    config,
+    log,
+    out: (l) => console.log(l),
     deadline: () => deadline,
     retry: (what, f) => {
       current = what;
@@ -91,7 +94,13 @@ try {
   // diagnosis has the budget's last 2.5 s, its own probes bounded to fit
   let timer: NodeJS.Timeout | undefined;
   const overrun = new Promise<never>((_, reject) => {
-    if (!watching) timer = setTimeout(() => { diagnose(conn, urls, current, { credsFile, probeMs: 1000, jetStreamMs: 1200 }).then(reject, reject); }, Math.max(0, deadline - Date.now() - 2500));
+    if (!watching)
+      timer = setTimeout(
+        () => {
+          diagnose(conn, urls, current, { credsFile, probeMs: 1000, jetStreamMs: 1200 }).then(reject, reject);
+        },
+        Math.max(0, deadline - Date.now() - 2500),
+      );
   });
   code = await (watching ? runCommand() : Promise.race([runCommand(), overrun]));
   clearTimeout(timer);

@@ -74,20 +74,32 @@ async function microInstances(nc: NatsConnection): Promise<Record<string, string
   return out;
 }
 
-export async function collectStatus(nc: NatsConnection, urls: string[], { credsFile = '', config, auditDeadline }: { credsFile?: string; config?: Pick<Config, 'retention'>; auditDeadline?: number } = {}): Promise<Status> {
+export async function collectStatus(
+  nc: NatsConnection,
+  urls: string[],
+  { credsFile = '', config, auditDeadline }: { credsFile?: string; config?: Pick<Config, 'retention'>; auditDeadline?: number } = {},
+): Promise<Status> {
   const auditBy = Math.min(auditDeadline ?? Infinity, Date.now() + STATUS_AUDIT_MS);
   const jsm = await jetstreamManager(nc);
   const [probes, infos] = await Promise.all([
     probeServers(urls, { credsFile }),
-    (async () => { const l: StreamInfo[] = []; for await (const si of jsm.streams.list()) l.push(si); return l; })(),
+    (async () => {
+      const l: StreamInfo[] = [];
+      for await (const si of jsm.streams.list()) l.push(si);
+      return l;
+    })(),
   ]);
   infos.sort((a, b) => a.config.name.localeCompare(b.config.name));
   const streams: StreamStatus[] = infos.map((si) => {
     const replicas = si.cluster?.replicas ?? [];
     return {
-      name: displayName(si.config.name), kind: kindOf(si.config.name), messages: si.state.messages, bytes: si.state.bytes,
+      name: displayName(si.config.name),
+      kind: kindOf(si.config.name),
+      messages: si.state.messages,
+      bytes: si.state.bytes,
       // a single server (no cluster) names no leader: it is the leader of everything
-      replicas: si.config.num_replicas, leader: si.cluster?.leader ?? (!si.cluster?.replicas && probes.length === 1 && probes[0]!.up ? probes[0]!.name ?? null : null),
+      replicas: si.config.num_replicas,
+      leader: si.cluster?.leader ?? (!si.cluster?.replicas && probes.length === 1 && probes[0]!.up ? (probes[0]!.name ?? null) : null),
       current: replicas.filter((r) => r.current && !r.offline).length,
       lagging: replicas.filter((r) => !r.current || r.offline).map((r) => ({ name: r.name, lag: r.lag ?? 0, offline: Boolean(r.offline) })),
     };
@@ -97,9 +109,16 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
     if (si.config.name.startsWith('KV_') || si.config.name.startsWith('OBJ_')) continue; // their consumers are short-lived watches
     for await (const ci of jsm.consumers.list(si.config.name)) consumerInfos.push({ stream: si.config.name, ci });
   }
-  const consumers: ConsumerStatus[] = consumerInfos.filter(({ ci }) => ci.config.durable_name).map(({ stream, ci }) => ({
-    stream, name: ci.name, pending: ci.num_pending, ackPending: ci.num_ack_pending, redelivered: ci.num_redelivered, leader: ci.cluster?.leader ?? null,
-  }));
+  const consumers: ConsumerStatus[] = consumerInfos
+    .filter(({ ci }) => ci.config.durable_name)
+    .map(({ stream, ci }) => ({
+      stream,
+      name: ci.name,
+      pending: ci.num_pending,
+      ackPending: ci.num_ack_pending,
+      redelivered: ci.num_redelivered,
+      leader: ci.cluster?.leader ?? null,
+    }));
 
   const servers: ServerStatus[] = probes.map((p) => ({
     ...p,
@@ -112,7 +131,9 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
   for (const si of infos) for (const r of si.cluster?.replicas ?? []) if (!servers.some((s) => s.name === r.name)) peerNames.add(r.name);
   const downUnnamed = servers.filter((s) => !s.up && !s.name);
   if (peerNames.size === 1 && downUnnamed.length === 1) downUnnamed[0]!.name = [...peerNames][0]!;
-  else for (const name of peerNames) servers.push({ url: '', up: false, name, error: 'not reachable at a listed URL', streamLeaders: 0, consumerLeaders: 0 });
+  else
+    for (const name of peerNames)
+      servers.push({ url: '', up: false, name, error: 'not reachable at a listed URL', streamLeaders: 0, consumerLeaders: 0 });
 
   const [catalogue, micro, jobs, report] = await Promise.all([
     readBucket<CatalogueEntry>(nc, BUCKETS.catalogue),
@@ -131,16 +152,35 @@ export async function collectStatus(nc: NatsConnection, urls: string[], { credsF
   for (const s of servers) if (!s.up) warnings.push(`NATS server ${s.name ?? s.url} is down`);
   for (const s of streams) {
     if (!s.leader) warnings.push(`${s.kind} ${s.name} has no leader`);
-    for (const r of s.lagging) warnings.push(`${s.kind} ${s.name}: replica on ${r.name} is ${r.offline ? 'offline' : `lagging by ${r.lag} operations`}`);
+    for (const r of s.lagging)
+      warnings.push(`${s.kind} ${s.name}: replica on ${r.name} is ${r.offline ? 'offline' : `lagging by ${r.lag} operations`}`);
   }
   if (!jobs) warnings.push('no job-supervisor answered: job counts unknown');
-  else if (!jobs.projection.complete) warnings.push(`the job-supervisor's projection is being rebuilt (${jobs.projection.reason ?? 'not complete'}): job counts are partial`);
-  if (!report.complete) warnings.push(`the audit did not finish within the status's budget (${report.progress}): npm run admin -- audit --all`);
+  else if (!jobs.projection.complete)
+    warnings.push(`the job-supervisor's projection is being rebuilt (${jobs.projection.reason ?? 'not complete'}): job counts are partial`);
+  if (!report.complete)
+    warnings.push(`the audit did not finish within the status's budget (${report.progress}): npm run admin -- audit --all`);
   if (report.violations.length) warnings.push(`the audit found ${report.violations.length} violation(s): npm run admin -- audit`);
   return {
-    at: now, servers, streams, consumers, instances,
-    jobs: { unfinished: jobs?.unfinished ?? 0, oldestUnfinishedAgeSeconds: oldest ? Math.round((now - oldest.createdAt) / 1000) : null, oldestUnfinishedId: oldest?.id ?? null, total: jobs?.total ?? 0 },
-    audit: { ok: report.complete && report.violations.length === 0, complete: report.complete, progress: report.progress, violations: report.violations, wallets: report.wallets, entries: report.entries },
+    at: now,
+    servers,
+    streams,
+    consumers,
+    instances,
+    jobs: {
+      unfinished: jobs?.unfinished ?? 0,
+      oldestUnfinishedAgeSeconds: oldest ? Math.round((now - oldest.createdAt) / 1000) : null,
+      oldestUnfinishedId: oldest?.id ?? null,
+      total: jobs?.total ?? 0,
+    },
+    audit: {
+      ok: report.complete && report.violations.length === 0,
+      complete: report.complete,
+      progress: report.progress,
+      violations: report.violations,
+      wallets: report.wallets,
+      entries: report.entries,
+    },
     warnings,
   };
 }
@@ -153,11 +193,16 @@ export function renderStatus(s: Status): string[] {
   lines.push(`Payloads status at ${new Date(s.at).toISOString()}`);
   lines.push('', 'NATS servers');
   for (const v of s.servers) {
-    lines.push(`  ${pad(v.name ?? '?', 18)} ${pad(v.up ? 'up' : 'down', 5)} ${pad(v.version ?? '', 8)} ${pad(v.url.replace('nats://', ''), 22)} leader of ${v.streamLeaders} streams/buckets, ${v.consumerLeaders} consumers`);
+    lines.push(
+      `  ${pad(v.name ?? '?', 18)} ${pad(v.up ? 'up' : 'down', 5)} ${pad(v.version ?? '', 8)} ${pad(v.url.replace('nats://', ''), 22)} leader of ${v.streamLeaders} streams/buckets, ${v.consumerLeaders} consumers`,
+    );
   }
   lines.push('', 'Streams, buckets and stores (replicas current)');
   for (const st of s.streams) {
-    const rep = st.replicas > 1 ? `${st.current + (st.leader ? 1 : 0)}/${st.replicas} current${st.lagging.length ? ` (${st.lagging.map((r) => `${r.name} ${r.offline ? 'offline' : `lag ${r.lag}`}`).join(', ')})` : ''}` : '1 replica';
+    const rep =
+      st.replicas > 1
+        ? `${st.current + (st.leader ? 1 : 0)}/${st.replicas} current${st.lagging.length ? ` (${st.lagging.map((r) => `${r.name} ${r.offline ? 'offline' : `lag ${r.lag}`}`).join(', ')})` : ''}`
+        : '1 replica';
     lines.push(`  ${pad(st.kind, 6)} ${pad(st.name, 12)} ${pad(st.messages + ' msgs', 14)} leader ${pad(st.leader ?? 'NONE', 18)} ${rep}`);
   }
   lines.push('', 'Consumers (pending / waiting for ack / redelivered)');
@@ -165,9 +210,15 @@ export function renderStatus(s: Status): string[] {
   lines.push('', 'Live instances');
   for (const [name, ids] of Object.entries(s.instances).sort()) lines.push(`  ${pad(name, 20)} ${ids.length}  ${ids.join(', ')}`);
   if (!Object.keys(s.instances).length) lines.push('  none');
-  lines.push('', `Jobs: ${s.jobs.total} stored, ${s.jobs.unfinished} unfinished${s.jobs.oldestUnfinishedId ? `, oldest ${s.jobs.oldestUnfinishedId} is ${s.jobs.oldestUnfinishedAgeSeconds} s old` : ''}`);
-  lines.push(!s.audit.complete ? `Audit: not finished in time (${s.audit.progress}); npm run admin -- audit --all`
-    : `Audit: ${s.audit.ok ? 'ok: no violation' : `${s.audit.violations.length} violation(s)`} (${s.audit.wallets} wallets, ${s.audit.entries} ledger entries)`);
+  lines.push(
+    '',
+    `Jobs: ${s.jobs.total} stored, ${s.jobs.unfinished} unfinished${s.jobs.oldestUnfinishedId ? `, oldest ${s.jobs.oldestUnfinishedId} is ${s.jobs.oldestUnfinishedAgeSeconds} s old` : ''}`,
+  );
+  lines.push(
+    !s.audit.complete
+      ? `Audit: not finished in time (${s.audit.progress}); npm run admin -- audit --all`
+      : `Audit: ${s.audit.ok ? 'ok: no violation' : `${s.audit.violations.length} violation(s)`} (${s.audit.wallets} wallets, ${s.audit.entries} ledger entries)`,
+  );
   lines.push('', s.warnings.length ? 'Look at first:' : 'Nothing needs a look.');
   for (const w of s.warnings) lines.push(`  - ${w}`);
   return lines;

@@ -21,11 +21,22 @@ import { loadCorpus, pageBytes, judge, summary, overlap, type Produced } from '.
 import { figure, quick, type BenchFigure } from './figure.ts';
 import { runTs } from './lib/procs.ts';
 
-interface Measured { perCore: number[]; peakMb: number; wall?: number[]; failed?: number }
+interface Measured {
+  perCore: number[];
+  peakMb: number;
+  wall?: number[];
+  failed?: number;
+}
 
 /** UTF-8 HTML pages of the corpus (no 5 MB page, no JavaScript page) plus the older bench pages. */
 function speedPages(): string[] {
-  const corpus = loadCorpus().filter((e) => mediaType(e.headers['content-type'] ?? '') === 'text/html' && !e.browser && !e.headers['content-encoding'] && /utf-8/i.test(e.headers['content-type'] ?? ''));
+  const corpus = loadCorpus().filter(
+    (e) =>
+      mediaType(e.headers['content-type'] ?? '') === 'text/html' &&
+      !e.browser &&
+      !e.headers['content-encoding'] &&
+      /utf-8/i.test(e.headers['content-type'] ?? ''),
+  );
   return [...benchPages(), ...corpus.map((e) => pageBytes(e).toString('utf8'))];
 }
 
@@ -53,13 +64,43 @@ export async function run(): Promise<BenchFigure[]> {
   const q = summary(quality.ours);
   return [
     figure({
-      name: 'websitepro pages/s per core (metadata+markdown)', unit: 'pages/s/core', samples: piped.flatMap((m) => m.perCore.map(round2)), baselineSamples: direct.flatMap((m) => m.perCore.map(round2)),
-      note: `${perRound} pages per round (${pages.length} different: corpus HTML pages and the older bench pages), ${threads} thread(s) each; per core = pages per CPU-second of the process, all its threads; pipeline = the converter actor's own process (web server, harness playing the supervisor and nats-server not counted: other machines in production); baseline = jsdom + Readability + turndown/GFM called directly; pipeline wall-clock pages/s: ${piped.flatMap((m) => m.wall ?? []).map(round2).join(', ')}${failed ? `; ${failed} jobs failed` : ''}`,
+      name: 'websitepro pages/s per core (metadata+markdown)',
+      unit: 'pages/s/core',
+      samples: piped.flatMap((m) => m.perCore.map(round2)),
+      baselineSamples: direct.flatMap((m) => m.perCore.map(round2)),
+      note: `${perRound} pages per round (${pages.length} different: corpus HTML pages and the older bench pages), ${threads} thread(s) each; per core = pages per CPU-second of the process, all its threads; pipeline = the converter actor's own process (web server, harness playing the supervisor and nats-server not counted: other machines in production); baseline = jsdom + Readability + turndown/GFM called directly; pipeline wall-clock pages/s: ${piped
+        .flatMap((m) => m.wall ?? [])
+        .map(round2)
+        .join(', ')}${failed ? `; ${failed} jobs failed` : ''}`,
     }),
-    figure({ name: 'websitepro converter peak RSS', unit: 'MB', samples: piped.map((m) => round2(m.peakMb)), baselineSamples: direct.map((m) => round2(m.peakMb)), note: `peak VmRSS of the converter actor's process against the direct-libraries process, ${threads} thread(s) each, same pages` }),
-    figure({ name: 'websitepro corpus pass rate', unit: 'share of pages', samples: [round3(q.passRate)], baselineSamples: [1], note: `${q.passed} of ${q.pages} corpus pages pass every check (convert() directly; the JavaScript page is judged in test/converter/corpus.test.ts with Chromium); baseline 1 = all` }),
-    figure({ name: 'websitepro corpus text recall', unit: 'recall', samples: [round3(q.recall)], baselineSamples: [round3(quality.readability.recall)], note: 'word-bag recall of the text output against the expected main text; baseline: Readability textContent on the same pages' }),
-    figure({ name: 'websitepro corpus text precision', unit: 'precision', samples: [round3(q.precision)], baselineSamples: [round3(quality.readability.precision)], note: 'word-bag precision of the text output against the expected main text; baseline: Readability textContent on the same pages' }),
+    figure({
+      name: 'websitepro converter peak RSS',
+      unit: 'MB',
+      samples: piped.map((m) => round2(m.peakMb)),
+      baselineSamples: direct.map((m) => round2(m.peakMb)),
+      note: `peak VmRSS of the converter actor's process against the direct-libraries process, ${threads} thread(s) each, same pages`,
+    }),
+    figure({
+      name: 'websitepro corpus pass rate',
+      unit: 'share of pages',
+      samples: [round3(q.passRate)],
+      baselineSamples: [1],
+      note: `${q.passed} of ${q.pages} corpus pages pass every check (convert() directly; the JavaScript page is judged in test/converter/corpus.test.ts with Chromium); baseline 1 = all`,
+    }),
+    figure({
+      name: 'websitepro corpus text recall',
+      unit: 'recall',
+      samples: [round3(q.recall)],
+      baselineSamples: [round3(quality.readability.recall)],
+      note: 'word-bag recall of the text output against the expected main text; baseline: Readability textContent on the same pages',
+    }),
+    figure({
+      name: 'websitepro corpus text precision',
+      unit: 'precision',
+      samples: [round3(q.precision)],
+      baselineSamples: [round3(quality.readability.precision)],
+      note: 'word-bag precision of the text output against the expected main text; baseline: Readability textContent on the same pages',
+    }),
   ];
 }
 
@@ -71,7 +112,16 @@ async function corpusQuality() {
     if (e.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
     const url = `https://corpus.example/${e.id}`;
     const out: Produced = {};
-    const r = await convert({ body, contentType: e.headers['content-type'] ?? '', status: 200, url, finalUrl: url, redirects: [], rendered: false, outputs: ['metadata', 'markdown', 'text', 'html'] });
+    const r = await convert({
+      body,
+      contentType: e.headers['content-type'] ?? '',
+      status: 200,
+      url,
+      finalUrl: url,
+      redirects: [],
+      rendered: false,
+      outputs: ['metadata', 'markdown', 'text', 'html'],
+    });
     if (r.needsJavaScript) continue;
     for (const [k, v] of Object.entries(r.outputs)) out[k as 'text'] = v.ok ? { data: v.data } : { error: v.error, message: v.message };
     ours.push(judge(e, out, !e.browser));
@@ -91,5 +141,6 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 const round3 = (x: number) => Math.round(x * 1000) / 1000;
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  for (const f of await run()) console.log(`${f.name}: ${f.value} ${f.unit} (baseline ${f.baseline}, ratio ${f.ratio.toFixed(2)}) ${f.note ?? ''}`);
+  for (const f of await run())
+    console.log(`${f.name}: ${f.value} ${f.unit} (baseline ${f.baseline}, ratio ${f.ratio.toFixed(2)}) ${f.note ?? ''}`);
 }

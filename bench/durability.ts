@@ -36,23 +36,35 @@ interface Side {
 async function side(syncInterval: string): Promise<Side> {
   const dir = mkdtempSync(join(tmpdir(), `payloads-bench-sync-${syncInterval}-`));
   const server = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1, syncInterval });
-  const config = loadConfig({ env: {}, noDefaultFile: true, overrides: { dataDir: dir, nats: { url: server.url }, server: { logLevel: 'warn' } } });
+  const config = loadConfig({
+    env: {},
+    noDefaultFile: true,
+    overrides: { dataDir: dir, nats: { url: server.url }, server: { logLevel: 'warn' } },
+  });
   const log = createLogger('bench', 'warn');
   const nc = await connectNats(server.url, 'bench');
   await provision(nc, config);
   const wnc = await connectNats(server.url, 'wallet');
   const w = await startWallet({ nc: wnc, config, log, instanceId: `wallet-bench-${syncInterval}` });
   const kvm = new Kvm(nc);
-  const deps: JobDeps = { nc, js: jetstream(nc), config, log, kv: { jobs: await kvm.open(BUCKETS.jobs), catalogue: await kvm.open(BUCKETS.catalogue), datasets: await kvm.open(BUCKETS.datasets) } };
+  const deps: JobDeps = {
+    nc,
+    js: jetstream(nc),
+    config,
+    log,
+    kv: { jobs: await kvm.open(BUCKETS.jobs), catalogue: await kvm.open(BUCKETS.catalogue), datasets: await kvm.open(BUCKETS.datasets) },
+  };
   return { name: syncInterval, server, nc, wnc, stopWallet: () => w.stop(), deps, dir };
 }
 
 async function ledgerWritesPerSecond(s: Side, writes: number, wallets: number): Promise<number> {
   const ids = Array.from({ length: wallets }, () => newId('w'));
   const t0 = performance.now();
-  await Promise.all(ids.map(async (id) => {
-    for (let i = 0; i < writes / wallets; i++) await wallet.grant(s.nc, id, 1, 'bench');
-  }));
+  await Promise.all(
+    ids.map(async (id) => {
+      for (let i = 0; i < writes / wallets; i++) await wallet.grant(s.nc, id, 1, 'bench');
+    }),
+  );
   return writes / ((performance.now() - t0) / 1000);
 }
 
@@ -61,7 +73,13 @@ async function jobCreateMs(s: Side, jobs: number): Promise<number> {
   await wallet.grant(s.nc, walletId, 1_000_000, 'bench');
   const out: number[] = [];
   for (let i = 0; i < jobs; i++) {
-    const job = newJobRecord('websitepro', { target: 'bench.example', items: [{ key: 'metadata', price: 20, task: { subject: 'task.websitepro.bench', params: {} } }] } as never, walletId, { url: 'https://bench.example/' }, s.deps.config);
+    const job = newJobRecord(
+      'websitepro',
+      { target: 'bench.example', items: [{ key: 'metadata', price: 20, task: { subject: 'task.websitepro.bench', params: {} } }] } as never,
+      walletId,
+      { url: 'https://bench.example/' },
+      s.deps.config,
+    );
     const t0 = performance.now();
     await commitJob(s.deps, job);
     out.push(performance.now() - t0);
@@ -74,7 +92,10 @@ export async function runDurabilityBench(): Promise<{ rows: BenchRow[]; raw: unk
   const writes = quick() ? 64 : 240;
   const jobs = quick() ? 20 : 80;
   const sides = [await side('always'), await side('2m')];
-  const m: Record<string, { seq: number[]; par: number[]; job: number[] }> = { always: { seq: [], par: [], job: [] }, '2m': { seq: [], par: [], job: [] } };
+  const m: Record<string, { seq: number[]; par: number[]; job: number[] }> = {
+    always: { seq: [], par: [], job: [] },
+    '2m': { seq: [], par: [], job: [] },
+  };
   try {
     for (let r = 0; r < rounds; r++) {
       for (const s of r % 2 ? [...sides].reverse() : sides) {
@@ -92,12 +113,31 @@ export async function runDurabilityBench(): Promise<{ rows: BenchRow[]; raw: unk
       rmSync(s.dir, { recursive: true, force: true });
     }
   }
-  const note = 'value: sync_interval always (fsync before every acknowledgement); baseline: sync_interval 2m (the nats-server default, unsafe for money); same machine, rounds alternated';
+  const note =
+    'value: sync_interval always (fsync before every acknowledgement); baseline: sync_interval 2m (the nats-server default, unsafe for money); same machine, rounds alternated';
   return {
     rows: [
-      figure({ name: 'durability: ledger writes/s, one wallet in sequence', unit: 'writes/s', samples: m.always!.seq, baselineSamples: m['2m']!.seq, note }),
-      figure({ name: 'durability: ledger writes/s, 8 wallets at once', unit: 'writes/s', samples: m.always!.par, baselineSamples: m['2m']!.par, note }),
-      figure({ name: 'durability: job creation (charge + document + submit), median', unit: 'ms', samples: m.always!.job, baselineSamples: m['2m']!.job, note }),
+      figure({
+        name: 'durability: ledger writes/s, one wallet in sequence',
+        unit: 'writes/s',
+        samples: m.always!.seq,
+        baselineSamples: m['2m']!.seq,
+        note,
+      }),
+      figure({
+        name: 'durability: ledger writes/s, 8 wallets at once',
+        unit: 'writes/s',
+        samples: m.always!.par,
+        baselineSamples: m['2m']!.par,
+        note,
+      }),
+      figure({
+        name: 'durability: job creation (charge + document + submit), median',
+        unit: 'ms',
+        samples: m.always!.job,
+        baselineSamples: m['2m']!.job,
+        note,
+      }),
     ],
     raw: { rounds, writes, jobs, samples: m },
   };

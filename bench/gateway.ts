@@ -40,7 +40,13 @@ export const ENDPOINTS: Endpoint[] = [
   { id: 'index', method: 'GET', path: '/v1', auth: false, label: '(1 address per connection)', manyClients: true },
   { id: 'services', method: 'GET', path: '/v1/services', auth: false, label: '(1 address per connection)', manyClients: true },
   { id: 'balance', method: 'GET', path: '/v1/balance', auth: true },
-  { id: 'quote', method: 'POST', path: '/v1/websitepro/quote', auth: true, body: { url: 'https://example.com/article', outputs: ['metadata', 'markdown'] } },
+  {
+    id: 'quote',
+    method: 'POST',
+    path: '/v1/websitepro/quote',
+    auth: true,
+    body: { url: 'https://example.com/article', outputs: ['metadata', 'markdown'] },
+  },
 ];
 
 export const SERVERS = ['gateway', 'uws', 'node'] as const;
@@ -98,7 +104,9 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
   // a quote prices against the live catalogue and needs no worker: a stand-in converter entry lets it
   // answer when the bench runs no converter (the gateway bench starts only the wallet)
   const converter = !cluster.procs.has('converter')
-    ? await advertise(cluster.nc, 'websitepro', 'bench-stand-in', () => ({ outputs: ['metadata', 'markdown', 'text', 'html', 'pdf'].map((id) => ({ id })) }))
+    ? await advertise(cluster.nc, 'websitepro', 'bench-stand-in', () => ({
+        outputs: ['metadata', 'markdown', 'text', 'html', 'pdf'].map((id) => ({ id })),
+      }))
     : undefined;
   // what the gateway answers, byte for byte: the bare baseline replays it
   const captures: Capture[] = [];
@@ -126,16 +134,31 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
       rows.push({ name, skipped: `the gateway answers ${res.status}: ${body.slice(0, 160)}` });
       continue;
     }
-    captures.push({ method: ep.method, path: ep.path, status: res.status, contentType: res.headers.get('content-type') ?? 'application/json', body });
+    captures.push({
+      method: ep.method,
+      path: ep.path,
+      status: res.status,
+      contentType: res.headers.get('content-type') ?? 'application/json',
+      body,
+    });
     live.push(ep);
   }
   if (!live.length) return { rows, raw };
 
   const capturesFile = join(cluster.dir, 'captures.json');
   writeFileSync(capturesFile, JSON.stringify(captures));
-  const servers: Record<ServerId, { url: string; proc?: Proc }> = { gateway: { url: cluster.gatewayUrl }, uws: { url: '' }, node: { url: '' } };
+  const servers: Record<ServerId, { url: string; proc?: Proc }> = {
+    gateway: { url: cluster.gatewayUrl },
+    uws: { url: '' },
+    node: { url: '' },
+  };
   for (const kind of ['uws', 'node'] as const) {
-    const p = spawnTs(`baseline-${kind}`, 'bench/lib/baseline-server.ts', kind === 'uws' ? ['uws', capturesFile] : ['node'], cluster.env(`baseline-${kind}`));
+    const p = spawnTs(
+      `baseline-${kind}`,
+      'bench/lib/baseline-server.ts',
+      kind === 'uws' ? ['uws', capturesFile] : ['node'],
+      cluster.env(`baseline-${kind}`),
+    );
     const m = await waitReady(p, /listening (\d+)/);
     servers[kind] = { url: `http://127.0.0.1:${m![1]}`, proc: p };
   }
@@ -163,7 +186,8 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
         const order = SERVERS.map((_, i) => SERVERS[(i + rep) % SERVERS.length]!);
         for (const s of order) raw.runs.push({ endpoint: ep.id, server: s, repeat: rep, result: await runLoad(spec(s, opts.duration)) });
       }
-      const pick = (s: ServerId, f: (r: LoadResult) => number) => raw.runs.filter((r) => r.endpoint === ep.id && r.server === s).map((r) => f(r.result));
+      const pick = (s: ServerId, f: (r: LoadResult) => number) =>
+        raw.runs.filter((r) => r.endpoint === ep.id && r.server === s).map((r) => f(r.result));
       const errs = (s: ServerId) => {
         const rs = raw.runs.filter((r) => r.endpoint === ep.id && r.server === s).map((r) => r.result);
         const non2xx = rs.reduce((a, r) => a + r.non2xx, 0);
@@ -172,9 +196,28 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
       };
       const note = `${opts.connections} connections, ${opts.duration} s x ${opts.repeats}; req/s counts 2xx only.${errs('gateway')}${errs('uws')}${errs('node')}`;
       const name = `${ep.method} ${ep.path}${ep.label ? ' ' + ep.label : ''}`;
-      for (const [base, label] of [['uws', 'bare uWS'], ['node', 'node:http']] as const) {
-        rows.push(figure({ name: `${name} req/s vs ${label}`, unit: 'req/s', samples: pick('gateway', (r) => r.okRps), baselineSamples: pick(base, (r) => r.okRps), note }));
-        rows.push(figure({ name: `${name} p99 vs ${label}`, unit: 'ms', samples: pick('gateway', (r) => r.p99), baselineSamples: pick(base, (r) => r.p99), note }));
+      for (const [base, label] of [
+        ['uws', 'bare uWS'],
+        ['node', 'node:http'],
+      ] as const) {
+        rows.push(
+          figure({
+            name: `${name} req/s vs ${label}`,
+            unit: 'req/s',
+            samples: pick('gateway', (r) => r.okRps),
+            baselineSamples: pick(base, (r) => r.okRps),
+            note,
+          }),
+        );
+        rows.push(
+          figure({
+            name: `${name} p99 vs ${label}`,
+            unit: 'ms',
+            samples: pick('gateway', (r) => r.p99),
+            baselineSamples: pick(base, (r) => r.p99),
+            note,
+          }),
+        );
       }
     }
     // The two baselines against each other where both do (almost) nothing: the most that any work
@@ -183,10 +226,15 @@ export async function runGatewayBench(cluster: Cluster, opts = gatewayOptions())
     // H grows. The authenticated rows' ratio vs node:http can only be below it.
     const ceiling = (s: ServerId) => raw.runs.filter((r) => r.endpoint === 'pricing-many' && r.server === s).map((r) => r.result.okRps);
     if (ceiling('uws').length && ceiling('node').length) {
-      rows.push(figure({
-        name: 'HTTP layer alone: bare uWS vs node:http, same precomputed bytes (GET /v1/pricing), req/s', unit: 'req/s', samples: ceiling('uws'), baselineSamples: ceiling('node'),
-        note: 'both baselines of the /v1/pricing (1 address per connection) rows: node:http there does only the limiter, the request id and the write. The ceiling of any "vs node:http" ratio of a route whose work both servers share.',
-      }));
+      rows.push(
+        figure({
+          name: 'HTTP layer alone: bare uWS vs node:http, same precomputed bytes (GET /v1/pricing), req/s',
+          unit: 'req/s',
+          samples: ceiling('uws'),
+          baselineSamples: ceiling('node'),
+          note: 'both baselines of the /v1/pricing (1 address per connection) rows: node:http there does only the limiter, the request id and the write. The ceiling of any "vs node:http" ratio of a route whose work both servers share.',
+        }),
+      );
     }
     if (!only || only.includes('balance')) rows.push(await ledgerCheckRow(cluster.nc, opts));
   } finally {
@@ -214,7 +262,14 @@ async function ledgerCheckRow(nc: NatsConnection, opts: GatewayBenchOptions): Pr
       const read = freshRead(ways[way]);
       const end = Date.now() + opts.duration * 500;
       let n = 0;
-      await Promise.all(Array.from({ length: opts.connections }, async () => { while (Date.now() < end) { await read(); n++; } }));
+      await Promise.all(
+        Array.from({ length: opts.connections }, async () => {
+          while (Date.now() < end) {
+            await read();
+            n++;
+          }
+        }),
+      );
       samples[way].push(n / (opts.duration / 2));
     }
   }

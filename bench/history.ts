@@ -92,10 +92,18 @@ async function startSys(mode: HistoryOptions['mode'], dir: string, o: { logLevel
 }
 
 /** Where a unit keeps its projection file: the embedded default's <dir>/<unit>, a cluster process's <dir>/procs/<unit>-1/<unit>. */
-const unitDir = (mode: HistoryOptions['mode'], dir: string, unit: string) => (mode === 'cluster' ? join(dir, 'procs', `${unit}-1`, unit) : join(dir, unit));
+const unitDir = (mode: HistoryOptions['mode'], dir: string, unit: string) =>
+  mode === 'cluster' ? join(dir, 'procs', `${unit}-1`, unit) : join(dir, unit);
 
 /** The endpoints measured, in the order each traffic round calls them; job creation every JOB_EVERY rounds. */
-export const HISTORY_ENDPOINTS = ['GET /v1/jobs', 'GET /v1/jobs/{id}', 'GET /v1/balance', 'GET /v1/transactions', 'POST /v1/websitepro/quote', 'POST /v1/websitepro/jobs'] as const;
+export const HISTORY_ENDPOINTS = [
+  'GET /v1/jobs',
+  'GET /v1/jobs/{id}',
+  'GET /v1/balance',
+  'GET /v1/transactions',
+  'POST /v1/websitepro/quote',
+  'POST /v1/websitepro/jobs',
+] as const;
 type Ep = (typeof HISTORY_ENDPOINTS)[number];
 /**
  * Not endpoints: where `GET /v1/jobs/{id}`'s time goes. The job's document read from the bench's own
@@ -113,14 +121,24 @@ const log = (s: string) => process.stderr.write(`bench: history: ${s}\n`);
 const round1 = (x: number) => Math.round(x * 10) / 10;
 
 /** Fills `dir` with scripts/history.ts unless a complete fill is there; returns the generator's figures. */
-async function filledStore(o: HistoryOptions, dir: string): Promise<{ seconds: number; messagesPerS: number; parts: string; reused: boolean }> {
+async function filledStore(
+  o: HistoryOptions,
+  dir: string,
+): Promise<{ seconds: number; messagesPerS: number; parts: string; reused: boolean }> {
   if (existsSync(join(dir, 'history-keys.json'))) return { seconds: NaN, messagesPerS: NaN, parts: '', reused: true };
   if (o.mode === 'cluster') return { ...(await fillClusterStore(dir, o, log)), reused: false };
   rmSync(dir, { recursive: true, force: true });
   log(`filling ${dir}: ${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries`);
-  const p = spawnTs('history-generator', 'scripts/history.ts', ['--jobs', String(o.jobs), '--wallets', String(o.wallets), '--entries', String(o.entries), '--data-dir', dir], { NATS_URL: '' });
+  const p = spawnTs(
+    'history-generator',
+    'scripts/history.ts',
+    ['--jobs', String(o.jobs), '--wallets', String(o.wallets), '--entries', String(o.entries), '--data-dir', dir],
+    { NATS_URL: '' },
+  );
   let out = '';
-  p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  p.child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const code = await new Promise<number | null>((r) => p.child.once('exit', r));
   const m = /in ([\d.]+) s: (\d+) messages\/s \(([^)]*)\)/.exec(out);
   if (code !== 0 || !m) throw new Error(`scripts/history.ts failed (${code}): ${out}\n${stderrOf(p)}`);
@@ -146,10 +164,20 @@ async function natsAlone(storeDir: string): Promise<number> {
   }
 }
 
-interface Start { readyMs: number; rss: Record<string, number>; units: Record<string, number> }
+interface Start {
+  readyMs: number;
+  rss: Record<string, number>;
+  units: Record<string, number>;
+}
 
 /** A start of the system; RSS read 5 s after /readyz 200. Left running when `keep`. */
-async function measuredStart(mode: HistoryOptions['mode'], dir: string, name: string, keep: boolean, logLevel = 'warn'): Promise<{ start: Start; sys: Sys }> {
+async function measuredStart(
+  mode: HistoryOptions['mode'],
+  dir: string,
+  name: string,
+  keep: boolean,
+  logLevel = 'warn',
+): Promise<{ start: Start; sys: Sys }> {
   const sys = await startSys(mode, dir, { logLevel, name });
   await new Promise((r) => setTimeout(r, 5000));
   const start = { readyMs: sys.readyMs, rss: sys.rss(), units: sys.unitStartedMs };
@@ -166,44 +194,93 @@ async function diskPerItem(nc: NatsConnection, dir: string, o: HistoryOptions) {
     out[`${s} bytes per message`] = Math.round(st.bytes / Math.max(1, st.messages));
     out[`${s} messages`] = st.messages;
   }
-  const size = (d: string) => existsSync(d) ? readdirSync(d).filter((f) => f.includes('.sqlite')).reduce((s, f) => s + statSync(join(d, f)).size, 0) : 0;
+  const size = (d: string) =>
+    existsSync(d)
+      ? readdirSync(d)
+          .filter((f) => f.includes('.sqlite'))
+          .reduce((s, f) => s + statSync(join(d, f)).size, 0)
+      : 0;
   out['wallet projection bytes per ledger entry'] = Math.round(size(unitDir(o.mode, dir, 'wallet')) / Math.max(1, o.entries));
   out['job-supervisor projection bytes per job'] = Math.round(size(unitDir(o.mode, dir, 'job-supervisor')) / Math.max(1, o.jobs));
-  const du = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((s, e) => s + (e.isDirectory() ? du(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
+  const du = (d: string): number =>
+    readdirSync(d, { withFileTypes: true }).reduce(
+      (s, e) => s + (e.isDirectory() ? du(join(d, e.name)) : statSync(join(d, e.name)).size),
+      0,
+    );
   const stores = o.mode === 'cluster' ? ['n1', 'n2', 'n3'].map((n) => join(dir, 'cluster', n)) : [join(dir, 'nats')];
-  out[`nats store bytes per job, ${stores.length === 3 ? 'three nodes together' : 'one server'} (every stream)`] = Math.round(stores.filter(existsSync).reduce((s, d) => s + du(d), 0) / Math.max(1, o.jobs));
+  out[`nats store bytes per job, ${stores.length === 3 ? 'three nodes together' : 'one server'} (every stream)`] = Math.round(
+    stores.filter(existsSync).reduce((s, d) => s + du(d), 0) / Math.max(1, o.jobs),
+  );
   return out;
 }
 
 /** `npm run admin -- <args>` against a running system (its data folder, or the cluster's NATS_URL): seconds (process start included), exit code, answer. */
-async function admin(mode: HistoryOptions['mode'], sys: Sys, args: string[]): Promise<{ seconds: number; code: number | null; answer: string }> {
+async function admin(
+  mode: HistoryOptions['mode'],
+  sys: Sys,
+  args: string[],
+): Promise<{ seconds: number; code: number | null; answer: string }> {
   const t0 = performance.now();
-  const p = spawnTs('admin', 'admin/main.ts', args, mode === 'cluster'
-    ? { DATA_DIR: join(sys.dataDir, 'procs', 'admin'), NATS_URL: sys.natsUrl, NATS_REPLICAS: '3', LOG_LEVEL: 'warn' }
-    : { DATA_DIR: sys.dataDir, NATS_URL: '', LOG_LEVEL: 'warn' });
+  const p = spawnTs(
+    'admin',
+    'admin/main.ts',
+    args,
+    mode === 'cluster'
+      ? { DATA_DIR: join(sys.dataDir, 'procs', 'admin'), NATS_URL: sys.natsUrl, NATS_REPLICAS: '3', LOG_LEVEL: 'warn' }
+      : { DATA_DIR: sys.dataDir, NATS_URL: '', LOG_LEVEL: 'warn' },
+  );
   let out = '';
-  p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  p.child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   const code = await new Promise<number | null>((r) => p.child.once('exit', r));
   await p.stop();
   // a command that failed (not 0, nor 4: "did not finish in time") says why on stderr
   const why = code === 0 || code === 4 ? '' : ` [stderr: ${(stderrOf(p) ?? '').trim().split('\n').slice(-3).join(' / ').slice(0, 300)}]`;
-  return { seconds: (performance.now() - t0) / 1000, code, answer: `${out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300)}${why}` };
+  return {
+    seconds: (performance.now() - t0) / 1000,
+    code,
+    answer: `${out.trim().split('\n').filter(Boolean).slice(-3).join(' / ').slice(0, 300)}${why}`,
+  };
 }
 
-interface Client { store: Store; sys: Sys; nc: NatsConnection; jobs: KV; key: string; walletId: string; jobId: string; agent: http.Agent }
+interface Client {
+  store: Store;
+  sys: Sys;
+  nc: NatsConnection;
+  jobs: KV;
+  key: string;
+  walletId: string;
+  jobId: string;
+  agent: http.Agent;
+}
 
 function call(c: Client, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: unknown }> {
   const data = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const rq = http.request(`${c.sys.url}${path}`, {
-      method, agent: c.agent,
-      headers: { authorization: `Bearer ${c.key}`, ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}) },
-    }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (x: Buffer) => chunks.push(x));
-      res.on('end', () => { try { resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }); } catch (e) { reject(e); } });
-      res.on('error', reject);
-    });
+    const rq = http.request(
+      `${c.sys.url}${path}`,
+      {
+        method,
+        agent: c.agent,
+        headers: {
+          authorization: `Bearer ${c.key}`,
+          ...(data ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (x: Buffer) => chunks.push(x));
+        res.on('end', () => {
+          try {
+            resolve({ status: res.statusCode ?? 0, json: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') });
+          } catch (e) {
+            reject(e);
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     rq.on('error', reject);
     rq.end(data);
   });
@@ -213,9 +290,20 @@ function call(c: Client, method: 'GET' | 'POST', path: string, body?: unknown): 
 async function client(store: Store, sys: Sys, pageUrl: string): Promise<Client> {
   const nc = await connectNats(sys.natsUrl, `bench-history-${store}`);
   const samples = join(sys.dataDir, 'history-keys.json');
-  const sample = existsSync(samples) ? (JSON.parse(readFileSync(samples, 'utf8')) as { key: string; walletId: string }[])[0]! : await createKey(nc, 'admin');
+  const sample = existsSync(samples)
+    ? (JSON.parse(readFileSync(samples, 'utf8')) as { key: string; walletId: string }[])[0]!
+    : await createKey(nc, 'admin');
   await wallet.grant(nc, sample.walletId, 100_000_000, 'bench history');
-  const c: Client = { store, sys, nc, jobs: await new Kvm(nc).open(BUCKETS.jobs), key: sample.key, walletId: sample.walletId, jobId: '', agent: new http.Agent({ keepAlive: true, maxSockets: 1 }) };
+  const c: Client = {
+    store,
+    sys,
+    nc,
+    jobs: await new Kvm(nc).open(BUCKETS.jobs),
+    key: sample.key,
+    walletId: sample.walletId,
+    jobId: '',
+    agent: new http.Agent({ keepAlive: true, maxSockets: 1 }),
+  };
   const r = await call(c, 'POST', '/v1/websitepro/jobs', { url: pageUrl, outputs: ['metadata'] });
   if (r.status !== 201) throw new Error(`${store}: job creation answered ${r.status}: ${JSON.stringify(r.json).slice(0, 300)}`);
   c.jobId = (r.json as { job: { id: string } }).job.id;
@@ -239,19 +327,28 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
   const warm: Record<Store, Record<string, number[]>> = { empty: {}, filled: {} };
   const t00 = Date.now() + warmupS * 1000;
   const keep = (s: Store, ep: string, ms: number) => {
-    if (Date.now() < t00) { (warm[s][ep] ??= []).push(ms); return; }
+    if (Date.now() < t00) {
+      (warm[s][ep] ??= []).push(ms);
+      return;
+    }
     (cur[s][ep] ??= []).push(ms);
     (all[s][ep] ??= []).push([Math.round((Date.now() - t00) / 100) / 10, ms]);
   };
   const close = async () => {
     for (const s of STORES) {
       // prom-client resets its loop-delay histogram at each scrape: this window's delays (its 10 ms timer's interval, less 10 ms)
-      const text = await fetch(`${clients[s].sys.url}/metrics`).then((r) => r.text()).catch(() => '');
-      for (const [probe, name] of [['event loop delay p99', 'p99'], ['event loop delay max', 'max']] as const) {
+      const text = await fetch(`${clients[s].sys.url}/metrics`)
+        .then((r) => r.text())
+        .catch(() => '');
+      for (const [probe, name] of [
+        ['event loop delay p99', 'p99'],
+        ['event loop delay max', 'max'],
+      ] as const) {
         const v = Number(new RegExp(`^\\w*nodejs_eventloop_lag_${name}_seconds ([0-9.e+-]+)$`, 'm').exec(text)?.[1]);
         if (Number.isFinite(v)) cur[s][probe] = [Math.max(0, v * 1000 - 10)];
       }
-      for (const [ep, xs] of Object.entries(cur[s])) (windows[s][ep as Ep] ??= []).push({ p50: percentile(xs, 50), p99: percentile(xs, 99), n: xs.length });
+      for (const [ep, xs] of Object.entries(cur[s]))
+        (windows[s][ep as Ep] ??= []).push({ p50: percentile(xs, 50), p99: percentile(xs, 99), n: xs.length });
     }
     cur = { empty: {}, filled: {} };
   };
@@ -282,27 +379,38 @@ async function traffic(clients: Record<Store, Client>, minutes: number, pageUrl:
     }
     for (const s of round % 2 ? (['filled', 'empty'] as const) : STORES) {
       const t0 = performance.now();
-      if (await clients[s].jobs.get(clients[s].jobId).catch(() => null)) keep(s, 'nats: jobs get (bench connection)', performance.now() - t0);
+      if (await clients[s].jobs.get(clients[s].jobId).catch(() => null))
+        keep(s, 'nats: jobs get (bench connection)', performance.now() - t0);
     }
     round++;
     // a first scrape at the warm-up's end resets the loop-delay histograms: the windows hold the traffic's delays, not the start's
     if (!scraped && Date.now() >= t00) {
       scraped = true;
-      for (const s of STORES) await fetch(`${clients[s].sys.url}/metrics`).then((r) => r.text()).catch(() => '');
+      for (const s of STORES)
+        await fetch(`${clients[s].sys.url}/metrics`)
+          .then((r) => r.text())
+          .catch(() => '');
     }
-    if (Date.now() >= windowEnd) { await close(); windowEnd += windowMs; }
+    if (Date.now() >= windowEnd) {
+      await close();
+      windowEnd += windowMs;
+    }
     await new Promise((r) => setTimeout(r, Math.max(0, ROUND_MS - (Date.now() - t))));
   }
   await close();
   const pooled: Record<Store, Record<string, { p50: number; p99: number; n: number }>> = { empty: {}, filled: {} };
   const warmup: Record<Store, Record<string, { p50: number; p99: number; n: number }>> = { empty: {}, filled: {} };
-  for (const s of STORES) for (const [ep, ms] of Object.entries(warm[s])) warmup[s][ep] = { p50: percentile(ms, 50), p99: percentile(ms, 99), n: ms.length };
+  for (const s of STORES)
+    for (const [ep, ms] of Object.entries(warm[s])) warmup[s][ep] = { p50: percentile(ms, 50), p99: percentile(ms, 99), n: ms.length };
   const slowest: Record<Store, Record<string, [number, number][]>> = { empty: {}, filled: {} };
   for (const s of STORES) {
     for (const [ep, xs] of Object.entries(all[s])) {
       const ms = xs.map((x) => x[1]);
       pooled[s][ep] = { p50: percentile(ms, 50), p99: percentile(ms, 99), n: ms.length };
-      slowest[s][ep] = [...xs].sort((a, b) => b[1] - a[1]).slice(0, Math.ceil(xs.length / 100)).map(([t, m]) => [t, Math.round(m * 10) / 10]);
+      slowest[s][ep] = [...xs]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, Math.ceil(xs.length / 100))
+        .map(([t, m]) => [t, Math.round(m * 10) / 10]);
     }
   }
   return { windows, pooled, slowest, warmup, warmupS, errors, rounds: round, windowMs };
@@ -314,14 +422,26 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
   // the same wallets with their keys and a grant each, no jobs: what customers cost without history
   const customers = { ...o, jobs: 0, entries: o.wallets };
   const customersDir = join(o.root, `${prefix}customers-${o.wallets}`);
-  const dirs: Record<Store, string> = { empty: o.baseline === 'customers' ? customersDir : mkdtempSync(join(o.root, 'empty-')), filled: join(o.root, `${prefix}store-${o.jobs}-${o.wallets}-${o.entries}`) };
+  const dirs: Record<Store, string> = {
+    empty: o.baseline === 'customers' ? customersDir : mkdtempSync(join(o.root, 'empty-')),
+    filled: join(o.root, `${prefix}store-${o.jobs}-${o.wallets}-${o.entries}`),
+  };
   const raw: Record<string, unknown> = { options: o, dirs };
   const rows: BenchRow[] = [];
   const vs = `${o.mode === 'cluster' ? 'npm run cluster (R3), ' : ''}filled store (${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries) vs ${o.baseline === 'customers' ? `a store with the same ${o.wallets} wallets and keys and no history` : 'empty store'}`;
   const gen = await filledStore(o, dirs.filled);
   raw.generator = gen;
   if (o.baseline === 'customers' || o.mode === 'embedded') raw.customersGenerator = await filledStore(customers, customersDir);
-  if (!gen.reused) rows.push(figure({ name: 'history generator, messages/s', unit: 'msg/s', samples: [gen.messagesPerS], baselineSamples: [], note: `scripts/history.ts: ${o.jobs + o.wallets + o.entries} messages in ${gen.seconds} s (${gen.parts})` }));
+  if (!gen.reused)
+    rows.push(
+      figure({
+        name: 'history generator, messages/s',
+        unit: 'msg/s',
+        samples: [gen.messagesPerS],
+        baselineSamples: [],
+        note: `scripts/history.ts: ${o.jobs + o.wallets + o.entries} messages in ${gen.seconds} s (${gen.parts})`,
+      }),
+    );
   const page = await startPageServer();
   const live: Partial<Record<Store, Sys>> = {};
   const clients: Partial<Record<Store, Client>> = {};
@@ -342,12 +462,25 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       // (seen: the supervisor's watch on the cluster after missed heartbeats) must not hang the bench
       const bound = Number(process.env.HISTORY_BENCH_CATCHUP_TIMEOUT_S ?? 3600) * 1000;
       let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<typeof notYet>((r) => { timer = setTimeout(() => r(notYet), bound); });
-      const [w, j] = waiting ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet] : await Promise.all([Promise.race([wal, late]), Promise.race([sup, late])]);
+      const late = new Promise<typeof notYet>((r) => {
+        timer = setTimeout(() => r(notYet), bound);
+      });
+      const [w, j] = waiting
+        ? [await Promise.race([wal, Promise.resolve(notYet)]), notYet]
+        : await Promise.all([Promise.race([wal, late]), Promise.race([sup, late])]);
       clearTimeout(timer);
-      if (!waiting && (!w.line || !j.line)) log(`${s}: ${!w.line ? 'wallet' : 'job'} projection not caught up within ${bound / 1000} s; going on`);
-      first[s] = { readyMs: sys.readyMs, rss: sys.rss(), units: sys.unitStartedMs, caughtUpMs: Math.max(w.ms, j.ms), projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}${j.line || waiting ? '' : ' (not caught up when the start was left)'}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}` };
-      log(`${s}: ready in ${Math.round(sys.readyMs)} ms, projections caught up at ${Math.round(first[s]!.caughtUpMs!)} ms (${first[s]!.projections})`);
+      if (!waiting && (!w.line || !j.line))
+        log(`${s}: ${!w.line ? 'wallet' : 'job'} projection not caught up within ${bound / 1000} s; going on`);
+      first[s] = {
+        readyMs: sys.readyMs,
+        rss: sys.rss(),
+        units: sys.unitStartedMs,
+        caughtUpMs: Math.max(w.ms, j.ms),
+        projections: `job projection ${/"mode":"(\w+)"/.exec(opened.line)?.[1]}${j.line || waiting ? '' : ' (not caught up when the start was left)'}; wallet ${!w.line ? 'not caught up when the start was left' : /"rebuilt":(\w+)/.exec(w.line)?.[1] === 'true' ? 'rebuilt' : 'resumed'}`,
+      };
+      log(
+        `${s}: ready in ${Math.round(sys.readyMs)} ms, projections caught up at ${Math.round(first[s]!.caughtUpMs!)} ms (${first[s]!.projections})`,
+      );
       await sys.stop();
     }
     raw.first = first;
@@ -367,12 +500,27 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     for (const s of STORES) clients[s] = await client(s, live[s]!, page.url);
     const cl = clients as Record<Store, Client>;
     const rssStart = Object.fromEntries(STORES.map((s) => [s, live[s]!.rss()])) as Record<Store, Record<string, number>>;
-    const walletFileMb = () => { const d = unitDir(o.mode, dirs.filled, 'wallet'); return existsSync(d) ? Math.round(readdirSync(d).filter((f) => f.includes('.sqlite')).reduce((a, f) => a + statSync(join(d, f)).size, 0) / 2 ** 20) : 0; };
+    const walletFileMb = () => {
+      const d = unitDir(o.mode, dirs.filled, 'wallet');
+      return existsSync(d)
+        ? Math.round(
+            readdirSync(d)
+              .filter((f) => f.includes('.sqlite'))
+              .reduce((a, f) => a + statSync(join(d, f)).size, 0) /
+              2 ** 20,
+          )
+        : 0;
+    };
     raw.walletProjectionMb = { trafficStart: walletFileMb() };
     log(`traffic for ${o.minutes} min (filled store's wallet projection: ${walletFileMb()} MB)`);
     const cpuBefore = Object.fromEntries(STORES.map((s) => [s, live[s]!.cpu()])) as Record<Store, Record<string, number>>;
     const t = await traffic(cl, o.minutes, page.url, o.warmupS);
-    const cpuUsed = Object.fromEntries(STORES.map((s) => { const after = live[s]!.cpu(); return [s, Object.fromEntries(Object.entries(after).map(([g, v]) => [g, Math.round((v - (cpuBefore[s][g] ?? 0)) * 10) / 10]))]; })) as Record<Store, Record<string, number>>;
+    const cpuUsed = Object.fromEntries(
+      STORES.map((s) => {
+        const after = live[s]!.cpu();
+        return [s, Object.fromEntries(Object.entries(after).map(([g, v]) => [g, Math.round((v - (cpuBefore[s][g] ?? 0)) * 10) / 10]))];
+      }),
+    ) as Record<Store, Record<string, number>>;
     raw.traffic = t;
     // which node leads the streams the reads go to (a cluster's requests for a stream info or a
     // direct get go to its leader): two systems placed differently differ in latency, history aside
@@ -381,10 +529,18 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       for (const s of STORES) {
         const jsm = await jetstreamManager(cl[s].nc);
         placement[s] = {};
-        for (const name of [`KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`, STREAMS.ledger, STREAMS.jobsArchive]) placement[s][name] = (await jsm.streams.info(name).catch(() => null))?.cluster?.leader ?? '?';
+        for (const name of [`KV_${BUCKETS.jobs}`, `KV_${BUCKETS.keys}`, STREAMS.ledger, STREAMS.jobsArchive])
+          placement[s][name] = (await jsm.streams.info(name).catch(() => null))?.cluster?.leader ?? '?';
       }
       raw.placement = placement;
-      log(`stream leaders: ${STORES.map((s) => `${s} ${Object.entries(placement[s]!).map(([k, v]) => `${k} ${v}`).join(', ')}`).join('; ')}`);
+      log(
+        `stream leaders: ${STORES.map(
+          (s) =>
+            `${s} ${Object.entries(placement[s]!)
+              .map(([k, v]) => `${k} ${v}`)
+              .join(', ')}`,
+        ).join('; ')}`,
+      );
     }
     raw.cpuDuringTraffic = cpuUsed;
     (raw.walletProjectionMb as Record<string, number>).trafficEnd = walletFileMb();
@@ -412,16 +568,64 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
     }
 
     // the figures
-    const startNote = (xs: Start[]) => xs.map((x) => Object.entries(x.units).map(([u, ms]) => `${u} ${(ms / 1000).toFixed(1)}`).join(', ')).join('; ');
-    rows.push(figure({ name: 'history: ready (/readyz 200), first start', unit: 's', samples: [first.filled!.readyMs / 1000], baselineSamples: [first.empty!.readyMs / 1000], note: `${vs}; filled: ${first.filled!.projections}; seconds to each unit started: ${startNote([first.filled!])} (empty: ${startNote([first.empty!])})` }));
-    rows.push(figure({ name: 'history: projections caught up after a first start', unit: 's', samples: [first.filled!.caughtUpMs! / 1000], baselineSamples: [first.empty!.caughtUpMs! / 1000], note: `${first.filled!.projections}; the start does not wait for it (reads answer meanwhile)` }));
-    rows.push(figure({ name: 'history: ready (/readyz 200), restart', unit: 's', samples: [...restarts.filled, kept.filled!].map((x) => x.readyMs / 1000), baselineSamples: [...restarts.empty, kept.empty!].map((x) => x.readyMs / 1000), note: `${vs}; ${o.starts + 1} restart(s) each, alternating (the last one kept for the traffic); projections kept${clusterStartFailures.length ? `; ${clusterStartFailures.length} start(s) failed and were made again (the figure is the start that came up): ${clusterStartFailures.join(' | ')}` : ''}` }));
+    const startNote = (xs: Start[]) =>
+      xs
+        .map((x) =>
+          Object.entries(x.units)
+            .map(([u, ms]) => `${u} ${(ms / 1000).toFixed(1)}`)
+            .join(', '),
+        )
+        .join('; ');
+    rows.push(
+      figure({
+        name: 'history: ready (/readyz 200), first start',
+        unit: 's',
+        samples: [first.filled!.readyMs / 1000],
+        baselineSamples: [first.empty!.readyMs / 1000],
+        note: `${vs}; filled: ${first.filled!.projections}; seconds to each unit started: ${startNote([first.filled!])} (empty: ${startNote([first.empty!])})`,
+      }),
+    );
+    rows.push(
+      figure({
+        name: 'history: projections caught up after a first start',
+        unit: 's',
+        samples: [first.filled!.caughtUpMs! / 1000],
+        baselineSamples: [first.empty!.caughtUpMs! / 1000],
+        note: `${first.filled!.projections}; the start does not wait for it (reads answer meanwhile)`,
+      }),
+    );
+    rows.push(
+      figure({
+        name: 'history: ready (/readyz 200), restart',
+        unit: 's',
+        samples: [...restarts.filled, kept.filled!].map((x) => x.readyMs / 1000),
+        baselineSamples: [...restarts.empty, kept.empty!].map((x) => x.readyMs / 1000),
+        note: `${vs}; ${o.starts + 1} restart(s) each, alternating (the last one kept for the traffic); projections kept${clusterStartFailures.length ? `; ${clusterStartFailures.length} start(s) failed and were made again (the figure is the start that came up): ${clusterStartFailures.join(' | ')}` : ''}`,
+      }),
+    );
     const groups = [...new Set([...Object.keys(rssStart.empty), ...Object.keys(rssStart.filled)])];
     for (const g of groups) {
-      rows.push(figure({ name: `history: RSS ${g} after start`, unit: 'MB', samples: [...restarts.filled.map((x) => x.rss[g]!), rssStart.filled[g]!].filter(Number.isFinite).map(round1), baselineSamples: [...restarts.empty.map((x) => x.rss[g]!), rssStart.empty[g]!].filter(Number.isFinite).map(round1), note: '5 s after /readyz 200 (restarts, and the start kept for the traffic, before its first request)' }));
-      rows.push(figure({ name: `history: RSS ${g} after ${o.minutes} min of traffic`, unit: 'MB', samples: [rssAfter.filled[g]!], baselineSamples: [rssAfter.empty[g]!] }));
+      rows.push(
+        figure({
+          name: `history: RSS ${g} after start`,
+          unit: 'MB',
+          samples: [...restarts.filled.map((x) => x.rss[g]!), rssStart.filled[g]!].filter(Number.isFinite).map(round1),
+          baselineSamples: [...restarts.empty.map((x) => x.rss[g]!), rssStart.empty[g]!].filter(Number.isFinite).map(round1),
+          note: '5 s after /readyz 200 (restarts, and the start kept for the traffic, before its first request)',
+        }),
+      );
+      rows.push(
+        figure({
+          name: `history: RSS ${g} after ${o.minutes} min of traffic`,
+          unit: 'MB',
+          samples: [rssAfter.filled[g]!],
+          baselineSamples: [rssAfter.empty[g]!],
+        }),
+      );
     }
-    const errs = Object.entries(t.errors).map(([k, n]) => `${k}: ${n}`).join(', ');
+    const errs = Object.entries(t.errors)
+      .map(([k, n]) => `${k}: ${n}`)
+      .join(', ');
     const warmNote = (ep: string, q: 'p50' | 'p99') => {
       const wf = t.warmup.filled[ep];
       const we = t.warmup.empty[ep];
@@ -431,11 +635,22 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       for (const q of ['p50', 'p99'] as const) {
         const f = t.windows.filled[ep] ?? [];
         const e = t.windows.empty[ep] ?? [];
-        if (!f.length || !e.length) { rows.push({ name: `history: ${ep} ${q}`, skipped: `no 2xx answers (${errs})` }); continue; }
+        if (!f.length || !e.length) {
+          rows.push({ name: `history: ${ep} ${q}`, skipped: `no 2xx answers (${errs})` });
+          continue;
+        }
         const pf = t.pooled.filled[ep]!;
         const pe = t.pooled.empty[ep]!;
         const [wf, we] = [median(f.map((w) => w[q])), median(e.map((w) => w[q]))];
-        rows.push(figure({ name: `history: ${ep} ${q}`, unit: 'ms', samples: [pf[q]], baselineSamples: [pe[q]], note: `every answer after the warm-up (${pf.n} vs ${pe.n}); per ${Math.round(t.windowMs / 1000)} s window: median ${wf.toFixed(2)} vs ${we.toFixed(2)} (${(wf / we).toFixed(2)}x), windows ${Math.min(...f.map((w) => w[q])).toFixed(1)}-${Math.max(...f.map((w) => w[q])).toFixed(1)} vs ${Math.min(...e.map((w) => w[q])).toFixed(1)}-${Math.max(...e.map((w) => w[q])).toFixed(1)}; ${t.rounds} rounds of ${ROUND_MS} ms with the warm-up's, a job every ${JOB_EVERY}${warmNote(ep, q)}${errs ? `; not 2xx: ${errs}` : ''}` }));
+        rows.push(
+          figure({
+            name: `history: ${ep} ${q}`,
+            unit: 'ms',
+            samples: [pf[q]],
+            baselineSamples: [pe[q]],
+            note: `every answer after the warm-up (${pf.n} vs ${pe.n}); per ${Math.round(t.windowMs / 1000)} s window: median ${wf.toFixed(2)} vs ${we.toFixed(2)} (${(wf / we).toFixed(2)}x), windows ${Math.min(...f.map((w) => w[q])).toFixed(1)}-${Math.max(...f.map((w) => w[q])).toFixed(1)} vs ${Math.min(...e.map((w) => w[q])).toFixed(1)}-${Math.max(...e.map((w) => w[q])).toFixed(1)}; ${t.rounds} rounds of ${ROUND_MS} ms with the warm-up's, a job every ${JOB_EVERY}${warmNote(ep, q)}${errs ? `; not 2xx: ${errs}` : ''}`,
+          }),
+        );
       }
     }
     for (const probe of PROBES) {
@@ -446,33 +661,115 @@ export async function runHistoryBench(o = historyOptions()): Promise<{ rows: Ben
       for (const q of loop ? (['p50'] as const) : (['p50', 'p99'] as const)) {
         const samples = loop ? f.map((w) => w[q]) : [t.pooled.filled[probe]![q]];
         const baselineSamples = loop ? e.map((w) => w[q]) : [t.pooled.empty[probe]![q]];
-        rows.push(figure({ name: `history (diagnostic): ${probe}${loop ? '' : ` ${q}`}`, unit: 'ms', samples, baselineSamples, note: loop ? `median of the ${Math.round(t.windowMs / 1000)} s windows (min-max), from the gateway's /metrics (prom-client, 10 ms resolution): the whole process's loop` : `the document GET /v1/jobs/{id} reads, read once a round from the bench's own connection (every read of the run)` }));
+        rows.push(
+          figure({
+            name: `history (diagnostic): ${probe}${loop ? '' : ` ${q}`}`,
+            unit: 'ms',
+            samples,
+            baselineSamples,
+            note: loop
+              ? `median of the ${Math.round(t.windowMs / 1000)} s windows (min-max), from the gateway's /metrics (prom-client, 10 ms resolution): the whole process's loop`
+              : `the document GET /v1/jobs/{id} reads, read once a round from the bench's own connection (every read of the run)`,
+          }),
+        );
       }
     }
     // what each system spent while the traffic ran (the two share the machine's cores: a system that
     // works more in the background costs the other's requests, and its own, their tail)
     for (const g of Object.keys(cpuUsed.filled).filter((g) => g in cpuUsed.empty)) {
-      rows.push(figure({ name: `history (diagnostic): CPU seconds during the traffic, ${g}`, unit: 's', samples: [cpuUsed.filled[g]!], baselineSamples: [cpuUsed.empty[g]!], note: `user + system, ${o.minutes} min and the ${o.warmupS} s warm-up; the same requests on both` }));
+      rows.push(
+        figure({
+          name: `history (diagnostic): CPU seconds during the traffic, ${g}`,
+          unit: 's',
+          samples: [cpuUsed.filled[g]!],
+          baselineSamples: [cpuUsed.empty[g]!],
+          note: `user + system, ${o.minutes} min and the ${o.warmupS} s warm-up; the same requests on both`,
+        }),
+      );
     }
     for (const [cmd, r] of Object.entries(adminRuns)) {
-      rows.push(figure({ name: `history: admin ${cmd}, seconds`, unit: 's', samples: [round1(r.filled.seconds)], baselineSamples: [round1(r.empty.seconds)], note: `exit ${r.filled.code} vs ${r.empty.code}; filled: "${r.filled.answer}"; empty: "${r.empty.answer}"` }));
+      rows.push(
+        figure({
+          name: `history: admin ${cmd}, seconds`,
+          unit: 's',
+          samples: [round1(r.filled.seconds)],
+          baselineSamples: [round1(r.empty.seconds)],
+          note: `exit ${r.filled.code} vs ${r.empty.code}; filled: "${r.filled.answer}"; empty: "${r.empty.answer}"`,
+        }),
+      );
     }
     // a cluster node holds every subject (R3): its mean over the three nodes
-    const natsMb = (r: Record<string, number>) => { const xs = Object.entries(r).filter(([k]) => k.startsWith('nats-server')).map(([, v]) => v); return xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length); };
-    const extra = ((natsMb(rssStart.filled) - natsMb(rssStart.empty)) * 2 ** 20);
+    const natsMb = (r: Record<string, number>) => {
+      const xs = Object.entries(r)
+        .filter(([k]) => k.startsWith('nats-server'))
+        .map(([, v]) => v);
+      return xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
+    };
+    const extra = (natsMb(rssStart.filled) - natsMb(rssStart.empty)) * 2 ** 20;
     // finished jobs are in the archive (one subject), so the subjects are a key and a ledger subject per wallet
-    if (o.baseline === 'empty') rows.push(figure({ name: 'history: nats-server RSS per wallet (after start)', unit: 'B', samples: [Math.round(extra / o.wallets)], baselineSamples: [], note: `(filled - empty) / ${o.wallets} wallets (two subjects each: its key in \`keys\`, its ledger subject)${o.mode === 'cluster' ? '; per node, mean of the three' : ''}` }));
-    else rows.push(figure({ name: 'history: nats-server RSS per job in history (after start)', unit: 'B', samples: [Math.round((extra / o.jobs) * 10) / 10], baselineSamples: [], note: `(filled - the same wallets without history) / ${o.jobs} jobs${o.mode === 'cluster' ? '; per node, mean of the three' : ''}` }));
+    if (o.baseline === 'empty')
+      rows.push(
+        figure({
+          name: 'history: nats-server RSS per wallet (after start)',
+          unit: 'B',
+          samples: [Math.round(extra / o.wallets)],
+          baselineSamples: [],
+          note: `(filled - empty) / ${o.wallets} wallets (two subjects each: its key in \`keys\`, its ledger subject)${o.mode === 'cluster' ? '; per node, mean of the three' : ''}`,
+        }),
+      );
+    else
+      rows.push(
+        figure({
+          name: 'history: nats-server RSS per job in history (after start)',
+          unit: 'B',
+          samples: [Math.round((extra / o.jobs) * 10) / 10],
+          baselineSamples: [],
+          note: `(filled - the same wallets without history) / ${o.jobs} jobs${o.mode === 'cluster' ? '; per node, mean of the three' : ''}`,
+        }),
+      );
     if (alone.customers !== undefined && alone.filled !== undefined) {
       const note = `nats-server alone (systems stopped), RSS ${ALONE_S} s after its start: filled ${alone.filled} MB, ${o.wallets} wallets without history ${alone.customers} MB${alone.empty !== undefined ? `, empty ${alone.empty} MB` : ''}`;
-      rows.push(figure({ name: 'history: nats-server alone, RSS, filled vs the same wallets without history', unit: 'MB', samples: [alone.filled], baselineSamples: [alone.customers], note }));
+      rows.push(
+        figure({
+          name: 'history: nats-server alone, RSS, filled vs the same wallets without history',
+          unit: 'MB',
+          samples: [alone.filled],
+          baselineSamples: [alone.customers],
+          note,
+        }),
+      );
       if (alone.empty !== undefined) {
-        rows.push(figure({ name: 'history: nats-server alone, RSS, the wallets without history vs empty', unit: 'MB', samples: [alone.customers], baselineSamples: [alone.empty], note }));
-        rows.push(figure({ name: 'history: nats-server alone, memory per wallet', unit: 'B', samples: [Math.round(((alone.customers - alone.empty) * 2 ** 20) / o.wallets)], baselineSamples: [], note: `(wallets without history - empty) / ${o.wallets}: its key and its ledger subject in the server's per-subject index` }));
+        rows.push(
+          figure({
+            name: 'history: nats-server alone, RSS, the wallets without history vs empty',
+            unit: 'MB',
+            samples: [alone.customers],
+            baselineSamples: [alone.empty],
+            note,
+          }),
+        );
+        rows.push(
+          figure({
+            name: 'history: nats-server alone, memory per wallet',
+            unit: 'B',
+            samples: [Math.round(((alone.customers - alone.empty) * 2 ** 20) / o.wallets)],
+            baselineSamples: [],
+            note: `(wallets without history - empty) / ${o.wallets}: its key and its ledger subject in the server's per-subject index`,
+          }),
+        );
       }
-      rows.push(figure({ name: 'history: nats-server alone, memory per job in history', unit: 'B', samples: [Math.round((((alone.filled - alone.customers) * 2 ** 20) / o.jobs) * 10) / 10], baselineSamples: [], note: `(filled - wallets without history) / ${o.jobs} jobs (with ${o.entries - o.wallets} more ledger entries)` }));
+      rows.push(
+        figure({
+          name: 'history: nats-server alone, memory per job in history',
+          unit: 'B',
+          samples: [Math.round((((alone.filled - alone.customers) * 2 ** 20) / o.jobs) * 10) / 10],
+          baselineSamples: [],
+          note: `(filled - wallets without history) / ${o.jobs} jobs (with ${o.entries - o.wallets} more ledger entries)`,
+        }),
+      );
     }
-    for (const [k, v] of Object.entries(disk)) if (/bytes/.test(k)) rows.push(figure({ name: `history: disk, ${k}`, unit: 'B', samples: [v], baselineSamples: [] }));
+    for (const [k, v] of Object.entries(disk))
+      if (/bytes/.test(k)) rows.push(figure({ name: `history: disk, ${k}`, unit: 'B', samples: [v], baselineSamples: [] }));
   } finally {
     for (const s of STORES) {
       await clients[s]?.nc.close().catch(() => {});

@@ -15,7 +15,11 @@ import { figure, median, quick, type BenchFigure } from './figure.ts';
 export async function run(): Promise<BenchFigure[]> {
   const runs = quick() ? 2 : 5;
   const labs = { quietMs: 300, idleMs: 1000, replyTimeoutMs: 5000, latencySamples: 5 };
-  const config = loadConfig({ env: {}, noDefaultFile: true, overrides: { dataDir: '/tmp/payloads-bench-labs', outbound: { allowCidrs: ['127.0.0.0/8'] }, labs } });
+  const config = loadConfig({
+    env: {},
+    noDefaultFile: true,
+    overrides: { dataDir: '/tmp/payloads-bench-labs', outbound: { allowCidrs: ['127.0.0.0/8'] }, labs },
+  });
   const relay = await startTestRelay();
   try {
     // one bare round trip, for the wall-time baseline
@@ -36,8 +40,24 @@ export async function run(): Promise<BenchFigure[]> {
         trips.push(report.usage.roundTrips);
       }
       const least = minRoundTrips(selectChecks(module), p.timings);
-      out.push(figure({ name: `labs ${module} wall time`, unit: 'ms', samples: wall, baselineSamples: [Math.round(least * oneRtt * 10) / 10], note: `baseline: ${least} round trips x ${oneRtt.toFixed(2)} ms (REQ→EOSE); waits: quiet ${labs.quietMs} ms, idle ${labs.idleMs} ms` }));
-      out.push(figure({ name: `labs ${module} round trips`, unit: 'round trips', samples: trips, baselineSamples: [least], note: 'baseline: the least the selected checks need' }));
+      out.push(
+        figure({
+          name: `labs ${module} wall time`,
+          unit: 'ms',
+          samples: wall,
+          baselineSamples: [Math.round(least * oneRtt * 10) / 10],
+          note: `baseline: ${least} round trips x ${oneRtt.toFixed(2)} ms (REQ→EOSE); waits: quiet ${labs.quietMs} ms, idle ${labs.idleMs} ms`,
+        }),
+      );
+      out.push(
+        figure({
+          name: `labs ${module} round trips`,
+          unit: 'round trips',
+          samples: trips,
+          baselineSamples: [least],
+          note: 'baseline: the least the selected checks need',
+        }),
+      );
     }
     return out;
   } finally {
@@ -46,5 +66,6 @@ export async function run(): Promise<BenchFigure[]> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  for (const f of await run()) console.log(`${f.name}: ${f.value} ${f.unit} (baseline ${f.baseline}, ratio ${f.ratio.toFixed(2)}) ${f.note ?? ''}`);
+  for (const f of await run())
+    console.log(`${f.name}: ${f.value} ${f.unit} (baseline ${f.baseline}, ratio ${f.ratio.toFixed(2)}) ${f.note ?? ''}`);
 }

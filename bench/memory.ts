@@ -35,14 +35,27 @@ export async function memoryFigures(cluster: Cluster, probe: MemoryProbe, underL
   const rows: BenchRow[] = [];
   const baseNote = 'baseline: empty `node --import tsx` process with one NATS connection';
   for (const [name, samples] of Object.entries(probe.idle)) {
-    rows.push(figure({ name: `RSS ${name} idle`, unit: 'MB', samples: samples.map(round1), baselineSamples: probe.baselineIdle.map(round1), note: baseNote }));
+    rows.push(
+      figure({
+        name: `RSS ${name} idle`,
+        unit: 'MB',
+        samples: samples.map(round1),
+        baselineSamples: probe.baselineIdle.map(round1),
+        note: baseNote,
+      }),
+    );
   }
   for (const [name, samples] of Object.entries(underLoad)) {
     if (!samples.length) continue;
-    rows.push(figure({
-      name: `RSS ${name} under load`, unit: 'MB', samples: samples.map(round1), baselineSamples: [...probe.baselineIdle, baselineNow].map(round1),
-      note: `${baseNote}; readings every 250 ms during the gateway and pipeline loads (max = peak)`,
-    }));
+    rows.push(
+      figure({
+        name: `RSS ${name} under load`,
+        unit: 'MB',
+        samples: samples.map(round1),
+        baselineSamples: [...probe.baselineIdle, baselineNow].map(round1),
+        note: `${baseNote}; readings every 250 ms during the gateway and pipeline loads (max = peak)`,
+      }),
+    );
   }
   for (const [name, why] of cluster.missing) rows.push({ name: `RSS ${name}`, skipped: why });
   return rows;

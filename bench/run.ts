@@ -43,7 +43,11 @@ export function machine() {
 
 export function versions() {
   let uws = 'unknown';
-  try { uws = loadNativeUws().from.replace(ROOT + '/', ''); } catch (e) { uws = (e as Error).message.split('\n')[0]!; }
+  try {
+    uws = loadNativeUws().from.replace(ROOT + '/', '');
+  } catch (e) {
+    uws = (e as Error).message.split('\n')[0]!;
+  }
   return {
     node: process.version,
     natsServer: cmd(process.env.NATS_SERVER_BIN ?? 'nats-server', ['--version']),
@@ -66,7 +70,10 @@ export function table(rows: BenchRow[]): string {
   const lines = ['| figure | value (min–max) | baseline (min–max) | ratio | unit |', '|---|---|---|---|---|'];
   for (const r of rows) {
     if (isSkipped(r)) lines.push(`| ${r.name} | skipped: ${r.skipped.replaceAll('|', '\\|')} | | | |`);
-    else lines.push(`| ${r.name} | ${fmt(r.value)}${range(r.samples)} | ${fmt(r.baseline)}${range(r.baselineSamples)} | ${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : '-'} | ${r.unit} |`);
+    else
+      lines.push(
+        `| ${r.name} | ${fmt(r.value)}${range(r.samples)} | ${fmt(r.baseline)}${range(r.baselineSamples)} | ${Number.isFinite(r.ratio) ? r.ratio.toFixed(2) : '-'} | ${r.unit} |`,
+      );
   }
   return lines.join('\n');
 }
@@ -152,7 +159,9 @@ export async function main(argv: string[]) {
     raw.durability = d.raw;
   }
   if (parts.includes('history')) {
-    log(`history (${process.env.HISTORY_BENCH_BASELINE === 'customers' ? 'the same wallets without history' : 'empty store'} vs filled store, ${process.env.HISTORY_BENCH_MODE === 'cluster' ? 'npm run cluster (R3)' : 'the embedded default'})`);
+    log(
+      `history (${process.env.HISTORY_BENCH_BASELINE === 'customers' ? 'the same wallets without history' : 'empty store'} vs filled store, ${process.env.HISTORY_BENCH_MODE === 'cluster' ? 'npm run cluster (R3)' : 'the embedded default'})`,
+    );
     const { runHistoryBench } = await import('./history.ts');
     const h = await runHistoryBench();
     rows.push(...h.rows);
@@ -166,11 +175,16 @@ export async function main(argv: string[]) {
   }
   await stopAll();
 
-  const figures = rows.filter((r): r is BenchFigure => !isSkipped(r)).map((f) => ({ ...f, spread: spread(f.samples), ...(f.baselineSamples ? { baselineSpread: spread(f.baselineSamples) } : {}) }));
+  const figures = rows
+    .filter((r): r is BenchFigure => !isSkipped(r))
+    .map((f) => ({ ...f, spread: spread(f.samples), ...(f.baselineSamples ? { baselineSpread: spread(f.baselineSamples) } : {}) }));
   const result = {
     startedAt,
     finishedAt: new Date().toISOString(),
-    command: `${Object.entries(process.env).filter(([k]) => k === 'BENCH_QUICK' || /^[A-Z]+_BENCH_/.test(k)).map(([k, v]) => `${k}=${v} `).join('')}npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}`,
+    command: `${Object.entries(process.env)
+      .filter(([k]) => k === 'BENCH_QUICK' || /^[A-Z]+_BENCH_/.test(k))
+      .map(([k, v]) => `${k}=${v} `)
+      .join('')}npm run bench${argv.length ? ' -- ' + argv.join(' ') : ''}`,
     quick: quick(),
     parts,
     ...info,
@@ -179,7 +193,18 @@ export async function main(argv: string[]) {
     raw,
   };
   // a history run alone keeps its own file: it takes an hour, the other parts minutes
-  const out = process.env.BENCH_OUT ?? join(ROOT, 'bench', 'results', parts.length === 1 && parts[0] === 'history' ? (process.env.HISTORY_BENCH_MODE === 'cluster' ? 'history-cluster.json' : 'history.json') : 'latest.json');
+  const out =
+    process.env.BENCH_OUT ??
+    join(
+      ROOT,
+      'bench',
+      'results',
+      parts.length === 1 && parts[0] === 'history'
+        ? process.env.HISTORY_BENCH_MODE === 'cluster'
+          ? 'history-cluster.json'
+          : 'history.json'
+        : 'latest.json',
+    );
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
   const md = table(rows);
@@ -204,8 +229,11 @@ if (process.argv[1] && import.meta.url === `file://${process.argv[1]}`) {
   process.on('SIGINT', () => void shutdown(130));
   process.on('SIGTERM', () => void shutdown(143));
   // exit when done: a service benchmark's stray handle (an unref'd timer, a pool) must not hold the command open
-  main(process.argv.slice(2)).then(() => shutdown(0), (e) => {
-    console.error(e);
-    return shutdown(1);
-  });
+  main(process.argv.slice(2)).then(
+    () => shutdown(0),
+    (e) => {
+      console.error(e);
+      return shutdown(1);
+    },
+  );
 }

@@ -41,11 +41,16 @@ export function treeRssMb(root: number, exclude: number[] = [], kind: 'rss' | 'p
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const m = kind === 'rss' ? /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8')) : /Pss:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/smaps_rollup`, 'utf8'));
+      const m =
+        kind === 'rss'
+          ? /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'))
+          : /Pss:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/smaps_rollup`, 'utf8'));
       const pid = Number(d);
       rss.set(pid, m ? Number(m[1]) : 0);
       children.set(ppid, [...(children.get(ppid) ?? []), pid]);
-    } catch { /* exited meanwhile */ }
+    } catch {
+      /* exited meanwhile */
+    }
   }
   let kb = 0;
   const stack = [root];
@@ -97,8 +102,14 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
   }
   let inflight = 0;
   let lastActivity = Date.now();
-  page.on('request', () => { inflight++; lastActivity = Date.now(); });
-  const ended = () => { inflight--; lastActivity = Date.now(); };
+  page.on('request', () => {
+    inflight++;
+    lastActivity = Date.now();
+  });
+  const ended = () => {
+    inflight--;
+    lastActivity = Date.now();
+  };
   page.on('requestfinished', ended);
   page.on('requestfailed', ended);
   // the cap counts from the navigation here, from DOMContentLoaded in the actor: the bench page
@@ -106,7 +117,9 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
   await page.goto(url, { waitUntil: 'load', timeout: SETTLE.loadCapMs }).catch((e: Error) => {
     if (!/timeout/i.test(e.message)) throw e;
   });
-  await page.evaluate(`document.fonts.status === 'loaded' || Promise.race([document.fonts.ready, new Promise((r) => setTimeout(r, ${SETTLE.fontsCapMs}))])`);
+  await page.evaluate(
+    `document.fonts.status === 'loaded' || Promise.race([document.fonts.ready, new Promise((r) => setTimeout(r, ${SETTLE.fontsCapMs}))])`,
+  );
   const until = Date.now() + SETTLE.quietCapMs;
   for (;;) {
     const idleFor = inflight > 0 ? 0 : Date.now() - lastActivity;
@@ -121,7 +134,16 @@ async function openLikeAPlainLoop(page: Page, url: string, settle: Settle): Prom
  * PNG, close. With `ownContext` each shot gets its own context (the pool's
  * isolation) made on demand, for the context's row.
  */
-export async function plainLoop(browser: Browser, url: string, n: number, concurrency: number, vp: { w: number; h: number }, settle: Settle = 'none', ownContext = false, steps?: Map<string, number>): Promise<number> {
+export async function plainLoop(
+  browser: Browser,
+  url: string,
+  n: number,
+  concurrency: number,
+  vp: { w: number; h: number },
+  settle: Settle = 'none',
+  ownContext = false,
+  steps?: Map<string, number>,
+): Promise<number> {
   let next = 0;
   // each lane (page at once) has a context of its own, made before the clock starts and kept for
   // all its shots. In the default context two pages of one site share a renderer, and that wedged
@@ -131,36 +153,44 @@ export async function plainLoop(browser: Browser, url: string, n: number, concur
   // wedged, and over BiDi a new tab in a user context whose last tab just closed can fail
   // (DiscardedBrowsingContextError).
   const cdp = (browser as unknown as { protocol?: string }).protocol === 'cdp';
-  const lanes = concurrency > 1 && cdp ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
+  const lanes =
+    concurrency > 1 && cdp ? await Promise.all(Array.from({ length: concurrency }, () => browser.createBrowserContext())) : [undefined];
   const t0 = performance.now();
-  await Promise.all(lanes.map(async (lane) => {
-    while (next < n) {
-      next++;
-      const marks: [string, number][] = [['start', performance.now()]];
-      const mark = (s: string) => marks.push([s, performance.now()]);
-      const ctx = ownContext ? await browser.createBrowserContext() : undefined;
-      const page = await (ctx ?? lane ?? browser).newPage();
-      mark('page');
-      await page.setViewport({ width: vp.w, height: vp.h });
-      mark('viewport');
-      await openLikeAPlainLoop(page, url, settle);
-      mark('settled');
-      await page.screenshot({ type: 'png' });
-      mark('png');
-      await page.close();
-      await ctx?.close();
-      mark('closed');
-      for (let i = 1; i < marks.length; i++) steps?.set(marks[i]![0], (steps.get(marks[i]![0]) ?? 0) + (marks[i]![1] - marks[i - 1]![1]) / n);
-      if (marks.at(-1)![1] - marks[0]![1] > 5000) log(`slow plain shot (${settle}, c=${concurrency}): ${marks.map(([k, t]) => `${k} ${Math.round(t - marks[0]![1])}`).join(', ')}`);
-    }
-  }));
+  await Promise.all(
+    lanes.map(async (lane) => {
+      while (next < n) {
+        next++;
+        const marks: [string, number][] = [['start', performance.now()]];
+        const mark = (s: string) => marks.push([s, performance.now()]);
+        const ctx = ownContext ? await browser.createBrowserContext() : undefined;
+        const page = await (ctx ?? lane ?? browser).newPage();
+        mark('page');
+        await page.setViewport({ width: vp.w, height: vp.h });
+        mark('viewport');
+        await openLikeAPlainLoop(page, url, settle);
+        mark('settled');
+        await page.screenshot({ type: 'png' });
+        mark('png');
+        await page.close();
+        await ctx?.close();
+        mark('closed');
+        for (let i = 1; i < marks.length; i++)
+          steps?.set(marks[i]![0], (steps.get(marks[i]![0]) ?? 0) + (marks[i]![1] - marks[i - 1]![1]) / n);
+        if (marks.at(-1)![1] - marks[0]![1] > 5000)
+          log(`slow plain shot (${settle}, c=${concurrency}): ${marks.map(([k, t]) => `${k} ${Math.round(t - marks[0]![1])}`).join(', ')}`);
+      }
+    }),
+  );
   const perMinute = round1(n / ((performance.now() - t0) / 60000));
   await Promise.all(lanes.map((l) => l?.close()));
   return perMinute;
 }
 
 export async function run(): Promise<BenchFigure[]> {
-  const ids = (process.env.SHOTS_BENCH_BROWSERS ?? 'chromium,firefox').split(',').map((s) => s.trim()).filter(Boolean);
+  const ids = (process.env.SHOTS_BENCH_BROWSERS ?? 'chromium,firefox')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const n = envInt('SHOTS_BENCH_SHOTS', quick() ? 6 : 20);
   const rounds = envInt('SHOTS_BENCH_ROUNDS', quick() ? 1 : 3);
   const openPages = envInt('SHOTS_BENCH_PAGES', 4);
@@ -198,21 +228,47 @@ export async function run(): Promise<BenchFigure[]> {
         }
         await proxied.close().catch(() => {});
         await proxy.stop();
-        out.push(figure({ name: `shots ${id} plain loop through the guard proxy, per minute`, unit: 'shots/min', samples: viaProxy, baselineSamples: base1, note: 'the plain loop with every request through the outbound guard proxy (resolve, check, dial); baseline: the plain loop without it' }));
-        out.push(figure({ name: `shots ${id} plain loop with a new context per shot, per minute`, unit: 'shots/min', samples: ownContext, baselineSamples: base1, note: 'the plain loop creating and closing an isolated context per shot on demand; baseline: the plain loop (default context)' }));
-        out.push(figure({ name: `shots ${id} plain loop settling by the actor's rule, per minute`, unit: 'shots/min', samples: settled, baselineSamples: base1, note: `the plain loop settling as the actor does (load capped ${SETTLE.loadCapMs} ms, fonts capped ${SETTLE.fontsCapMs} ms, ${SETTLE.quietMs} ms with no request in flight counted from the last activity, capped ${SETTLE.quietCapMs} ms); baseline: the plain loop, no settle (load event only)` }));
+        out.push(
+          figure({
+            name: `shots ${id} plain loop through the guard proxy, per minute`,
+            unit: 'shots/min',
+            samples: viaProxy,
+            baselineSamples: base1,
+            note: 'the plain loop with every request through the outbound guard proxy (resolve, check, dial); baseline: the plain loop without it',
+          }),
+        );
+        out.push(
+          figure({
+            name: `shots ${id} plain loop with a new context per shot, per minute`,
+            unit: 'shots/min',
+            samples: ownContext,
+            baselineSamples: base1,
+            note: 'the plain loop creating and closing an isolated context per shot on demand; baseline: the plain loop (default context)',
+          }),
+        );
+        out.push(
+          figure({
+            name: `shots ${id} plain loop settling by the actor's rule, per minute`,
+            unit: 'shots/min',
+            samples: settled,
+            baselineSamples: base1,
+            note: `the plain loop settling as the actor does (load capped ${SETTLE.loadCapMs} ms, fonts capped ${SETTLE.fontsCapMs} ms, ${SETTLE.quietMs} ms with no request in flight counted from the last activity, capped ${SETTLE.quietCapMs} ms); baseline: the plain loop, no settle (load event only)`,
+          }),
+        );
 
         // memory per concurrent page: browser tree RSS with k pages open minus idle, per page
         const idle = treeRssMb(plain.process()!.pid!);
         const idlePss = treeRssMb(plain.process()!.pid!, [], 'pss');
         // open `openPages` pages of the fixture at once (each from `open`), measure, close them
         const perPage = async (open: () => Promise<{ page: Page; close(): Promise<void> }>) => {
-          const opened = await Promise.all(Array.from({ length: openPages }, async () => {
-            const o = await open();
-            await o.page.setViewport({ width: vp.w, height: vp.h });
-            await o.page.goto(url, { waitUntil: 'load' });
-            return o;
-          }));
+          const opened = await Promise.all(
+            Array.from({ length: openPages }, async () => {
+              const o = await open();
+              await o.page.setViewport({ width: vp.w, height: vp.h });
+              await o.page.goto(url, { waitUntil: 'load' });
+              return o;
+            }),
+          );
           const mb = round1((treeRssMb(plain.process()!.pid!) - idle) / openPages);
           const pss = round1((treeRssMb(plain.process()!.pid!, [], 'pss') - idlePss) / openPages);
           await Promise.all(opened.map((o) => o.close()));
@@ -227,8 +283,24 @@ export async function run(): Promise<BenchFigure[]> {
           const c = await plain.createBrowserContext();
           return { page: await c.newPage(), close: () => c.close() };
         });
-        out.push(figure({ name: `shots ${id} memory per concurrent page (own context)`, unit: 'MB', samples: [isolatedPerPage.mb], baselineSamples: [plainPerPage.mb], note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context` }));
-        out.push(figure({ name: `shots ${id} memory per concurrent page (own context), proportional`, unit: 'MB', samples: [isolatedPerPage.pss], baselineSamples: [plainPerPage.pss], note: `the same pages, browser process tree PSS over idle (shared pages counted once); baseline: pages in the default context` }));
+        out.push(
+          figure({
+            name: `shots ${id} memory per concurrent page (own context)`,
+            unit: 'MB',
+            samples: [isolatedPerPage.mb],
+            baselineSamples: [plainPerPage.mb],
+            note: `${openPages} pages of the fixture open at once, browser process tree RSS over idle; baseline: pages in the default context`,
+          }),
+        );
+        out.push(
+          figure({
+            name: `shots ${id} memory per concurrent page (own context), proportional`,
+            unit: 'MB',
+            samples: [isolatedPerPage.pss],
+            baselineSamples: [plainPerPage.pss],
+            note: `the same pages, browser process tree PSS over idle (shared pages counted once); baseline: pages in the default context`,
+          }),
+        );
 
         // the pool at concurrency 1 and at the configured concurrency
         for (const c of [1, configured]) {
@@ -254,7 +326,11 @@ export async function run(): Promise<BenchFigure[]> {
             const o = watchOutcomes(tn.nc, jobId);
             const count = r < 0 ? 2 : n; // round -1 warms the consumer and the browser
             const t0 = performance.now();
-            for (let i = 0; i < count; i++) await publishTask(tn.nc, shotTask(jobId, { url, browser: browserId, version, viewport: { w: vp.w, h: vp.h + i }, scheme: 'light' }));
+            for (let i = 0; i < count; i++)
+              await publishTask(
+                tn.nc,
+                shotTask(jobId, { url, browser: browserId, version, viewport: { w: vp.w, h: vp.h + i }, scheme: 'light' }),
+              );
             const got = await o.waitFor(count, 600000);
             o.stop();
             const failed = [...got.values()].filter((x) => x.kind !== 'done').length;
@@ -273,19 +349,59 @@ export async function run(): Promise<BenchFigure[]> {
             let inSteps = 0;
             for (const [phase, ms] of Object.entries(phases)) {
               inSteps += ms;
-              out.push(figure({ name: `shots ${id} c=1 step: ${phase}`, unit: 'ms/shot', samples: [ms], baselineSamples: [plainMs], note: 'mean ms per shot in this step inside the actor; baseline: one whole shot of the plain loop settling by the same rule' }));
+              out.push(
+                figure({
+                  name: `shots ${id} c=1 step: ${phase}`,
+                  unit: 'ms/shot',
+                  samples: [ms],
+                  baselineSamples: [plainMs],
+                  note: 'mean ms per shot in this step inside the actor; baseline: one whole shot of the plain loop settling by the same rule',
+                }),
+              );
             }
-            out.push(figure({ name: `shots ${id} c=1 step: the rest (task pull, outcome, ack, hand-offs)`, unit: 'ms/shot', samples: [round1(Math.max(0, perShot - inSteps))], baselineSamples: [plainMs], note: 'wall time per shot minus the steps above (thumbnail and upload overlap the next shot, so this can read low)' }));
+            out.push(
+              figure({
+                name: `shots ${id} c=1 step: the rest (task pull, outcome, ack, hand-offs)`,
+                unit: 'ms/shot',
+                samples: [round1(Math.max(0, perShot - inSteps))],
+                baselineSamples: [plainMs],
+                note: 'wall time per shot minus the steps above (thumbnail and upload overlap the next shot, so this can read low)',
+              }),
+            );
             log(`${id} c=1 steps (ms/shot, plain shot ${plainMs}, actor shot ${perShot}): ${JSON.stringify(phases)}`);
-            log(`${id} c=1 settled plain loop's steps (ms/shot, ending at): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`);
+            log(
+              `${id} c=1 settled plain loop's steps (ms/shot, ending at): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`,
+            );
           }
           if (c !== 1) {
-            log(`${id} c=${c} steps (ms per shot, summed over pages at work at once; wall ms per shot ${round1(wallMs / (n * rounds))}): ${JSON.stringify(phases)}`);
-            log(`${id} c=${c} settled plain loop's steps (ms per shot, summed over pages at once): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`);
+            log(
+              `${id} c=${c} steps (ms per shot, summed over pages at work at once; wall ms per shot ${round1(wallMs / (n * rounds))}): ${JSON.stringify(phases)}`,
+            );
+            log(
+              `${id} c=${c} settled plain loop's steps (ms per shot, summed over pages at once): ${JSON.stringify(Object.fromEntries([...plainSteps].map(([k, v]) => [k, round1(v / rounds)])))}`,
+            );
           }
-          out.push(figure({ name: `shots ${id} per minute, concurrency ${c}`, unit: 'shots/min', samples, baselineSamples: paired, note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, settle rule, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop settling by the same rule (load, fonts, ${SETTLE.quietMs} ms quiet network), PNG, warm browser, ${c} page(s) at once, measured right before each round` }));
-          out.push(figure({ name: `shots ${id} per minute, concurrency ${c}, reference: plain loop, no settle`, unit: 'shots/min', samples, baselineSamples: pairedNoSettle, note: `the same actor rounds; baseline: the plain loop capturing at the load event (no settle), ${c} page(s) at once, measured right before each round; not a goal row (until session 13 it was): that loop does less work than the actor` }));
-          log(`${id} c=${c}: ${samples.join(', ')} shots/min vs settled plain ${paired.join(', ')} (no settle ${pairedNoSettle.join(', ')})`);
+          out.push(
+            figure({
+              name: `shots ${id} per minute, concurrency ${c}`,
+              unit: 'shots/min',
+              samples,
+              baselineSamples: paired,
+              note: `${n} shots of a 4100 px page at 1280x720 per round through the actor (guard proxy, fresh context, settle rule, blank check, WebP thumbnail, object store); baseline: plain puppeteer-core loop settling by the same rule (load, fonts, ${SETTLE.quietMs} ms quiet network), PNG, warm browser, ${c} page(s) at once, measured right before each round`,
+            }),
+          );
+          out.push(
+            figure({
+              name: `shots ${id} per minute, concurrency ${c}, reference: plain loop, no settle`,
+              unit: 'shots/min',
+              samples,
+              baselineSamples: pairedNoSettle,
+              note: `the same actor rounds; baseline: the plain loop capturing at the load event (no settle), ${c} page(s) at once, measured right before each round; not a goal row (until session 13 it was): that loop does less work than the actor`,
+            }),
+          );
+          log(
+            `${id} c=${c}: ${samples.join(', ')} shots/min vs settled plain ${paired.join(', ')} (no settle ${pairedNoSettle.join(', ')})`,
+          );
         }
       } finally {
         await plain.close().catch(() => {});
@@ -304,7 +420,17 @@ export async function run(): Promise<BenchFigure[]> {
         const jobId = newJobId();
         const o = watchOutcomes(tn.nc, jobId);
         const count = target - done;
-        for (let i = 0; i < count; i++) await publishTask(tn.nc, shotTask(jobId, { url, browser: browserId, version, viewport: { w: vp.w, h: 400 + (i % 1000) }, scheme: i % 2 ? 'dark' : 'light' }));
+        for (let i = 0; i < count; i++)
+          await publishTask(
+            tn.nc,
+            shotTask(jobId, {
+              url,
+              browser: browserId,
+              version,
+              viewport: { w: vp.w, h: 400 + (i % 1000) },
+              scheme: i % 2 ? 'dark' : 'light',
+            }),
+          );
         await o.waitFor(count, 1800000);
         o.stop();
         done = target;
@@ -313,7 +439,15 @@ export async function run(): Promise<BenchFigure[]> {
         log(`${id}: RSS after ${target} shots: ${rssAfter[target]} MB`);
       }
       await pool.stop();
-      out.push(figure({ name: `shots ${id} resident memory after ${many} shots`, unit: 'MB', samples: [rssAfter[many]!], baselineSamples: [rssAfter[few]!], note: `this process (actor, fixture server) and its browser, nats-server excluded, read once settled; baseline: after ${few} shots; one browser throughout (restartAfter ${many + 1}; configured ${tn.config.shots.restartAfter})` }));
+      out.push(
+        figure({
+          name: `shots ${id} resident memory after ${many} shots`,
+          unit: 'MB',
+          samples: [rssAfter[many]!],
+          baselineSamples: [rssAfter[few]!],
+          note: `this process (actor, fixture server) and its browser, nats-server excluded, read once settled; baseline: after ${few} shots; one browser throughout (restartAfter ${many + 1}; configured ${tn.config.shots.restartAfter})`,
+        }),
+      );
     }
     return out;
   } finally {

@@ -35,37 +35,84 @@ await provision(nc, config);
 const jsm = await jetstreamManager(nc);
 if (fresh || (await jsm.streams.info(STREAMS.ledger)).state.messages < entries) {
   const t0 = performance.now();
-  await writeLedgerHistory(nc, { entries, wallets, prefix: 'h', at: Date.now(), onProgress: (n) => { if (n % 100_000 === 0) console.error(`written ${n}`); } });
+  await writeLedgerHistory(nc, {
+    entries,
+    wallets,
+    prefix: 'h',
+    at: Date.now(),
+    onProgress: (n) => {
+      if (n % 100_000 === 0) console.error(`written ${n}`);
+    },
+  });
   console.error(`history: ${entries} entries over ${wallets} wallets in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }
 const info = await jsm.streams.info(STREAMS.ledger);
-const dirBytes = (d: string): number => readdirSync(d, { withFileTypes: true }).reduce((s, e) => s + (e.isDirectory() ? dirBytes(join(d, e.name)) : statSync(join(d, e.name)).size), 0);
-const ledgerDir = [join(storeDir, 'nats', 'jetstream', 'jetstream', '$G', 'streams', STREAMS.ledger), join(storeDir, 'nats', 'jetstream', '$G', 'streams', STREAMS.ledger)].find(existsSync) ?? '';
+const dirBytes = (d: string): number =>
+  readdirSync(d, { withFileTypes: true }).reduce(
+    (s, e) => s + (e.isDirectory() ? dirBytes(join(d, e.name)) : statSync(join(d, e.name)).size),
+    0,
+  );
+const ledgerDir =
+  [
+    join(storeDir, 'nats', 'jetstream', 'jetstream', '$G', 'streams', STREAMS.ledger),
+    join(storeDir, 'nats', 'jetstream', '$G', 'streams', STREAMS.ledger),
+  ].find(existsSync) ?? '';
 const ledgerDisk = ledgerDir ? dirBytes(ledgerDir) : NaN;
 
 const rssMb = (pid: number) => {
-  try { return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024); } catch { return NaN; }
+  try {
+    return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024);
+  } catch {
+    return NaN;
+  }
 };
 
 const oldCode = !existsSync('actors/wallet/topups-kept.ts');
 
 /** One wallet start in a child: ms to 'wallet started' and to 'caught up', RSS at each and 10 s after. */
 async function walletStart(dataDir: string, limitMs = 240_000) {
-  const child = spawn(process.execPath, ['bench/lib/wallet-start.ts'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['bench/lib/wallet-start.ts'], {
+    env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const r: Record<string, unknown> = {};
   let began = 0;
   const done = new Promise<void>((resolve) => {
-    const end = setTimeout(() => { r.gaveUp = true; resolve(); }, limitMs);
+    const end = setTimeout(() => {
+      r.gaveUp = true;
+      resolve();
+    }, limitMs);
     createInterface({ input: child.stdout! }).on('line', (line) => {
       let j: { msg?: string; time?: number; err?: string; [k: string]: unknown };
-      try { j = JSON.parse(line); } catch { return; }
+      try {
+        j = JSON.parse(line);
+      } catch {
+        return;
+      }
       if (j.msg === 'bench: starting') began = j.time!;
-      if (j.msg === 'wallet started') { r.startedMs = j.time! - began; r.rssAtStartMb = rssMb(child.pid!); }
-      if (j.msg === 'ledger projection caught up') { r.caughtUpMs = j.time! - began; r.appliedAtStart = j.appliedSinceStart; r.rebuilt = j.rebuilt; r.rssCaughtUpMb = rssMb(child.pid!); }
-      if (j.msg === 'bench: start failed') { r.failed = j.err; r.failedAfterMs = j.time! - began; clearTimeout(end); resolve(); }
+      if (j.msg === 'wallet started') {
+        r.startedMs = j.time! - began;
+        r.rssAtStartMb = rssMb(child.pid!);
+      }
+      if (j.msg === 'ledger projection caught up') {
+        r.caughtUpMs = j.time! - began;
+        r.appliedAtStart = j.appliedSinceStart;
+        r.rebuilt = j.rebuilt;
+        r.rssCaughtUpMb = rssMb(child.pid!);
+      }
+      if (j.msg === 'bench: start failed') {
+        r.failed = j.err;
+        r.failedAfterMs = j.time! - began;
+        clearTimeout(end);
+        resolve();
+      }
       // the old code has no 'caught up' line: it has caught up when it says started
       const finished = r.failed === undefined && r.startedMs !== undefined && (oldCode || r.caughtUpMs !== undefined);
-      if (finished && !r.settling) { r.settling = true; clearTimeout(end); setTimeout(resolve, 10_000); }
+      if (finished && !r.settling) {
+        r.settling = true;
+        clearTimeout(end);
+        setTimeout(resolve, 10_000);
+      }
     });
   });
   await done;
@@ -82,11 +129,16 @@ async function walletStart(dataDir: string, limitMs = 240_000) {
 /** Median µs of `n` sequential calls. */
 async function median(n: number, f: (i: number) => Promise<unknown>) {
   const t: number[] = [];
-  for (let i = 0; i < n; i++) { const a = performance.now(); await f(i); t.push((performance.now() - a) * 1000); }
+  for (let i = 0; i < n; i++) {
+    const a = performance.now();
+    await f(i);
+    t.push((performance.now() - a) * 1000);
+  }
   t.sort((a, b) => a - b);
   return Math.round(t[Math.floor(n / 2)]!);
 }
-const directGet = (subject: string) => nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subject }), { timeout: 5000 });
+const directGet = (subject: string) =>
+  nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subject }), { timeout: 5000 });
 
 const dataDir = join(storeDir, `data-run-${Date.now()}`);
 const first = await walletStart(dataDir);
@@ -96,9 +148,14 @@ rmSync(dataDir, { recursive: true, force: true });
 // a ledger with a single wallet beside it, for the balance read's "1 wallet" figure
 const one = await startNatsServer({ storeDir: join(storeRoot, 'one-wallet'), port: -1, syncInterval: '2m' });
 const nc1 = await connectNats(one.url, 'bench-one');
-await provision(nc1, loadConfig({ env: {}, noDefaultFile: true, overrides: { dataDir: join(storeRoot, 'one-data'), nats: { url: one.url } } }));
-if ((await (await jetstreamManager(nc1)).streams.info(STREAMS.ledger)).state.messages === 0) await writeLedgerHistory(nc1, { entries: 1000, wallets: 1, prefix: 'h' });
-const direct1 = (subject: string) => nc1.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subject }), { timeout: 5000 });
+await provision(
+  nc1,
+  loadConfig({ env: {}, noDefaultFile: true, overrides: { dataDir: join(storeRoot, 'one-data'), nats: { url: one.url } } }),
+);
+if ((await (await jetstreamManager(nc1)).streams.info(STREAMS.ledger)).state.messages === 0)
+  await writeLedgerHistory(nc1, { entries: 1000, wallets: 1, prefix: 'h' });
+const direct1 = (subject: string) =>
+  nc1.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subject }), { timeout: 5000 });
 const reads = 2000;
 const balance = {
   oldWildcardAt1WalletUs: await median(reads, () => direct1(subjects.ledgerAll)),
@@ -108,15 +165,28 @@ const balance = {
   streamInfoAtManyUs: await median(200, () => jsm.streams.info(STREAMS.ledger)),
 };
 
-console.log(JSON.stringify({
-  code: oldCode ? 'before (no checkpoint)' : 'after',
-  entries: info.state.messages, wallets: info.state.num_subjects,
-  ledgerBytesPerEntry: +(info.state.bytes / info.state.messages).toFixed(0), ledgerDiskBytesPerEntry: +(ledgerDisk / info.state.messages).toFixed(0),
-  first, restart,
-  projectionBytesPerRow: first.projectionBytes ? +((first.projectionBytes as number) / info.state.messages).toFixed(0) : null,
-  catchUpPerS: first.caughtUpMs ? Math.round(info.state.messages / ((first.caughtUpMs as number) / 1000)) : first.startedMs ? Math.round(info.state.messages / ((first.startedMs as number) / 1000)) : null,
-  balance,
-}, null, 1));
+console.log(
+  JSON.stringify(
+    {
+      code: oldCode ? 'before (no checkpoint)' : 'after',
+      entries: info.state.messages,
+      wallets: info.state.num_subjects,
+      ledgerBytesPerEntry: +(info.state.bytes / info.state.messages).toFixed(0),
+      ledgerDiskBytesPerEntry: +(ledgerDisk / info.state.messages).toFixed(0),
+      first,
+      restart,
+      projectionBytesPerRow: first.projectionBytes ? +((first.projectionBytes as number) / info.state.messages).toFixed(0) : null,
+      catchUpPerS: first.caughtUpMs
+        ? Math.round(info.state.messages / ((first.caughtUpMs as number) / 1000))
+        : first.startedMs
+          ? Math.round(info.state.messages / ((first.startedMs as number) / 1000))
+          : null,
+      balance,
+    },
+    null,
+    1,
+  ),
+);
 await nc.close();
 await nc1.close();
 await server.stop();

@@ -156,10 +156,15 @@ class BalanceCopy {
     const s = this.inFlight.get(walletId);
     if (!s) return this.sendWalletHead(walletId, { p: null, next: null });
     if (s.next) return s.next;
-    const next = s.p!.then(() => {}, () => {}).then(() => {
-      s.next = null;
-      return this.sendWalletHead(walletId, s);
-    });
+    const next = s
+      .p!.then(
+        () => {},
+        () => {},
+      )
+      .then(() => {
+        s.next = null;
+        return this.sendWalletHead(walletId, s);
+      });
     s.next = next;
     return next;
   }
@@ -169,7 +174,9 @@ class BalanceCopy {
     s.p = p;
     this.inFlight.set(walletId, s);
     // the map holds only wallets with a get in flight: bounded by the reads in progress
-    const clear = () => { if (s.p === p && !s.next) this.inFlight.delete(walletId); };
+    const clear = () => {
+      if (s.p === p && !s.next) this.inFlight.delete(walletId);
+    };
     p.then(clear, clear);
     return p;
   }
@@ -179,16 +186,24 @@ class BalanceCopy {
     const info = await (await this.manager()).streams.info(STREAMS.ledger);
     this.direct = directIsStrict(info.config);
     const start = info.state.last_seq;
-    const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: start + 1 });
+    const consumer = await jetstream(this.nc).consumers.get(STREAMS.ledger, {
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: start + 1,
+    });
     const messages = await consumer.consume();
     this.current = messages;
     this.restarting = false;
     this.applied.reach(start);
     for await (const m of messages) {
-      if (this.stopped) { messages.stop(); break; }
+      if (this.stopped) {
+        messages.stop();
+        break;
+      }
       try {
         this.keep(m.subject.slice(this.prefix.length), { seq: m.seq, balance: m.json<LedgerMessage>().balanceAfter });
-      } catch { /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length)); }
+      } catch {
+        /* an unreadable entry: that wallet is read from the stream */ this.heads.delete(m.subject.slice(this.prefix.length));
+      }
       this.applied.reach(m.seq);
     }
   }
@@ -275,10 +290,13 @@ const directIsStrict = (c: StreamConfig) => c.allow_direct === true && c.num_rep
  * subject, whatever the number of wallets. Strict only with one replica (see BalanceCopy.direct).
  */
 export async function walletLastDirect(nc: NatsConnection, walletId: string): Promise<Head> {
-  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledger(walletId) }), { timeout: DIRECT_WAIT_MS });
+  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledger(walletId) }), {
+    timeout: DIRECT_WAIT_MS,
+  });
   if (m.headers?.code === 404) return { seq: 0, balance: 0 };
   const seq = Number(m.headers?.get('Nats-Sequence'));
-  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1)
+    throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
   return { seq, balance: m.json<LedgerMessage>().balanceAfter };
 }
 
@@ -290,10 +308,13 @@ export async function walletLastDirect(nc: NatsConnection, walletId: string): Pr
 export async function ledgerLastSeqDirect(nc: NatsConnection): Promise<number> {
   // the request form, not the subject-appended one the client uses for last_by_subj, which would
   // publish to a subject ending in a wildcard
-  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), { timeout: DIRECT_WAIT_MS });
+  const m = await nc.request(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, JSON.stringify({ last_by_subj: subjects.ledgerAll }), {
+    timeout: DIRECT_WAIT_MS,
+  });
   if (m.headers?.code === 404) return 0;
   const seq = Number(m.headers?.get('Nats-Sequence'));
-  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1) throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
+  if (!m.headers || m.headers.hasError || !Number.isSafeInteger(seq) || seq < 1)
+    throw new Error(`direct get: ${m.headers?.code} ${m.headers?.description}`);
   return seq;
 }
 

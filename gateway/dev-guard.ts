@@ -7,7 +7,10 @@ import type { Config } from '../shared/config/index.ts';
 
 /** True when `host` (server.host) is reachable only from this machine. */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1');
   if (h === 'localhost' || h.endsWith('.localhost')) return true;
   if (!ipaddr.isValid(h)) return false;
   const a = ipaddr.parse(h);
@@ -23,10 +26,13 @@ export const devTopupsOn = (c: Config) => c.server.mode === 'development' && c.w
  */
 export function devTopupGuard(c: Config): { refuse?: string; warn?: string } {
   if (!devTopupsOn(c)) return {};
-  const free = 'the dev Lightning backend is on (MODE=development, LIGHTNING_BACKEND=dev): POST /account/dev-pay settles any top-up for free';
+  const free =
+    'the dev Lightning backend is on (MODE=development, LIGHTNING_BACKEND=dev): POST /account/dev-pay settles any top-up for free';
   if (isLoopbackHost(c.server.host)) return { warn: `${free}; listening on loopback (${c.server.host}) only` };
   if (!c.server.unsafeDevTopupsOnPublicAddress) {
-    return { refuse: `refusing to listen on ${c.server.host}: ${free}, so anyone who reaches this address pays nothing. Listen on 127.0.0.1 (HOST), use a real backend (LIGHTNING_BACKEND, MODE=production), or, for a shared demo where free money is the point, set UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS=1 (server.unsafeDevTopupsOnPublicAddress)` };
+    return {
+      refuse: `refusing to listen on ${c.server.host}: ${free}, so anyone who reaches this address pays nothing. Listen on 127.0.0.1 (HOST), use a real backend (LIGHTNING_BACKEND, MODE=production), or, for a shared demo where free money is the point, set UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS=1 (server.unsafeDevTopupsOnPublicAddress)`,
+    };
   }
   return { warn: `UNSAFE: ${free}, on ${c.server.host}, reachable from other machines (server.unsafeDevTopupsOnPublicAddress is set)` };
 }

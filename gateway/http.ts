@@ -3,9 +3,24 @@
 import type { HttpResponse } from 'uWebSockets.js';
 
 export const STATUS_TEXT: Record<number, string> = {
-  200: 'OK', 201: 'Created', 204: 'No Content', 304: 'Not Modified', 400: 'Bad Request', 401: 'Unauthorized', 402: 'Payment Required',
-  403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 410: 'Gone', 413: 'Payload Too Large',
-  415: 'Unsupported Media Type', 429: 'Too Many Requests', 500: 'Internal Server Error', 502: 'Bad Gateway', 503: 'Service Unavailable',
+  200: 'OK',
+  201: 'Created',
+  204: 'No Content',
+  304: 'Not Modified',
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  402: 'Payment Required',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  410: 'Gone',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  502: 'Bad Gateway',
+  503: 'Service Unavailable',
 };
 export const statusLine = (s: number) => `${s} ${STATUS_TEXT[s] ?? ''}`.trim();
 
@@ -62,7 +77,14 @@ export function writeHead(res: HttpResponse, status: number, headers: Record<str
 }
 
 /** Send a complete response (corked; safe after awaits). */
-export function send(res: HttpResponse, state: ResState, status: number, headers: Record<string, string>, body: string | Uint8Array, close = false) {
+export function send(
+  res: HttpResponse,
+  state: ResState,
+  status: number,
+  headers: Record<string, string>,
+  body: string | Uint8Array,
+  close = false,
+) {
   if (state.aborted || state.done) return;
   state.done = true;
   res.cork(() => {
@@ -96,12 +118,16 @@ export async function sendStream(
     wake = null;
     return true;
   });
-  const drained = () => new Promise<void>((r) => {
-    wake = r;
-    const poll = setInterval(() => {
-      if (state.aborted || wake !== r) { clearInterval(poll); r(); }
-    }, 250);
-  });
+  const drained = () =>
+    new Promise<void>((r) => {
+      wake = r;
+      const poll = setInterval(() => {
+        if (state.aborted || wake !== r) {
+          clearInterval(poll);
+          r();
+        }
+      }, 250);
+    });
   let total = 0;
   try {
     for await (const chunk of body) {

@@ -26,13 +26,29 @@ import type { Reply } from './route.ts';
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** Stripe's bound: longer keys are refused, so a record's key stays small whatever a client sends. */
 export const IDEMPOTENCY_KEY_MAX = 255;
-export const IDEMPOTENCY_DOC = `Optional, at most ${IDEMPOTENCY_KEY_MAX} visible ASCII characters (a UUID is a good choice). ` +
+export const IDEMPOTENCY_DOC =
+  `Optional, at most ${IDEMPOTENCY_KEY_MAX} visible ASCII characters (a UUID is a good choice). ` +
   'The same key with the same request within 24 hours answers the first answer again (status and body, header `Idempotent-Replayed: true`) and charges nothing more; ' +
   'with a different request it answers 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use` with `Retry-After`. ' +
   'Keys are per wallet. Answers that say nothing happened (429, 5xx) are not kept: a retry with the same key runs again.';
 
-interface Running { v: 1; state: 'running'; fp: string; at: number; jobId?: string }
-interface Done { v: 1; state: 'done'; fp: string; at: number; status: number; json?: unknown; error?: Record<string, unknown>; headers?: Record<string, string> }
+interface Running {
+  v: 1;
+  state: 'running';
+  fp: string;
+  at: number;
+  jobId?: string;
+}
+interface Done {
+  v: 1;
+  state: 'done';
+  fp: string;
+  at: number;
+  status: number;
+  json?: unknown;
+  error?: Record<string, unknown>;
+  headers?: Record<string, string>;
+}
 type IdemRecord = Running | Done;
 
 /** The longest a live creation runs, its `wait` included: a record running longer was left by a gateway that died. */
@@ -53,11 +69,18 @@ export function idempotencyKeyOf(headers: Record<string, string>): string | unde
 /** JSON with sorted object keys: the same body sent with other spacing or key order is the same request. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v) ?? 'null';
 }
 
-export const fingerprintOf = (method: string, path: string, body: unknown) => createHash('sha256').update(`${method} ${path}\n${canonical(body)}`).digest('hex');
+export const fingerprintOf = (method: string, path: string, body: unknown) =>
+  createHash('sha256')
+    .update(`${method} ${path}\n${canonical(body)}`)
+    .digest('hex');
 export const recordKey = (walletId: string, key: string) => `${walletId}.${createHash('sha256').update(key).digest('hex')}`;
 
 const buckets = new WeakMap<NatsConnection, Promise<KV>>();
@@ -80,7 +103,13 @@ function replay(rec: Done): Reply {
   return { status: rec.status, json: rec.json, headers };
 }
 
-const inUse = (retryAfter: number) => new ApiError('idempotency_key_in_use', 'a request with this Idempotency-Key is still running; retry with the same key', { retryAfter }, { 'retry-after': String(retryAfter) });
+const inUse = (retryAfter: number) =>
+  new ApiError(
+    'idempotency_key_in_use',
+    'a request with this Idempotency-Key is still running; retry with the same key',
+    { retryAfter },
+    { 'retry-after': String(retryAfter) },
+  );
 const reused = () => new ApiError('idempotency_key_reused', 'this Idempotency-Key was used with a different request in the last 24 hours');
 
 /** Errors a retry of the same request may answer differently: the key is released. */
@@ -154,7 +183,15 @@ export async function idempotent(c: IdempotentCall, create: (jobId?: string) => 
     reply = await create(mine.jobId);
   } catch (e) {
     if (e instanceof ApiError && !transient(e)) {
-      await finish({ v: 1, state: 'done', fp: c.fingerprint, at: Date.now(), status: e.status, error: e.toJSON(), ...(e.headers ? { headers: e.headers } : {}) });
+      await finish({
+        v: 1,
+        state: 'done',
+        fp: c.fingerprint,
+        at: Date.now(),
+        status: e.status,
+        error: e.toJSON(),
+        ...(e.headers ? { headers: e.headers } : {}),
+      });
     } else {
       // an answer naming a job that may exist keeps the record: the retry finds the job or, once it
       // cannot appear any more, creates anew
@@ -163,7 +200,16 @@ export async function idempotent(c: IdempotentCall, create: (jobId?: string) => 
     }
     throw e;
   }
-  if ('json' in reply) await finish({ v: 1, state: 'done', fp: c.fingerprint, at: Date.now(), status: reply.status ?? 200, json: reply.json, ...(reply.headers ? { headers: reply.headers } : {}) });
+  if ('json' in reply)
+    await finish({
+      v: 1,
+      state: 'done',
+      fp: c.fingerprint,
+      at: Date.now(),
+      status: reply.status ?? 200,
+      json: reply.json,
+      ...(reply.headers ? { headers: reply.headers } : {}),
+    });
   else await finish(null);
   return reply;
 }

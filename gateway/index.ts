@@ -31,22 +31,36 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
   let ready = false;
   await withRetry('provisioning', () => provision(nc, config), { log });
   const kvm = new Kvm(nc);
-  const [keys, jobs, catalogue, limits, datasets, topups] = await withRetry('buckets', () => Promise.all([
-    kvm.open(BUCKETS.keys), kvm.open(BUCKETS.jobs), kvm.open(BUCKETS.catalogue),
-    kvm.open(BUCKETS.limits), kvm.open(BUCKETS.datasets), kvm.open(BUCKETS.topups),
-  ]), { log });
+  const [keys, jobs, catalogue, limits, datasets, topups] = await withRetry(
+    'buckets',
+    () =>
+      Promise.all([
+        kvm.open(BUCKETS.keys),
+        kvm.open(BUCKETS.jobs),
+        kvm.open(BUCKETS.catalogue),
+        kvm.open(BUCKETS.limits),
+        kvm.open(BUCKETS.datasets),
+        kvm.open(BUCKETS.topups),
+      ]),
+    { log },
+  );
   const metrics = createMetrics();
   const app = uws.App();
 
   let listenSocket: unknown = null;
   // a gateway restarted in place may find its port held for a moment (connections of the one before)
-  const port: number = await withRetry('listen', () => new Promise<number>((resolve, reject) => {
-    app.listen(config.server.host, config.server.port, (s) => {
-      if (!s) return reject(new Error(`gateway: cannot listen on ${config.server.host}:${config.server.port}`));
-      listenSocket = s;
-      resolve(uws.us_socket_local_port(s));
-    });
-  }), { timeoutMs: 15_000, log });
+  const port: number = await withRetry(
+    'listen',
+    () =>
+      new Promise<number>((resolve, reject) => {
+        app.listen(config.server.host, config.server.port, (s) => {
+          if (!s) return reject(new Error(`gateway: cannot listen on ${config.server.host}:${config.server.port}`));
+          listenSocket = s;
+          resolve(uws.us_socket_local_port(s));
+        });
+      }),
+    { timeoutMs: 15_000, log },
+  );
   // port 0 picks a free port; the default base URL then names the real one
   const baseUrl = config.server.baseUrl.replace(/:0$/, `:${port}`);
   const ctx: GatewayContext = {
@@ -59,7 +73,12 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     docsUrl: `${baseUrl}${ERRORS_PATH}`,
     kv: { keys, jobs, catalogue, limits, datasets, topups },
   };
-  const mounted = mountRoutes(app, { ctx, routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }), metrics, isReady: () => ready });
+  const mounted = mountRoutes(app, {
+    ctx,
+    routes: allRoutes({ metrics, isReady: () => ready && !nc.isClosed() }),
+    metrics,
+    isReady: () => ready,
+  });
 
   // job transitions for the metrics
   const evtSub = nc.subscribe(subjects.evtJobAll, {
@@ -68,7 +87,9 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
       try {
         const e = msg.json<{ service?: string; status?: string }>();
         if (e.service && e.status) metrics.job(e.service, e.status);
-      } catch { /* not ours */ }
+      } catch {
+        /* not ours */
+      }
     },
   });
   ready = true;

@@ -7,9 +7,18 @@ export function createMetrics(runtime = runtimeInfo()) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'payloads_gateway_' });
   // what this gateway runs on, as labels of a constant 1 (the "info" idiom): Node, its ABI, the C library and the uWS build
-  new Gauge({ name: 'payloads_runtime_info', help: 'Node and uWebSockets.js versions this gateway runs on (always 1)', labelNames: ['node', 'abi', 'libc', 'uws', 'uws_binary'] as const, registers: [registry] })
-    .set({ node: runtime.node, abi: runtime.abi, libc: runtime.libc, uws: runtime.uws, uws_binary: runtime.uwsBinary }, 1);
-  const requests = new Counter({ name: 'payloads_http_requests_total', help: 'HTTP requests by route, method and status', labelNames: ['route', 'method', 'status'] as const, registers: [registry] });
+  new Gauge({
+    name: 'payloads_runtime_info',
+    help: 'Node and uWebSockets.js versions this gateway runs on (always 1)',
+    labelNames: ['node', 'abi', 'libc', 'uws', 'uws_binary'] as const,
+    registers: [registry],
+  }).set({ node: runtime.node, abi: runtime.abi, libc: runtime.libc, uws: runtime.uws, uws_binary: runtime.uwsBinary }, 1);
+  const requests = new Counter({
+    name: 'payloads_http_requests_total',
+    help: 'HTTP requests by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [registry],
+  });
   const latency = new Histogram({
     name: 'payloads_http_request_duration_seconds',
     help: 'HTTP request latency by route, method and status',
@@ -17,7 +26,12 @@ export function createMetrics(runtime = runtimeInfo()) {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [registry],
   });
-  const jobs = new Counter({ name: 'payloads_jobs_total', help: 'Job state changes by service and status (from evt.job.>)', labelNames: ['service', 'status'] as const, registers: [registry] });
+  const jobs = new Counter({
+    name: 'payloads_jobs_total',
+    help: 'Job state changes by service and status (from evt.job.>)',
+    labelNames: ['service', 'status'] as const,
+    registers: [registry],
+  });
   /** One route's observer for a fixed method and status, its label lookups done once (the hot path). */
   const observer = (route: string, method: string, status: number) => {
     const labels = { route, method, status: String(status) };

@@ -33,23 +33,49 @@ function schemaOrRef(s: TSchema): unknown {
 
 export function buildOpenApi(routes: Route[], baseUrl: string) {
   const components: Record<string, unknown> = {};
-  const addComponent = (s: TSchema) => { if (s.$id) components[s.$id] = clean(s); };
+  const addComponent = (s: TSchema) => {
+    if (s.$id) components[s.$id] = clean(s);
+  };
   [...COMPONENTS, ...EXTRA_COMPONENTS].forEach(addComponent);
   const paths: Record<string, Record<string, unknown>> = {};
   for (const r of routes.filter((r) => !r.hidden)) {
     const path = r.path.replace(/:(\w+)/g, '{$1}');
-    const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+    const params: unknown[] = [...r.path.matchAll(/:(\w+)/g)].map((m) => ({
+      name: m[1],
+      in: 'path',
+      required: true,
+      schema: { type: 'string' },
+    }));
     const q = r.query as { properties?: Record<string, TSchema>; required?: string[] } | undefined;
     for (const [name, s] of Object.entries(q?.properties ?? {})) {
-      params.push({ name, in: 'query', required: q?.required?.includes(name) ?? false, schema: clean(s), ...(s.description ? { description: s.description } : {}) });
+      params.push({
+        name,
+        in: 'query',
+        required: q?.required?.includes(name) ?? false,
+        schema: clean(s),
+        ...(s.description ? { description: s.description } : {}),
+      });
     }
-    for (const [name, description] of Object.entries(r.requestHeaders ?? {})) params.push({ name, in: 'header', required: false, description, schema: { type: 'string' } });
+    for (const [name, description] of Object.entries(r.requestHeaders ?? {}))
+      params.push({ name, in: 'header', required: false, description, schema: { type: 'string' } });
     const responses: Record<string, unknown> = {};
     for (const [status, doc] of Object.entries(r.responses)) {
       responses[status] = {
         description: doc.description,
-        ...(doc.headers ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
-        ...(doc.schema || doc.contentType ? { content: { [doc.contentType ?? 'application/json']: { schema: doc.schema ? schemaOrRef(doc.schema) : { type: 'string', format: 'binary' } } } } : {}),
+        ...(doc.headers
+          ? {
+              headers: Object.fromEntries(Object.entries(doc.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])),
+            }
+          : {}),
+        ...(doc.schema || doc.contentType
+          ? {
+              content: {
+                [doc.contentType ?? 'application/json']: {
+                  schema: doc.schema ? schemaOrRef(doc.schema) : { type: 'string', format: 'binary' },
+                },
+              },
+            }
+          : {}),
       };
     }
     const codes = new Set<ErrorCode>(r.errors);
@@ -62,13 +88,22 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
     for (const [status, cs] of [...byStatus].sort((a, b) => a[0] - b[0])) {
       responses[String(status)] = {
         description: `Error. \`code\`: ${cs.map((c) => `\`${c}\` (${ERRORS[c].meaning})`).join('; ')}`,
-        ...(cs.some((c) => ERRORS[c].retryable && status !== 500) ? { headers: { 'Retry-After': { description: 'Seconds to wait (429, 503)', schema: { type: 'string' } } } } : {}),
-        content: { 'application/json': { schema: { $ref: `${REF}Error` }, example: { error: { code: cs[0], message: ERRORS[cs[0]!].meaning } } } },
+        ...(cs.some((c) => ERRORS[c].retryable && status !== 500)
+          ? { headers: { 'Retry-After': { description: 'Seconds to wait (429, 503)', schema: { type: 'string' } } } }
+          : {}),
+        content: {
+          'application/json': { schema: { $ref: `${REF}Error` }, example: { error: { code: cs[0], message: ERRORS[cs[0]!].meaning } } },
+        },
       };
     }
     if (r.body?.$id) addComponent(r.body);
     const op: Record<string, unknown> = {
-      operationId: `${r.method.toLowerCase()}${path.replace(/[{}]/g, '').split(/[/_-]/).filter(Boolean).map((p) => p[0]!.toUpperCase() + p.slice(1)).join('')}`,
+      operationId: `${r.method.toLowerCase()}${path
+        .replace(/[{}]/g, '')
+        .split(/[/_-]/)
+        .filter(Boolean)
+        .map((p) => p[0]!.toUpperCase() + p.slice(1))
+        .join('')}`,
       summary: r.summary,
       ...(r.description ? { description: r.description } : {}),
       tags: r.tags,
@@ -98,10 +133,16 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
 export function openapiRoute(routes: Route[]): Route {
   let cached: { base: string; body: string } | undefined;
   return {
-    method: 'GET', path: '/openapi.json', auth: false, tags: ['public'], summary: 'This document (OpenAPI 3.1)', errors: ['rate_limited'],
+    method: 'GET',
+    path: '/openapi.json',
+    auth: false,
+    tags: ['public'],
+    summary: 'This document (OpenAPI 3.1)',
+    errors: ['rate_limited'],
     responses: { 200: { description: 'OpenAPI 3.1 document' } },
     handler: async (_req, ctx) => {
-      if (cached?.base !== ctx.baseUrl) cached = { base: ctx.baseUrl, body: JSON.stringify(buildOpenApi([...routes, openapiRoute([])], ctx.baseUrl)) };
+      if (cached?.base !== ctx.baseUrl)
+        cached = { base: ctx.baseUrl, body: JSON.stringify(buildOpenApi([...routes, openapiRoute([])], ctx.baseUrl)) };
       return { body: cached.body, headers: { 'content-type': 'application/json', 'cache-control': 'public, max-age=60' } };
     },
   };

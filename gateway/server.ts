@@ -19,7 +19,12 @@ import { buildFixedAnswers, createFixedPath, type FixedSlot } from './pipeline/f
 import { createClientAddress } from './pipeline/address.ts';
 import { createFinish, readRequest, UNROUTED } from './pipeline/request.ts';
 
-export interface ServerOptions { ctx: GatewayContext; routes: Route[]; metrics: Metrics; isReady: () => boolean }
+export interface ServerOptions {
+  ctx: GatewayContext;
+  routes: Route[];
+  metrics: Metrics;
+  isReady: () => boolean;
+}
 
 type CompiledRoute = FixedSlot & Validators;
 
@@ -27,7 +32,13 @@ type CompiledRoute = FixedSlot & Validators;
 export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerOptions): { stop(): void } {
   const { config, log } = ctx;
   const validators = createValidatorCompiler();
-  const router = compileRouter(routes.map((route) => ({ method: route.method, path: route.path, target: { route, rateLimit: rateLimitOf(route), ...validators(route) } as CompiledRoute })));
+  const router = compileRouter(
+    routes.map((route) => ({
+      method: route.method,
+      path: route.path,
+      target: { route, rateLimit: rateLimitOf(route), ...validators(route) } as CompiledRoute,
+    })),
+  );
   const authenticate = createAuth(ctx.kv.keys, { maxEntries: config.server.authCacheKeys });
   setBalanceCopyLimit(config.server.balanceCopyWallets);
   const { limit, unrouted } = createLimit(config, ctx.kv.limits);
@@ -51,19 +62,35 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
       let err = asApiError(e, log, c.requestId, path);
       if (!limited) {
         limited = true;
-        try { unrouted(c.client.group); } catch (refusal) { err = refusal as ApiError; }
+        try {
+          unrouted(c.client.group);
+        } catch (refusal) {
+          err = refusal as ApiError;
+        }
       }
       finish(c, label, sendError(res, state, c.common, err, ctx.baseUrl, close, method === 'HEAD'));
     };
 
     if (method === 'OPTIONS' && (match || allowed!.length)) {
-      try { limited = true; unrouted(c.client.group); } catch (refusal) { return fail(refusal); }
+      try {
+        limited = true;
+        unrouted(c.client.group);
+      } catch (refusal) {
+        return fail(refusal);
+      }
       send(res, state, 204, preflightHeaders(c.common, allowed ?? router.allowed(rawUrl)), '');
       return finish(c, label, 204);
     }
     if (!match) {
       if (!allowed!.length) return fail(new ApiError('not_found', `no such path: ${path}`));
-      return fail(new ApiError('method_not_allowed', `${method} is not allowed on ${path}; use ${allowed!.join(', ')}`, { allow: [...allowed!] }, { allow: [...allowed!, 'OPTIONS'].join(', ') }));
+      return fail(
+        new ApiError(
+          'method_not_allowed',
+          `${method} is not allowed on ${path}; use ${allowed!.join(', ')}`,
+          { allow: [...allowed!] },
+          { allow: [...allowed!, 'OPTIONS'].join(', ') },
+        ),
+      );
     }
     const { route, rateLimit, query, body } = match.target;
     let bodyRead: Promise<Buffer | null> | null = null;
@@ -85,7 +112,20 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
       }
       let token: Promise<JobToken> | undefined;
       try {
-        const rq: RouteRequest = { method: route.method, path, params: match.params, query: {}, body: undefined, headers, requestId: c.requestId, ip: c.client.ip, addressGroup: c.client.group, get signal() { return c.signal(); } };
+        const rq: RouteRequest = {
+          method: route.method,
+          path,
+          params: match.params,
+          query: {},
+          body: undefined,
+          headers,
+          requestId: c.requestId,
+          ip: c.client.ip,
+          addressGroup: c.client.group,
+          get signal() {
+            return c.signal();
+          },
+        };
         if (route.auth) rq.auth = await authenticate(headers.authorization);
         // Only the shared job limit waits on NATS. Its write goes beside validation and the
         // handler's first reads (rq.limited; the handler awaits it before any effect); awaited here
@@ -93,17 +133,25 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
         limited = true;
         const taken = limit(rateLimit, rq.auth?.keyHash, c.client.group);
         if (taken) {
-          (token = taken).catch(() => { /* awaited below */ });
-          (rq.limited = token.then(() => undefined)).catch(() => { /* awaited below */ });
+          (token = taken).catch(() => {
+            /* awaited below */
+          });
+          (rq.limited = token.then(() => undefined)).catch(() => {
+            /* awaited below */
+          });
         }
         const outcome = await (async () => {
           if (query) rq.query = validateQuery(query, parseQuery(c.rawQuery));
           if (body) rq.body = validateBody(body, parseJsonBody(raw, headers['content-type']), route.bodyErrorCode);
           return handle(route, rq, ctx);
-        })().then((reply) => ({ reply }), (error: unknown) => ({ error }));
-        const held = token && await token;
+        })().then(
+          (reply) => ({ reply }),
+          (error: unknown) => ({ error }),
+        );
+        const held = token && (await token);
         // only created jobs count: a creation that made none gives its token back before it answers
-        if (held && !madeJob('error' in outcome ? outcome.error : undefined)) await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
+        if (held && !madeJob('error' in outcome ? outcome.error : undefined))
+          await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
         if ('error' in outcome) throw outcome.error;
         if (state.aborted) return finish(c, label, 499);
         finish(c, label, await sendReply(res, state, method === 'HEAD', c.common, outcome.reply));

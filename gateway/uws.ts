@@ -65,8 +65,10 @@ export interface LoadedUws {
 export class NativeUwsError extends Error {
   readonly attempts: string[];
   constructor(attempts: string[]) {
-    super(`no native uWebSockets.js build loads on Node ${process.versions.node} (ABI ${process.versions.modules}), ${process.platform}-${process.arch}, ${libcOf()}; refusing to start without one (no JS fallback). Tried:\n  ${attempts.join('\n  ')}\n` +
-      'Node 22 runs on glibc >= 2.36 (Debian 12); Node 24 needs glibc >= 2.38 (Debian 13, Ubuntu 24.04); no uWS package has a build for Node 26 yet.');
+    super(
+      `no native uWebSockets.js build loads on Node ${process.versions.node} (ABI ${process.versions.modules}), ${process.platform}-${process.arch}, ${libcOf()}; refusing to start without one (no JS fallback). Tried:\n  ${attempts.join('\n  ')}\n` +
+        'Node 22 runs on glibc >= 2.36 (Debian 12); Node 24 needs glibc >= 2.38 (Debian 13, Ubuntu 24.04); no uWS package has a build for Node 26 yet.',
+    );
     this.attempts = attempts;
     this.name = 'NativeUwsError';
   }
@@ -101,9 +103,14 @@ export function loadNativeUws(candidates = UWS_CANDIDATES): LoadedUws {
       continue;
     }
     if (!existsSync(file)) {
-      const abis = readdirSync(root).map((f) => f.match(/^uws_(.+)_(\d+)\.node$/)).filter((m) => m && m[1] === `${process.platform}_${process.arch}`).map((m) => m![2]!);
+      const abis = readdirSync(root)
+        .map((f) => f.match(/^uws_(.+)_(\d+)\.node$/))
+        .filter((m) => m && m[1] === `${process.platform}_${process.arch}`)
+        .map((m) => m![2]!);
       const have = abis.length ? abis.map((a) => `${a} (Node ${NODE_OF_ABI[a] ?? '?'})`).join(', ') : 'none';
-      attempts.push(`${label}: no build for ABI ${abi} (Node ${process.versions.node.split('.')[0]}); its ${process.platform}-${process.arch} builds: ${have}`);
+      attempts.push(
+        `${label}: no build for ABI ${abi} (Node ${process.versions.node.split('.')[0]}); its ${process.platform}-${process.arch} builds: ${have}`,
+      );
       continue;
     }
     try {

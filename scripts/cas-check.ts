@@ -42,7 +42,9 @@ export async function casRounds(cluster: NatsCluster, bucket: string, write: Wri
       const base = (await kvs[0]!.get(key))?.revision ?? 0;
       const answers = await Promise.allSettled(kvs.map((kv, w) => write(kv, key, `${i}-${w}`, base)));
       const won = answers.flatMap((a, w) => (a.status === 'fulfilled' ? [{ w, rev: a.value }] : []));
-      for (const a of answers) if (a.status === 'rejected' && !isCasConflict(a.reason)) r.otherErrors.push(transientKind(a.reason) ?? String(a.reason?.message ?? a.reason));
+      for (const a of answers)
+        if (a.status === 'rejected' && !isCasConflict(a.reason))
+          r.otherErrors.push(transientKind(a.reason) ?? String(a.reason?.message ?? a.reason));
       if (won.length > 1) r.moreThanOneAccepted++;
       if (won.length === 0) r.noneAccepted++;
       if (won.length === 1) {
@@ -63,7 +65,13 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const dir = mkdtempSync(join(tmpdir(), 'payloads-cas-'));
   const cluster = await startNatsCluster({ dataDir: dir });
   try {
-    console.log(JSON.stringify({ kvUpdate: await casRounds(cluster, 'plain', plain, rounds), sharedNatsCas: await casRounds(cluster, 'cas', kvCasPut, rounds) }, null, 2));
+    console.log(
+      JSON.stringify(
+        { kvUpdate: await casRounds(cluster, 'plain', plain, rounds), sharedNatsCas: await casRounds(cluster, 'cas', kvCasPut, rounds) },
+        null,
+        2,
+      ),
+    );
   } finally {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -49,7 +49,12 @@ function watchdog(): ChildProcess {
   return wd;
 }
 process.once('exit', () => {
-  for (const c of live) try { c.kill('SIGKILL'); } catch { /* gone */ }
+  for (const c of live)
+    try {
+      c.kill('SIGKILL');
+    } catch {
+      /* gone */
+    }
 });
 
 /**
@@ -59,20 +64,29 @@ process.once('exit', () => {
 export async function stopEverything(graceMs = 10000, natsGraceMs = graceMs): Promise<void> {
   const kids = [...live];
   const nats = kids.filter((c) => natsNodes.has(c));
-  const stopAll = async (list: ChildProcess[], graceMs: number) => Promise.all(list.map(async (c) => {
-    if (c.exitCode !== null || c.signalCode !== null) return;
-    const gone = new Promise((r) => c.once('exit', r));
-    c.kill('SIGTERM');
-    const t = setTimeout(() => c.kill('SIGKILL'), graceMs);
-    await gone;
-    clearTimeout(t);
-  }));
-  await stopAll(kids.filter((c) => !nats.includes(c)), graceMs);
+  const stopAll = async (list: ChildProcess[], graceMs: number) =>
+    Promise.all(
+      list.map(async (c) => {
+        if (c.exitCode !== null || c.signalCode !== null) return;
+        const gone = new Promise((r) => c.once('exit', r));
+        c.kill('SIGTERM');
+        const t = setTimeout(() => c.kill('SIGKILL'), graceMs);
+        await gone;
+        clearTimeout(t);
+      }),
+    );
+  await stopAll(
+    kids.filter((c) => !nats.includes(c)),
+    graceMs,
+  );
   // every actor is gone: what their watches and ordered reads left would be restored at the next start
   if (nats.some((c) => c.exitCode === null && c.signalCode === null)) {
     for (const url of systemUrls) {
       const dropped = await dropLeftConsumers(url, DROP_CONSUMERS_MS);
-      if (dropped === null) console.error(`[cluster] the actors' ephemeral consumers were not all dropped within ${DROP_CONSUMERS_MS / 1000} s; the nodes stop anyway`);
+      if (dropped === null)
+        console.error(
+          `[cluster] the actors' ephemeral consumers were not all dropped within ${DROP_CONSUMERS_MS / 1000} s; the nodes stop anyway`,
+        );
     }
   }
   systemUrls.clear();
@@ -90,11 +104,18 @@ async function dropLeftConsumers(url: string, ms: number): Promise<number | null
   let late = false;
   const work = (async () => {
     const c = await connectNats(url, 'cluster-launcher-stop');
-    if (late) { await c.close().catch(() => {}); return null; }
+    if (late) {
+      await c.close().catch(() => {});
+      return null;
+    }
     nc = c;
     return dropEphemeralConsumers(c);
   })();
-  const dropped = await within(work.catch(() => null), ms, null);
+  const dropped = await within(
+    work.catch(() => null),
+    ms,
+    null,
+  );
   late = true;
   await nc?.close().catch(() => {});
   return dropped;
@@ -197,7 +218,11 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       storeDir: n.storeDir,
       port: n.clientPort,
       serverName: `${CLUSTER_NAME}-${n.name}`,
-      cluster: { name: CLUSTER_NAME, port: n.clusterPort, routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`) },
+      cluster: {
+        name: CLUSTER_NAME,
+        port: n.clusterPort,
+        routes: nodes.filter((_, j) => j !== i).map((o) => `nats-route://127.0.0.1:${o.clusterPort}`),
+      },
       ...(opts.bin ? { bin: opts.bin } : {}),
       // a terminal's Ctrl-C must not take the nodes down under the actors still stopping
       ownProcessGroup: true,
@@ -229,10 +254,12 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       await startNode(i);
     },
     async stop() {
-      await Promise.all(nodes.map(async (n) => {
-        await n.handle?.stop('SIGTERM');
-        n.handle = null;
-      }));
+      await Promise.all(
+        nodes.map(async (n) => {
+          await n.handle?.stop('SIGTERM');
+          n.handle = null;
+        }),
+      );
     },
     async waitReady(timeoutMs = 30000) {
       await waitForJetStream(url, timeoutMs);
@@ -250,12 +277,23 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
       // a fresh meta group that counts fewer than every node never places a replica on each: seen
       // in the nodes' /jsz the moment JetStream answers, and formed again at once (it was found
       // only when the placement below gave up, 20 s later)
-      if (fresh && (await waitForMetaGroup(nodes.map((n) => n.handle!.monitorUrl!), size)) === 'short') {
+      if (
+        fresh &&
+        (await waitForMetaGroup(
+          nodes.map((n) => n.handle!.monitorUrl!),
+          size,
+        )) === 'short'
+      ) {
         throw new MetaGroupIncomplete(`the JetStream meta group formed with fewer than ${size} nodes`);
       }
       // a good start places within about a second of JetStream answering; a fresh one that cannot
       // after 20 s formed without a node (above) and is made again
-      await waitForPlacement(url, size, fresh ? 20000 : 60000, nodes.map((n) => n.handle!.monitorUrl!));
+      await waitForPlacement(
+        url,
+        size,
+        fresh ? 20000 : 60000,
+        nodes.map((n) => n.handle!.monitorUrl!),
+      );
     } catch (e) {
       checkNodes();
       throw fresh ? new MetaGroupIncomplete((e as Error).message) : e;
@@ -275,7 +313,15 @@ async function startNatsClusterOnce(opts: ClusterOptions, size: number, dirName:
 
 export type ProcessName = 'gateway' | 'wallet' | 'job-supervisor' | 'converter' | 'browser-pool' | 'relay-prober';
 /** Start order of `npm run cluster`: the wallet and supervisor before the gateway takes requests. */
-export const ALL_PROCESSES: ProcessName[] = ['wallet', 'job-supervisor', 'converter', 'browser-pool', 'browser-pool', 'relay-prober', 'gateway'];
+export const ALL_PROCESSES: ProcessName[] = [
+  'wallet',
+  'job-supervisor',
+  'converter',
+  'browser-pool',
+  'browser-pool',
+  'relay-prober',
+  'gateway',
+];
 
 export interface ActorProcess {
   name: ProcessName;
@@ -320,7 +366,7 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   const dataDir = join(o.dataDir, 'procs', `${name}-${n}`);
   mkdirSync(dataDir, { recursive: true });
   const env: Record<string, string> = {
-    ...process.env as Record<string, string>,
+    ...(process.env as Record<string, string>),
     NATS_URL: o.natsUrl,
     NATS_REPLICAS: String(o.replicas ?? 3),
     DATA_DIR: dataDir,
@@ -333,7 +379,10 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   // its own process group: a terminal's Ctrl-C reaches only the launcher, which stops the actors
   // first and the NATS nodes last (ORPHAN_GUARD and the watchdog cover the launcher's death)
   const child = spawn(process.execPath, ['--import', ORPHAN_GUARD, join(ROOT, 'main.ts'), name], {
-    cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe', 'ipc'], detached: true,
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    detached: true,
   });
   track(child, 'actor');
   let out = '';
@@ -354,7 +403,11 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   const exited = new Promise<string>((res) => child.once('exit', (code, sig) => res(sig ?? String(code))));
   child.once('close', () => logFile.close()); // after its output streams closed: nothing is written after it
   const proc: ActorProcess = {
-    name, label, pid: child.pid!, child, exited,
+    name,
+    label,
+    pid: child.pid!,
+    child,
+    exited,
     output: () => out,
     async kill(signal = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
@@ -381,7 +434,12 @@ export async function spawnActor(name: ProcessName, o: SpawnOptions): Promise<Ac
   const timeout = o.readyTimeoutMs ?? 60000;
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([ready, new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`${label} not ready within ${timeout} ms:\n${out}`)), timeout); })]);
+    await Promise.race([
+      ready,
+      new Promise((_, rej) => {
+        timer = setTimeout(() => rej(new Error(`${label} not ready within ${timeout} ms:\n${out}`)), timeout);
+      }),
+    ]);
   } catch (e) {
     await proc.kill('SIGKILL');
     throw e;

@@ -79,7 +79,9 @@ export async function waitForPlacement(url: string, replicas: number, timeoutMs 
   } finally {
     await nc.close().catch(() => {});
   }
-  throw new Error(`the cluster could not place a ${replicas}-replica stream within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}${seen.length ? `\nthe nodes' /jsz meta_cluster meanwhile:\n${seen.join('\n')}` : ''}`);
+  throw new Error(
+    `the cluster could not place a ${replicas}-replica stream within ${timeoutMs} ms: ${String((last as Error)?.message ?? last)}${seen.length ? `\nthe nodes' /jsz meta_cluster meanwhile:\n${seen.join('\n')}` : ''}`,
+  );
 }
 
 /** A node's `/jsz` meta_cluster as it is (null: the node did not answer). */
@@ -93,12 +95,15 @@ async function metaCluster(monitorUrl: string): Promise<unknown> {
 }
 
 /** What one node's `/jsz` says of the JetStream meta group (null: the node did not answer). */
-export interface MetaView { leader: string; clusterSize: number }
+export interface MetaView {
+  leader: string;
+  clusterSize: number;
+}
 
 async function metaView(monitorUrl: string): Promise<MetaView | null> {
   try {
     const res = await fetch(`${monitorUrl}/jsz`, { signal: AbortSignal.timeout(2000) });
-    const j = await res.json() as { meta_cluster?: { leader?: string; cluster_size?: number } };
+    const j = (await res.json()) as { meta_cluster?: { leader?: string; cluster_size?: number } };
     return { leader: j.meta_cluster?.leader ?? '', clusterSize: j.meta_cluster?.cluster_size ?? 0 };
   } catch {
     return null;

@@ -58,22 +58,43 @@ for (let i = 0; i <= n; i++) {
     // and whether it places a 3-replica stream (what a restarted system's first actor does), with every
     // node's view of the meta group (/jsz) while it cannot
     const t3 = Date.now();
-    const failed = await waitForPlacement(cluster.url, 3, 90000, cluster.nodes.map((nd) => nd.handle!.monitorUrl!)).then(() => '', (e: Error) => e.message);
+    const failed = await waitForPlacement(
+      cluster.url,
+      3,
+      90000,
+      cluster.nodes.map((nd) => nd.handle!.monitorUrl!),
+    ).then(
+      () => '',
+      (e: Error) => e.message,
+    );
     const placedAfter = failed ? -1 : Date.now() - t3;
-    console.log(`restart ${i}/${n}: cluster ready in ${ready} ms; its ${durables.length} durables listed ${listedAfter >= 0 ? `${listedAfter} ms` : 'NOT within 240 s'} after (${last.length} consumers listed); an R3 stream placed ${placedAfter >= 0 ? `${placedAfter} ms` : 'NOT within 90 s'} after that`);
+    console.log(
+      `restart ${i}/${n}: cluster ready in ${ready} ms; its ${durables.length} durables listed ${listedAfter >= 0 ? `${listedAfter} ms` : 'NOT within 240 s'} after (${last.length} consumers listed); an R3 stream placed ${placedAfter >= 0 ? `${placedAfter} ms` : 'NOT within 90 s'} after that`,
+    );
     if (failed) console.log(`  ${failed}`);
     if (listedAfter < 0 || listedAfter > 5000 || placedAfter < 0 || placedAfter > 5000) {
       slow++;
-      for (const node of cluster.nodes) console.log(`--- ${node.name}\n${readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8').split('\n').slice(-40).join('\n')}`);
+      for (const node of cluster.nodes)
+        console.log(`--- ${node.name}\n${readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8').split('\n').slice(-40).join('\n')}`);
     }
     await cluster.stop();
   }
   const t2 = Date.now();
-  const sys = await startSystem({ dataDir, clientPorts, clusterPorts, processes: ['wallet', 'job-supervisor'], config, logLevel: 'warn', readyTimeoutMs: 120000 });
+  const sys = await startSystem({
+    dataDir,
+    clientPorts,
+    clusterPorts,
+    processes: ['wallet', 'job-supervisor'],
+    config,
+    logLevel: 'warn',
+    readyTimeoutMs: 120000,
+  });
   const up = Date.now() - t2;
   const list = await consumers(sys.cluster.url);
   if (i === 0) durables = list.filter((x) => !x.includes('(ephemeral)'));
-  console.log(`round ${i}: system up in ${up} ms; ${list.filter((x) => !x.includes('(ephemeral)')).length} durables, ${list.filter((x) => x.includes('(ephemeral)')).length} ephemeral consumers`);
+  console.log(
+    `round ${i}: system up in ${up} ms; ${list.filter((x) => !x.includes('(ephemeral)')).length} durables, ${list.filter((x) => x.includes('(ephemeral)')).length} ephemeral consumers`,
+  );
   await sys.stop();
 }
 console.log(`${n - slow} of ${n} restarts listed every durable and placed within 5 s; store: ${dataDir}`);

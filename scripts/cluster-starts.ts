@@ -41,7 +41,12 @@ for (let i = 1; i <= n; i++) {
         let placed = false;
         while (!placed && Date.now() - t1 < 60000) {
           await new Promise((r) => setTimeout(r, 250));
-          placed = await jsm.streams.add({ name: 'STARTS_PROBE', subjects: ['starts.probe'], storage: StorageType.File, num_replicas: 3 }).then(() => true, () => false);
+          placed = await jsm.streams
+            .add({ name: 'STARTS_PROBE', subjects: ['starts.probe'], storage: StorageType.File, num_replicas: 3 })
+            .then(
+              () => true,
+              () => false,
+            );
         }
         throw new Error(`${(e as Error).message} (${placed ? `placed ${Date.now() - t1} ms later` : 'still not placed 60 s later'})`);
       }
@@ -50,10 +55,13 @@ for (let i = 1; i <= n; i++) {
       await provision(nc, cfg);
       if (withSystem) {
         step = 'wallet and job-supervisor processes';
-        for (const p of ['wallet', 'job-supervisor'] as const) await spawnActor(p, { natsUrl: cluster.url, dataDir, replicas: 3, readyTimeoutMs: 60000 });
+        for (const p of ['wallet', 'job-supervisor'] as const)
+          await spawnActor(p, { natsUrl: cluster.url, dataDir, replicas: 3, readyTimeoutMs: 60000 });
       }
       times.push(ready);
-      console.log(`start ${i}/${n}: ready in ${ready} ms${again ? ` (formed again ${again} time${again > 1 ? 's' : ''})` : ''}, R3 placement and provisioning at once: ok (${Date.now() - t0} ms in all)`);
+      console.log(
+        `start ${i}/${n}: ready in ${ready} ms${again ? ` (formed again ${again} time${again > 1 ? 's' : ''})` : ''}, R3 placement and provisioning at once: ok (${Date.now() - t0} ms in all)`,
+      );
     } finally {
       await nc.close().catch(() => {});
       await stopEverything(10000, 2000);
@@ -70,7 +78,9 @@ for (let i = 1; i <= n; i++) {
   }
 }
 const sorted = [...times].sort((a, b) => a - b);
-console.log(`${n - failures.length} of ${n} starts placed R3 at once (${reformed} formed again from scratch first); ready in ${sorted[0]}..${sorted.at(-1)} ms (median ${sorted[Math.floor(sorted.length / 2)]})`);
+console.log(
+  `${n - failures.length} of ${n} starts placed R3 at once (${reformed} formed again from scratch first); ready in ${sorted[0]}..${sorted.at(-1)} ms (median ${sorted[Math.floor(sorted.length / 2)]})`,
+);
 if (failures.length) {
   for (const f of failures) console.log(`  ${f}`);
   process.exit(1);

@@ -7,12 +7,22 @@
 //   CLUSTER_READY_TIMEOUT_MS=300000                   how long each process may take to be ready (default 60 s;
 //                                                     a browser-pool launching Firefox on a loaded machine can take longer)
 import { join } from 'node:path';
-import { startSystem, stopEverything, ALL_PROCESSES, DEFAULT_CLIENT_PORTS, DEFAULT_CLUSTER_PORTS, type ProcessName, type System } from './cluster-lib.ts';
+import {
+  startSystem,
+  stopEverything,
+  ALL_PROCESSES,
+  DEFAULT_CLIENT_PORTS,
+  DEFAULT_CLUSTER_PORTS,
+  type ProcessName,
+  type System,
+} from './cluster-lib.ts';
 import { loadConfigOrExit } from '../shared/runtime.ts';
 
 const config = loadConfigOrExit();
 const processes = process.env.CLUSTER_PROCESSES
-  ? (process.env.CLUSTER_PROCESSES.split(',').map((s) => s.trim()).filter(Boolean) as ProcessName[])
+  ? (process.env.CLUSTER_PROCESSES.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean) as ProcessName[])
   : ALL_PROCESSES;
 const randomPorts = process.env.CLUSTER_RANDOM_PORTS === '1';
 const readyTimeoutMs = Number(process.env.CLUSTER_READY_TIMEOUT_MS) || undefined;
@@ -35,7 +45,10 @@ const stop = async (code: number) => {
   // state as it stops: killed first (the grace was 2 s), the next start rebuilds that state from
   // the blocks (a 1 M store: 83 s to ready instead of 45 s), a restart that then ran into the
   // actors' start bounds was killed in turn. NODE_STOP_GRACE_MS before SIGKILL; each stops in 1-2 s.
-  const hard = setTimeout(() => { console.error(`stop did not finish within ${HARD_STOP_MS / 1000} s; exiting`); process.exit(1); }, HARD_STOP_MS);
+  const hard = setTimeout(() => {
+    console.error(`stop did not finish within ${HARD_STOP_MS / 1000} s; exiting`);
+    process.exit(1);
+  }, HARD_STOP_MS);
   await stopEverything(ACTOR_STOP_GRACE_MS, NODE_STOP_GRACE_MS).catch((e) => console.error(e));
   clearTimeout(hard);
   process.exit(code);
@@ -69,7 +82,8 @@ if (gw) {
   console.log(`  API:      ${gw.url}/v1\n  Account:  ${gw.url}/account\n  OpenAPI:  ${gw.url}/openapi.json`);
 }
 console.log(`  NATS_URL: ${s.cluster.url}  (3 replicas)`);
-for (const n of s.cluster.nodes) console.log(`  node ${n.name}: ${n.url}, routes on ${n.clusterPort}, pid ${n.handle?.pid}, store ${n.storeDir}`);
+for (const n of s.cluster.nodes)
+  console.log(`  node ${n.name}: ${n.url}, routes on ${n.clusterPort}, pid ${n.handle?.pid}, store ${n.storeDir}`);
 for (const p of s.procs) console.log(`  ${p.label.padEnd(16)} pid ${p.pid}`);
 console.log('Ctrl-C stops everything.\n');
 

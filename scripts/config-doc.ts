@@ -3,7 +3,15 @@
 // test/platform/config-doc.test.ts checks the document holds it.
 import { ConfigSchema, ENV } from '../shared/config/index.ts';
 
-type S = { type?: string; default?: unknown; description?: string; properties?: Record<string, S>; anyOf?: S[]; const?: unknown; items?: S };
+type S = {
+  type?: string;
+  default?: unknown;
+  description?: string;
+  properties?: Record<string, S>;
+  anyOf?: S[];
+  const?: unknown;
+  items?: S;
+};
 
 const envOf = new Map(Object.entries(ENV).map(([name, { path }]) => [path, name]));
 
@@ -21,7 +29,9 @@ export function configTable(): string {
       return;
     }
     const def = s.default === undefined ? '' : `\`${JSON.stringify(s.default)}\``;
-    rows.push(`| \`${path}\` | ${envOf.get(path) ? `\`${envOf.get(path)}\`` : ''} | ${typeOf(s)} | ${def} | ${(s.description ?? '').replaceAll('|', '\\|')} |`);
+    rows.push(
+      `| \`${path}\` | ${envOf.get(path) ? `\`${envOf.get(path)}\`` : ''} | ${typeOf(s)} | ${def} | ${(s.description ?? '').replaceAll('|', '\\|')} |`,
+    );
   };
   walk(ConfigSchema as unknown as S, '');
   return rows.join('\n');

@@ -4,7 +4,17 @@
 import type { TSchema } from '@sinclair/typebox';
 import { SERVICE_APIS } from '../shared/protocol/services.ts';
 
-type S = TSchema & { type?: string; properties?: Record<string, S>; required?: string[]; items?: S; anyOf?: S[]; const?: unknown; description?: string; minimum?: number; maximum?: number };
+type S = TSchema & {
+  type?: string;
+  properties?: Record<string, S>;
+  required?: string[];
+  items?: S;
+  anyOf?: S[];
+  const?: unknown;
+  description?: string;
+  minimum?: number;
+  maximum?: number;
+};
 
 /** A schema as a short JSON-like shape: `{walletId: string, limit?: integer 1..100}`. */
 export function shape(s: S): string {
@@ -13,7 +23,9 @@ export function shape(s: S): string {
   if (s.type === 'array') return `${shape(s.items ?? ({} as S))}[]`;
   if (s.type === 'object' && s.properties && Object.keys(s.properties).length) {
     const req = new Set(s.required ?? []);
-    return `{${Object.entries(s.properties).map(([k, v]) => `${k}${req.has(k) ? '' : '?'}: ${shape(v)}`).join(', ')}}`;
+    return `{${Object.entries(s.properties)
+      .map(([k, v]) => `${k}${req.has(k) ? '' : '?'}: ${shape(v)}`)
+      .join(', ')}}`;
   }
   if (s.type === 'object') return s.description ?? '{}';
   const range = s.minimum !== undefined || s.maximum !== undefined ? ` ${s.minimum ?? ''}..${s.maximum ?? ''}` : '';
@@ -24,7 +36,9 @@ export function endpointsTable(): string {
   const rows = ['| service | subject | what | request | reply | timeout |', '|---|---|---|---|---|---|'];
   for (const api of SERVICE_APIS) {
     for (const e of api.endpoints) {
-      rows.push(`| \`${api.service}\` | \`${e.subject}\` | ${e.summary.replaceAll('|', '\\|')} | \`${shape(e.request as S)}\` | \`${shape(e.reply as S)}\` | ${e.timeoutMs / 1000} s |`);
+      rows.push(
+        `| \`${api.service}\` | \`${e.subject}\` | ${e.summary.replaceAll('|', '\\|')} | \`${shape(e.request as S)}\` | \`${shape(e.reply as S)}\` | ${e.timeoutMs / 1000} s |`,
+      );
     }
   }
   return rows.join('\n');

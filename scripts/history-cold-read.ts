@@ -18,7 +18,7 @@ import { connectNats } from '../shared/nats/connect.ts';
 const dir = process.argv[2];
 const reads = Number(process.argv[3] ?? 300);
 if (!dir) {
-  console.error('usage: node scripts/history-cold-read.ts <copy of a store\'s nats folder> [reads=300]');
+  console.error("usage: node scripts/history-cold-read.ts <copy of a store's nats folder> [reads=300]");
   process.exit(2);
 }
 const srv = await startNatsServer({ storeDir: dir });

@@ -16,10 +16,24 @@ import { connectNats } from '../shared/nats/connect.ts';
 import { BUCKETS, STREAMS } from '../shared/names.ts';
 import { ROOT } from '../shared/config/index.ts';
 
-const { values: a } = parseArgs({ options: { 'data-dir': { type: 'string' }, 'sweep-seconds': { type: 'string', default: '5' }, minutes: { type: 'string', default: '30' } } });
-if (!a['data-dir']) { console.error('usage: history-migrate.ts --data-dir <copy of a store> [--sweep-seconds 5] [--minutes 30]'); process.exit(2); }
+const { values: a } = parseArgs({
+  options: {
+    'data-dir': { type: 'string' },
+    'sweep-seconds': { type: 'string', default: '5' },
+    minutes: { type: 'string', default: '30' },
+  },
+});
+if (!a['data-dir']) {
+  console.error('usage: history-migrate.ts --data-dir <copy of a store> [--sweep-seconds 5] [--minutes 30]');
+  process.exit(2);
+}
 const dataDir = resolve(a['data-dir']);
-const server = await startNatsServer({ storeDir: join(dataDir, 'nats'), port: -1, serverName: 'payloads-embedded', startTimeoutMs: 600_000 });
+const server = await startNatsServer({
+  storeDir: join(dataDir, 'nats'),
+  port: -1,
+  serverName: 'payloads-embedded',
+  startTimeoutMs: 600_000,
+});
 const nc = await connectNats(server.url, 'history-migrate');
 const jsm = await jetstreamManager(nc);
 const rssMb = (pid: number) => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
@@ -28,16 +42,22 @@ const configFile = join(dataDir, 'migrate-config.json');
 writeFileSync(configFile, JSON.stringify({ retention: { sweepSeconds: Number(a['sweep-seconds']) } }));
 const t0 = Date.now();
 const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'main.ts'), 'job-supervisor'], {
-  cwd: ROOT, env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'inherit', 'inherit'],
+  cwd: ROOT,
+  env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'warn' },
+  stdio: ['ignore', 'inherit', 'inherit'],
 });
 const bucket = `KV_${BUCKETS.jobs}`;
-console.log(`start: ${await messages(bucket)} documents in the bucket, ${await messages(STREAMS.jobsArchive)} in the archive, nats-server ${rssMb(server.pid)} MB`);
+console.log(
+  `start: ${await messages(bucket)} documents in the bucket, ${await messages(STREAMS.jobsArchive)} in the archive, nats-server ${rssMb(server.pid)} MB`,
+);
 let last = { at: Date.now(), left: await messages(bucket) };
 while (Date.now() - t0 < Number(a.minutes) * 60_000 && child.exitCode === null) {
   await new Promise((r) => setTimeout(r, 10_000));
   const left = await messages(bucket);
   const now = Date.now();
-  console.log(`${Math.round((now - t0) / 1000)} s: ${left} in the bucket, ${await messages(STREAMS.jobsArchive)} in the archive, nats-server ${rssMb(server.pid)} MB, ${Math.round((last.left - left) / ((now - last.at) / 1000))} moved/s`);
+  console.log(
+    `${Math.round((now - t0) / 1000)} s: ${left} in the bucket, ${await messages(STREAMS.jobsArchive)} in the archive, nats-server ${rssMb(server.pid)} MB, ${Math.round((last.left - left) / ((now - last.at) / 1000))} moved/s`,
+  );
   last = { at: now, left };
   if (left === 0) break;
 }
@@ -46,7 +66,12 @@ await new Promise((r) => child.once('exit', r));
 await nc.close();
 // a restart of nats-server on the migrated store: its memory without the documents' per-key index
 await server.stop();
-const again = await startNatsServer({ storeDir: join(dataDir, 'nats'), port: -1, serverName: 'payloads-embedded', startTimeoutMs: 600_000 });
+const again = await startNatsServer({
+  storeDir: join(dataDir, 'nats'),
+  port: -1,
+  serverName: 'payloads-embedded',
+  startTimeoutMs: 600_000,
+});
 await new Promise((r) => setTimeout(r, 10_000));
 console.log(`nats-server restarted on the migrated store: ${rssMb(again.pid)} MB`);
 await again.stop();

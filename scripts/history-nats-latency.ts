@@ -13,7 +13,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 const [storeNats, minutes = '4'] = process.argv.slice(2);
-const servers: Record<string, any> = { filled: await startNatsServer({ storeDir: storeNats!, port: -1, serverName: 'payloads-embedded' }), empty: await startNatsServer({ storeDir: mkdtempSync(join(tmpdir(), 'stall-')), port: -1 }) };
+const servers: Record<string, any> = {
+  filled: await startNatsServer({ storeDir: storeNats!, port: -1, serverName: 'payloads-embedded' }),
+  empty: await startNatsServer({ storeDir: mkdtempSync(join(tmpdir(), 'stall-')), port: -1 }),
+};
 const kvs: Record<string, any> = {};
 let cfg: any;
 for (const k of ['filled', 'empty']) {
@@ -30,7 +33,7 @@ const lat: Record<string, number[]> = { filled: [], empty: [] };
 const spikes: Record<string, string[]> = { filled: [], empty: [] };
 let i = 0;
 while (Date.now() - t0 < Number(minutes) * 60_000) {
-  for (const k of (i % 2 ? ['filled', 'empty'] : ['empty', 'filled'])) {
+  for (const k of i % 2 ? ['filled', 'empty'] : ['empty', 'filled']) {
     const a = performance.now();
     await kvs[k].get('probe');
     const ms = performance.now() - a;
@@ -43,8 +46,11 @@ while (Date.now() - t0 < Number(minutes) * 60_000) {
 }
 for (const k of ['empty', 'filled']) {
   const xs = lat[k]!.sort((a, b) => a - b);
-  const p = (q: number) => xs[Math.floor((xs.length - 1) * q / 100)]!.toFixed(2);
-  console.log(`${k}: n ${xs.length} p50 ${p(50)} p99 ${p(99)} p99.9 ${p(99.9)} max ${xs.at(-1)!.toFixed(1)} ms; spikes >5 ms: ${spikes[k]!.length}: ${spikes[k]!.slice(0, 40).join(' ')}`);
+  const p = (q: number) => xs[Math.floor(((xs.length - 1) * q) / 100)]!.toFixed(2);
+  console.log(
+    `${k}: n ${xs.length} p50 ${p(50)} p99 ${p(99)} p99.9 ${p(99.9)} max ${xs.at(-1)!.toFixed(1)} ms; spikes >5 ms: ${spikes[k]!.length}: ${spikes[k]!.slice(0, 40).join(' ')}`,
+  );
 }
-await servers.filled.stop(); await servers.empty.destroy();
+await servers.filled.stop();
+await servers.empty.destroy();
 process.exit(0);

@@ -12,21 +12,30 @@ import { join, resolve } from 'node:path';
 import { startNatsServer } from '../shared/nats/server.ts';
 import { ROOT } from '../shared/config/index.ts';
 
-const { values: a } = parseArgs({ options: { 'data-dir': { type: 'string' }, code: { type: 'string', default: ROOT }, runs: { type: 'string', default: '2' } } });
-if (!a['data-dir']) { console.error('usage: history-start.ts --data-dir <dir> [--code <checkout>] [--runs N]'); process.exit(2); }
+const { values: a } = parseArgs({
+  options: { 'data-dir': { type: 'string' }, code: { type: 'string', default: ROOT }, runs: { type: 'string', default: '2' } },
+});
+if (!a['data-dir']) {
+  console.error('usage: history-start.ts --data-dir <dir> [--code <checkout>] [--runs N]');
+  process.exit(2);
+}
 const dataDir = resolve(a['data-dir']);
 const code = resolve(a.code!);
 const server = await startNatsServer({ storeDir: join(dataDir, 'nats'), port: -1, serverName: 'payloads-embedded' });
 const rssMb = (pid: number) => {
   try {
     return Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
-  } catch { return NaN; }
+  } catch {
+    return NaN;
+  }
 };
 const out: Record<string, unknown>[] = [];
 for (let run = 1; run <= Number(a.runs); run++) {
   const t0 = Date.now();
   const child = spawn(process.execPath, [join(code, 'main.ts'), 'job-supervisor'], {
-    cwd: code, env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: code,
+    env: { ...process.env, NATS_URL: server.url, DATA_DIR: dataDir, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const r: Record<string, unknown> = { run };
   let buf = '';
@@ -35,8 +44,16 @@ for (let run = 1; run <= Number(a.runs); run++) {
     let started = false;
     const line = (l: string) => {
       if (/"level":(50|60)/.test(l)) console.error(l.slice(0, 400));
-      if (/job projection opened/.test(l)) { const j = JSON.parse(l); mode = j.mode; r.projection = j.mode + (j.reason ? ` (${j.reason})` : ''); r.appliedAtStart = j.applied; }
-      if (/job projection: rebuilt/.test(l)) { r.rebuiltS = (Date.now() - t0) / 1000; res(); }
+      if (/job projection opened/.test(l)) {
+        const j = JSON.parse(l);
+        mode = j.mode;
+        r.projection = j.mode + (j.reason ? ` (${j.reason})` : '');
+        r.appliedAtStart = j.applied;
+      }
+      if (/job projection: rebuilt/.test(l)) {
+        r.rebuiltS = (Date.now() - t0) / 1000;
+        res();
+      }
       if (!started && /"job-supervisor started"/.test(l)) {
         started = true;
         r.startedS = (Date.now() - t0) / 1000;
@@ -44,15 +61,26 @@ for (let run = 1; run <= Number(a.runs); run++) {
         if (mode !== 'rebuilt') res();
       }
     };
-    child.stdout.on('data', (d: Buffer) => { buf += d; let i; while ((i = buf.indexOf('\n')) >= 0) { line(buf.slice(0, i)); buf = buf.slice(i + 1); } });
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        line(buf.slice(0, i));
+        buf = buf.slice(i + 1);
+      }
+    });
     child.stderr.on('data', (d: Buffer) => process.stderr.write(d));
-    child.once('exit', (c) => { r.exited = c; res(); });
+    child.once('exit', (c) => {
+      r.exited = c;
+      res();
+    });
   });
   await Promise.race([seen, new Promise((res) => setTimeout(res, 600_000))]);
   await new Promise((res) => setTimeout(res, 5000));
   r.rssAfter5sMb = rssMb(child.pid!);
   const f = join(dataDir, 'job-supervisor', 'jobs.sqlite');
-  if (existsSync(f)) r.projectionFileMb = Math.round(((statSync(f).size + (existsSync(`${f}-wal`) ? statSync(`${f}-wal`).size : 0)) / 2 ** 20) * 10) / 10;
+  if (existsSync(f))
+    r.projectionFileMb = Math.round(((statSync(f).size + (existsSync(`${f}-wal`) ? statSync(`${f}-wal`).size : 0)) / 2 ** 20) * 10) / 10;
   if (r.exited === undefined) {
     child.kill('SIGINT');
     await new Promise((res) => child.once('exit', res));

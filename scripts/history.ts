@@ -69,12 +69,20 @@ const WINDOW = Number(a.window ?? Math.max(4, Math.ceil(4000 / ACK_EVERY)));
 const OUTPUTS = ['markdown', 'html', 'text', 'pdf'] as const;
 const PRICE = 10;
 if (!(N >= 0 && W >= 1 && E >= W + N && E <= W + N * 4)) {
-  console.error(`need jobs >= 0, wallets >= 1 and wallets + jobs <= entries <= wallets + 4 x jobs (each job refunds at most 3 of its 4 results); got ${N}, ${W}, ${E}`);
+  console.error(
+    `need jobs >= 0, wallets >= 1 and wallets + jobs <= entries <= wallets + 4 x jobs (each job refunds at most 3 of its 4 results); got ${N}, ${W}, ${E}`,
+  );
   process.exit(2);
 }
 const config = loadConfig(a['data-dir'] ? { overrides: { dataDir: a['data-dir'] } } : {});
 
-interface PartResult { published: number; entries: number; keys: number; jobs: number; sample: { key: string; walletId: string }[] }
+interface PartResult {
+  published: number;
+  entries: number;
+  keys: number;
+  jobs: number;
+  sample: { key: string; walletId: string }[];
+}
 
 if (a.part !== undefined) {
   process.stdout.write(JSON.stringify(await writePart(Number(a.part), a.url!, Number(a.now))) + '\n');
@@ -97,15 +105,24 @@ async function writePart(k: number, url: string, now: number): Promise<PartResul
   const pub = async (stream: string, subject: string, data: string) => {
     published++;
     const n = (perStream[stream] = (perStream[stream] ?? 0) + 1);
-    if (n % ACK_EVERY !== 0) { nc.publish(subject, data); return; }
+    if (n % ACK_EVERY !== 0) {
+      nc.publish(subject, data);
+      return;
+    }
     while (inFlight >= WINDOW) await new Promise<void>((r) => (room = r));
     inFlight++;
-    js.publish(subject, data).then(() => {
-      inFlight--;
-      const r = room;
-      room = null;
-      r?.();
-    }, (e) => { console.error(e); process.exit(1); });
+    js.publish(subject, data).then(
+      () => {
+        inFlight--;
+        const r = room;
+        room = null;
+        r?.();
+      },
+      (e) => {
+        console.error(e);
+        process.exit(1);
+      },
+    );
   };
   const idAt = (prefix: string, at: number) => `${prefix}_${at.toString(36).padStart(9, '0')}${randomBytes(8).toString('hex')}`;
 
@@ -123,10 +140,22 @@ async function writePart(k: number, url: string, now: number): Promise<PartResul
     wallets.set(i, walletId);
     const key = newApiKey();
     if (sample.length < 5) sample.push({ key, walletId });
-    await pub(`KV_${BUCKETS.keys}`, `$KV.${BUCKETS.keys}.${hashKey(key)}`, JSON.stringify({ walletId, createdAt: start, via: 'admin' } satisfies KeyRecord));
+    await pub(
+      `KV_${BUCKETS.keys}`,
+      `$KV.${BUCKETS.keys}.${hashKey(key)}`,
+      JSON.stringify({ walletId, createdAt: start, via: 'admin' } satisfies KeyRecord),
+    );
     keys++;
     balance.set(i, perWallet);
-    const grant: LedgerMessage = { v: 1, type: 'grant', amount: perWallet, balanceAfter: perWallet, at: start, ref: ledgerRef.grant(idAt('g', start)), reason: 'history' };
+    const grant: LedgerMessage = {
+      v: 1,
+      type: 'grant',
+      amount: perWallet,
+      balanceAfter: perWallet,
+      at: start,
+      ref: ledgerRef.grant(idAt('g', start)),
+      reason: 'history',
+    };
     await pub(STREAMS.ledger, subjects.ledger(walletId), JSON.stringify(grant));
   }
   // refunds spread over the jobs: E - W - N in all, at most 3 per job
@@ -143,27 +172,69 @@ async function writePart(k: number, url: string, now: number): Promise<PartResul
     const results: ResultRecord[] = OUTPUTS.map((key, r) => {
       const failed = r >= OUTPUTS.length - nRefunds;
       return {
-        key, price: PRICE, refunded: failed, subject: subjects.taskWebsitepro, params: { url: `https://example.com/page/${j}`, output: key }, taskSeq: j * 4 + r + 1,
+        key,
+        price: PRICE,
+        refunded: failed,
+        subject: subjects.taskWebsitepro,
+        params: { url: `https://example.com/page/${j}`, output: key },
+        taskSeq: j * 4 + r + 1,
         ...(failed
           ? { status: 'failed' as const, error: 'unreachable', message: 'the page did not answer' }
-          : { status: 'done' as const, file: { store: OBJECT_STORES.results, name: `${id}/${key}`, contentType: 'text/plain', bytes: 4000, filename: `page-${j}.${key === 'markdown' ? 'md' : key}` } }),
+          : {
+              status: 'done' as const,
+              file: {
+                store: OBJECT_STORES.results,
+                name: `${id}/${key}`,
+                contentType: 'text/plain',
+                bytes: 4000,
+                filename: `page-${j}.${key === 'markdown' ? 'md' : key}`,
+              },
+            }),
       };
     });
     const cost = OUTPUTS.length * PRICE;
     const job: JobRecord = {
-      id, service: 'websitepro', status: 'completed', walletId, target: `https://example.com/page/${j}`,
-      request: { url: `https://example.com/page/${j}`, outputs: [...OUTPUTS] }, cost, refunded: nRefunds * PRICE,
-      createdAt, startedAt: createdAt + 50, finishedAt: createdAt + 3000, expiresAt: createdAt + config.retention.websitepro * 1000,
-      purgedAt: createdAt + config.retention.websitepro * 1000 + 30_000, results, baseUrl: 'http://localhost:8080',
+      id,
+      service: 'websitepro',
+      status: 'completed',
+      walletId,
+      target: `https://example.com/page/${j}`,
+      request: { url: `https://example.com/page/${j}`, outputs: [...OUTPUTS] },
+      cost,
+      refunded: nRefunds * PRICE,
+      createdAt,
+      startedAt: createdAt + 50,
+      finishedAt: createdAt + 3000,
+      expiresAt: createdAt + config.retention.websitepro * 1000,
+      purgedAt: createdAt + config.retention.websitepro * 1000 + 30_000,
+      results,
+      baseUrl: 'http://localhost:8080',
     };
     let b = balance.get(w)! - cost;
-    const charge: LedgerMessage = { v: 1, type: 'charge', amount: -cost, balanceAfter: b, at: createdAt, ref: ledgerRef.charge(id), jobId: id };
+    const charge: LedgerMessage = {
+      v: 1,
+      type: 'charge',
+      amount: -cost,
+      balanceAfter: b,
+      at: createdAt,
+      ref: ledgerRef.charge(id),
+      jobId: id,
+    };
     await pub(STREAMS.ledger, subjects.ledger(walletId), JSON.stringify(charge));
     entries++;
     for (const r of results) {
       if (!r.refunded) continue;
       b += r.price;
-      const refund: LedgerMessage = { v: 1, type: 'refund', amount: r.price, balanceAfter: b, at: createdAt + 3000, ref: ledgerRef.refund(id, r.key), jobId: id, resultKey: r.key };
+      const refund: LedgerMessage = {
+        v: 1,
+        type: 'refund',
+        amount: r.price,
+        balanceAfter: b,
+        at: createdAt + 3000,
+        ref: ledgerRef.refund(id, r.key),
+        jobId: id,
+        resultKey: r.key,
+      };
       await pub(STREAMS.ledger, subjects.ledger(walletId), JSON.stringify(refund));
       entries++;
     }
@@ -171,7 +242,8 @@ async function writePart(k: number, url: string, now: number): Promise<PartResul
     // archived as the supervisor leaves it; never in the bucket (revision 0: no revision header)
     await pub(STREAMS.jobsArchive, subjects.jobArchived, JSON.stringify(job));
     jobs++;
-    if (jobs % 100_000 === 0) console.error(`part ${k}: ${jobs} jobs, ${entries} ledger entries, ${Math.round((Date.now() - t0) / 1000)} s`);
+    if (jobs % 100_000 === 0)
+      console.error(`part ${k}: ${jobs} jobs, ${entries} ledger entries, ${Math.round((Date.now() - t0) / 1000)} s`);
   }
   while (inFlight > 0) await new Promise<void>((r) => (room = r));
   await nc.flush();
@@ -189,18 +261,35 @@ async function fill() {
   await provision(nc, config);
   const jsm = await jetstreamManager(nc);
   const streams = [STREAMS.ledger, STREAMS.jobsArchive, `KV_${BUCKETS.keys}`];
-  const count = async () => Object.fromEntries(await Promise.all(streams.map(async (s) => [s, (await jsm.streams.info(s)).state.messages] as const)));
+  const count = async () =>
+    Object.fromEntries(await Promise.all(streams.map(async (s) => [s, (await jsm.streams.info(s)).state.messages] as const)));
   const before = await count();
 
   const t0 = Date.now();
   const now = Date.now();
-  const args = process.argv.slice(2).filter((x, i, all) => !['--part', '--url', '--now'].includes(x) && !['--part', '--url', '--now'].includes(all[i - 1]!));
-  const results = await Promise.all(Array.from({ length: PARTS }, (_, k) => new Promise<PartResult>((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, process.argv[1]!, ...args, '--part', String(k), '--url', url, '--now', String(now)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let last = '';
-    createInterface({ input: child.stdout! }).on('line', (l) => { last = l; });
-    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(last) as PartResult) : reject(new Error(`part ${k} exited with ${code}`))));
-  })));
+  const args = process.argv
+    .slice(2)
+    .filter((x, i, all) => !['--part', '--url', '--now'].includes(x) && !['--part', '--url', '--now'].includes(all[i - 1]!));
+  const results = await Promise.all(
+    Array.from(
+      { length: PARTS },
+      (_, k) =>
+        new Promise<PartResult>((resolve, reject) => {
+          const child = spawn(
+            process.execPath,
+            [...process.execArgv, process.argv[1]!, ...args, '--part', String(k), '--url', url, '--now', String(now)],
+            { stdio: ['ignore', 'pipe', 'inherit'] },
+          );
+          let last = '';
+          createInterface({ input: child.stdout! }).on('line', (l) => {
+            last = l;
+          });
+          child.once('exit', (code) =>
+            code === 0 ? resolve(JSON.parse(last) as PartResult) : reject(new Error(`part ${k} exited with ${code}`)),
+          );
+        }),
+    ),
+  );
   const published = results.reduce((s, r) => s + r.published, 0);
   const want = { [STREAMS.ledger]: results.reduce((s, r) => s + r.entries, 0), [STREAMS.jobsArchive]: N, [`KV_${BUCKETS.keys}`]: W };
   // the plain publishes after a stream's last ack are stored shortly after: wait for them, then judge
@@ -211,9 +300,13 @@ async function fill() {
   }
   const s = (Date.now() - t0) / 1000;
   const missing = streams.filter((x) => after[x]! - before[x]! !== want[x]!);
-  console.log(`wrote ${W} wallets (keys), ${N} jobs, ${want[STREAMS.ledger]} ledger entries (${published} messages) in ${s.toFixed(1)} s: ${Math.round(published / s)} messages/s (${PARTS} parts, an ack every ${ACK_EVERY} messages per stream)`);
+  console.log(
+    `wrote ${W} wallets (keys), ${N} jobs, ${want[STREAMS.ledger]} ledger entries (${published} messages) in ${s.toFixed(1)} s: ${Math.round(published / s)} messages/s (${PARTS} parts, an ack every ${ACK_EVERY} messages per stream)`,
+  );
   if (missing.length) {
-    console.error(`the store does not hold what was written: ${missing.map((x) => `${x} ${after[x]! - before[x]!} of ${want[x]}`).join(', ')}`);
+    console.error(
+      `the store does not hold what was written: ${missing.map((x) => `${x} ${after[x]! - before[x]!} of ${want[x]}`).join(', ')}`,
+    );
     process.exitCode = 1;
   }
   const keysFile = a['keys-file'] ?? (a['data-dir'] ? join(config.dataDir, 'history-keys.json') : undefined);

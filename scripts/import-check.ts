@@ -22,7 +22,9 @@ function sourceFiles(dir: string): string[] {
 export function importGraph(root: string, folders = CHECKED): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of folders.flatMap((f) => sourceFiles(join(root, f)))) {
-    const src = readFileSync(file, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const src = readFileSync(file, 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '');
     const deps: string[] = [];
     for (const m of src.matchAll(IMPORT)) {
       const spec = m[1] ?? m[2]!;
@@ -100,7 +102,8 @@ export function importProblems(root: string, folders = CHECKED): string[] {
       if (file.startsWith('shared/') && /^(actors|gateway)\//.test(d)) problems.push(`shared/ imports upward: ${file} -> ${d}`);
       if (file.startsWith('actors/') && d.startsWith('gateway/')) problems.push(`an actor imports the gateway: ${file} -> ${d}`);
       if (file.startsWith('gateway/') && d.startsWith('actors/')) problems.push(`the gateway imports an actor: ${file} -> ${d}`);
-      if (file.split('/').length > 2 && file.startsWith('actors/') && d.startsWith('actors/') && file.split('/')[1] !== d.split('/')[1]) problems.push(`an actor imports another: ${file} -> ${d}`);
+      if (file.split('/').length > 2 && file.startsWith('actors/') && d.startsWith('actors/') && file.split('/')[1] !== d.split('/')[1])
+        problems.push(`an actor imports another: ${file} -> ${d}`);
       // a folder with an index.ts is entered through it only (from outside the folder)
       const folder = dirname(d);
       if (basename(d) !== 'index.ts' && existsSync(join(root, folder, 'index.ts')) && !isWithin(dirname(file), folder)) {

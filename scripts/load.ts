@@ -49,7 +49,8 @@ export interface LoadReport {
   byService: Record<string, number>;
 }
 
-const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+const pct = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0;
 
 export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   const latencies: number[] = [];
@@ -68,7 +69,10 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
   const follow = async (id: string, key: string) => {
     while (Date.now() < drainUntil()) {
       try {
-        const r = await fetch(`${o.base}/v1/jobs/${id}?wait=20`, { headers: { authorization: `Bearer ${key}` }, signal: AbortSignal.timeout(30000) });
+        const r = await fetch(`${o.base}/v1/jobs/${id}?wait=20`, {
+          headers: { authorization: `Bearer ${key}` },
+          signal: AbortSignal.timeout(30000),
+        });
         const j = (await r.json()) as { job?: { status: string } };
         if (r.status === 200 && (j.job?.status === 'completed' || j.job?.status === 'failed')) {
           finished[j.job.status] = (finished[j.job.status] ?? 0) + 1;
@@ -100,7 +104,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadReport> {
         status = r.status;
         const j = (await r.json().catch(() => ({}))) as { job?: { id: string }; error?: { code: string; message?: string } };
         code = j.error?.code ?? '';
-        if (status !== 201 && code !== 'busy' && unexpected.length < 10) unexpected.push(`${service} ${status} ${code}: ${j.error?.message ?? ''}`);
+        if (status !== 201 && code !== 'busy' && unexpected.length < 10)
+          unexpected.push(`${service} ${status} ${code}: ${j.error?.message ?? ''}`);
         if (status === 201 && j.job) {
           latencies.push(performance.now() - s);
           created.push({ id: j.job.id, key });
@@ -158,7 +163,8 @@ export async function failedResults(nc: NatsConnection): Promise<string[]> {
     const e = await kv.get(k);
     if (e?.operation !== 'PUT') continue;
     const j = e.json<JobRecord>();
-    for (const r of j.results) if (r.status === 'failed') out.push(`${k}/${r.key} ${j.service}: ${r.error}${r.message ? ` (${r.message})` : ''}`);
+    for (const r of j.results)
+      if (r.status === 'failed') out.push(`${k}/${r.key} ${j.service}: ${r.error}${r.message ? ` (${r.message})` : ''}`);
   }
   return out;
 }
@@ -220,11 +226,28 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     const a = await audit(nc);
     // what the unfinished ones are doing: a backlog (queued, pending results) or something stuck
     const kv = await new Kvm(nc).open(BUCKETS.jobs);
-    const unfinishedNow = await Promise.all((await unfinishedJobs(nc)).map(async (id) => {
-      const j = (await kv.get(id))!.json<JobRecord>();
-      return `${id} ${j.service} ${j.status}, pending: ${j.results.filter((r) => r.status === 'pending').map((r) => `${r.key}${r.progress ? ` (${r.progress})` : ''}`).join(', ')}`;
-    }));
-    console.log(JSON.stringify({ ...report, lostInBucket: unfinishedNow.length, unfinishedNow, failedResults: await failedResults(nc), audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs } }, null, 2));
+    const unfinishedNow = await Promise.all(
+      (await unfinishedJobs(nc)).map(async (id) => {
+        const j = (await kv.get(id))!.json<JobRecord>();
+        return `${id} ${j.service} ${j.status}, pending: ${j.results
+          .filter((r) => r.status === 'pending')
+          .map((r) => `${r.key}${r.progress ? ` (${r.progress})` : ''}`)
+          .join(', ')}`;
+      }),
+    );
+    console.log(
+      JSON.stringify(
+        {
+          ...report,
+          lostInBucket: unfinishedNow.length,
+          unfinishedNow,
+          failedResults: await failedResults(nc),
+          audit: { violations: a.violations.length, entries: a.entries, jobs: a.jobs },
+        },
+        null,
+        2,
+      ),
+    );
     await nc.close();
   } finally {
     await sys?.stop();

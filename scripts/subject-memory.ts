@@ -10,7 +10,12 @@ import { startNatsServer } from '../shared/nats/server.ts';
 import { connectNats } from '../shared/nats/connect.ts';
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const N = Number(process.argv[2] ?? 100000);
-const forms: Record<string, (b: Buffer) => string> = { none: () => '', hex64: (b) => b.toString('hex'), b64url43: (b) => b.toString('base64url'), b64url22: (b) => b.subarray(0, 16).toString('base64url') };
+const forms: Record<string, (b: Buffer) => string> = {
+  none: () => '',
+  hex64: (b) => b.toString('hex'),
+  b64url43: (b) => b.toString('base64url'),
+  b64url22: (b) => b.subarray(0, 16).toString('base64url'),
+};
 for (const [name, f] of Object.entries(forms)) {
   const dir = `${tmpdir()}/payloads-subject-memory-${name}`;
   rmSync(dir, { recursive: true, force: true });
@@ -22,16 +27,21 @@ for (const [name, f] of Object.entries(forms)) {
     const ps: Promise<unknown>[] = [];
     for (let i = 0; i < N; i++) {
       ps.push(kv.put(f(createHash('sha256').update(randomBytes(32)).digest()), val));
-      if (ps.length >= 1000) { await Promise.all(ps); ps.length = 0; }
+      if (ps.length >= 1000) {
+        await Promise.all(ps);
+        ps.length = 0;
+      }
     }
     await Promise.all(ps);
   }
-  await nc.close(); await s.stop();
+  await nc.close();
+  await s.stop();
   s = await startNatsServer({ storeDir: dir, port: -1, serverName: 'k' });
   nc = await connectNats(s.url, 'k');
   await new Promise((r) => setTimeout(r, 20000));
   console.log(`${name}: rss ${rss(s.pid).toFixed(1)} MB`);
-  await nc.close(); await s.stop();
+  await nc.close();
+  await s.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(0);

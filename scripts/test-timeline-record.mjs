@@ -20,7 +20,16 @@ if (out && /\.test\.ts$/.test(main)) {
   };
   process.on('exit', () => {
     const cpu = process.cpuUsage();
-    const line = { file: main.slice(main.lastIndexOf('/test/') + 1), pid: process.pid, origin: Math.round(performance.timeOrigin), pre, first: first || pre, last: last || pre, end: Date.now(), cpu: (cpu.user + cpu.system) / 1e6 };
+    const line = {
+      file: main.slice(main.lastIndexOf('/test/') + 1),
+      pid: process.pid,
+      origin: Math.round(performance.timeOrigin),
+      pre,
+      first: first || pre,
+      last: last || pre,
+      end: Date.now(),
+      cpu: (cpu.user + cpu.system) / 1e6,
+    };
     appendFileSync(out, `${JSON.stringify(line)}\n`);
   });
 }

@@ -16,7 +16,16 @@
 // tests phase.
 import { readFileSync } from 'node:fs';
 
-interface Line { file: string; pid: number; origin: number; pre: number; first: number; last: number; end: number; cpu: number }
+interface Line {
+  file: string;
+  pid: number;
+  origin: number;
+  pre: number;
+  first: number;
+  last: number;
+  end: number;
+  cpu: number;
+}
 
 const main = process.argv[1] ?? '';
 
@@ -26,19 +35,29 @@ if (/test-timeline\.ts$/.test(main)) {
     console.error('usage: node scripts/test-timeline.ts <timeline.jsonl>');
     process.exit(2);
   }
-  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Line);
+  const lines = readFileSync(file, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Line);
   const phases = (l: Line) => ({ boot: l.pre - l.origin, imports: l.first - l.pre, tests: l.last - l.first, after: l.end - l.last });
   const sum = { boot: 0, imports: 0, tests: 0, after: 0, cpu: 0 };
   for (const l of lines) {
     const p = phases(l);
-    sum.boot += p.boot; sum.imports += p.imports; sum.tests += p.tests; sum.after += p.after; sum.cpu += l.cpu * 1000;
+    sum.boot += p.boot;
+    sum.imports += p.imports;
+    sum.tests += p.tests;
+    sum.after += p.after;
+    sum.cpu += l.cpu * 1000;
   }
   const s = (ms: number) => `${(ms / 1000).toFixed(0)} s`;
   const span = Math.max(...lines.map((l) => l.end)) - Math.min(...lines.map((l) => l.origin));
-  console.log(`${lines.length} files in ${s(span)}; summed over files: boot ${s(sum.boot)}, imports ${s(sum.imports)}, tests ${s(sum.tests)}, after ${s(sum.after)}; their own CPU ${s(sum.cpu)}`);
+  console.log(
+    `${lines.length} files in ${s(span)}; summed over files: boot ${s(sum.boot)}, imports ${s(sum.imports)}, tests ${s(sum.tests)}, after ${s(sum.after)}; their own CPU ${s(sum.cpu)}`,
+  );
   const top = (label: string, key: (l: Line) => number) => {
     console.log(`\nlongest ${label}:`);
-    for (const l of [...lines].sort((a, b) => key(b) - key(a)).slice(0, 10)) console.log(`${(key(l) / 1000).toFixed(1).padStart(7)} s  ${l.file}`);
+    for (const l of [...lines].sort((a, b) => key(b) - key(a)).slice(0, 10))
+      console.log(`${(key(l) / 1000).toFixed(1).padStart(7)} s  ${l.file}`);
   };
   top('after (alive after the root test ended)', (l) => phases(l).after);
   top('boot + imports', (l) => phases(l).boot + phases(l).imports);

@@ -12,7 +12,16 @@
 //   first sequence (or key) the consumer did not deliver.
 // nats-server 2.10 has no batched direct get (`batch`, ADR-31, is 2.11), and LEDGER and the
 // buckets answer direct gets only on one replica, so a consumer is the fast way.
-import { jetstream, jetstreamManager, DeliverPolicy, JetStreamApiError, type JetStreamManager, type JsMsg, type OrderedConsumerOptions, type StreamInfo } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  DeliverPolicy,
+  JetStreamApiError,
+  type JetStreamManager,
+  type JsMsg,
+  type OrderedConsumerOptions,
+  type StreamInfo,
+} from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { isTransientNatsError } from './nats/transient.ts';
@@ -50,7 +59,9 @@ function byDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
   if (deadline === Infinity) return p;
   p.catch(() => {});
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new DeadlineReached()), Math.max(0, deadline - Date.now())); });
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineReached()), Math.max(0, deadline - Date.now()));
+  });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
@@ -62,29 +73,62 @@ const healthy = (si: StreamInfo) => (si.cluster?.replicas ?? []).every((r) => r.
  * wanted). Ends 'done', 'deadline' (stopped at the deadline) or 'stalled' (nothing delivered for
  * STALL_MS, or the consumer failed on an outage): the caller goes on with leader gets.
  */
-async function consumeOrdered(nc: NatsConnection, stream: string, opts: Partial<OrderedConsumerOptions>, take: (m: JsMsg) => boolean, deadline: number, stallMs: number): Promise<'done' | 'deadline' | 'stalled'> {
+async function consumeOrdered(
+  nc: NatsConnection,
+  stream: string,
+  opts: Partial<OrderedConsumerOptions>,
+  take: (m: JsMsg) => boolean,
+  deadline: number,
+  stallMs: number,
+): Promise<'done' | 'deadline' | 'stalled'> {
   let reason: 'done' | 'deadline' | 'stalled' | undefined;
   let stopMsgs = () => {};
   let wake = () => {};
-  const stopped = new Promise<void>((r) => { wake = r; });
-  const stop = (why: 'done' | 'deadline' | 'stalled') => { if (!reason) { reason = why; stopMsgs(); wake(); } };
+  const stopped = new Promise<void>((r) => {
+    wake = r;
+  });
+  const stop = (why: 'done' | 'deadline' | 'stalled') => {
+    if (!reason) {
+      reason = why;
+      stopMsgs();
+      wake();
+    }
+  };
   let last = Date.now();
-  const watch = setInterval(() => {
-    if (Date.now() >= deadline) stop('deadline');
-    else if (Date.now() - last > stallMs) stop('stalled');
-  }, Math.min(100, stallMs));
+  const watch = setInterval(
+    () => {
+      if (Date.now() >= deadline) stop('deadline');
+      else if (Date.now() - last > stallMs) stop('stalled');
+    },
+    Math.min(100, stallMs),
+  );
   try {
     const c = await jetstream(nc, { timeout: READ_TIMEOUT_MS }).consumers.get(stream, opts);
     const started = c.consume({ max_messages: BATCH });
     const msgs = await Promise.race([started, stopped.then(() => null)]);
-    if (!msgs) { started.then((m) => m.stop(), () => {}); return reason!; }
+    if (!msgs) {
+      started.then(
+        (m) => m.stop(),
+        () => {},
+      );
+      return reason!;
+    }
     stopMsgs = () => msgs.stop();
-    if (reason) { msgs.stop(); return reason; }
+    if (reason) {
+      msgs.stop();
+      return reason;
+    }
     for await (const m of msgs) {
       last = Date.now();
       // buffered messages come as microtasks, which hold timers off: the deadline is checked here too
-      if (last >= deadline) { stop('deadline'); break; }
-      if (take(m)) { stop('done'); break; }
+      if (last >= deadline) {
+        stop('deadline');
+        break;
+      }
+      if (take(m)) {
+        stop('done');
+        break;
+      }
       if (reason) break;
     }
     return reason ?? 'stalled';
@@ -181,7 +225,13 @@ async function manager(nc: NatsConnection, deadline: number, what: string): Prom
 }
 
 /** Every message of `stream` from its first to its last sequence as of the start, in order, each through `parse` as it comes. */
-export async function readStream<R>(nc: NatsConnection, stream: string, what: string, parse: (m: StoredEntry) => R, o: ReadOptions = {}): Promise<R[]> {
+export async function readStream<R>(
+  nc: NatsConnection,
+  stream: string,
+  what: string,
+  parse: (m: StoredEntry) => R,
+  o: ReadOptions = {},
+): Promise<R[]> {
   const deadline = o.deadline ?? Infinity;
   const infoBy = infoDeadline(deadline);
   const jsm = await manager(nc, infoBy, what);
@@ -197,21 +247,34 @@ export async function readStream<R>(nc: NatsConnection, stream: string, what: st
     next = si.state.first_seq;
     last = si.state.last_seq;
     if (o.consumer !== false && healthy(si)) {
-      const how = await consumeOrdered(nc, stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next }, (m) => {
-        if (m.seq > last) return true; // written after the start: not ours
-        out.push(parse(m));
-        next = m.seq + 1;
-        return m.seq >= last || m.info.pending === 0;
-      }, deadline, o.stallMs ?? STALL_MS);
+      const how = await consumeOrdered(
+        nc,
+        stream,
+        { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: next },
+        (m) => {
+          if (m.seq > last) return true; // written after the start: not ours
+          out.push(parse(m));
+          next = m.seq + 1;
+          return m.seq >= last || m.info.pending === 0;
+        },
+        deadline,
+        o.stallMs ?? STALL_MS,
+      );
       if (how === 'deadline') throw new DeadlineReached();
       if (how === 'done') return out;
     }
     // leader gets from the first sequence not read (a gap, a deleted sequence, is skipped)
     const seqs = Array.from({ length: Math.max(0, last - next + 1) }, (_, i) => next + i);
-    const got = await readEach(seqs, (seq) => jsm.streams.getMessage(stream, { seq }).catch((e: unknown) => {
-      if (e instanceof JetStreamApiError && e.code === 10037) return null; // no message at this sequence
-      throw e;
-    }), deadline, progress);
+    const got = await readEach(
+      seqs,
+      (seq) =>
+        jsm.streams.getMessage(stream, { seq }).catch((e: unknown) => {
+          if (e instanceof JetStreamApiError && e.code === 10037) return null; // no message at this sequence
+          throw e;
+        }),
+      deadline,
+      progress,
+    );
     for (const m of got) if (m) out.push(parse(m));
     return out;
   } catch (e) {
@@ -232,7 +295,12 @@ export async function bucketKeys(nc: NatsConnection, bucket: string, deadline = 
 }
 
 /** Each key's current value of a bucket (deleted keys left out), optionally only the keys `filter` takes. */
-export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?: (key: string) => boolean, o: ReadOptions = {}): Promise<Map<string, T>> {
+export async function readBucket<T>(
+  nc: NatsConnection,
+  bucket: string,
+  filter?: (key: string) => boolean,
+  o: ReadOptions = {},
+): Promise<Map<string, T>> {
   const deadline = o.deadline ?? Infinity;
   const what = `${bucket} documents`;
   const infoBy = infoDeadline(deadline);
@@ -248,13 +316,20 @@ export async function readBucket<T>(nc: NatsConnection, bucket: string, filter?:
     total = si.state.num_subjects ?? -1;
     if (o.consumer !== false && healthy(si)) {
       // each key's last value, in stream order
-      const how = await consumeOrdered(nc, `KV_${bucket}`, { filter_subjects: [`${prefix}>`], deliver_policy: DeliverPolicy.LastPerSubject }, (m) => {
-        const key = m.subject.slice(prefix.length);
-        seen.add(key);
-        const op = m.headers?.get('KV-Operation');
-        if ((!filter || filter(key)) && !op && m.data.length) out.set(key, m.json<T>());
-        return m.info.pending === 0;
-      }, deadline, o.stallMs ?? STALL_MS);
+      const how = await consumeOrdered(
+        nc,
+        `KV_${bucket}`,
+        { filter_subjects: [`${prefix}>`], deliver_policy: DeliverPolicy.LastPerSubject },
+        (m) => {
+          const key = m.subject.slice(prefix.length);
+          seen.add(key);
+          const op = m.headers?.get('KV-Operation');
+          if ((!filter || filter(key)) && !op && m.data.length) out.set(key, m.json<T>());
+          return m.info.pending === 0;
+        },
+        deadline,
+        o.stallMs ?? STALL_MS,
+      );
       if (how === 'deadline') throw new DeadlineReached();
       if (how === 'done') return out;
     }

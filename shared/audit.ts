@@ -52,7 +52,13 @@ export interface AuditOptions {
 /** Every LEDGER entry, in sequence order (shared/audit-read.ts says how it is read). */
 export async function readLedger(nc: NatsConnection, deadline = Infinity, o: ReadOptions = {}): Promise<AuditEntry[]> {
   const prefix = subjects.ledger('');
-  return readStream(nc, STREAMS.ledger, 'ledger entries', (m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }), { ...o, deadline });
+  return readStream(
+    nc,
+    STREAMS.ledger,
+    'ledger entries',
+    (m) => ({ ...m.json<LedgerMessage>(), seq: m.seq, walletId: m.subject.slice(prefix.length) }),
+    { ...o, deadline },
+  );
 }
 
 export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<AuditReport> {
@@ -66,7 +72,11 @@ export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<A
 
 async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditReport> {
   const deadline = o.deadline ?? Infinity;
-  const ro: ReadOptions = { deadline, ...(o.consumer === undefined ? {} : { consumer: o.consumer }), ...(o.stallMs === undefined ? {} : { stallMs: o.stallMs }) };
+  const ro: ReadOptions = {
+    deadline,
+    ...(o.consumer === undefined ? {} : { consumer: o.consumer }),
+    ...(o.stallMs === undefined ? {} : { stallMs: o.stallMs }),
+  };
   const v: string[] = [];
   const entries = await readLedger(nc, deadline, ro);
   const byWallet = new Map<string, AuditEntry[]>();
@@ -82,8 +92,12 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   for (const [walletId, list] of byWallet) {
     let running = 0;
     for (const e of list) {
-      if (!Number.isSafeInteger(e.amount) || !Number.isSafeInteger(e.balanceAfter)) v.push(`wallet ${walletId}: entry ${e.seq} has a non-integer amount or balance`);
-      if (e.balanceAfter !== running + e.amount) v.push(`wallet ${walletId}: entry ${e.seq} (${e.ref}) says balanceAfter ${e.balanceAfter}, but ${running} + ${e.amount} = ${running + e.amount}`);
+      if (!Number.isSafeInteger(e.amount) || !Number.isSafeInteger(e.balanceAfter))
+        v.push(`wallet ${walletId}: entry ${e.seq} has a non-integer amount or balance`);
+      if (e.balanceAfter !== running + e.amount)
+        v.push(
+          `wallet ${walletId}: entry ${e.seq} (${e.ref}) says balanceAfter ${e.balanceAfter}, but ${running} + ${e.amount} = ${running + e.amount}`,
+        );
       if (e.balanceAfter < 0) v.push(`wallet ${walletId}: balance ${e.balanceAfter} < 0 after entry ${e.seq}`);
       if (e.type === 'charge' && e.amount > 0) v.push(`wallet ${walletId}: charge entry ${e.seq} is positive`);
       if ((e.type === 'refund' || e.type === 'topup') && e.amount < 0) v.push(`wallet ${walletId}: ${e.type} entry ${e.seq} is negative`);
@@ -94,14 +108,16 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     if (sum !== running) v.push(`wallet ${walletId}: balance ${running} differs from the sum of its entries ${sum}`);
   }
   // Every business event at most once (a charge per job, a refund per result, a credit per top-up).
-  for (const [k, list] of byRef) if (list.length > 1) v.push(`ledger: ${k} written ${list.length} times (entries ${list.map((e) => e.seq).join(', ')})`);
+  for (const [k, list] of byRef)
+    if (list.length > 1) v.push(`ledger: ${k} written ${list.length} times (entries ${list.map((e) => e.seq).join(', ')})`);
 
   // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
   const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, ro);
   // finished jobs whose results expired live in the archive (shared/jobs/archive.ts); a later copy
   // there is newer, and the bucket's (a write that came after the archiving) newer still
   const archived = new Map<string, JobRecord>();
-  for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => m.json<JobRecord>(), ro)) if (a && typeof a.id === 'string') archived.set(a.id, a);
+  for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => m.json<JobRecord>(), ro))
+    if (a && typeof a.id === 'string') archived.set(a.id, a);
   for (const [id, a] of archived) if (!jobs.has(id)) jobs.set(id, a);
   const seenJobs = new Set<string>();
   for (const job of jobs.values()) {
@@ -125,11 +141,14 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     for (const r of job.results) {
       const entriesFor = refunds.filter((e) => e.resultKey === r.key);
       if (entriesFor.length > 1) v.push(`job ${job.id}: result ${r.key} refunded ${entriesFor.length} times`);
-      if (r.refunded && entriesFor.length === 0 && r.price > 0) v.push(`job ${job.id}: result ${r.key} marked refunded without a ledger refund`);
+      if (r.refunded && entriesFor.length === 0 && r.price > 0)
+        v.push(`job ${job.id}: result ${r.key} marked refunded without a ledger refund`);
       if (!r.refunded && entriesFor.length > 0) v.push(`job ${job.id}: result ${r.key} has a ledger refund but is not marked refunded`);
-      if (entriesFor.length === 1 && entriesFor[0]!.amount !== r.price) v.push(`job ${job.id}: result ${r.key} price ${r.price} refunded as ${entriesFor[0]!.amount}`);
+      if (entriesFor.length === 1 && entriesFor[0]!.amount !== r.price)
+        v.push(`job ${job.id}: result ${r.key} price ${r.price} refunded as ${entriesFor[0]!.amount}`);
     }
-    for (const e of refunds) if (!job.results.some((r) => r.key === e.resultKey)) v.push(`job ${job.id}: refund entry ${e.seq} for unknown result ${e.resultKey}`);
+    for (const e of refunds)
+      if (!job.results.some((r) => r.key === e.resultKey)) v.push(`job ${job.id}: refund entry ${e.seq} for unknown result ${e.resultKey}`);
   }
   v.push(...unrefundedResults(jobs.values()));
   // The one-time dataset fee: kept by at most one job per wallet, and only by a job that delivered a
@@ -139,9 +158,11 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     const fee = job?.results?.find(isDatasetFee);
     if (!fee || fee.refunded) continue;
     (keptFees.get(job.walletId) ?? keptFees.set(job.walletId, []).get(job.walletId)!).push(job.id);
-    if (isFinished(job) && !datasetUsers(job).some((r) => r.status === 'done')) v.push(`job ${job.id}: dataset fee kept although no result that needed the dataset was delivered`);
+    if (isFinished(job) && !datasetUsers(job).some((r) => r.status === 'done'))
+      v.push(`job ${job.id}: dataset fee kept although no result that needed the dataset was delivered`);
   }
-  for (const [walletId, ids] of keptFees) if (ids.length > 1) v.push(`wallet ${walletId}: ${ids.length} dataset fees kept (jobs ${ids.sort().join(', ')})`);
+  for (const [walletId, ids] of keptFees)
+    if (ids.length > 1) v.push(`wallet ${walletId}: ${ids.length} dataset fees kept (jobs ${ids.sort().join(', ')})`);
 
   // A delivered result keeps its file until the job expires (a lost one is refunded: shared/jobs/lost.ts).
   const now = Date.now();
@@ -154,24 +175,46 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     if (!job?.results || job.purgedAt !== undefined || job.expiresAt <= now) continue;
     for (const r of job.results) if (r.status === 'done' && r.file) files.push({ job, r, file: r.file });
   }
-  const infos = await readAll(files, async ({ file }) => {
-    let os = stores.get(file.store);
-    if (!os) stores.set(file.store, (os = objm.open(file.store).catch((e: unknown) => { stores.delete(file.store); throw e; })));
-    return (await os).info(file.name);
-  }, deadline, 'result files');
+  const infos = await readAll(
+    files,
+    async ({ file }) => {
+      let os = stores.get(file.store);
+      if (!os)
+        stores.set(
+          file.store,
+          (os = objm.open(file.store).catch((e: unknown) => {
+            stores.delete(file.store);
+            throw e;
+          })),
+        );
+      return (await os).info(file.name);
+    },
+    deadline,
+    'result files',
+  );
   files.forEach(({ job, r, file }, i) => {
     const info = infos[i];
-    if (!info || info.deleted) v.push(`job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${file.store}/${file.name} is not stored`);
+    if (!info || info.deleted)
+      v.push(
+        `job ${job.id}: result ${r.key} is done (${r.refunded ? 'refunded' : 'charged'}) but its file ${file.store}/${file.name} is not stored`,
+      );
   });
 
   // A charge without a job document is allowed only when it was given back in full (a compensated creation).
   // (the archive is read too; older than the time a document is surely in the bucket, it may have
   // been deleted at the end of its record retention, shared/jobs/retention.ts)
   const keptSince = o.keptMs === undefined ? -Infinity : Date.now() - o.keptMs;
-  const jobCharges = entries.filter((e) => e.type === 'charge' && e.jobId && e.at >= keptSince && !seenJobs.has(`${e.walletId} ${e.jobId}`));
+  const jobCharges = entries.filter(
+    (e) => e.type === 'charge' && e.jobId && e.at >= keptSince && !seenJobs.has(`${e.walletId} ${e.jobId}`),
+  );
   for (const c of jobCharges) {
-    const back = entries.filter((e) => e.type === 'refund' && e.walletId === c.walletId && e.jobId === c.jobId).reduce((s, e) => s + e.amount, 0);
-    if (back !== -c.amount) v.push(`ledger: charge ${c.seq} of job ${c.jobId} (wallet ${c.walletId}) has no job document and was not refunded in full (${back} of ${-c.amount})`);
+    const back = entries
+      .filter((e) => e.type === 'refund' && e.walletId === c.walletId && e.jobId === c.jobId)
+      .reduce((s, e) => s + e.amount, 0);
+    if (back !== -c.amount)
+      v.push(
+        `ledger: charge ${c.seq} of job ${c.jobId} (wallet ${c.walletId}) has no job document and was not refunded in full (${back} of ${-c.amount})`,
+      );
   }
 
   // Top-ups: credited exactly once, only when paid, with the promised Payloads.
@@ -191,5 +234,14 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     else if (t.walletId !== e.walletId) v.push(`ledger: top-up ${t.id} credited to wallet ${e.walletId}, belongs to ${t.walletId}`);
   }
 
-  return { complete: true, progress: `read all ${entries.length} ledger entries, ${jobs.size} jobs and ${topups.size} top-ups`, violations: v, wallets: byWallet.size, entries: entries.length, jobs: jobs.size, topups: topups.size, balances };
+  return {
+    complete: true,
+    progress: `read all ${entries.length} ledger entries, ${jobs.size} jobs and ${topups.size} top-ups`,
+    violations: v,
+    wallets: byWallet.size,
+    entries: entries.length,
+    jobs: jobs.size,
+    topups: topups.size,
+    balances,
+  };
 }

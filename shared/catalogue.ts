@@ -27,7 +27,11 @@ export async function advertise(nc: NatsConnection, service: ServiceName, instan
   const key = catalogueKey(service, instanceId);
   const write = () => kv.put(key, JSON.stringify({ service, instanceId, at: Date.now(), catalogue: catalogue() } satisfies CatalogueEntry));
   await withRetry('advertising', write);
-  const timer = setInterval(() => { write().catch(() => { /* reconnecting; next tick retries */ }); }, REFRESH_MS);
+  const timer = setInterval(() => {
+    write().catch(() => {
+      /* reconnecting; next tick retries */
+    });
+  }, REFRESH_MS);
   timer.unref();
   return {
     refresh: write,
@@ -57,7 +61,9 @@ class CatalogueCopy {
       if (e.operation === 'PUT' && e.value.length) {
         try {
           this.entries.set(e.key, e.json<CatalogueEntry>());
-        } catch { /* not an entry: ignored */ }
+        } catch {
+          /* not an entry: ignored */
+        }
       } else this.entries.delete(e.key);
       for (const l of this.listeners) l();
     });
@@ -109,14 +115,23 @@ export function followCatalogue(kv: KV, changed: () => void): () => void {
   const notify = () => {
     if (pending) return;
     pending = true;
-    setImmediate(() => { pending = false; changed(); });
+    setImmediate(() => {
+      pending = false;
+      changed();
+    });
   };
   let seen = c.liveKeys();
-  const onChange = () => { seen = c.liveKeys(); notify(); };
+  const onChange = () => {
+    seen = c.liveKeys();
+    notify();
+  };
   c.listeners.add(onChange);
   const timer = setInterval(() => {
     const now = c.liveKeys();
-    if (now !== seen) { seen = now; notify(); }
+    if (now !== seen) {
+      seen = now;
+      notify();
+    }
   }, AGE_CHECK_MS);
   timer.unref();
   return () => {
@@ -136,7 +151,11 @@ export function followCatalogue(kv: KV, changed: () => void): () => void {
  * that stopped a moment ago may then still be counted, as one that dies just after a read always
  * could: its tasks fail as worker_lost and are refunded. A refusal is never given from a stale copy.
  */
-export async function readCatalogue(kv: KV, service: ServiceName, enough?: (entries: CatalogueEntry[]) => boolean): Promise<CatalogueEntry[]> {
+export async function readCatalogue(
+  kv: KV,
+  service: ServiceName,
+  enough?: (entries: CatalogueEntry[]) => boolean,
+): Promise<CatalogueEntry[]> {
   const c = copyOf(kv);
   const m = c.mirror;
   if (enough && m.isLoaded && m.alive) {
@@ -145,7 +164,13 @@ export async function readCatalogue(kv: KV, service: ServiceName, enough?: (entr
   }
   if (!m.isLoaded) {
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([m.loaded, m.ended, new Promise((r) => { timer = setTimeout(r, LOAD_WAIT_MS); })]);
+    await Promise.race([
+      m.loaded,
+      m.ended,
+      new Promise((r) => {
+        timer = setTimeout(r, LOAD_WAIT_MS);
+      }),
+    ]);
     clearTimeout(timer);
     if (!m.isLoaded) return listCatalogue(kv, service);
   }

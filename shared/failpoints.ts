@@ -5,16 +5,16 @@
 export const FAILPOINTS = {
   // gateway: job creation
   'gateway.after-charge': 'the wallet charged the job; nothing else written',
-  'gateway.after-dataset-claim': 'the wallet\'s dataset mark is claimed for the job, before its charge',
-  'gateway.after-tasks': 'the job\'s tasks are published, its document not written',
+  'gateway.after-dataset-claim': "the wallet's dataset mark is claimed for the job, before its charge",
+  'gateway.after-tasks': "the job's tasks are published, its document not written",
   'gateway.after-job-write': 'the job document is written, the client not answered',
   // job-supervisor
-  'supervisor.after-outcome': 'a result\'s outcome is written to the job document',
+  'supervisor.after-outcome': "a result's outcome is written to the job document",
   'supervisor.after-result-refund': 'a failed result is refunded in the ledger, not yet marked refunded',
   'supervisor.after-refund-mark': 'refunds are marked in the job document, the job not finished',
   'supervisor.after-settle': 'the job is finished (completed or failed), its event not sent',
   'supervisor.after-lost-file': 'a delivered result whose file is gone is marked failed, not refunded',
-  'supervisor.after-dataset-release': 'an unused dataset fee\'s mark is given back, the job not finished',
+  'supervisor.after-dataset-release': "an unused dataset fee's mark is given back, the job not finished",
   // wallet
   'wallet.after-ledger-write': 'any ledger entry (charge, refund, credit) is written, not answered',
   'wallet.after-orphan-refund': 'a charge without a job is refunded by the orphan sweep',
@@ -23,7 +23,12 @@ export const FAILPOINTS = {
 export type FailpointName = keyof typeof FAILPOINTS;
 
 const armed = new Set<string>(
-  process.env.NODE_ENV === 'production' ? [] : (process.env.PAYLOADS_FAILPOINTS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+  process.env.NODE_ENV === 'production'
+    ? []
+    : (process.env.PAYLOADS_FAILPOINTS ?? '')
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
 );
 for (const name of armed) if (!Object.hasOwn(FAILPOINTS, name)) throw new Error(`PAYLOADS_FAILPOINTS: unknown failpoint ${name}`);
 

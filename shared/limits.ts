@@ -64,7 +64,14 @@ function guessesOf(kv: KV) {
  * contention than `kvUpdate`'s tries) is not a decision about the customer's rate: it throws a
  * retryable 503 service_unavailable with Retry-After rather than answering "too many requests".
  */
-export async function takeToken(kv: KV, scope: string, id: string, limit: number, periodMs: number, now = Date.now()): Promise<LimitDecision> {
+export async function takeToken(
+  kv: KV,
+  scope: string,
+  id: string,
+  limit: number,
+  periodMs: number,
+  now = Date.now(),
+): Promise<LimitDecision> {
   const key = keyOf(scope, id);
   const known = guessesOf(kv);
   const guess = known.get(key);
@@ -88,17 +95,27 @@ export async function takeToken(kv: KV, scope: string, id: string, limit: number
   let written: number[] = [];
   try {
     // another gateway winning the race makes kvUpdate read again and decide again
-    const revision = await kvUpdate(kv, key, (e) => {
-      const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
-      decision = decide(log, limit, periodMs, now);
-      if (!decision.allowed) return undefined;
-      written = withTake(log, now, limit);
-      return JSON.stringify(written);
-    }, 20);
+    const revision = await kvUpdate(
+      kv,
+      key,
+      (e) => {
+        const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
+        decision = decide(log, limit, periodMs, now);
+        if (!decision.allowed) return undefined;
+        written = withTake(log, now, limit);
+        return JSON.stringify(written);
+      },
+      20,
+    );
     if (revision !== undefined) remember(known, key, written, revision);
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 'service_unavailable')) throw err;
-    throw new ApiError('service_unavailable', 'the rate counter could not be updated (the message system is failing over or busy); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
+    throw new ApiError(
+      'service_unavailable',
+      'the rate counter could not be updated (the message system is failing over or busy); nothing was charged; retry in a few seconds',
+      {},
+      { 'retry-after': '2' },
+    );
   }
   return decision;
 }
@@ -114,14 +131,19 @@ export async function giveTokenBack(kv: KV, scope: string, id: string, at: numbe
   const known = guessesOf(kv);
   known.delete(key);
   let written: number[] | undefined;
-  const revision = await kvUpdate(kv, key, (e) => {
-    const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
-    const i = log.indexOf(at);
-    if (i < 0) return undefined; // already gone (an operator's reset, a give-back retried)
-    log.splice(i, 1);
-    written = log;
-    return JSON.stringify(log);
-  }, 20);
+  const revision = await kvUpdate(
+    kv,
+    key,
+    (e) => {
+      const log = e && e.operation === 'PUT' && e.value.length ? readLog(e.string(), now - periodMs) : [];
+      const i = log.indexOf(at);
+      if (i < 0) return undefined; // already gone (an operator's reset, a give-back retried)
+      log.splice(i, 1);
+      written = log;
+      return JSON.stringify(log);
+    },
+    20,
+  );
   if (revision !== undefined && written) remember(known, key, written, revision);
 }
 

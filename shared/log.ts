@@ -5,13 +5,16 @@ export type { Logger };
 
 /** `stderr`: for command-line tools whose stdout is their answer (the admin CLI's `--json`). */
 export function createLogger(name: string, level = process.env.LOG_LEVEL ?? 'info', { stderr = false } = {}): Logger {
-  return pino({
-    name,
-    level,
-    base: { pid: process.pid },
-    // Keys never reach a log line, whatever a caller passes.
-    redact: { paths: ['authorization', 'headers.authorization', 'req.headers.authorization', 'key', 'apiKey'], censor: '[redacted]' },
-  }, stderr ? pino.destination(2) : undefined);
+  return pino(
+    {
+      name,
+      level,
+      base: { pid: process.pid },
+      // Keys never reach a log line, whatever a caller passes.
+      redact: { paths: ['authorization', 'headers.authorization', 'req.headers.authorization', 'key', 'apiKey'], censor: '[redacted]' },
+    },
+    stderr ? pino.destination(2) : undefined,
+  );
 }
 
 /** Where a log file on disk (a NATS node's, a cluster actor's output) stops growing: past it the
@@ -42,10 +45,17 @@ export function rotatingFile(file: string, max = LOG_FILE_MAX_BYTES) {
           if (fd === undefined) return;
         }
         size += writeSync(fd, d);
-      } catch { /* the log is a help, not a duty */ }
+      } catch {
+        /* the log is a help, not a duty */
+      }
     },
     close() {
-      if (fd !== undefined) try { closeSync(fd); } catch { /* closed */ }
+      if (fd !== undefined)
+        try {
+          closeSync(fd);
+        } catch {
+          /* closed */
+        }
       fd = undefined;
     },
   };

@@ -30,7 +30,10 @@ export interface RunningService {
 
 // @nats-io/services pins an older nats-core; at run time it works with 3.4, the types do not agree.
 interface MicroService {
-  addEndpoint(name: string, opts: { subject: string; queue?: string; handler: (err: Error | null, msg: Msg) => void; metadata?: Record<string, string> }): unknown;
+  addEndpoint(
+    name: string,
+    opts: { subject: string; queue?: string; handler: (err: Error | null, msg: Msg) => void; metadata?: Record<string, string> },
+  ): unknown;
   stop(): Promise<unknown>;
 }
 
@@ -39,9 +42,18 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
   const declared = new Map(def.api.endpoints.map((e) => [e.subject, e]));
   const undeclared = Object.keys(def.endpoints).filter((s) => !declared.has(s));
   const unserved = [...declared.keys()].filter((s) => !(s in def.endpoints));
-  if (undeclared.length || unserved.length) throw new Error(`service ${def.api.service}: endpoints without a declaration (${undeclared.join(', ') || 'none'}) or declared and not served (${unserved.join(', ') || 'none'})`);
+  if (undeclared.length || unserved.length)
+    throw new Error(
+      `service ${def.api.service}: endpoints without a declaration (${undeclared.join(', ') || 'none'}) or declared and not served (${unserved.join(', ') || 'none'})`,
+    );
   const name = def.api.service;
-  const svc = await svcm.add({ name, version: def.version, description: def.api.description, queue: def.queue ?? name, metadata: def.metadata });
+  const svc = await svcm.add({
+    name,
+    version: def.version,
+    description: def.api.description,
+    queue: def.queue ?? name,
+    metadata: def.metadata,
+  });
   for (const [subject, handler] of Object.entries(def.endpoints)) {
     const check = TypeCompiler.Compile(declared.get(subject)!.request);
     svc.addEndpoint(subject.replaceAll('.', '-'), {
@@ -76,11 +88,18 @@ export async function addService(nc: NatsConnection, def: ServiceDef, log: Logge
   }
   // the endpoints' subscriptions must reach the server before anyone is told we are up
   await nc.flush();
-  return { stop: async () => { await svc.stop(); } };
+  return {
+    stop: async () => {
+      await svc.stop();
+    },
+  };
 }
 
 /** The request as JSON, checked against its declaration; bad_request names the first violation. */
-function parseRequest(msg: Msg, check: { Check(v: unknown): boolean; Errors(v: unknown): { First(): { path: string; message: string } | undefined } }): unknown {
+function parseRequest(
+  msg: Msg,
+  check: { Check(v: unknown): boolean; Errors(v: unknown): { First(): { path: string; message: string } | undefined } },
+): unknown {
   let req: unknown;
   try {
     req = msg.data.length ? msg.json() : {};
@@ -89,7 +108,10 @@ function parseRequest(msg: Msg, check: { Check(v: unknown): boolean; Errors(v: u
   }
   if (!check.Check(req)) {
     const first = check.Errors(req).First();
-    throw new ApiError('bad_request', `request${first?.path ? first.path.replaceAll('/', '.') : ''}: ${first?.message ?? 'does not match the schema'}`);
+    throw new ApiError(
+      'bad_request',
+      `request${first?.path ? first.path.replaceAll('/', '.') : ''}: ${first?.message ?? 'does not match the schema'}`,
+    );
   }
   return req;
 }
@@ -101,7 +123,8 @@ export async function call<T>(nc: NatsConnection, subject: string, payload: unkn
     msg = await nc.request(subject, JSON.stringify(payload ?? {}), { timeout: timeoutMs });
   } catch (e) {
     const m = String((e as Error).message ?? e);
-    if (/no responders|503/i.test(m) || (e as { code?: string }).code === '503') throw new ApiError('service_unavailable', `no instance answers ${subject}`);
+    if (/no responders|503/i.test(m) || (e as { code?: string }).code === '503')
+      throw new ApiError('service_unavailable', `no instance answers ${subject}`);
     if (/timeout/i.test(m)) throw new ApiError('service_unavailable', `${subject} did not answer in ${timeoutMs} ms`);
     throw e;
   }
@@ -111,4 +134,7 @@ export async function call<T>(nc: NatsConnection, subject: string, payload: unkn
 }
 
 /** The typed caller of a declared endpoint: throws ApiError as the service answered it. `timeoutMs` overrides the declared wait. */
-export const client = <E extends Endpoint>(e: E) => (nc: NatsConnection, req: RequestOf<E>, timeoutMs = e.timeoutMs): Promise<ReplyOf<E>> => call<ReplyOf<E>>(nc, e.subject, req, timeoutMs);
+export const client =
+  <E extends Endpoint>(e: E) =>
+  (nc: NatsConnection, req: RequestOf<E>, timeoutMs = e.timeoutMs): Promise<ReplyOf<E>> =>
+    call<ReplyOf<E>>(nc, e.subject, req, timeoutMs);

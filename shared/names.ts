@@ -106,8 +106,7 @@ export const subjects = {
   },
 
   // JetStream advisories the supervisor acts on (stored in the LOST_TASKS stream)
-  advisoryMaxDeliveries: (stream: string, consumer: string) =>
-    `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${consumer}`,
+  advisoryMaxDeliveries: (stream: string, consumer: string) => `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${stream}.${consumer}`,
 } as const;
 
 export const CONSUMERS = {

@@ -60,8 +60,13 @@ export async function runStopSteps(steps: StopStep[], log?: { warn(o: object, m:
   for (const step of steps) {
     let timer: NodeJS.Timeout | undefined;
     const outcome = await Promise.race([
-      step.run().then(() => 'done', (e: unknown) => `failed: ${(e as Error)?.message ?? String(e)}`),
-      new Promise<string>((r) => { timer = setTimeout(() => r(`did not finish within ${step.deadlineMs} ms`), step.deadlineMs); }),
+      step.run().then(
+        () => 'done',
+        (e: unknown) => `failed: ${(e as Error)?.message ?? String(e)}`,
+      ),
+      new Promise<string>((r) => {
+        timer = setTimeout(() => r(`did not finish within ${step.deadlineMs} ms`), step.deadlineMs);
+      }),
     ]);
     clearTimeout(timer);
     if (outcome !== 'done') {
@@ -81,7 +86,12 @@ export function onProcessExit(hook: () => void): () => void {
   if (!exitHooked) {
     exitHooked = true;
     process.once('exit', () => {
-      for (const h of exitHooks) try { h(); } catch { /* best effort: the process is ending */ }
+      for (const h of exitHooks)
+        try {
+          h();
+        } catch {
+          /* best effort: the process is ending */
+        }
     });
   }
   return () => exitHooks.delete(hook);
@@ -101,14 +111,17 @@ export function onShutdown(stop: () => Promise<unknown>, { deadlineMs = STOP_DEA
       console.error(`stop did not finish within ${deadlineMs} ms; exiting anyway`);
       process.exit(1);
     }, deadlineMs).unref();
-    stop().then((r) => {
-      const missed = Array.isArray(r) ? r.length : 0;
-      console.error(missed ? `stopped; ${missed} step(s) left behind` : 'stopped');
-      process.exit(missed ? 1 : 0);
-    }, (e) => {
-      console.error(e);
-      process.exit(1);
-    });
+    stop().then(
+      (r) => {
+        const missed = Array.isArray(r) ? r.length : 0;
+        console.error(missed ? `stopped; ${missed} step(s) left behind` : 'stopped');
+        process.exit(missed ? 1 : 0);
+      },
+      (e) => {
+        console.error(e);
+        process.exit(1);
+      },
+    );
   };
   process.on('SIGINT', () => handler('SIGINT'));
   process.on('SIGTERM', () => handler('SIGTERM'));
@@ -128,7 +141,12 @@ export const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timer(
 export async function within<T, F>(p: Promise<T>, ms: number, fallback: F): Promise<T | F> {
   let t: ReturnType<typeof setTimeout> | undefined;
   try {
-    return await Promise.race([p, new Promise<F>((resolve) => { t = setTimeout(() => resolve(fallback), ms); })]);
+    return await Promise.race([
+      p,
+      new Promise<F>((resolve) => {
+        t = setTimeout(() => resolve(fallback), ms);
+      }),
+    ]);
   } finally {
     clearTimeout(t);
   }
@@ -139,7 +157,16 @@ export async function within<T, F>(p: Promise<T>, ms: number, fallback: F): Prom
  * or in a failover JetStream answers "no responders" or times out until its streams have leaders
  * again. `retryIf` limits which errors are tried again (default: any, as at start-up).
  */
-export async function withRetry<T>(what: string, f: () => Promise<T>, { timeoutMs = 60_000, log, retryIf, maxPauseMs = 5000 }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean; maxPauseMs?: number } = {}): Promise<T> {
+export async function withRetry<T>(
+  what: string,
+  f: () => Promise<T>,
+  {
+    timeoutMs = 60_000,
+    log,
+    retryIf,
+    maxPauseMs = 5000,
+  }: { timeoutMs?: number; log?: { warn(o: object, m: string): void }; retryIf?: (e: unknown) => boolean; maxPauseMs?: number } = {},
+): Promise<T> {
   const end = Date.now() + timeoutMs;
   for (let wait = Math.min(250, maxPauseMs); ; wait = Math.min(wait * 2, maxPauseMs)) {
     try {

@@ -32,7 +32,8 @@ export const webhookInfo = (key: WebhookKey, config: Config) => ({
   publicKey: key.publicKeyHex,
   algorithm: 'ed25519',
   standard: 'https://www.standardwebhooks.com/',
-  signature: 'webhook-signature: v1,<HMAC-SHA256 under your secret (GET /v1/webhooks/secret)> v1a,<Ed25519 under publicKey>, both over <webhook-id>.<webhook-timestamp>.<body>',
+  signature:
+    'webhook-signature: v1,<HMAC-SHA256 under your secret (GET /v1/webhooks/secret)> v1a,<Ed25519 under publicKey>, both over <webhook-id>.<webhook-timestamp>.<body>',
   signed: `<${WEBHOOK_HEADERS.timestamp}>.<body>`,
   headers: WEBHOOK_HEADERS,
   retries: config.webhooks.retries,
@@ -40,7 +41,10 @@ export const webhookInfo = (key: WebhookKey, config: Config) => ({
 });
 
 /** The `webhook` field of every service's job body. */
-export const WebhookField = T.String({ maxLength: 2048, description: 'Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md.' });
+export const WebhookField = T.String({
+  maxLength: 2048,
+  description: 'Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md.',
+});
 
 /** A webhook address as the API accepts it: https, a host, no credentials (bad_webhook otherwise). */
 export function parseWebhook(raw: string): URL {
@@ -50,7 +54,8 @@ export function parseWebhook(raw: string): URL {
   } catch {
     throw new ApiError('bad_webhook', 'webhook is not a valid URL');
   }
-  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password) throw new ApiError('bad_webhook', 'webhook must be a public https:// URL without credentials');
+  if (u.protocol !== 'https:' || !u.hostname || u.username || u.password)
+    throw new ApiError('bad_webhook', 'webhook must be a public https:// URL without credentials');
   return u;
 }
 
@@ -110,7 +115,9 @@ export function webhookSecret(key: WebhookKey, walletId: string): string {
 /** The Standard Webhooks headers of one attempt (the content signed: `<id>.<timestamp>.<body>`). */
 export function standardHeaders(key: WebhookKey, walletId: string, id: string, timestamp: number, body: string): Record<string, string> {
   const content = Buffer.from(`${id}.${timestamp}.${body}`);
-  const hmac = createHmac('sha256', Buffer.from(webhookSecret(key, walletId).slice('whsec_'.length), 'base64')).update(content).digest('base64');
+  const hmac = createHmac('sha256', Buffer.from(webhookSecret(key, walletId).slice('whsec_'.length), 'base64'))
+    .update(content)
+    .digest('base64');
   const ed = sign(null, content, key.privateKey).toString('base64');
   return { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${hmac} v1a,${ed}` };
 }
@@ -120,7 +127,13 @@ export function standardHeaders(key: WebhookKey, walletId: string, id: string, t
  * secret, or, given an Ed25519 public key (hex) instead, a `v1a,` one; a timestamp within
  * `toleranceSeconds`. (client/src verifyWebhook is the same.)
  */
-export function verifyStandardWebhook(secretOrPublicKeyHex: string, headers: Record<string, string | undefined>, body: string, toleranceSeconds = 300, now = Date.now()): boolean {
+export function verifyStandardWebhook(
+  secretOrPublicKeyHex: string,
+  headers: Record<string, string | undefined>,
+  body: string,
+  toleranceSeconds = 300,
+  now = Date.now(),
+): boolean {
   const id = headers['webhook-id'];
   const ts = headers['webhook-timestamp'];
   const sigs = headers['webhook-signature'];
@@ -128,10 +141,18 @@ export function verifyStandardWebhook(secretOrPublicKeyHex: string, headers: Rec
   const content = Buffer.from(`${id}.${ts}.${body}`);
   const list = sigs.split(' ').map((x) => x.split(',') as [string, string | undefined]);
   if (secretOrPublicKeyHex.startsWith('whsec_')) {
-    const want = createHmac('sha256', Buffer.from(secretOrPublicKeyHex.slice(6), 'base64')).update(content).digest();
-    return list.some(([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')));
+    const want = createHmac('sha256', Buffer.from(secretOrPublicKeyHex.slice(6), 'base64'))
+      .update(content)
+      .digest();
+    return list.some(
+      ([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')),
+    );
   }
-  const pub = createPublicKey({ key: Buffer.concat([SPKI_ED25519, Buffer.from(secretOrPublicKeyHex, 'hex')]), format: 'der', type: 'spki' });
+  const pub = createPublicKey({
+    key: Buffer.concat([SPKI_ED25519, Buffer.from(secretOrPublicKeyHex, 'hex')]),
+    format: 'der',
+    type: 'spki',
+  });
   return list.some(([v, sig]) => v === 'v1a' && !!sig && verify(null, content, pub, Buffer.from(sig, 'base64')));
 }
 
@@ -173,7 +194,14 @@ export const retryableStatus = (status: number) => status >= 500 || status === 4
  * Headers of one signed attempt: the Standard Webhooks ones under the owner's secret when the
  * wallet is known, and the deprecated X-Payloads-* ones.
  */
-export function signedHeaders(key: WebhookKey, body: string, deliveryId: string, attempt: number, now = Date.now(), walletId?: string): Record<string, string> {
+export function signedHeaders(
+  key: WebhookKey,
+  body: string,
+  deliveryId: string,
+  attempt: number,
+  now = Date.now(),
+  walletId?: string,
+): Record<string, string> {
   const ts = Math.floor(now / 1000);
   return {
     ...(walletId ? standardHeaders(key, walletId, deliveryId, ts, body) : {}),
@@ -186,20 +214,36 @@ export function signedHeaders(key: WebhookKey, body: string, deliveryId: string,
 }
 
 /** One POST through the outbound guard; the HTTP status, or throws (network, TLS, blocked_address). */
-export async function postWebhook(url: URL, body: string, headers: Record<string, string>, config: Config, ca?: SecureContextOptions['ca']): Promise<number> {
+export async function postWebhook(
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  config: Config,
+  ca?: SecureContextOptions['ca'],
+): Promise<number> {
   const address = await checkWebhookAddress(url.hostname, config);
   return new Promise((resolve, reject) => {
-    const req = request(url, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(body)), 'User-Agent': 'payloads webhook', ...headers },
-      lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family))) as never,
-      ca,
-      timeout: config.webhooks.timeoutMs,
-    }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        headers: {
+          'Content-Type': 'application/json',
+          'Content-Length': String(Buffer.byteLength(body)),
+          'User-Agent': 'payloads webhook',
+          ...headers,
+        },
+        lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+          o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family)) as never,
+        ca,
+        timeout: config.webhooks.timeoutMs,
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${config.webhooks.timeoutMs} ms`)));
     req.on('error', reject);
     req.end(body);
@@ -218,7 +262,11 @@ const LEGACY_LABS_HEADERS: Record<string, string> = {
 
 export const withLegacyLabsHeaders = (headers: Record<string, string>): Record<string, string> => ({
   ...headers,
-  ...Object.fromEntries(Object.entries(headers).filter(([k]) => k in LEGACY_LABS_HEADERS).map(([k, v]) => [LEGACY_LABS_HEADERS[k], v])),
+  ...Object.fromEntries(
+    Object.entries(headers)
+      .filter(([k]) => k in LEGACY_LABS_HEADERS)
+      .map(([k, v]) => [LEGACY_LABS_HEADERS[k], v]),
+  ),
 });
 
 /** A labs report's delivery with retries (the supervisor delivers websitepro and shots jobs). */
@@ -242,7 +290,10 @@ export async function deliverWebhook(o: {
   for (let i = 0; i < tries; i++) {
     if (i > 0) {
       // a stop ends the wait at once: the caller says the delivery was given up while it still can
-      const waited = await sleep(o.config.webhooks.backoffMs * 2 ** (i - 1), o.signal).then(() => true, () => false);
+      const waited = await sleep(o.config.webhooks.backoffMs * 2 ** (i - 1), o.signal).then(
+        () => true,
+        () => false,
+      );
       if (!waited || o.signal?.aborted) break;
     }
     const headers = withLegacyLabsHeaders(signedHeaders(o.key, body, o.deliveryId, i + 1, Date.now(), o.walletId));
@@ -258,7 +309,8 @@ export async function deliverWebhook(o: {
       retry = (e as { code?: string }).code !== 'blocked_address';
     }
     const more = retry && i + 1 < tries && !o.signal?.aborted;
-    const attempt: WebhookAttempt = last.error === null ? { at, status: last.status } : { at, status: null, error: last.error.slice(0, 300) };
+    const attempt: WebhookAttempt =
+      last.error === null ? { at, status: last.status } : { at, status: null, error: last.error.slice(0, 300) };
     await o.onAttempt?.(attempt, last, more ? Date.now() + o.config.webhooks.backoffMs * 2 ** i : undefined);
     if (!more) return last;
   }

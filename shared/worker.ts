@@ -61,13 +61,23 @@ export function publishProgress(nc: NatsConnection, o: Extract<Outcome, { kind: 
  * Store a result's file under the task's object name in the task's store and describe it for the
  * outcome. Writing again (a redelivered task) replaces the object.
  */
-export async function storeResultFile(nc: NatsConnection, task: Task, data: Uint8Array, meta: { contentType: string; filename: string }): Promise<StoredFile> {
+export async function storeResultFile(
+  nc: NatsConnection,
+  task: Task,
+  data: Uint8Array,
+  meta: { contentType: string; filename: string },
+): Promise<StoredFile> {
   await putObject(nc, task.store, { name: task.objectName, description: meta.contentType }, data);
   return { store: task.store, name: task.objectName, contentType: meta.contentType, bytes: data.byteLength, filename: meta.filename };
 }
 
 /** Store a thumbnail beside the result file (shots); add the answer to the StoredFile as `thumb`. */
-export async function storeThumb(nc: NatsConnection, task: Task, data: Uint8Array, contentType = 'image/webp'): Promise<NonNullable<StoredFile['thumb']>> {
+export async function storeThumb(
+  nc: NatsConnection,
+  task: Task,
+  data: Uint8Array,
+  contentType = 'image/webp',
+): Promise<NonNullable<StoredFile['thumb']>> {
   const name = thumbName(task.jobId, task.resultKey);
   await putObject(nc, task.store, { name, description: contentType }, data);
   return { name, contentType, bytes: data.byteLength };
@@ -108,7 +118,9 @@ const OUTCOME_RETRY_MS = 15_000;
  */
 function publishFinalOutcome(nc: NatsConnection, o: Outcome, stopping: AbortSignal, log: Logger): Promise<void> {
   return withRetry(`outcome of ${o.jobId}/${o.resultKey}`, () => publishOutcome(nc, o), {
-    timeoutMs: OUTCOME_RETRY_MS, log, retryIf: (e) => isTransientNatsError(e) && !stopping.aborted,
+    timeoutMs: OUTCOME_RETRY_MS,
+    log,
+    retryIf: (e) => isTransientNatsError(e) && !stopping.aborted,
   });
 }
 
@@ -116,10 +128,14 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
   const { nc, config, log } = opts;
   // right after a cluster (re)start a consumer may have no leader yet for a few seconds
   const js = jetstreamOf(nc);
-  const consumer = await withRetry('task consumer', async () => {
-    await ensureTaskConsumer(nc, config, opts.consumer, opts.filterSubject);
-    return js.consumers.get(STREAMS.tasks, opts.consumer);
-  }, { log });
+  const consumer = await withRetry(
+    'task consumer',
+    async () => {
+      await ensureTaskConsumer(nc, config, opts.consumer, opts.filterSubject);
+      return js.consumers.get(STREAMS.tasks, opts.consumer);
+    },
+    { log },
+  );
   const abort = new AbortController();
   let running = 0;
   const idle: (() => void)[] = [];
@@ -157,24 +173,50 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
         reject(new TaskFailure('timeout', `the task did not finish within ${Math.round(limitMs / 1000)} s`));
       }, limitMs);
     });
-    timedOut.catch(() => { /* raced below; never unhandled */ });
+    timedOut.catch(() => {
+      /* raced below; never unhandled */
+    });
     const ctx: TaskContext = {
       task,
       signal: taskAbort.signal,
       deliveryCount: m.info.deliveryCount,
       progress: async (text) => {
         m.working();
-        await publishOutcome(nc, { v: 1, kind: 'progress', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), progress: text }).catch(() => {});
+        await publishOutcome(nc, {
+          v: 1,
+          kind: 'progress',
+          jobId: task.jobId,
+          resultKey: task.resultKey,
+          at: Date.now(),
+          progress: text,
+        }).catch(() => {});
       },
     };
     try {
       let outcome: Outcome;
       try {
         const r = await Promise.race([opts.handle(ctx), timedOut]);
-        outcome = { v: 1, kind: 'done', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), ...(r.file ? { file: r.file } : {}), ...(r.extra ? { extra: r.extra } : {}) };
+        outcome = {
+          v: 1,
+          kind: 'done',
+          jobId: task.jobId,
+          resultKey: task.resultKey,
+          at: Date.now(),
+          ...(r.file ? { file: r.file } : {}),
+          ...(r.extra ? { extra: r.extra } : {}),
+        };
       } catch (e) {
         if (!(e instanceof TaskFailure) || abort.signal.aborted) throw e;
-        outcome = { v: 1, kind: 'failed', jobId: task.jobId, resultKey: task.resultKey, at: Date.now(), error: e.error, message: e.message, ...(e.extra ? { extra: e.extra } : {}) };
+        outcome = {
+          v: 1,
+          kind: 'failed',
+          jobId: task.jobId,
+          resultKey: task.resultKey,
+          at: Date.now(),
+          error: e.error,
+          message: e.message,
+          ...(e.extra ? { extra: e.extra } : {}),
+        };
       }
       // outcome first, ack second: a crash in between means a redelivery, never a lost result
       await publishFinalOutcome(nc, outcome, abort.signal, log);
@@ -186,7 +228,10 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
         // stopping: let another instance take it right away
         m.nak();
       } else {
-        log.error({ err: e, jobId: task.jobId, resultKey: task.resultKey, delivery: m.info.deliveryCount }, 'task crashed; will be redelivered');
+        log.error(
+          { err: e, jobId: task.jobId, resultKey: task.resultKey, delivery: m.info.deliveryCount },
+          'task crashed; will be redelivered',
+        );
         m.nak(1000 * m.info.deliveryCount);
       }
     } finally {

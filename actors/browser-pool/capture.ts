@@ -21,11 +21,26 @@ export interface ShotParams {
 /** A task's params as the shots plan wrote them; anything else is refused, not retried. */
 export function checkShotParams(p: unknown): ShotParams {
   const x = p as Partial<ShotParams> | undefined;
-  const ok = !!x && typeof x.url === 'string' && /^https?:\/\//i.test(x.url)
-    && !!x.viewport && Number.isInteger(x.viewport.w) && Number.isInteger(x.viewport.h)
-    && (x.scheme === 'light' || x.scheme === 'dark') && !!x.options && typeof x.options === 'object';
+  const ok =
+    !!x &&
+    typeof x.url === 'string' &&
+    /^https?:\/\//i.test(x.url) &&
+    !!x.viewport &&
+    Number.isInteger(x.viewport.w) &&
+    Number.isInteger(x.viewport.h) &&
+    (x.scheme === 'light' || x.scheme === 'dark') &&
+    !!x.options &&
+    typeof x.options === 'object';
   if (!ok) throw new TaskFailure('render_failed', 'malformed shots task');
-  return { ...x, options: { fullPage: !!x.options!.fullPage, retina: !!x.options!.retina, hideCookieBanner: !!x.options!.hideCookieBanner, delay: [0, 2, 5].includes(Number(x.options!.delay)) ? Number(x.options!.delay) : 0 } } as ShotParams;
+  return {
+    ...x,
+    options: {
+      fullPage: !!x.options!.fullPage,
+      retina: !!x.options!.retina,
+      hideCookieBanner: !!x.options!.hideCookieBanner,
+      delay: [0, 2, 5].includes(Number(x.options!.delay)) ? Number(x.options!.delay) : 0,
+    },
+  } as ShotParams;
 }
 
 export interface Shot {
@@ -65,7 +80,10 @@ export { navigationFailure } from './settle.ts';
  */
 export const FULL_PAGE_MAX_DEVICE_PX = 16384;
 
-export interface RawImage { data: Buffer; info: { width: number; height: number; channels: 1 | 2 | 3 | 4 } }
+export interface RawImage {
+  data: Buffer;
+  info: { width: number; height: number; channels: 1 | 2 | 3 | 4 };
+}
 
 /** Decode once: the blank check and the thumbnail both work from these pixels. */
 export async function decode(png: Buffer): Promise<RawImage> {
@@ -105,7 +123,12 @@ async function loadLazyContent(page: Page, deadline: number) {
       // this a loaded machine captured such a page without its last part.
       await new Promise((r) => {
         const late = setTimeout(r, 500);
-        requestAnimationFrame(() => requestAnimationFrame(() => { clearTimeout(late); r(null); }));
+        requestAnimationFrame(() =>
+          requestAnimationFrame(() => {
+            clearTimeout(late);
+            r(null);
+          }),
+        );
       });
       window.scrollBy(0, step);
       return window.scrollY > before;
@@ -113,14 +136,25 @@ async function loadLazyContent(page: Page, deadline: number) {
     await sleep(120);
     if (!more) break;
   }
-  await page.evaluate(async (ms: number) => {
-    const imgs = Array.from(document.images).filter((i) => !i.complete);
-    await Promise.race([
-      Promise.all(imgs.map((i) => new Promise((r) => { i.addEventListener('load', r, { once: true }); i.addEventListener('error', r, { once: true }); }))),
-      new Promise((r) => setTimeout(r, ms)),
-    ]);
-    window.scrollTo(0, 0);
-  }, Math.max(0, Math.min(5000, deadline - Date.now())));
+  await page.evaluate(
+    async (ms: number) => {
+      const imgs = Array.from(document.images).filter((i) => !i.complete);
+      await Promise.race([
+        Promise.all(
+          imgs.map(
+            (i) =>
+              new Promise((r) => {
+                i.addEventListener('load', r, { once: true });
+                i.addEventListener('error', r, { once: true });
+              }),
+          ),
+        ),
+        new Promise((r) => setTimeout(r, ms)),
+      ]);
+      window.scrollTo(0, 0);
+    },
+    Math.max(0, Math.min(5000, deadline - Date.now())),
+  );
   await page.waitForNetworkIdle({ idleTime: 300, timeout: Math.max(500, Math.min(3000, deadline - Date.now())) }).catch(() => {});
 }
 
@@ -162,7 +196,14 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   if (p.options.hideCookieBanner) await phase('cookie banner', () => prepareCookieBanner(page));
 
   progress(`loading ${p.url}`);
-  const resp = await openPage(page, watch, p.url, { deadline, blockedSince: env.blockedSince, times: env.times, onParsed: env.ahead?.makeNext, step, settle: env.settle });
+  const resp = await openPage(page, watch, p.url, {
+    deadline,
+    blockedSince: env.blockedSince,
+    times: env.times,
+    onParsed: env.ahead?.makeNext,
+    step,
+    settle: env.settle,
+  });
 
   const finalUrl = watch.finalUrl ?? page.url();
   const extra: Shot['extra'] = { status: (watch.mainResponse ?? resp)?.status(), finalUrl };
@@ -182,7 +223,7 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
 
   let clip: { x: number; y: number; width: number; height: number } | undefined;
   if (p.options.fullPage) {
-    step('the document\'s height');
+    step("the document's height");
     const size = await page.evaluate(() => ({
       w: window.innerWidth,
       h: Math.max(document.documentElement.scrollHeight, document.body?.scrollHeight ?? 0),
@@ -193,11 +234,19 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
       extra.heightCapped = true;
     }
   }
-  const take = () => phase('screenshot', async () => Buffer.from(await watch.ownCapture(page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }))));
-  const check = (png: Buffer) => phase('decode and blank check', async () => {
-    const raw = await decode(png);
-    return { raw, blank: isBlankRaw(raw) };
-  });
+  const take = () =>
+    phase('screenshot', async () =>
+      Buffer.from(
+        await watch.ownCapture(
+          page.screenshot(clip ? { type: 'png', clip, captureBeyondViewport: true } : { type: 'png', fullPage: p.options.fullPage }),
+        ),
+      ),
+    );
+  const check = (png: Buffer) =>
+    phase('decode and blank check', async () => {
+      const raw = await decode(png);
+      return { raw, blank: isBlankRaw(raw) };
+    });
   let png = await take();
   let { raw, blank } = await check(png);
   if (blank) {

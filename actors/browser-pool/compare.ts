@@ -19,7 +19,13 @@ const CELL = 16;
 const MAX_REGIONS = 5;
 const DIFF_RGB: [number, number, number] = [255, 0, 0];
 
-export interface Region { x: number; y: number; w: number; h: number; pixels: number }
+export interface Region {
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+  pixels: number;
+}
 
 export interface CompareSummary {
   a: string;
@@ -52,7 +58,8 @@ export function diffRegions(diff: Uint8Array, width: number, height: number, cel
   const rows = Math.ceil(height / cell);
   const count = new Uint32Array(cols * rows);
   for (let i = 0, p = 0; p < width * height; p++, i += 4) {
-    if (diff[i] === DIFF_RGB[0] && diff[i + 1] === DIFF_RGB[1] && diff[i + 2] === DIFF_RGB[2]) count[Math.floor(p / width / cell) * cols + Math.floor((p % width) / cell)]!++;
+    if (diff[i] === DIFF_RGB[0] && diff[i + 1] === DIFF_RGB[1] && diff[i + 2] === DIFF_RGB[2])
+      count[Math.floor(p / width / cell) * cols + Math.floor((p % width) / cell)]!++;
   }
   const seen = new Uint8Array(cols * rows);
   const regions: Region[] = [];
@@ -65,7 +72,10 @@ export function diffRegions(diff: Uint8Array, width: number, height: number, cel
       const c = stack.pop()!;
       const cx = c % cols;
       const cy = Math.floor(c / cols);
-      x0 = Math.min(x0, cx); y0 = Math.min(y0, cy); x1 = Math.max(x1, cx); y1 = Math.max(y1, cy);
+      x0 = Math.min(x0, cx);
+      y0 = Math.min(y0, cy);
+      x1 = Math.max(x1, cx);
+      y1 = Math.max(y1, cy);
       pixels += count[c]!;
       for (let dy = -1; dy <= 1; dy++) {
         for (let dx = -1; dx <= 1; dx++) {
@@ -73,7 +83,10 @@ export function diffRegions(diff: Uint8Array, width: number, height: number, cel
           const ny = cy + dy;
           if (nx < 0 || ny < 0 || nx >= cols || ny >= rows) continue;
           const n = ny * cols + nx;
-          if (count[n] && !seen[n]) { seen[n] = 1; stack.push(n); }
+          if (count[n] && !seen[n]) {
+            seen[n] = 1;
+            stack.push(n);
+          }
         }
       }
     }
@@ -85,19 +98,31 @@ export function diffRegions(diff: Uint8Array, width: number, height: number, cel
 }
 
 /** Compare two PNGs over their common size: the diff PNG and its summary. */
-export async function comparePngs(a: Uint8Array, b: Uint8Array, labels: { a: string; b: string }): Promise<{ png: Buffer; summary: CompareSummary }> {
+export async function comparePngs(
+  a: Uint8Array,
+  b: Uint8Array,
+  labels: { a: string; b: string },
+): Promise<{ png: Buffer; summary: CompareSummary }> {
   const [ma, mb] = await Promise.all([sharp(a).metadata(), sharp(b).metadata()]);
   const sa = { width: ma.width ?? 0, height: ma.height ?? 0 };
   const sb = { width: mb.width ?? 0, height: mb.height ?? 0 };
   const width = Math.min(sa.width, sb.width);
   const height = Math.min(sa.height, sb.height);
-  if (!width || !height) throw new TaskFailure('not_comparable', `a screenshot has no pixels (${sa.width}x${sa.height}, ${sb.width}x${sb.height})`);
+  if (!width || !height)
+    throw new TaskFailure('not_comparable', `a screenshot has no pixels (${sa.width}x${sa.height}, ${sb.width}x${sb.height})`);
   const [ra, rb] = await Promise.all([rgba(a, width, height), rgba(b, width, height)]);
   // threshold 0 with anti-aliasing counted: every pixel that differs at all
   const differentPixels = pixelmatch(ra, rb, undefined, width, height, { threshold: 0, includeAA: true });
   const out = Buffer.alloc(width * height * 4);
-  const perceptualPixels = pixelmatch(ra, rb, out, width, height, { threshold: PERCEPTUAL_THRESHOLD, alpha: 0.1, diffColor: DIFF_RGB, aaColor: [255, 255, 0] });
-  const png = await sharp(out, { raw: { width, height, channels: 4 } }).png({ compressionLevel: 6 }).toBuffer();
+  const perceptualPixels = pixelmatch(ra, rb, out, width, height, {
+    threshold: PERCEPTUAL_THRESHOLD,
+    alpha: 0.1,
+    diffColor: DIFF_RGB,
+    aaColor: [255, 255, 0],
+  });
+  const png = await sharp(out, { raw: { width, height, channels: 4 } })
+    .png({ compressionLevel: 6 })
+    .toBuffer();
   const area = width * height;
   return {
     png,

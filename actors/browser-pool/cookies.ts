@@ -13,7 +13,9 @@ const require = createRequire(import.meta.url);
 const pkgDir = dirname(dirname(require.resolve('@duckduckgo/autoconsent/rules/compact-rules.json')));
 const CONTENT_SCRIPT = readFileSync(join(pkgDir, 'dist', 'autoconsent.playwright.js'), 'utf8');
 // required, not imported: the package's ESM/CJS entry points differ between loaders (tsx, tap)
-const { filterCompactRules } = require('@duckduckgo/autoconsent') as { filterCompactRules(rules: unknown, ctx: { url: string; mainFrame: boolean }): unknown };
+const { filterCompactRules } = require('@duckduckgo/autoconsent') as {
+  filterCompactRules(rules: unknown, ctx: { url: string; mainFrame: boolean }): unknown;
+};
 const COMPACT_RULES = require('@duckduckgo/autoconsent/rules/compact-rules.json') as unknown;
 
 const INBOX = '__payloadsAutoconsent';
@@ -66,10 +68,18 @@ async function drain(frame: Frame): Promise<AcMessage[]> {
 async function answer(frame: Frame, m: AcMessage, url: string, mainFrame: boolean) {
   if (m.type === 'init') {
     const rules = { compact: filterCompactRules(COMPACT_RULES, { url, mainFrame }) };
-    await frame.evaluate(`window.autoconsentReceiveMessage && autoconsentReceiveMessage(${JSON.stringify({ type: 'initResp', config: AC_CONFIG, rules })})`).catch(() => {});
+    await frame
+      .evaluate(
+        `window.autoconsentReceiveMessage && autoconsentReceiveMessage(${JSON.stringify({ type: 'initResp', config: AC_CONFIG, rules })})`,
+      )
+      .catch(() => {});
   } else if (m.type === 'eval' && m.id && typeof m.code === 'string') {
     let result: unknown = false;
-    try { result = await frame.evaluate(m.code); } catch { /* a failing snippet answers false */ }
+    try {
+      result = await frame.evaluate(m.code);
+    } catch {
+      /* a failing snippet answers false */
+    }
     await frame.evaluate(`autoconsentReceiveMessage(${JSON.stringify({ id: m.id, type: 'evalResp', result: !!result })})`).catch(() => {});
   }
 }
@@ -89,9 +99,15 @@ export async function hideCookieBanner(page: Page, opts: { detectMs?: number; ma
       for (const m of await drain(frame)) {
         await answer(frame, m, frame.url(), main);
         if (m.type === 'cmpDetected') cmp ??= m.cmp;
-        if (m.type === 'popupFound') { popup = true; cmp = m.cmp ?? cmp; }
+        if (m.type === 'popupFound') {
+          popup = true;
+          cmp = m.cmp ?? cmp;
+        }
         if (m.type === 'optOutResult') optedOut = !!m.result;
-        if (m.type === 'autoconsentDone') { done = true; cmp = m.cmp ?? cmp; }
+        if (m.type === 'autoconsentDone') {
+          done = true;
+          cmp = m.cmp ?? cmp;
+        }
       }
     }
     if (done) break;
@@ -101,7 +117,12 @@ export async function hideCookieBanner(page: Page, opts: { detectMs?: number; ma
   }
   const overlays = await hideOverlays(page);
   if (popup || done) {
-    return { found: true, hidden: (done && optedOut !== false) || overlays > 0, method: `autoconsent:${cmp ?? 'unknown'}`, ...(overlays ? { overlays } : {}) };
+    return {
+      found: true,
+      hidden: (done && optedOut !== false) || overlays > 0,
+      method: `autoconsent:${cmp ?? 'unknown'}`,
+      ...(overlays ? { overlays } : {}),
+    };
   }
   if (overlays > 0) return { found: true, hidden: true, method: 'overlay', overlays };
   return { found: false, hidden: false };
@@ -120,7 +141,11 @@ async function hideOverlays(page: Page): Promise<number> {
       for (const el of document.elementsFromPoint(x, y)) {
         // climb to the outermost fixed/sticky ancestor: that is the overlay
         let top: HTMLElement | null = null;
-        for (let e: HTMLElement | null = el as HTMLElement; e && e !== document.body && e !== document.documentElement; e = e.parentElement) {
+        for (
+          let e: HTMLElement | null = el as HTMLElement;
+          e && e !== document.body && e !== document.documentElement;
+          e = e.parentElement
+        ) {
           const pos = getComputedStyle(e).position;
           if (pos === 'fixed' || pos === 'sticky') top = e;
         }

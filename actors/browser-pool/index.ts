@@ -49,7 +49,13 @@ export function offersOf(entries: BrowserEntry[]): BrowserOffer[] {
   const byId = new Map<string, BrowserOffer>();
   for (const e of entries) {
     const l = e.launcher;
-    const cur = byId.get(l.browserId) ?? { id: l.browserId, name: l.name, engine: l.engine, versions: [], ...(l.mobile ? { mobile: { w: l.mobile.w, h: l.mobile.h, deviceScaleFactor: l.mobile.deviceScaleFactor } } : {}) };
+    const cur = byId.get(l.browserId) ?? {
+      id: l.browserId,
+      name: l.name,
+      engine: l.engine,
+      versions: [],
+      ...(l.mobile ? { mobile: { w: l.mobile.w, h: l.mobile.h, deviceScaleFactor: l.mobile.deviceScaleFactor } } : {}),
+    };
     if (!cur.versions.includes(e.version)) cur.versions.push(e.version);
     cur.versions.sort((a, b) => Number(b) - Number(a));
     byId.set(l.browserId, cur);
@@ -73,27 +79,39 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
   const stores = new Stores(nc);
   const counts = { shots: 0, failed: 0 };
   const make = (launcher: Launcher, scheme?: Scheme) =>
-    new ManagedBrowser(launcher, { proxy: proxy.address, pageHeapMb: cfg.pageHeapMb, ...(proxy.isolate ? { isolate: proxy.isolate } : {}), ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}) }, cfg.restartAfter, log);
+    new ManagedBrowser(
+      launcher,
+      {
+        proxy: proxy.address,
+        pageHeapMb: cfg.pageHeapMb,
+        ...(proxy.isolate ? { isolate: proxy.isolate } : {}),
+        ...(launcher.schemePerBrowser ? { scheme: scheme ?? 'light' } : {}),
+      },
+      cfg.restartAfter,
+      log,
+    );
 
   // launch everything configured; a browser that does not start is left out of the catalogue
-  const launched = await Promise.all(cfg.browsers.map(async (id): Promise<BrowserEntry | null> => {
-    let launcher: Launcher;
-    try {
-      launcher = launcherFor(id);
-    } catch (e) {
-      log.error({ err: e }, 'unknown browser in config.shots.browsers; skipped');
-      return null;
-    }
-    const mb = make(launcher);
-    try {
-      const version = await mb.warm();
-      return new BrowserEntry(launcher, version, mb, (s) => make(launcher, s));
-    } catch (e) {
-      log.error({ err: e, browser: id }, 'browser did not start; not offered');
-      await mb.close().catch(() => {});
-      return null;
-    }
-  }));
+  const launched = await Promise.all(
+    cfg.browsers.map(async (id): Promise<BrowserEntry | null> => {
+      let launcher: Launcher;
+      try {
+        launcher = launcherFor(id);
+      } catch (e) {
+        log.error({ err: e }, 'unknown browser in config.shots.browsers; skipped');
+        return null;
+      }
+      const mb = make(launcher);
+      try {
+        const version = await mb.warm();
+        return new BrowserEntry(launcher, version, mb, (s) => make(launcher, s));
+      } catch (e) {
+        log.error({ err: e, browser: id }, 'browser did not start; not offered');
+        await mb.close().catch(() => {});
+        return null;
+      }
+    }),
+  );
   const entries: BrowserEntry[] = [];
   for (const e of launched) {
     if (!e) continue;
@@ -106,58 +124,99 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
   }
 
   const times = new PhaseTimes();
-  const workers = await Promise.all(entries.map((entry) => runWorker({
-    nc, config, log,
-    consumer: CONSUMERS.shots(entry.launcher.browserId, entry.version),
-    filterSubject: subjects.taskShots(entry.launcher.browserId, entry.version),
-    // one task more than pages: a finished shot is stored while the next one renders
-    concurrency: concurrency + 1,
-    handle: async ({ task, progress, signal }) => {
-      const p = checkShotParams(task.params);
-      const release = await slots.acquire(signal);
-      let shot;
-      try {
-        shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withPage(cfg.pageTimeoutMs, (page, _ctx, _browser, ahead) =>
-          captureShot(page, p, { launcher: entry.launcher, version: entry.version, navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000), progress, blockedSince: proxy.blockedSince, times, ahead }), times);
-      } catch (e) {
-        counts.failed++;
-        if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);
-        throw e; // TaskFailure: failed and refunded; anything else (a crashed browser): redelivered
-      } finally {
-        // the page is done: the thumbnail and the upload need no browser
-        release();
-      }
-      void progress('storing').catch(() => {});
-      const file = await storeShot(stores, task as Task, shot.png, shot.raw, times);
-      counts.shots++;
-      times.count++;
-      return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
-    },
-  })));
+  const workers = await Promise.all(
+    entries.map((entry) =>
+      runWorker({
+        nc,
+        config,
+        log,
+        consumer: CONSUMERS.shots(entry.launcher.browserId, entry.version),
+        filterSubject: subjects.taskShots(entry.launcher.browserId, entry.version),
+        // one task more than pages: a finished shot is stored while the next one renders
+        concurrency: concurrency + 1,
+        handle: async ({ task, progress, signal }) => {
+          const p = checkShotParams(task.params);
+          const release = await slots.acquire(signal);
+          let shot;
+          try {
+            shot = await entry.browserFor(p.scheme === 'dark' ? 'dark' : 'light').withPage(
+              cfg.pageTimeoutMs,
+              (page, _ctx, _browser, ahead) =>
+                captureShot(page, p, {
+                  launcher: entry.launcher,
+                  version: entry.version,
+                  navTimeoutMs: Math.max(1000, cfg.pageTimeoutMs - 3000),
+                  progress,
+                  blockedSince: proxy.blockedSince,
+                  times,
+                  ahead,
+                }),
+              times,
+            );
+          } catch (e) {
+            counts.failed++;
+            if (e instanceof PageTimeout) throw new TaskFailure('timeout', e.message);
+            throw e; // TaskFailure: failed and refunded; anything else (a crashed browser): redelivered
+          } finally {
+            // the page is done: the thumbnail and the upload need no browser
+            release();
+          }
+          void progress('storing').catch(() => {});
+          const file = await storeShot(stores, task as Task, shot.png, shot.raw, times);
+          counts.shots++;
+          times.count++;
+          return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
+        },
+      }),
+    ),
+  );
 
   // options.compare: the diffs of pairs of stored shots (no browser needed; any instance takes them)
   workers.push(await startCompareWorker({ nc, config, log }));
 
   let service: RunningService | undefined;
-  const printer = entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
+  const printer =
+    entries.find((e) => e.launcher.canPrint && e.launcher.configId === 'chromium') ?? entries.find((e) => e.launcher.canPrint);
   if (printer) {
-    const r = renderEndpoints({ browser: printer.browserFor('light'), slots, stores, pageTimeoutMs: cfg.pageTimeoutMs, blockedSince: proxy.blockedSince });
-    service = await addService(nc, {
-      api: BROWSER_POOL_API,
-      version: '1.0.0',
-      endpoints: {
-        [subjects.browser.renderPdf]: (req) => r.renderPdf(req),
-        [subjects.browser.renderHtml]: (req) => r.renderHtml(req),
+    const r = renderEndpoints({
+      browser: printer.browserFor('light'),
+      slots,
+      stores,
+      pageTimeoutMs: cfg.pageTimeoutMs,
+      blockedSince: proxy.blockedSince,
+    });
+    service = await addService(
+      nc,
+      {
+        api: BROWSER_POOL_API,
+        version: '1.0.0',
+        endpoints: {
+          [subjects.browser.renderPdf]: (req) => r.renderPdf(req),
+          [subjects.browser.renderHtml]: (req) => r.renderHtml(req),
+        },
       },
-    }, log);
+      log,
+    );
   }
 
   const offers = offersOf(entries);
   const catalogue = await advertise(nc, 'shots', instanceId, () => ({
     browsers: offers,
     presets: VIEWPORT_PRESETS,
-    limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
-    options: { defaultViewport: DEFAULT_VIEWPORT, schemes: SCHEMES, delay: DELAYS, fullPage: true, retina: true, hideCookieBanner: true, compare: true },
+    limits: {
+      viewports: VIEWPORT_LIMITS.max,
+      width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW],
+      height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH],
+    },
+    options: {
+      defaultViewport: DEFAULT_VIEWPORT,
+      schemes: SCHEMES,
+      delay: DELAYS,
+      fullPage: true,
+      retina: true,
+      hideCookieBanner: true,
+      compare: true,
+    },
     // websitepro's pdf (and rendered html) are printed here: job creation checks one instance does
     ...(printer ? { prints: ['pdf', 'html'] } : {}),
   }));

@@ -55,8 +55,9 @@ const asRoot = () => process.getuid?.() === 0;
 
 function wrapperScript(): string {
   const path = join(tmpdir(), `payloads-netns-${process.getuid?.() ?? 0}.sh`);
-  const script = '#!/bin/sh\n# started by the browser-pool: the browser joins the network namespace its helper made\n'
-    + 'exec nsenter --target "$PAYLOADS_NETNS_PID" --net $PAYLOADS_NETNS_USER -- "$PAYLOADS_NETNS_EXE" "$@"\n';
+  const script =
+    '#!/bin/sh\n# started by the browser-pool: the browser joins the network namespace its helper made\n' +
+    'exec nsenter --target "$PAYLOADS_NETNS_PID" --net $PAYLOADS_NETNS_USER -- "$PAYLOADS_NETNS_EXE" "$@"\n';
   if (!existsSync(path) || readFileSync(path, 'utf8') !== script) {
     // written aside and renamed: another process may be starting a browser through it right now
     const tmp = `${path}.${process.pid}`;
@@ -74,17 +75,29 @@ export async function openJail(accept: (s: net.Socket) => void, timeoutMs = 1000
   const root = asRoot();
   const env = { ...process.env };
   delete env.NODE_OPTIONS; // the helper is plain JavaScript: no test loaders, no --inspect
-  const helper: ChildProcess = spawn('unshare', [...(root ? [] : ['--user', '--map-root-user']), '--net', '--', process.execPath, '-e', HELPER], {
-    stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    env,
-  });
+  const helper: ChildProcess = spawn(
+    'unshare',
+    [...(root ? [] : ['--user', '--map-root-user']), '--net', '--', process.execPath, '-e', HELPER],
+    {
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env,
+    },
+  );
   let stderr = '';
-  helper.stderr?.on('data', (d: Buffer) => { if (stderr.length < 2000) stderr += d.toString(); });
+  helper.stderr?.on('data', (d: Buffer) => {
+    if (stderr.length < 2000) stderr += d.toString();
+  });
   const dials = new Map<number, (s: net.Socket | Error) => void>();
   let seq = 0;
   const listener = await new Promise<net.Server>((resolve, reject) => {
-    const timer = setTimeout(() => { helper.kill('SIGKILL'); reject(new Error(`no namespace within ${timeoutMs} ms`)); }, timeoutMs);
-    helper.on('error', (e) => { clearTimeout(timer); reject(e); });
+    const timer = setTimeout(() => {
+      helper.kill('SIGKILL');
+      reject(new Error(`no namespace within ${timeoutMs} ms`));
+    }, timeoutMs);
+    helper.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
     helper.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`cannot make a network namespace (unshare exited ${code}): ${stderr.trim().slice(0, 300) || 'no message'}`));
@@ -92,8 +105,16 @@ export async function openJail(accept: (s: net.Socket) => void, timeoutMs = 1000
       dials.clear();
     });
     helper.on('message', (m: { listening?: number; error?: string; dialed?: number }, handle?: net.Server | net.Socket) => {
-      if (m.error && m.dialed === undefined) { clearTimeout(timer); reject(new Error(m.error)); return; }
-      if (m.listening && handle instanceof net.Server) { clearTimeout(timer); resolve(handle); return; }
+      if (m.error && m.dialed === undefined) {
+        clearTimeout(timer);
+        reject(new Error(m.error));
+        return;
+      }
+      if (m.listening && handle instanceof net.Server) {
+        clearTimeout(timer);
+        resolve(handle);
+        return;
+      }
       if (m.dialed !== undefined) {
         const d = dials.get(m.dialed);
         dials.delete(m.dialed);
@@ -105,26 +126,39 @@ export async function openJail(accept: (s: net.Socket) => void, timeoutMs = 1000
   listener.on('error', () => {});
   const port = (listener.address() as AddressInfo | null)?.port;
   const forwards: net.Server[] = [];
-  const endHelper = () => { if (helper.connected) helper.disconnect(); };
+  const endHelper = () => {
+    if (helper.connected) helper.disconnect();
+  };
   return {
     proxy: `127.0.0.1:${port}`,
     wrap: (executablePath) => ({
       executablePath: wrapperScript(),
-      env: { ...process.env, PAYLOADS_NETNS_PID: String(helper.pid), PAYLOADS_NETNS_EXE: executablePath, PAYLOADS_NETNS_USER: root ? '' : '--user --preserve-credentials' },
+      env: {
+        ...process.env,
+        PAYLOADS_NETNS_PID: String(helper.pid),
+        PAYLOADS_NETNS_EXE: executablePath,
+        PAYLOADS_NETNS_USER: root ? '' : '--user --preserve-credentials',
+      },
     }),
     async forwardInto() {
       const outside = net.createServer((c) => {
         c.on('error', () => {});
         const id = seq++;
         dials.set(id, (s) => {
-          if (s instanceof Error) { c.destroy(); return; }
+          if (s instanceof Error) {
+            c.destroy();
+            return;
+          }
           s.on('error', () => c.destroy());
           c.on('close', () => s.destroy());
           s.on('close', () => c.destroy());
           c.pipe(s);
           s.pipe(c);
         });
-        if (!helper.connected) { dials.get(id)?.(new Error('helper gone')); return; }
+        if (!helper.connected) {
+          dials.get(id)?.(new Error('helper gone'));
+          return;
+        }
         helper.send({ dial: (outside.address() as AddressInfo).port, id });
       });
       forwards.push(outside);

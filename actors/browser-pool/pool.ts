@@ -19,7 +19,11 @@ function killWithProcessGroupOnExit(browser: Browser) {
   if (!child || !pid) return;
   const forget = onProcessExit(() => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    try { process.kill(-pid, 'SIGKILL'); } catch { child.kill('SIGKILL'); }
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
   });
   child.once('exit', forget);
 }
@@ -76,7 +80,9 @@ export class Slots {
       this.waiting.shift()?.();
     };
   }
-  get busy() { return this.used; }
+  get busy() {
+    return this.used;
+  }
 }
 
 export class SlotWaitAborted extends Error {
@@ -177,10 +183,17 @@ export class ManagedBrowser {
     const gen: Generation = { browser, pages: 0, active: 0, closing: 0, retired: false };
     browser.on('disconnected', () => {
       if (this.current === gen) this.current = undefined;
-      if (!gen.retired && !this.closed) this.log.warn({ browser: this.launcher.configId, scheme: this.launchOpts.scheme }, 'browser disconnected; next page starts a new one');
+      if (!gen.retired && !this.closed)
+        this.log.warn(
+          { browser: this.launcher.configId, scheme: this.launchOpts.scheme },
+          'browser disconnected; next page starts a new one',
+        );
       gen.retired = true;
     });
-    this.log.info({ browser: this.launcher.configId, version: this.version, scheme: this.launchOpts.scheme, ms: Date.now() - t0 }, 'browser launched');
+    this.log.info(
+      { browser: this.launcher.configId, version: this.version, scheme: this.launchOpts.scheme, ms: Date.now() - t0 },
+      'browser launched',
+    );
     return gen;
   }
 
@@ -209,10 +222,14 @@ export class ManagedBrowser {
   private async generation(): Promise<Generation> {
     if (this.closed) throw new Error('browser pool stopped');
     if (this.current && this.current.browser.connected && !this.current.retired) return this.current;
-    this.starting ??= this.launch().then((g) => {
-      this.current = g;
-      return g;
-    }).finally(() => { this.starting = undefined; });
+    this.starting ??= this.launch()
+      .then((g) => {
+        this.current = g;
+        return g;
+      })
+      .finally(() => {
+        this.starting = undefined;
+      });
     return this.starting;
   }
 
@@ -269,7 +286,7 @@ export class ManagedBrowser {
     // with other pages of this browser at work there is no quiet moment to wait for, and the next
     // task comes sooner: the spare is started now; alone, this page starts it once it is parsed
     if (gen.active - gen.closing > 1) startSpare();
-    return { ...(got ?? await this.make(gen)), makeNext };
+    return { ...(got ?? (await this.make(gen))), makeNext };
   }
 
   /**
@@ -281,7 +298,11 @@ export class ManagedBrowser {
    * renderer process, so it is best done while this page waits for its network to go quiet, not
    * while it is being set up and navigated (every CDP call would queue behind it).
    */
-  async withPage<T>(timeoutMs: number, fn: (page: Page, ctx: BrowserContext, browser: Browser, hooks: PageHooks) => Promise<T>, times?: PhaseTimes): Promise<T> {
+  async withPage<T>(
+    timeoutMs: number,
+    fn: (page: Page, ctx: BrowserContext, browser: Browser, hooks: PageHooks) => Promise<T>,
+    times?: PhaseTimes,
+  ): Promise<T> {
     const gen = await this.generation();
     gen.pages++;
     gen.active++;
@@ -303,10 +324,25 @@ export class ManagedBrowser {
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new PageTimeout(timeoutMs, step)), timeoutMs);
       });
-      return await Promise.race([fn(f.page, f.ctx, gen.browser, { makeNext: f.makeNext, step: (s) => { step = s; } }), timeout]);
+      return await Promise.race([
+        fn(f.page, f.ctx, gen.browser, {
+          makeNext: f.makeNext,
+          step: (s) => {
+            step = s;
+          },
+        }),
+        timeout,
+      ]);
     } catch (e) {
       if (e instanceof PageTimeout && ctx) {
-        const closedInTime = await within(ctx.close().then(() => true, () => false), 5000, false);
+        const closedInTime = await within(
+          ctx.close().then(
+            () => true,
+            () => false,
+          ),
+          5000,
+          false,
+        );
         if (!closedInTime) {
           this.log.warn({ browser: this.launcher.configId }, 'hung page would not close; killing the browser');
           gen.browser.process()?.kill('SIGKILL');
@@ -342,7 +378,11 @@ export class ManagedBrowser {
   private closeNow() {
     for (const { ctx, gen, timer } of this.toClose.splice(0)) {
       clearTimeout(timer);
-      void within(ctx.close().catch(() => {}), 5000, undefined).then(() => {
+      void within(
+        ctx.close().catch(() => {}),
+        5000,
+        undefined,
+      ).then(() => {
         gen.closing--;
         return this.done(gen);
       });
@@ -392,7 +432,14 @@ async function closeBrowser(b: Browser, graceMs = 5000) {
     b.process()?.kill('SIGKILL');
     return;
   }
-  const ok = await within(b.close().then(() => true, () => false), graceMs, false);
+  const ok = await within(
+    b.close().then(
+      () => true,
+      () => false,
+    ),
+    graceMs,
+    false,
+  );
   if (!ok) b.process()?.kill('SIGKILL');
 }
 

@@ -55,11 +55,16 @@ export async function startBrowserProxy(config: Config, log: Logger): Promise<Br
         await proxy.stop();
         throw new NetnsUnavailable((e as Error).message);
       }
-      log.error({ err: e, browserNetns: mode },
-        'BROWSERS ARE NOT NETWORK-ISOLATED: this process cannot make network namespaces (run as root or allow unprivileged user namespaces); only browser flags and prefs keep pages on the guard proxy (docs/shots.md)');
+      log.error(
+        { err: e, browserNetns: mode },
+        'BROWSERS ARE NOT NETWORK-ISOLATED: this process cannot make network namespaces (run as root or allow unprivileged user namespaces); only browser flags and prefs keep pages on the guard proxy (docs/shots.md)',
+      );
     }
   } else {
-    log.warn({ browserNetns: mode }, 'outbound.browserNetns is off: only browser flags and prefs keep pages on the guard proxy (docs/shots.md)');
+    log.warn(
+      { browserNetns: mode },
+      'outbound.browserNetns is off: only browser flags and prefs keep pages on the guard proxy (docs/shots.md)',
+    );
   }
   return {
     address: `127.0.0.1:${proxy.port}`,

@@ -7,10 +7,23 @@ import { navigationFailure, openPage, PageWatch, type Settle } from './settle.ts
 import { PageTimeout, type ManagedBrowser, type PageHooks, type Slots } from './pool.ts';
 import type { Stores } from './store.ts';
 
-export interface RenderPdfRequest { url: string; store: string; objectName: string }
-export interface RenderPdfReply { bytes: number; contentType: 'application/pdf' }
-export interface RenderHtmlRequest { url: string }
-export interface RenderHtmlReply { html: string; finalUrl: string; status: number | null }
+export interface RenderPdfRequest {
+  url: string;
+  store: string;
+  objectName: string;
+}
+export interface RenderPdfReply {
+  bytes: number;
+  contentType: 'application/pdf';
+}
+export interface RenderHtmlRequest {
+  url: string;
+}
+export interface RenderHtmlReply {
+  html: string;
+  finalUrl: string;
+  status: number | null;
+}
 
 /**
  * Failures cross the wire as ApiError: `blocked_address` and `unreachable` (the target could not
@@ -33,12 +46,25 @@ function checkUrl(url: unknown): string {
 /** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
 async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: PageHooks, settle?: Settle) {
   const watch = new PageWatch(page);
-  const resp = await openPage(page, watch, url, { deadline: Date.now() + timeoutMs, blockedSince, onParsed: ahead?.makeNext, step: ahead?.step, settle });
+  const resp = await openPage(page, watch, url, {
+    deadline: Date.now() + timeoutMs,
+    blockedSince,
+    onParsed: ahead?.makeNext,
+    step: ahead?.step,
+    settle,
+  });
   return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
 }
 
 /** `settle`: the settle rule's limits (`SETTLE` unless given). */
-export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; stores: Stores; pageTimeoutMs: number; blockedSince?: (t: number) => boolean; settle?: Settle }) {
+export function renderEndpoints(deps: {
+  browser: ManagedBrowser;
+  slots: Slots;
+  stores: Stores;
+  pageTimeoutMs: number;
+  blockedSince?: (t: number) => boolean;
+  settle?: Settle;
+}) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince, settle } = deps;
   const run = async <T>(fn: (page: Page, ahead: PageHooks) => Promise<T>): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
@@ -59,7 +85,8 @@ export function renderEndpoints(deps: { browser: ManagedBrowser; slots: Slots; s
   return {
     async renderPdf(req: RenderPdfRequest): Promise<RenderPdfReply> {
       const url = checkUrl(req.url);
-      if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName) throw new ApiError('bad_request', 'store and objectName are required');
+      if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName)
+        throw new ApiError('bad_request', 'store and objectName are required');
       const pdf = await run(async (page, ahead) => {
         const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead, settle);
         ahead.step('the PDF');

@@ -67,7 +67,8 @@ const RENDERABLE = /^(text\/|image\/|video\/|audio\/|application\/(xhtml\+xml|xm
 /** Why a main-document answer cannot become a picture, or null when it can. */
 export function unrenderable(headers: Record<string, string>): string | null {
   const disposition = headers['content-disposition'] ?? '';
-  if (/^\s*attachment/i.test(disposition)) return `the URL answers with a download (Content-Disposition: ${disposition.slice(0, 100)}), not a page`;
+  if (/^\s*attachment/i.test(disposition))
+    return `the URL answers with a download (Content-Disposition: ${disposition.slice(0, 100)}), not a page`;
   const type = (headers['content-type'] ?? '').split(';')[0]!.trim();
   if (type && !RENDERABLE.test(type)) return `the URL answers with ${type}, which a browser does not display`;
   return null;
@@ -104,7 +105,12 @@ export class PageWatch {
 
   /** Waits until the page has failed, or `ms` at most (a failure already seen: at once). */
   async failureWithin(ms: number): Promise<void> {
-    if (!this.failure) await within(this.failed.catch(() => {}), ms, undefined);
+    if (!this.failure)
+      await within(
+        this.failed.catch(() => {}),
+        ms,
+        undefined,
+      );
   }
 
   constructor(page: Page) {
@@ -135,16 +141,23 @@ export class PageWatch {
     if ((page.browser() as unknown as { protocol?: string }).protocol === 'cdp') {
       ctx.on('targetcreated', (target: Target) => {
         const targetId = (target as unknown as { _targetId?: string })._targetId;
-        if (target.type() === 'page' && target !== page.target() && targetId) this.closePopup(target, () => closeTargetById(page, targetId));
+        if (target.type() === 'page' && target !== page.target() && targetId)
+          this.closePopup(target, () => closeTargetById(page, targetId));
       });
     } else {
       // BiDi calls a frame a 'page' target too (and asking it for its page makes one), so the
       // context's top-level pages are looked at instead
       ctx.on('targetcreated', (target: Target) => {
         if (target.type() !== 'page') return;
-        setImmediate(() => void ctx.pages().then((pages) => {
-          for (const p of pages) if (p !== page) this.closePopup(p.target(), () => p.close());
-        }).catch(() => {}));
+        setImmediate(
+          () =>
+            void ctx
+              .pages()
+              .then((pages) => {
+                for (const p of pages) if (p !== page) this.closePopup(p.target(), () => p.close());
+              })
+              .catch(() => {}),
+        );
       });
     }
     page.on('request', (r: HTTPRequest) => {
@@ -168,14 +181,17 @@ export class PageWatch {
       const h = r.headers();
       // the guard proxy answers a plain-http request it refuses itself, with this header
       const guard = h['x-guard-error'];
-      if (guard === 'blocked_address') this.fail(new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address'));
+      if (guard === 'blocked_address')
+        this.fail(new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address'));
       else if (guard) this.fail(new TaskFailure('unreachable', `${r.url()} could not be reached (${guard})`));
       const why = unrenderable(h);
       if (why && r.status() < 300) this.fail(new TaskFailure('render_failed', why));
     });
     // Chromium: the renderer died (out of memory, a crash); Firefox reports no such event, its
     // pages fail by the script heap limit instead (launchers/firefox.ts)
-    page.on('error', (e: Error) => this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)));
+    page.on('error', (e: Error) =>
+      this.fail(new TaskFailure('render_failed', `the page crashed (${cut(e.message)}); it may have run out of memory`)),
+    );
   }
 
   private popups = new WeakSet<Target>();
@@ -216,12 +232,20 @@ export class PageWatch {
         if (page.isClosed() || this.failure) return;
         const asked = Date.now();
         // closed, its browser gone, or moving on: watched no more
-        const answer = await within(quietEval(page, '1').then(() => 'yes' as const, () => 'gone' as const), stuckMs, 'none' as const);
+        const answer = await within(
+          quietEval(page, '1').then(
+            () => 'yes' as const,
+            () => 'gone' as const,
+          ),
+          stuckMs,
+          'none' as const,
+        );
         if (answer === 'gone') return;
         // our own work (a long document's print layout held it 20 s) is not a script that does not
         // end, when it had begun before the question: one begun after it found the thread stuck
         const ours = this.ownBusySince <= asked && (this.ownWork > 0 || this.ownWorkEndedAt >= asked);
-        if (answer === 'none' && !ours && !page.isClosed()) this.fail(new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)'));
+        if (answer === 'none' && !ours && !page.isClosed())
+          this.fail(new TaskFailure('timeout', "the page's main thread stopped answering (a script that does not end)"));
       }
     })();
   }
@@ -237,7 +261,10 @@ export class PageWatch {
    */
   ownCapture<T>(p: Promise<T>): Promise<T> {
     if (this.ownWork++ === 0) this.ownBusySince = Date.now();
-    const done = () => { this.ownWork--; this.ownWorkEndedAt = Date.now(); };
+    const done = () => {
+      this.ownWork--;
+      this.ownWorkEndedAt = Date.now();
+    };
     p.then(done, done);
     return this.race(p);
   }
@@ -290,7 +317,11 @@ const WAIT_LOAD = `(async (loadCap, fontsCap) => {
 async function otherDocumentParsed(page: Page, origin: number, ms: number): Promise<boolean> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
-    const now = await within(quietEval<[number, string]>(page, '[performance.timeOrigin, document.readyState]').catch(() => null), 1000, null);
+    const now = await within(
+      quietEval<[number, string]>(page, '[performance.timeOrigin, document.readyState]').catch(() => null),
+      1000,
+      null,
+    );
     if (now && now[0] !== origin && now[1] !== 'loading') return true;
     await sleep(100);
   }
@@ -302,7 +333,8 @@ async function waitLoad(page: Page, loadCapMs: number, fontsCapMs: number): Prom
 }
 
 /** The page's document went away under a script of ours: it navigated by itself. */
-const MOVED = /context was destroyed|navigat|detached|Cannot find context|Cannot find default execution context|No realm|DiscardedBrowsingContext|no such frame/i;
+const MOVED =
+  /context was destroyed|navigat|detached|Cannot find context|Cannot find default execution context|No realm|DiscardedBrowsingContext|no such frame/i;
 
 /**
  * Puppeteer's `domcontentloaded` over CDP also waits for every child frame's, so a frame that
@@ -314,7 +346,11 @@ async function mainDocumentParsed(page: Page, watch: PageWatch, done: () => bool
     await sleep(250);
     if (done()) return new Promise<never>(() => {});
     if (!watch.mainResponse) continue;
-    const state = await within(quietEval<string>(page, `location.href === 'about:blank' ? 'loading' : document.readyState`).catch(() => 'loading'), 1000, 'loading');
+    const state = await within(
+      quietEval<string>(page, `location.href === 'about:blank' ? 'loading' : document.readyState`).catch(() => 'loading'),
+      1000,
+      'loading',
+    );
     if (state !== 'loading' && !done()) return watch.mainResponse;
   }
 }
@@ -377,14 +413,16 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
     try {
       const loadCap = Math.min(S.loadCapMs, left());
       step(hop ? `the load event and fonts (document ${hop + 1})` : 'the load event and fonts');
-      state = await watch.race(within(waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())), loadCap + S.fontsCapMs + S.stuckMs, 'stuck' as const));
-
+      state = await watch.race(
+        within(waitLoad(page, loadCap, Math.min(S.fontsCapMs, left())), loadCap + S.fontsCapMs + S.stuckMs, 'stuck' as const),
+      );
     } catch (e) {
       if (e instanceof TaskFailure) throw e;
-      if (!MOVED.test(String((e as Error)?.message))) throw new TaskFailure('render_failed', `the page could not be inspected: ${cut(String((e as Error)?.message ?? e))}`);
+      if (!MOVED.test(String((e as Error)?.message)))
+        throw new TaskFailure('render_failed', `the page could not be inspected: ${cut(String((e as Error)?.message ?? e))}`);
       state = 'moved';
     }
-    if (state === 'stuck') throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
+    if (state === 'stuck') throw new TaskFailure('timeout', "the page's main thread stopped answering (a script that does not end)");
     if (state !== 'moved' && !state.loaded) watch.report.loadCapped = true;
     if (state !== 'moved' && state.refresh !== null && state.refresh <= S.metaRefreshMaxSec && hop < S.maxHops) {
       // the document count cannot tell: the refresh may have been requested before it was read
@@ -394,23 +432,30 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
       // capped by the rule, not by the page's deadline: the result says so (of the last document)
       const byDeadline = left() < S.quietCapMs;
       step('a quiet network');
-      if (await watch.race(watch.quiet(S.quietMs, Math.min(S.quietCapMs, left()))) === 'capped' && !byDeadline) watch.report.networkCapped = true;
+      if ((await watch.race(watch.quiet(S.quietMs, Math.min(S.quietCapMs, left())))) === 'capped' && !byDeadline)
+        watch.report.networkCapped = true;
       else delete watch.report.networkCapped;
     }
     if (watch.documents === before && state !== 'moved') break;
     if (hop >= S.maxHops) break;
     watch.report.hops = hop + 1;
     // a hop refused by the guard over https leaves Chromium on its error page
-    if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url())) throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
+    if (opts.blockedSince?.(t0) && !/^https?:/i.test(page.url()))
+      throw new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address');
   }
   // A script that starts its endless loop just after the load event has passed every check so far,
   // and would hold the capture (which needs the main thread) until the page's timeout: the page's
   // own address is asked for here, within the stuck limit.
-  step('the main thread\'s answer');
-  const askHref = () => within(quietEval<string>(page, 'location.href').catch(() => page.url()), Math.min(S.stuckMs, left()), null);
+  step("the main thread's answer");
+  const askHref = () =>
+    within(
+      quietEval<string>(page, 'location.href').catch(() => page.url()),
+      Math.min(S.stuckMs, left()),
+      null,
+    );
   let href: string | null = null;
   for (let i = 0; i < UNANSWERED_TO_FAIL && href === null; i++) href = await watch.race(askHref());
-  if (href === null) throw new TaskFailure('timeout', 'the page\'s main thread stopped answering (a script that does not end)');
+  if (href === null) throw new TaskFailure('timeout', "the page's main thread stopped answering (a script that does not end)");
   watch.finalUrl = href;
   // a meta refresh of 0 s or an early script redirect can move on before the loop above takes its
   // first count, and is then not counted there (seen in Firefox under load)
@@ -418,7 +463,10 @@ export async function openPage(page: Page, watch: PageWatch, url: string, opts: 
   if (followed > (watch.report.hops ?? 0)) watch.report.hops = followed;
   watch.watchMainThread(S.stuckMs);
   opts.times?.add('settle (load, fonts, quiet network)', performance.now() - tSettle);
-  if (/^chrome-error:/i.test(page.url())) throw opts.blockedSince?.(t0) ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address') : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
+  if (/^chrome-error:/i.test(page.url()))
+    throw opts.blockedSince?.(t0)
+      ? new TaskFailure('blocked_address', 'the page or one of its redirects points at a non-public address')
+      : new TaskFailure('unreachable', 'a redirect of the page could not be reached');
   return resp;
 }
 
@@ -435,10 +483,18 @@ const BLOCKED = () => new TaskFailure('blocked_address', 'the page or one of its
 export function navigationFailure(e: unknown, blocked = false): TaskFailure {
   const m = cut(String((e as Error)?.message ?? e));
   if (/NS_ERROR_PROXY_FORBIDDEN|blocked_address/i.test(m)) return BLOCKED();
-  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m)) return blocked ? BLOCKED() : new TaskFailure('unreachable', m);
-  if (/ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET_(RESET|REFUSED|TIMEOUT|INTERRUPT)|NS_ERROR_OFFLINE|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|ERR_CERT|ERR_INTERNET_DISCONNECTED|ERR_TIMED_OUT|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(m)) return new TaskFailure('unreachable', m);
+  if (/ERR_TUNNEL_CONNECTION_FAILED|ERR_PROXY_CONNECTION_FAILED|NS_ERROR_PROXY/i.test(m))
+    return blocked ? BLOCKED() : new TaskFailure('unreachable', m);
+  if (
+    /ERR_NAME_NOT_RESOLVED|ERR_CONNECTION|ERR_ADDRESS|NS_ERROR_UNKNOWN_HOST|NS_ERROR_CONNECTION_REFUSED|NS_ERROR_NET_(RESET|REFUSED|TIMEOUT|INTERRUPT)|NS_ERROR_OFFLINE|ERR_EMPTY_RESPONSE|ERR_SSL|SEC_ERROR|SSL_ERROR|ERR_CERT|ERR_INTERNET_DISCONNECTED|ERR_TIMED_OUT|ERR_UNSAFE_PORT|NS_ERROR_PORT_ACCESS_NOT_ALLOWED/i.test(
+      m,
+    )
+  )
+    return new TaskFailure('unreachable', m);
   if (/timeout|timed out/i.test(m)) return new TaskFailure('timeout', m);
-  if (ABORTED.test(m)) return new TaskFailure('render_failed', `the navigation was abandoned (${m}): a download, or a page that cancelled itself`);
-  if (/ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m)) return new TaskFailure('render_failed', `the page redirects in a loop (${m})`);
+  if (ABORTED.test(m))
+    return new TaskFailure('render_failed', `the navigation was abandoned (${m}): a download, or a page that cancelled itself`);
+  if (/ERR_TOO_MANY_REDIRECTS|NS_ERROR_REDIRECT_LOOP/i.test(m))
+    return new TaskFailure('render_failed', `the page redirects in a loop (${m})`);
   return new TaskFailure('render_failed', m);
 }

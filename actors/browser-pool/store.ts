@@ -43,7 +43,13 @@ export class Stores {
 }
 
 /** Store a screenshot and its thumbnail; the StoredFile the outcome carries. */
-export async function storeShot(stores: Stores, t: { store: string; objectName: string; jobId: string; resultKey: string }, png: Buffer, raw?: RawImage, times?: PhaseTimes): Promise<StoredFile> {
+export async function storeShot(
+  stores: Stores,
+  t: { store: string; objectName: string; jobId: string; resultKey: string },
+  png: Buffer,
+  raw?: RawImage,
+  times?: PhaseTimes,
+): Promise<StoredFile> {
   const tn = thumbName(t.jobId, t.resultKey);
   // the PNG uploads while the thumbnail is encoded (sharp works on its own threads)
   const t0 = performance.now();

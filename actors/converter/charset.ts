@@ -57,7 +57,13 @@ function detected(b: Uint8Array): string | null {
 }
 
 export function decodeBody(body: Uint8Array, contentType: string | undefined, sniffMeta = true): { text: string; charset: string } {
-  const lazy: (() => string | null)[] = [() => bom(body), () => charsetFromContentType(contentType), () => (sniffMeta ? sniffMetaCharset(body) : null), () => 'utf-8', () => detected(body)];
+  const lazy: (() => string | null)[] = [
+    () => bom(body),
+    () => charsetFromContentType(contentType),
+    () => (sniffMeta ? sniffMetaCharset(body) : null),
+    () => 'utf-8',
+    () => detected(body),
+  ];
   for (const next of lazy) {
     const c = next();
     if (!c) continue;

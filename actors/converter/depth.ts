@@ -14,7 +14,27 @@ import { parse, serialize, defaultTreeAdapter, type DefaultTreeAdapterMap, type 
 /** Deepest element nesting a converted page keeps (elements counted from <html> = 1). */
 export const MAX_DEPTH = 128;
 
-const VOID = new Set(['area', 'base', 'basefont', 'bgsound', 'br', 'col', 'embed', 'frame', 'hr', 'image', 'img', 'input', 'keygen', 'link', 'meta', 'param', 'source', 'track', 'wbr']);
+const VOID = new Set([
+  'area',
+  'base',
+  'basefont',
+  'bgsound',
+  'br',
+  'col',
+  'embed',
+  'frame',
+  'hr',
+  'image',
+  'img',
+  'input',
+  'keygen',
+  'link',
+  'meta',
+  'param',
+  'source',
+  'track',
+  'wbr',
+]);
 // their content is text up to their end tag: a "<div" inside a script is no element
 const RAW_TEXT = new Set(['script', 'style', 'textarea', 'title', 'xmp', 'iframe', 'noembed', 'noframes']);
 // a start tag of these closes an open one of its kind (outside tables and lists nested in them)

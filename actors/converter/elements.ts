@@ -15,7 +15,8 @@ export const attrIs = (el: Element, name: string, want: string) => {
 
 /** Class names are matched case-insensitively in quirks mode, as nwsapi (and browsers) do; a class
  *  list splits on ASCII whitespace only (a no-break space is part of a name). */
-export const classPattern = (doc: Document, names: string[]) => new RegExp(`(^|[\\t\\n\\f\\r ])(${names.join('|')})([\\t\\n\\f\\r ]|$)`, doc.compatMode === 'BackCompat' ? 'i' : '');
+export const classPattern = (doc: Document, names: string[]) =>
+  new RegExp(`(^|[\\t\\n\\f\\r ])(${names.join('|')})([\\t\\n\\f\\r ]|$)`, doc.compatMode === 'BackCompat' ? 'i' : '');
 
 export interface PageIndex {
   /** Elements by local name, in document order, as the parse left them. */
@@ -66,10 +67,12 @@ export function firstDescendant(root: Element, pred: (el: Element) => boolean): 
 }
 
 /** `root` or its first descendant for which `pred` holds: `root.ownerDocument.querySelector(…)` from the root element. */
-export const firstElement = (root: Element, pred: (el: Element) => boolean): Element | null => (pred(root) ? root : firstDescendant(root, pred));
+export const firstElement = (root: Element, pred: (el: Element) => boolean): Element | null =>
+  pred(root) ? root : firstDescendant(root, pred);
 
 /** Whether `root` has a descendant whose local name is in `names`: `root.querySelector('a, b') !== null`. */
-export const hasDescendantNamed = (root: Element, names: ReadonlySet<string>) => firstDescendant(root, (e) => names.has(e.localName)) !== null;
+export const hasDescendantNamed = (root: Element, names: ReadonlySet<string>) =>
+  firstDescendant(root, (e) => names.has(e.localName)) !== null;
 
 /** Whether an ancestor (not the element itself) has one of the local names. */
 export function hasAncestorNamed(el: Element, names: ReadonlySet<string>): boolean {

@@ -56,8 +56,15 @@ interface Deps {
   store(name: string): Promise<ObjectStore>;
 }
 
-export interface RenderHtmlReply { html: string; finalUrl: string; status: number | null }
-export interface RenderPdfReply { bytes: number; contentType?: string }
+export interface RenderHtmlReply {
+  html: string;
+  finalUrl: string;
+  status: number | null;
+}
+export interface RenderPdfReply {
+  bytes: number;
+  contentType?: string;
+}
 
 const filenameFor = (url: string, ext: string) => {
   let host = 'page';
@@ -76,7 +83,15 @@ function fetchFailure(e: unknown): { error: string; message: string } {
 }
 
 /** Store one output's file; its content type and file name go in the object's meta, so the file alone says what it is. */
-async function putFile(deps: Deps, task: Task, key: Output, data: Uint8Array, contentType: string, ext: string, url: string): Promise<StoredFile> {
+async function putFile(
+  deps: Deps,
+  task: Task,
+  key: Output,
+  data: Uint8Array,
+  contentType: string,
+  ext: string,
+  url: string,
+): Promise<StoredFile> {
   const name = objectName(task.jobId, key);
   const filename = filenameFor(url, ext);
   await putObject(deps.nc, task.store, { name, description: contentType, metadata: { filename } }, data);
@@ -88,7 +103,15 @@ async function storedFile(st: ObjectStore, task: Task, key: Output): Promise<{ f
   const info = await st.info(objectName(task.jobId, key)).catch(() => null);
   if (!info || info.deleted) return null;
   const known = key === 'pdf' ? { contentType: 'application/pdf', ext: 'pdf' } : CONTENT_TYPES[key];
-  return { file: { store: task.store, name: info.name, contentType: info.description || known.contentType, bytes: info.size, filename: info.metadata?.filename ?? filenameFor(String(task.params.url ?? ''), known.ext) } };
+  return {
+    file: {
+      store: task.store,
+      name: info.name,
+      contentType: info.description || known.contentType,
+      bytes: info.size,
+      filename: info.metadata?.filename ?? filenameFor(String(task.params.url ?? ''), known.ext),
+    },
+  };
 }
 
 async function readIndex(st: ObjectStore, jobId: string): Promise<ConvertedIndex | null> {
@@ -133,14 +156,20 @@ async function step<T>(ctx: TaskContext, text: string, fn: () => Promise<T>): Pr
 async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outputs: Output[], self: Output): Promise<void> {
   const { task } = ctx;
   const failed = Object.values(index.outputs).some((e) => 'error' in e);
-  if (failed || outputs.includes('pdf')) await putObject(deps.nc, task.store, { name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
+  if (failed || outputs.includes('pdf'))
+    await putObject(deps.nc, task.store, { name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
   for (const o of outputs) {
     if (o === self) continue;
     const e = o === 'pdf' ? index.pdf : index.outputs[o];
     if (!e || e === 'browser') continue; // printed by the pdf task itself
     const at = Date.now();
-    const outcome: Outcome = 'file' in e ? { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, file: e.file } : { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message };
-    await publishOutcome(deps.nc, outcome).catch((err: Error) => deps.log.warn({ err, jobId: task.jobId, resultKey: o }, 'outcome for a follower not published; it finds its file or the index'));
+    const outcome: Outcome =
+      'file' in e
+        ? { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, file: e.file }
+        : { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message };
+    await publishOutcome(deps.nc, outcome).catch((err: Error) =>
+      deps.log.warn({ err, jobId: task.jobId, resultKey: o }, 'outcome for a follower not published; it finds its file or the index'),
+    );
   }
 }
 
@@ -159,15 +188,17 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   let res: GuardedResponse | null = null;
   let failed: { error: string; message: string } | null = null;
   try {
-    res = await step(ctx, 'fetching', () => guardedFetch(url, {
-      allowCidrs: config.outbound.allowCidrs,
-      maxRedirects: config.outbound.maxRedirects,
-      connectTimeoutMs: config.outbound.connectTimeoutMs,
-      timeoutMs: config.websitepro.fetchTimeoutMs,
-      maxBytes: config.websitepro.maxBytes,
-      signal: ctx.signal,
-      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-    }));
+    res = await step(ctx, 'fetching', () =>
+      guardedFetch(url, {
+        allowCidrs: config.outbound.allowCidrs,
+        maxRedirects: config.outbound.maxRedirects,
+        connectTimeoutMs: config.outbound.connectTimeoutMs,
+        timeoutMs: config.websitepro.fetchTimeoutMs,
+        maxBytes: config.websitepro.maxBytes,
+        signal: ctx.signal,
+        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+      }),
+    );
     if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
   } catch (e) {
     if (ctx.signal.aborted) throw e;
@@ -202,16 +233,27 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
         const reason = result.reason;
         const rendered = await renderInBrowser(deps, res.url).catch((e: Error) => e);
         if (rendered instanceof Error) {
-          base.warnings!.push(`the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`);
+          base.warnings!.push(
+            `the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`,
+          );
           last = base;
         } else {
           await ctx.progress('converting the rendered page');
-          last = { ...base, body: Buffer.from(rendered.html, 'utf8'), contentType: 'text/html; charset=utf-8', finalUrl: rendered.finalUrl || res.url, rendered: true };
+          last = {
+            ...base,
+            body: Buffer.from(rendered.html, 'utf8'),
+            contentType: 'text/html; charset=utf-8',
+            finalUrl: rendered.finalUrl || res.url,
+            rendered: true,
+          };
         }
         result = await deps.pool.run(last);
       }
     } catch (e) {
-      const f = e instanceof ConversionError ? { error: e.code, message: e.message } : { error: 'conversion_failed', message: (e as Error).message };
+      const f =
+        e instanceof ConversionError
+          ? { error: e.code, message: e.message }
+          : { error: 'conversion_failed', message: (e as Error).message };
       result = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
       // The thread died on the whole job (a crash, a heap limit): try each output alone, so the one
       // that kills it fails by itself and the others are delivered. A timeout is not retried: the
@@ -223,7 +265,12 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
             const one = await deps.pool.run({ ...last, detectJs: false, outputs: [o] });
             if (!one.needsJavaScript && one.outputs[o]) result.outputs[o] = one.outputs[o];
           } catch (e2) {
-            result.outputs[o] = { ok: false, ...(e2 instanceof ConversionError ? { error: e2.code, message: e2.message } : { error: 'conversion_failed', message: (e2 as Error).message }) };
+            result.outputs[o] = {
+              ok: false,
+              ...(e2 instanceof ConversionError
+                ? { error: e2.code, message: e2.message }
+                : { error: 'conversion_failed', message: (e2 as Error).message }),
+            };
           }
         }
       }
@@ -239,7 +286,8 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   if (outputs.includes('pdf')) {
     const mt = sniffType(res.body, contentType);
     // a PDF target is its own PDF; everything else is printed by a browser
-    index.pdf = mt === 'application/pdf' ? { file: await putFile(deps, task, 'pdf', res.body, 'application/pdf', 'pdf', res.url) } : 'browser';
+    index.pdf =
+      mt === 'application/pdf' ? { file: await putFile(deps, task, 'pdf', res.body, 'application/pdf', 'pdf', res.url) } : 'browser';
   }
   await settle(deps, ctx, index, outputs, self);
   return index;
@@ -318,10 +366,16 @@ async function printPdf(deps: Deps, task: Task, url: string): Promise<StoredFile
   const name = objectName(task.jobId, 'pdf');
   let reply: RenderPdfReply;
   try {
-    reply = await call<RenderPdfReply>(deps.nc, subjects.browser.renderPdf, { url, store: task.store, objectName: name }, deps.config.shots.pageTimeoutMs + 10000);
+    reply = await call<RenderPdfReply>(
+      deps.nc,
+      subjects.browser.renderPdf,
+      { url, store: task.store, objectName: name },
+      deps.config.shots.pageTimeoutMs + 10000,
+    );
   } catch (e) {
     if (e instanceof ApiError) {
-      if (e.code === 'service_unavailable') throw new TaskFailure('service_unavailable', `no browser-pool instance prints PDFs right now (${e.message})`);
+      if (e.code === 'service_unavailable')
+        throw new TaskFailure('service_unavailable', `no browser-pool instance prints PDFs right now (${e.message})`);
       throw new TaskFailure(e.code === 'internal' ? String(e.details?.reason ?? 'render_failed') : e.code, e.message);
     }
     throw e;
@@ -367,7 +421,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const pool = new ConvertPool({ size, taskTimeoutMs: config.websitepro.convertTimeoutMs });
   const stores = new Map<string, Promise<ObjectStore>>();
   const deps: Deps = {
-    nc, config, log, pool,
+    nc,
+    config,
+    log,
+    pool,
     store(name) {
       let s = stores.get(name);
       if (!s) {
@@ -379,7 +436,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     },
   };
   const worker = await runWorker({
-    nc, config, log,
+    nc,
+    config,
+    log,
     consumer: CONSUMERS.converter,
     filterSubject: subjects.taskWebsitepro,
     concurrency: config.websitepro.concurrency,
@@ -391,7 +450,11 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       { id: 'pdf', contentType: 'application/pdf', note: 'printed by a real Chromium in browser-pool (A4, backgrounds)' },
     ],
     metadataSchema: '/openapi.json#/components/schemas/PageMetadata',
-    limits: { maxBytes: config.websitepro.maxBytes, fetchTimeoutMs: config.websitepro.fetchTimeoutMs, maxRedirects: config.outbound.maxRedirects },
+    limits: {
+      maxBytes: config.websitepro.maxBytes,
+      fetchTimeoutMs: config.websitepro.fetchTimeoutMs,
+      maxRedirects: config.outbound.maxRedirects,
+    },
     concurrency: config.websitepro.concurrency,
   }));
   log.info({ threads: size, concurrency: config.websitepro.concurrency }, 'converter started');

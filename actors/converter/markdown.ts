@@ -14,7 +14,11 @@ const TABLE = new Set(['table']);
 const inTable = (n: Node) => hasAncestorNamed(n as Element, TABLE);
 
 /** One cell's Markdown on one line, pipes escaped (GFM needs `\|` even inside code spans). */
-const cellText = (md: string | undefined) => (md ?? '').replace(/\s*\n\s*/g, ' ').replace(/(?<!\\)\|/g, '\\|').trim();
+const cellText = (md: string | undefined) =>
+  (md ?? '')
+    .replace(/\s*\n\s*/g, ' ')
+    .replace(/(?<!\\)\|/g, '\\|')
+    .trim();
 
 let service: TurndownService | null = null;
 /** The cells' Markdown, written by the cell rule and read by the table rule (children convert first). */
@@ -51,7 +55,10 @@ function build(): TurndownService {
         const start = Number(parent.getAttribute('start') ?? 1) || 1;
         prefix = `${start + [...parent.children].indexOf(n as Element)}. `;
       }
-      const body = content.replace(/^\n+/, '').replace(/\n+$/, '\n').replace(/\n(?!$)/g, `\n${' '.repeat(prefix.length)}`);
+      const body = content
+        .replace(/^\n+/, '')
+        .replace(/\n+$/, '\n')
+        .replace(/\n(?!$)/g, `\n${' '.repeat(prefix.length)}`);
       return prefix + body + (n.nextSibling && !body.endsWith('\n') ? '\n' : '');
     },
   });

@@ -51,7 +51,10 @@ export async function readPdf(body: Uint8Array): Promise<PdfContent> {
       title: str(i.Title) ?? xmp('dc:title'),
       author: str(i.Author) ?? xmp('dc:creator'),
       subject: str(i.Subject) ?? xmp('dc:description'),
-      keywords: (str(i.Keywords) ?? '').split(/[,;]/).map((k) => k.trim()).filter(Boolean),
+      keywords: (str(i.Keywords) ?? '')
+        .split(/[,;]/)
+        .map((k) => k.trim())
+        .filter(Boolean),
       language: str(i.Language) ?? xmp('dc:language'),
       created: pdfDate(i.CreationDate),
       modified: pdfDate(i.ModDate),
@@ -64,12 +67,28 @@ export async function readPdf(body: Uint8Array): Promise<PdfContent> {
 
 /** Metadata fields a PDF can fill. */
 export function pdfMetadata(p: PdfContent): Partial<PageMetadataDoc> {
-  return { title: p.title, author: p.author, description: p.subject, keywords: p.keywords, language: p.language, publishedTime: p.created, modifiedTime: p.modified };
+  return {
+    title: p.title,
+    author: p.author,
+    description: p.subject,
+    keywords: p.keywords,
+    language: p.language,
+    publishedTime: p.created,
+    modifiedTime: p.modified,
+  };
 }
 
 /** Paragraphs of a page: pdf.js gives one line per text line; a blank line stays a paragraph break. */
 export function pdfMarkdown(p: PdfContent): string {
-  const body = p.pages.filter(Boolean).map((page) => page.replace(/([\\`*_[\]])/g, '\\$1').replace(/<(?=[A-Za-z/!?])/g, '\\<').replace(/^(\s*)([#>+-]|\d+\.)(?=\s)/gm, '$1\\$2')).join('\n\n---\n\n');
+  const body = p.pages
+    .filter(Boolean)
+    .map((page) =>
+      page
+        .replace(/([\\`*_[\]])/g, '\\$1')
+        .replace(/<(?=[A-Za-z/!?])/g, '\\<')
+        .replace(/^(\s*)([#>+-]|\d+\.)(?=\s)/gm, '$1\\$2'),
+    )
+    .join('\n\n---\n\n');
   return `${p.title ? `# ${p.title}\n\n` : ''}${body}\n`;
 }
 
@@ -92,7 +111,13 @@ export async function convertPdf(input: ConvertInput, mt: string): Promise<Parti
   for (const o of input.outputs) {
     if (o === 'metadata') {
       const words = countWords(text);
-      const meta = { ...emptyMetadata(input, mt, null), ...(pdf ? pdfMetadata(pdf) : {}), wordCount: words, readingTimeMinutes: readingTime(words), favicon: new URL('/favicon.ico', input.finalUrl).href };
+      const meta = {
+        ...emptyMetadata(input, mt, null),
+        ...(pdf ? pdfMetadata(pdf) : {}),
+        wordCount: words,
+        readingTimeMinutes: readingTime(words),
+        favicon: new URL('/favicon.ico', input.finalUrl).href,
+      };
       if (!pdf) meta.warnings.push(`the PDF could not be read: ${why}`);
       out.metadata = file('metadata', JSON.stringify(meta, null, 2));
     } else if (!pdf) {
@@ -102,7 +127,23 @@ export async function convertPdf(input: ConvertInput, mt: string): Promise<Parti
       out[o] = { ok: false, error: 'unsupported_content', message: 'the PDF has no text layer (scanned pages?)' };
     } else if (o === 'text') out.text = file('text', text);
     else if (o === 'markdown') out.markdown = file('markdown', pdfMarkdown(pdf));
-    else if (o === 'html') out.html = file('html', htmlDocument(pdf.title, pdf.language, pdf.pages.filter(Boolean).map((pg) => pg.split(/\n{2,}/).map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>')}</p>`).join('\n')).join('\n<hr>\n')));
+    else if (o === 'html')
+      out.html = file(
+        'html',
+        htmlDocument(
+          pdf.title,
+          pdf.language,
+          pdf.pages
+            .filter(Boolean)
+            .map((pg) =>
+              pg
+                .split(/\n{2,}/)
+                .map((para) => `<p>${escapeHtml(para).replace(/\n/g, '<br>')}</p>`)
+                .join('\n'),
+            )
+            .join('\n<hr>\n'),
+        ),
+      );
   }
   return out;
 }

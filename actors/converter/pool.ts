@@ -118,10 +118,15 @@ export class ConvertPool {
       if (m.error !== undefined) finish(() => job.reject(new ConversionError('conversion_failed', m.error!.split('\n')[0]!)), healthy);
       else finish(() => job.resolve(m.result!), healthy);
     };
-    const onError = (e: Error) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread died: ${e.message}`)), false);
-    const onExit = (code: number) => finish(() => job.reject(new ConversionError('conversion_failed', `converter thread exited (${code})`)), false);
+    const onError = (e: Error) =>
+      finish(() => job.reject(new ConversionError('conversion_failed', `converter thread died: ${e.message}`)), false);
+    const onExit = (code: number) =>
+      finish(() => job.reject(new ConversionError('conversion_failed', `converter thread exited (${code})`)), false);
     const timeoutMs = job.timeoutMs ?? this.opts.taskTimeoutMs ?? 60000;
-    const timer = setTimeout(() => finish(() => job.reject(new ConversionError('conversion_timeout', `conversion took longer than ${timeoutMs} ms`)), false), timeoutMs);
+    const timer = setTimeout(
+      () => finish(() => job.reject(new ConversionError('conversion_timeout', `conversion took longer than ${timeoutMs} ms`)), false),
+      timeoutMs,
+    );
     w.on('message', onMessage);
     w.once('error', onError);
     w.once('exit', onExit);

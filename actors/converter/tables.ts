@@ -6,7 +6,25 @@
 import { firstDescendant, hasDescendantNamed } from './elements.ts';
 
 // element walks, not selectors: jsdom compiles each selector again for every page (elements.ts)
-const BLOCK_IN_CELL = new Set(['p', 'ul', 'ol', 'dl', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6', 'pre', 'blockquote', 'figure', 'table', 'section', 'article', 'hr']);
+const BLOCK_IN_CELL = new Set([
+  'p',
+  'ul',
+  'ol',
+  'dl',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+  'pre',
+  'blockquote',
+  'figure',
+  'table',
+  'section',
+  'article',
+  'hr',
+]);
 const IMG = new Set(['img']);
 /** `table.querySelector(':scope > caption')` */
 const captionOf = (table: Element): Element | null => {
@@ -18,7 +36,8 @@ const directRows = (table: Element): Element[] => {
   const rows: Element[] = [];
   for (const child of table.children) {
     if (child.tagName === 'TR') rows.push(child);
-    else if (child.tagName === 'THEAD' || child.tagName === 'TBODY' || child.tagName === 'TFOOT') for (const tr of child.children) if (tr.tagName === 'TR') rows.push(tr);
+    else if (child.tagName === 'THEAD' || child.tagName === 'TBODY' || child.tagName === 'TFOOT')
+      for (const tr of child.children) if (tr.tagName === 'TR') rows.push(tr);
   }
   return rows;
 };

@@ -39,7 +39,13 @@ export function convertOther(input: ConvertInput, mt: string): Partial<Record<Te
     } else if (o === 'markdown') {
       const fence = '`'.repeat(Math.max(3, longestRun(text, '`') + 1));
       // JSON is code; plain text and Markdown pass through as they are; CSV stays a fenced block
-      const body = isJsonType(mt) ? `${fence}json\n${text}\n${fence}\n` : mt === 'text/csv' ? `${fence}csv\n${text}\n${fence}\n` : text.endsWith('\n') ? text : `${text}\n`;
+      const body = isJsonType(mt)
+        ? `${fence}json\n${text}\n${fence}\n`
+        : mt === 'text/csv'
+          ? `${fence}csv\n${text}\n${fence}\n`
+          : text.endsWith('\n')
+            ? text
+            : `${text}\n`;
       out.markdown = file('markdown', body);
     } else if (o === 'html') {
       out.html = file('html', htmlDocument(null, null, `<pre>${escapeHtml(text)}</pre>`));
@@ -49,7 +55,11 @@ export function convertOther(input: ConvertInput, mt: string): Partial<Record<Te
 }
 
 function longestRun(s: string, ch: string): number {
-  let best = 0, cur = 0;
-  for (const c of s) { cur = c === ch ? cur + 1 : 0; best = Math.max(best, cur); }
+  let best = 0,
+    cur = 0;
+  for (const c of s) {
+    cur = c === ch ? cur + 1 : 0;
+    best = Math.max(best, cur);
+  }
   return best;
 }

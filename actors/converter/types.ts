@@ -32,5 +32,13 @@ export const CONTENT_TYPES: Record<TextOutput, { contentType: string; ext: strin
 };
 
 export const file = (o: TextOutput, data: string): OutputFile => ({ ok: true, data, ...CONTENT_TYPES[o] });
-export const unsupported = (what: string, o: TextOutput): OutputFailure => ({ ok: false, error: 'unsupported_content', message: `a ${what} target has no ${o}` });
-export const failure = (e: unknown, what: string): OutputFailure => ({ ok: false, error: 'conversion_failed', message: `${what}: ${((e as Error)?.message ?? String(e)).split('\n')[0]}` });
+export const unsupported = (what: string, o: TextOutput): OutputFailure => ({
+  ok: false,
+  error: 'unsupported_content',
+  message: `a ${what} target has no ${o}`,
+});
+export const failure = (e: unknown, what: string): OutputFailure => ({
+  ok: false,
+  error: 'conversion_failed',
+  message: `${what}: ${((e as Error)?.message ?? String(e)).split('\n')[0]}`,
+});

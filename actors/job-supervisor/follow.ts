@@ -54,18 +54,24 @@ export class Follower<T> {
   /** Follow until stopped (or the connection closes). */
   async run(): Promise<void> {
     const { stallMs } = this.o;
-    const watchdog = setInterval(() => {
-      if (this.o.done() || !this.current || Date.now() - this.lastDelivery <= stallMs) return;
-      this.o.log.warn({ applied: this.o.applied(), silentMs: Date.now() - this.lastDelivery }, this.o.stalledMsg);
-      this.current.stop();
-    }, Math.max(50, Math.min(1000, stallMs / 4)));
+    const watchdog = setInterval(
+      () => {
+        if (this.o.done() || !this.current || Date.now() - this.lastDelivery <= stallMs) return;
+        this.o.log.warn({ applied: this.o.applied(), silentMs: Date.now() - this.lastDelivery }, this.o.stalledMsg);
+        this.current.stop();
+      },
+      Math.max(50, Math.min(1000, stallMs / 4)),
+    );
     watchdog.unref();
     while (!this.o.stopped()) {
       try {
         const sub = await this.o.open();
         this.current = sub;
         this.lastDelivery = Date.now();
-        if (this.o.stopped()) { sub.stop(); break; }
+        if (this.o.stopped()) {
+          sub.stop();
+          break;
+        }
         for await (const m of sub) {
           this.lastDelivery = Date.now();
           const pause = this.o.take(m);

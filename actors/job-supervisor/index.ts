@@ -13,7 +13,18 @@ import { ApiError } from '../../shared/errors.ts';
 import { isUnrefunded, type JobRecord, type JobSubmitted, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import { JOB_SUPERVISOR_API, type jobsApi } from '../../shared/protocol/job-supervisor.ts';
 import type { RequestOf } from '../../shared/protocol/endpoint.ts';
-import { dispatchJob, recordOutcome, failLostTask, purgeJob, settleJob, failStuckJob, failWorkerlessJob, objectsOfJobs, releaseDependents, type Deps } from './steps.ts';
+import {
+  dispatchJob,
+  recordOutcome,
+  failLostTask,
+  purgeJob,
+  settleJob,
+  failStuckJob,
+  failWorkerlessJob,
+  objectsOfJobs,
+  releaseDependents,
+  type Deps,
+} from './steps.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
 import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
@@ -29,7 +40,9 @@ import { join } from 'node:path';
 const shotsKind = (browser: string, version: string) => `shots:${browser}@${version}`;
 /** The worker kind a result waits for: its browser version for shots (each pool serves only the browsers it launched), else its service. */
 const kindOf = (job: Pick<JobRecord, 'service'>, r: ResultRecord) =>
-  job.service === 'shots' && typeof r.params?.browser === 'string' && typeof r.params?.version === 'string' ? shotsKind(r.params.browser, r.params.version) : job.service;
+  job.service === 'shots' && typeof r.params?.browser === 'string' && typeof r.params?.version === 'string'
+    ? shotsKind(r.params.browser, r.params.version)
+    : job.service;
 
 /** The wallet's orphan sweep runs within this after a charge's grace ends (actors/wallet/orphans.ts: every grace/4, 1 to 30 s). */
 const orphanSweepSlackMs = (graceMs: number) => Math.min(30_000, Math.max(1000, graceMs / 4)) + 5000;
@@ -48,7 +61,6 @@ const ARCHIVE_PARALLEL = 16;
 /** How long a progress line waits before it is written to the job document (see noteProgress). */
 const PROGRESS_DELAY_MS = 250;
 
-
 export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const { nc, config, log } = ctx;
   const js = jetstream(nc);
@@ -57,7 +69,11 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   // every JetStream step of the start is retried: right after a cluster (re)start, streams and
   // consumers answer "temporarily unavailable" until they have leaders again
   const d: Deps = {
-    nc, js, jsm, config, log,
+    nc,
+    js,
+    jsm,
+    config,
+    log,
     jobs: await withRetry('jobs bucket', () => kvm.open(BUCKETS.jobs), { log }),
     datasets: await withRetry('datasets bucket', () => kvm.open(BUCKETS.datasets), { log }),
     objm: new Objm(nc),
@@ -95,10 +111,15 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     [STREAMS.results, consumerCfg(CONSUMERS.supervisorResults, subjects.resultsAll)],
     [STREAMS.lostTasks, consumerCfg(CONSUMERS.supervisorLost, subjects.advisoryMaxDeliveries(STREAMS.tasks, '*'))],
   ] as const) {
-    await withRetry(`consumer ${cfg.durable_name}`, () => jsm.consumers.add(stream, cfg).catch(async (e: Error) => {
-      if (!/already in use|exists/i.test(e.message)) throw e;
-      return jsm.consumers.update(stream, cfg.durable_name, cfg);
-    }), { log });
+    await withRetry(
+      `consumer ${cfg.durable_name}`,
+      () =>
+        jsm.consumers.add(stream, cfg).catch(async (e: Error) => {
+          if (!/already in use|exists/i.test(e.message)) throw e;
+          return jsm.consumers.update(stream, cfg.durable_name, cfg);
+        }),
+      { log },
+    );
   }
 
   const inflight = new Set<Promise<void>>();
@@ -162,7 +183,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   }
 
   const jobsPump = await pump(STREAMS.jobs, CONSUMERS.supervisorJobs, (m) =>
-    run(m, 'dispatch', () => dispatchJob(d, m.json<JobSubmitted>().jobId)));
+    run(m, 'dispatch', () => dispatchJob(d, m.json<JobSubmitted>().jobId)),
+  );
   // Progress is shown only while a result is pending: each line is written after a short delay,
   // the newest line per result, and not at all if the result finished meanwhile. A fast task's
   // progress then costs no write to the job document; a line lost in a crash is only a display.
@@ -226,7 +248,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     let seq = 0;
     try {
       seq = Number(m.json<{ stream_seq?: number }>().stream_seq);
-    } catch { /* not JSON */ }
+    } catch {
+      /* not JSON */
+    }
     if (!Number.isSafeInteger(seq) || seq <= 0) {
       log.error({ subject: m.subject, seq: m.seq }, 'unreadable max-deliveries advisory removed');
       m.term();
@@ -269,7 +293,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     const files = projection.keptFiles(now);
     // a finished job with a failed result not refunded (a lost file whose settle was cut short and
     // whose report was acked anyway by an older version): settled again here, found by an index
-    for (const id of projection.unrefunded()) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle of a lost result failed'));
+    for (const id of projection.unrefunded())
+      await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle of a lost result failed'));
     const present = new Map<string, Set<string>>();
     for (const store of new Set(files.map((f) => f.store))) {
       const os = await d.objm.open(store);
@@ -277,7 +302,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     }
     for (const f of files) {
       if (present.get(f.store)?.has(f.name)) continue;
-      await reportLostFile(nc, f.jobId, f.key, 'the stored file was not found by the supervisor\'s sweep').catch((err) => log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'));
+      await reportLostFile(nc, f.jobId, f.key, "the stored file was not found by the supervisor's sweep").catch((err) =>
+        log.warn({ err, jobId: f.jobId }, 'sweep: lost file not reported'),
+      );
     }
   }
   // A job still running past its charge's orphan grace may have been written after its orphan
@@ -289,13 +316,18 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     if (now - (orphanChecked.get(job.id) ?? 0) < ORPHAN_RECHECK_MS) return false;
     if (orphanChecked.size > 50_000) orphanChecked.clear();
     orphanChecked.set(job.id, now);
-    return endIfOrphaned(d, job.id).catch((err) => { log.warn({ err, id: job.id }, 'sweep: orphan check failed'); return false; });
+    return endIfOrphaned(d, job.id).catch((err) => {
+      log.warn({ err, id: job.id }, 'sweep: orphan check failed');
+      return false;
+    });
   }
   async function sweep() {
     const now = Date.now();
     const workerless = await workerlessCheck(now);
-    if (sweeps++ % LOST_FILE_EVERY_SWEEPS === 0) await findLostFiles(now).catch((err) => log.warn({ err }, 'sweep: lost-file check failed'));
-    for (const id of projection.unfinished('queued', now - staleQueuedMs)) await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
+    if (sweeps++ % LOST_FILE_EVERY_SWEEPS === 0)
+      await findLostFiles(now).catch((err) => log.warn({ err }, 'sweep: lost-file check failed'));
+    for (const id of projection.unfinished('queued', now - staleQueuedMs))
+      await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
       // the projection's copy says which step is due; the step itself re-reads the bucket
@@ -305,11 +337,15 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const pending = job.results.some((r) => r.status === 'pending');
       const unrefunded = job.results.some(isUnrefunded);
       // a result waiting for others whose release was cut short (a crash between the outcome and it)
-      if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq)) await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
+      if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq))
+        await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
       if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
-      if (pending && (job.startedAt ?? now) <= stuckBefore) await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
+      if (pending && (job.startedAt ?? now) <= stuckBefore)
+        await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
       else if (pending && workerless && job.results.some((r) => r.status === 'pending' && r.subject && workerless(kindOf(job, r)))) {
-        await failWorkerlessJob(d, id, config.jobs.noWorkerSeconds, (r) => workerless(kindOf(job, r))).catch((err) => log.warn({ err, id }, 'sweep: no-worker check failed'));
+        await failWorkerlessJob(d, id, config.jobs.noWorkerSeconds, (r) => workerless(kindOf(job, r))).catch((err) =>
+          log.warn({ err, id }, 'sweep: no-worker check failed'),
+        );
       }
     }
     for (const id of projection.webhooksDue(Date.now())) webhooks.send(id);
@@ -341,7 +377,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
         if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
         return false;
       }
-      if (!isSettled(cur.job)) { projection.notArchivable(id); return false; }
+      if (!isSettled(cur.job)) {
+        projection.notArchivable(id);
+        return false;
+      }
       await archiveJob(d.js, cur.job, cur.revision);
       await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, cur.revision, false).catch((e: Error) => {
         if (!/no message found|not found/i.test(e.message)) throw e;
@@ -376,9 +415,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const due = projection.forgetDue(now);
       for (const { id, revision } of due) {
         // an archived document left the bucket already (its copy in the archive ages out: the stream's max age)
-        if (revision > 0) await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, revision, false).catch((e: Error) => {
-          if (!/no message found|not found/i.test(e.message)) throw e;
-        });
+        if (revision > 0)
+          await d.jsm.streams.deleteMessage(`KV_${BUCKETS.jobs}`, revision, false).catch((e: Error) => {
+            if (!/no message found|not found/i.test(e.message)) throw e;
+          });
         projection.forgotten(id, revision);
       }
       if (due.length < 500 || stopping) return;
@@ -386,36 +426,59 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   }
   const timer = setInterval(() => {
     if (sweeping || stopping) return;
-    sweeping = sweep().catch((err) => log.warn({ err }, 'sweep failed')).finally(() => { sweeping = null; });
+    sweeping = sweep()
+      .catch((err) => log.warn({ err }, 'sweep failed'))
+      .finally(() => {
+        sweeping = null;
+      });
   }, sweepMs);
   timer.unref();
 
-  const service: RunningService = await addService(nc, {
-    api: JOB_SUPERVISOR_API,
-    version: '1.0.0',
-    endpoints: {
-      [subjects.jobs.list]: async (req: RequestOf<typeof jobsApi.list>) => {
-        // a job created just before the list is in it; a list being rebuilt or behind answers 503
-        await projection.sync();
-        // the documents as the projection applied them (as fresh as a read of the bucket after the
-        // sync); one it does not keep is read from the bucket, and one deleted meanwhile drops out
-        const rows = projection.list(req.walletId, req.limit ?? 30);
-        const jobs = await Promise.all(rows.map(async (r) => r.doc !== null ? JSON.parse(r.doc) as JobRecord : (await readJob(d.jobs, r.id))?.job ?? (await archivedDoc(r.id))));
-        return { jobs: jobs.filter((j): j is JobRecord => j !== null && j.walletId === req.walletId) };
-      },
-      [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
-        // the gateway reads the bucket itself and asks here for a job it does not find there (archived)
-        const job = (await readJob(d.jobs, req.jobId))?.job ?? (await archivedDoc(req.jobId));
-        if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
-        return { job };
-      },
-      [subjects.jobs.stats]: async () => {
-        const { unfinished, oldest } = projection.unfinishedStats();
-        const { mode, reason, from } = projection.startedAs;
-        return { total: projection.count(), unfinished, oldestUnfinished: oldest, projection: { complete: projection.complete, mode, ...(reason ? { reason } : {}), appliedAtStart: from, appliedSinceStart: projection.appliedCount } };
+  const service: RunningService = await addService(
+    nc,
+    {
+      api: JOB_SUPERVISOR_API,
+      version: '1.0.0',
+      endpoints: {
+        [subjects.jobs.list]: async (req: RequestOf<typeof jobsApi.list>) => {
+          // a job created just before the list is in it; a list being rebuilt or behind answers 503
+          await projection.sync();
+          // the documents as the projection applied them (as fresh as a read of the bucket after the
+          // sync); one it does not keep is read from the bucket, and one deleted meanwhile drops out
+          const rows = projection.list(req.walletId, req.limit ?? 30);
+          const jobs = await Promise.all(
+            rows.map(async (r) =>
+              r.doc !== null ? (JSON.parse(r.doc) as JobRecord) : ((await readJob(d.jobs, r.id))?.job ?? (await archivedDoc(r.id))),
+            ),
+          );
+          return { jobs: jobs.filter((j): j is JobRecord => j !== null && j.walletId === req.walletId) };
+        },
+        [subjects.jobs.get]: async (req: RequestOf<typeof jobsApi.get>) => {
+          // the gateway reads the bucket itself and asks here for a job it does not find there (archived)
+          const job = (await readJob(d.jobs, req.jobId))?.job ?? (await archivedDoc(req.jobId));
+          if (!job || job.walletId !== req.walletId) throw new ApiError('not_found', 'no such job');
+          return { job };
+        },
+        [subjects.jobs.stats]: async () => {
+          const { unfinished, oldest } = projection.unfinishedStats();
+          const { mode, reason, from } = projection.startedAs;
+          return {
+            total: projection.count(),
+            unfinished,
+            oldestUnfinished: oldest,
+            projection: {
+              complete: projection.complete,
+              mode,
+              ...(reason ? { reason } : {}),
+              appliedAtStart: from,
+              appliedSinceStart: projection.appliedCount,
+            },
+          };
+        },
       },
     },
-  }, log);
+    log,
+  );
 
   log.info({ instanceId: ctx.instanceId }, 'job-supervisor started');
   return {

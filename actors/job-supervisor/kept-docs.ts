@@ -25,12 +25,16 @@ export class KeptDocs {
     this.q = {
       exists: s.prepare('SELECT 1 FROM jobs WHERE id = ?').pluck(),
       // the wallet's LIST_MAX-th newest job (an index walk of LIST_MAX entries)
-      lastListed: s.prepare(`SELECT id, created_at FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ${LIST_MAX - 1}`),
+      lastListed: s.prepare(
+        `SELECT id, created_at FROM jobs WHERE wallet_id = ? ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET ${LIST_MAX - 1}`,
+      ),
       add: s.prepare('INSERT OR REPLACE INTO docs (wallet_id, created_at, id, doc) VALUES (@wallet_id, @created_at, @id, @doc)'),
       // a job's document is replaced only while it is kept (one outside the window stays out)
       set: s.prepare('UPDATE docs SET doc = @doc WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
       drop: s.prepare('DELETE FROM docs WHERE wallet_id = @wallet_id AND created_at = @created_at AND id = @id'),
-      dropOf: s.prepare('DELETE FROM docs WHERE (wallet_id, created_at, id) IN (SELECT wallet_id, created_at, id FROM jobs WHERE id = ? AND revision <= ?)'),
+      dropOf: s.prepare(
+        'DELETE FROM docs WHERE (wallet_id, created_at, id) IN (SELECT wallet_id, created_at, id FROM jobs WHERE id = ? AND revision <= ?)',
+      ),
       count: s.prepare('SELECT count(*) FROM docs WHERE wallet_id = ?').pluck(),
     };
   }

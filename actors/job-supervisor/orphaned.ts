@@ -15,7 +15,12 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { Logger } from '../../shared/log.ts';
 
 /** What ending an orphaned job needs of the supervisor's steps (steps.ts Deps). */
-interface Deps { nc: NatsConnection; jsm: JetStreamManager; jobs: KV; log: Logger }
+interface Deps {
+  nc: NatsConnection;
+  jsm: JetStreamManager;
+  jobs: KV;
+  log: Logger;
+}
 
 /** Whether the job's charge was refunded whole as an orphan; if so the job is ended. */
 export async function endIfOrphaned(d: Deps, jobId: string): Promise<boolean> {
@@ -50,7 +55,10 @@ export async function endIfOrphaned(d: Deps, jobId: string): Promise<boolean> {
     return true;
   });
   if (res?.changed) {
-    d.log.error({ jobId, walletId: cur.walletId, cost: cur.cost, ledger, wasFinished: isFinished(cur) }, 'AUDIT: job document written after its charge was refunded as an orphan; ended as failed, nothing charged');
+    d.log.error(
+      { jobId, walletId: cur.walletId, cost: cur.cost, ledger, wasFinished: isFinished(cur) },
+      'AUDIT: job document written after its charge was refunded as an orphan; ended as failed, nothing charged',
+    );
     await publishJobEvent(d.nc, res.job, res.job.status);
   }
   return true;

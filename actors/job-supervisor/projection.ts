@@ -87,8 +87,15 @@ function claimSlot(dir: string): string {
 }
 
 export interface Row {
-  id: string; wallet_id: string; status: JobStatus; created_at: number; revision: number;
-  purge_due: number | null; webhook_due: number | null; forget_due: number | null; files: string | null;
+  id: string;
+  wallet_id: string;
+  status: JobStatus;
+  created_at: number;
+  revision: number;
+  purge_due: number | null;
+  webhook_due: number | null;
+  forget_due: number | null;
+  files: string | null;
   /** When the document is to move to the archive (finished, purged, nothing left to send or refund). */
   archive_due: number | null;
   /** The document's sequence in the archive once it moved there (then the bucket no longer holds it). */
@@ -176,13 +183,21 @@ export class JobProjection {
       remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
       removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
       row: s.prepare(`SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.id = ?`),
-      list: s.prepare(`SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?`),
-      unfinished: s.prepare(`SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`).pluck(),
+      list: s.prepare(
+        `SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?`,
+      ),
+      unfinished: s
+        .prepare(
+          `SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`,
+        )
+        .pluck(),
       purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
       webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
       forgetDue: s.prepare('SELECT id, revision FROM jobs WHERE forget_due IS NOT NULL AND forget_due <= ? ORDER BY forget_due LIMIT ?'),
       unrefunded: s.prepare('SELECT id FROM jobs WHERE unrefunded = 1 ORDER BY created_at LIMIT ?').pluck(),
-      keptFiles: s.prepare('SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?'),
+      keptFiles: s.prepare(
+        'SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?',
+      ),
       count: s.prepare('SELECT count(*) FROM jobs').pluck(),
       countUnfinished: s.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'processing')`).pluck(),
       oldestUnfinished: s.prepare(`SELECT id, created_at FROM jobs WHERE status IN ('queued', 'processing') ORDER BY created_at LIMIT 1`),
@@ -207,11 +222,17 @@ export class JobProjection {
     const info = status.streamInfo;
     this.storeId = `${info.config.name} ${info.created}`;
     const last = info.state.last_seq;
-    this.freshLast = ((f) => async () => (await f()).streamInfo.state.last_seq)(freshRead(() => kv.status()));
+    this.freshLast = (
+      (f) => async () =>
+        (await f()).streamInfo.state.last_seq
+    )(freshRead(() => kv.status()));
     const archive = await jsm.streams.info(STREAMS.jobsArchive);
     const archiveStore = `${archive.config.name} ${archive.created}`;
     const archiveLast = archive.state.last_seq;
-    this.freshArchiveLast = ((f) => async () => (await f()).state.last_seq)(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
+    this.freshArchiveLast = (
+      (f) => async () =>
+        (await f()).state.last_seq
+    )(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
     const why = this.open(false) || this.distrust(last) || this.distrustArchive(archiveStore, archiveLast);
     if (why) {
       this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
@@ -234,7 +255,7 @@ export class JobProjection {
     const archiveFrom = Number(this.q.meta.get('archive_applied') ?? 0);
     this.archived.reset(archiveFrom);
     if (archive.state.messages === 0 || archiveLast <= archiveFrom) this.archiveReached(Math.max(archiveFrom, archiveLast), true);
-    if (last <= from || await this.nothingAfter(from)) this.reached(Math.max(from, last), true);
+    if (last <= from || (await this.nothingAfter(from))) this.reached(Math.max(from, last), true);
     this.loop = this.follow(kv, last);
     this.archiveLoop = this.followArchive(jsm);
   }
@@ -257,7 +278,9 @@ export class JobProjection {
     // reach is started again from the checkpoint
     this.archiveFollow = new Follower<JsMsg>({
       open: async () => {
-        const c = await jsm.jetstream().consumers.get(STREAMS.jobsArchive, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.archived.seq + 1 });
+        const c = await jsm
+          .jetstream()
+          .consumers.get(STREAMS.jobsArchive, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: this.archived.seq + 1 });
         return c.consume({ max_messages: BATCH });
       },
       take: (m) => {
@@ -306,7 +329,10 @@ export class JobProjection {
 
   private archiveReached(seq: number, end: boolean) {
     this.archived.reach(seq);
-    if (end && !this.archiveAtEnd) { this.archiveAtEnd = true; this.completeIfBoth(); }
+    if (end && !this.archiveAtEnd) {
+      this.archiveAtEnd = true;
+      this.completeIfBoth();
+    }
   }
 
   /** A rebuild is complete once both followers have reached the ends their streams had at start. */
@@ -341,7 +367,10 @@ export class JobProjection {
         this.pending.push(e);
         const full = this.pending.length >= BATCH;
         if (full) this.flush();
-        else if (!this.flushing) { this.flushing = true; setImmediate(() => this.flush()); }
+        else if (!this.flushing) {
+          this.flushing = true;
+          setImmediate(() => this.flush());
+        }
         if (e.delta === 0 && e.revision >= startLast) this.flush();
         // a rebuild's buffered values arrive as microtasks: let I/O (requests, sweeps) in between batches
         if (full) return new Promise<void>((r) => setImmediate(r));
@@ -351,7 +380,7 @@ export class JobProjection {
       stallMs: this.o.rebuildStallMs ?? REBUILD_STALL_MS,
       applied: () => this.applied.seq,
       log: this.o.log,
-      stalledMsg: 'job projection: the rebuild\'s watch delivers nothing; started again from the checkpoint',
+      stalledMsg: "job projection: the rebuild's watch delivers nothing; started again from the checkpoint",
       failedMsg: 'job projection: watch failed; resuming from the checkpoint',
     });
     await this.kvFollow.run();
@@ -372,7 +401,11 @@ export class JobProjection {
       for (const e of batch) {
         try {
           if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
-          else { this.docs.dropOf(e.key); this.q.remove.run(e.key); this.recent.delete(e.key); }
+          else {
+            this.docs.dropOf(e.key);
+            this.q.remove.run(e.key);
+            this.recent.delete(e.key);
+          }
         } catch (err) {
           this.o.log.error({ err, key: e.key }, 'job projection: bad job record skipped');
         }
@@ -387,7 +420,10 @@ export class JobProjection {
 
   private reached(seq: number, end: boolean) {
     this.applied.reach(seq);
-    if (end && !this.kvAtEnd) { this.kvAtEnd = true; this.completeIfBoth(); }
+    if (end && !this.kvAtEnd) {
+      this.kvAtEnd = true;
+      this.completeIfBoth();
+    }
     if (end) this.markCaughtUp();
   }
 
@@ -396,28 +432,30 @@ export class JobProjection {
    * is the archive's copy at that sequence (the row is replaced by it at the same revision too).
    */
   upsert(job: JobRecord, revision: number, doc = JSON.stringify(job), archiveSeq?: number): void {
-    const files = job.purgedAt === undefined
-      ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
-      : [];
+    const files =
+      job.purgedAt === undefined
+        ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
+        : [];
     const finished = isFinished(job);
     const placed = this.docs.place(job);
-    const changed = this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run({
-      id: job.id,
-      wallet_id: job.walletId,
-      status: job.status,
-      created_at: job.createdAt,
-      revision,
-      purge_due: job.purgedAt === undefined ? job.expiresAt : null,
-      webhook_due: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
-      // a document leaves the bucket only once finished and its files are deleted (the purge needs it)
-      forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
-      files: files.length ? JSON.stringify(files) : null,
-      // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
-      unrefunded: finished && job.results.some(isUnrefunded) ? 1 : null,
-      // nothing will change it any more: it leaves the bucket for the archive (shared/jobs/archive.ts)
-      archive_due: isSettled(job) && archiveSeq === undefined ? job.purgedAt! : null,
-      archive_seq: archiveSeq ?? null,
-    }).changes > 0;
+    const changed =
+      this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run({
+        id: job.id,
+        wallet_id: job.walletId,
+        status: job.status,
+        created_at: job.createdAt,
+        revision,
+        purge_due: job.purgedAt === undefined ? job.expiresAt : null,
+        webhook_due: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
+        // a document leaves the bucket only once finished and its files are deleted (the purge needs it)
+        forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
+        files: files.length ? JSON.stringify(files) : null,
+        // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
+        unrefunded: finished && job.results.some(isUnrefunded) ? 1 : null,
+        // nothing will change it any more: it leaves the bucket for the archive (shared/jobs/archive.ts)
+        archive_due: isSettled(job) && archiveSeq === undefined ? job.purgedAt! : null,
+        archive_seq: archiveSeq ?? null,
+      }).changes > 0;
     this.docs.written(job, doc, placed, changed);
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
@@ -432,19 +470,24 @@ export class JobProjection {
    * service_unavailable when it cannot (being rebuilt, or behind), so no reader gets a part.
    */
   async sync(maxWaitMs = SYNC_WAIT_MS): Promise<void> {
-    if (!this.complete) throw new ApiError('service_unavailable', 'the job list is being rebuilt after a restart; retry in a few seconds', undefined, { 'retry-after': '5' });
+    if (!this.complete)
+      throw new ApiError('service_unavailable', 'the job list is being rebuilt after a restart; retry in a few seconds', undefined, {
+        'retry-after': '5',
+      });
     const last = await this.freshLast();
     if (last <= this.applied.seq) return;
     if (await this.applied.reached(last, Math.min(200, maxWaitMs))) return;
     // the last messages may have been deleted (a document past its retention): nothing to wait for
-    if (!this.pending.length && await this.nothingAfter(this.applied.seq)) {
+    if (!this.pending.length && (await this.nothingAfter(this.applied.seq))) {
       if (this.complete) this.applied.reach(last);
       return;
     }
     if (await this.applied.reached(last, maxWaitMs)) return;
     // a watch that delivered nothing for a while: start it again from the checkpoint
     this.kvFollow?.restartIfSilent(STALL_MS);
-    throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, { 'retry-after': '2' });
+    throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, {
+      'retry-after': '2',
+    });
   }
 
   /**

@@ -9,7 +9,15 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import { isFinished, isUnrefunded, taskMsgId, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
+import {
+  isFinished,
+  isUnrefunded,
+  taskMsgId,
+  type JobRecord,
+  type Outcome,
+  type ResultRecord,
+  type Task,
+} from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
@@ -118,7 +126,8 @@ export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
   // a failed result is refunded now, not when the job's last result is final (spec: each result is
   // refunded on its own); a redelivered outcome finds it still unrefunded and settles again
   const unrefunded = res.job.results.some(isUnrefunded);
-  if (dependents || unrefunded || !res.job.results.some((r) => r.status === 'pending')) await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
+  if (dependents || unrefunded || !res.job.results.some((r) => r.status === 'pending'))
+    await settleJob(d, o.jobId, dependents ? null : { job: res.job, revision: res.revision });
 }
 
 /**
@@ -136,11 +145,26 @@ export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
     const inputs = r.after.map((k) => byKey.get(k));
     const failed = inputs.find((x) => !x || x.status === 'failed' || (x.status === 'done' && !x.file));
     if (failed) {
-      await publishOutcome(d.nc, { v: 1, kind: 'failed', jobId, resultKey: r.key, at: Date.now(), error: 'not_delivered', message: `the screenshot ${failed?.key ?? '?'} it compares was not delivered` }, 'supervisor');
+      await publishOutcome(
+        d.nc,
+        {
+          v: 1,
+          kind: 'failed',
+          jobId,
+          resultKey: r.key,
+          at: Date.now(),
+          error: 'not_delivered',
+          message: `the screenshot ${failed?.key ?? '?'} it compares was not delivered`,
+        },
+        'supervisor',
+      );
       continue;
     }
     if (inputs.some((x) => x!.status !== 'done')) continue;
-    const task = taskOf(job, r, { ...(r.params ?? {}), inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })) });
+    const task = taskOf(job, r, {
+      ...(r.params ?? {}),
+      inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })),
+    });
     const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, r.key) });
     if (!ack.duplicate) seqs.set(r.key, ack.seq);
   }
@@ -148,14 +172,18 @@ export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
   await updateJob(d.jobs, jobId, (j) => {
     let changed = false;
     for (const r of j.results) {
-      if (r.status === 'pending' && seqs.has(r.key) && !r.taskSeq) { r.taskSeq = seqs.get(r.key); changed = true; }
+      if (r.status === 'pending' && seqs.has(r.key) && !r.taskSeq) {
+        r.taskSeq = seqs.get(r.key);
+        changed = true;
+      }
     }
     return changed;
   });
 }
 
 /** The results a result without work is paid for: the dataset's users for the fee, else every result with work. */
-const servedResults = (job: Pick<JobRecord, 'results'>, r: ResultRecord) => (isDatasetFee(r) ? datasetUsers(job) : job.results.filter((x) => x.subject));
+const servedResults = (job: Pick<JobRecord, 'results'>, r: ResultRecord) =>
+  isDatasetFee(r) ? datasetUsers(job) : job.results.filter((x) => x.subject);
 
 const firstError = (job: Pick<JobRecord, 'results'>) => {
   const errs = job.results.filter((r) => r.status === 'failed' && r.error && r.subject).map((r) => r.error!);
@@ -183,20 +211,30 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
 
   // A result without work (the dataset fee) is kept only if a result it served was delivered:
   // otherwise it fails and is refunded below, and the wallet's dataset mark is given back.
-  const unused = pending ? [] : cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
+  const unused = pending
+    ? []
+    : cur.results.filter((r) => !r.subject && r.status === 'done' && !servedResults(cur!, r).some((x) => x.status === 'done'));
   if (unused.length) {
-    const res = await updateJob(d.jobs, jobId, (j) => {
-      let changed = false;
-      for (const r of j.results) {
-        if (r.subject || r.status !== 'done' || servedResults(j, r).some((x) => x.status === 'done')) continue;
-        const served = servedResults(j, r);
-        r.status = 'failed';
-        r.error = firstError({ results: served }) ?? firstError(j) ?? 'not_delivered';
-        r.message = isDatasetFee(r) ? 'no result that needed the test dataset was delivered, so this fee is refunded' : 'nothing else of the job was delivered, so this fee is refunded';
-        changed = true;
-      }
-      return changed;
-    }, undefined, guess);
+    const res = await updateJob(
+      d.jobs,
+      jobId,
+      (j) => {
+        let changed = false;
+        for (const r of j.results) {
+          if (r.subject || r.status !== 'done' || servedResults(j, r).some((x) => x.status === 'done')) continue;
+          const served = servedResults(j, r);
+          r.status = 'failed';
+          r.error = firstError({ results: served }) ?? firstError(j) ?? 'not_delivered';
+          r.message = isDatasetFee(r)
+            ? 'no result that needed the test dataset was delivered, so this fee is refunded'
+            : 'nothing else of the job was delivered, so this fee is refunded';
+          changed = true;
+        }
+        return changed;
+      },
+      undefined,
+      guess,
+    );
     cur = res?.job ?? cur;
     guess = res ? { job: res.job, revision: res.revision } : null;
   }
@@ -231,21 +269,30 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   }
 
   let finished = false;
-  const res = await updateJob(d.jobs, jobId, (j) => {
-    finished = false;
-    let marked = false;
-    for (const x of j.results) {
-      if (refundedNow.has(x.key) && isUnrefunded(x)) { x.refunded = true; marked = true; }
-    }
-    if (marked) j.refunded = refundedTotal(j);
-    // a result failed since the read (refunded by that outcome's own settle): marks only
-    if (j.results.some((r) => r.status === 'pending' || isUnrefunded(r))) return marked;
-    const status = j.results.some((r) => r.status === 'done') ? 'completed' : 'failed';
-    if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return marked;
-    finishInPlace(j);
-    finished = true;
-    return true;
-  }, undefined, guess);
+  const res = await updateJob(
+    d.jobs,
+    jobId,
+    (j) => {
+      finished = false;
+      let marked = false;
+      for (const x of j.results) {
+        if (refundedNow.has(x.key) && isUnrefunded(x)) {
+          x.refunded = true;
+          marked = true;
+        }
+      }
+      if (marked) j.refunded = refundedTotal(j);
+      // a result failed since the read (refunded by that outcome's own settle): marks only
+      if (j.results.some((r) => r.status === 'pending' || isUnrefunded(r))) return marked;
+      const status = j.results.some((r) => r.status === 'done') ? 'completed' : 'failed';
+      if (isFinished(j) && j.status === status && j.refunded === refundedTotal(j)) return marked;
+      finishInPlace(j);
+      finished = true;
+      return true;
+    },
+    undefined,
+    guess,
+  );
   if (res?.changed) failpoint(finished ? 'supervisor.after-settle' : 'supervisor.after-refund-mark');
   // the event and the webhook follow a finish (or a finished job's new status), not a mark alone
   if (res?.changed && finished) await afterFinish(d, res.job);
@@ -321,12 +368,19 @@ export async function failLostTask(d: Deps, streamSeq: number): Promise<void> {
     if (!(e instanceof SyntaxError)) throw e;
   }
   if (task?.jobId && task.resultKey) {
-    await failTask(d, task.jobId, task.resultKey, `the task was delivered ${d.config.jobs.maxDeliver} times and its worker never finished it`);
+    await failTask(
+      d,
+      task.jobId,
+      task.resultKey,
+      `the task was delivered ${d.config.jobs.maxDeliver} times and its worker never finished it`,
+    );
   } else {
     d.log.error({ seq: streamSeq }, 'exhausted task is unreadable; removed without an outcome');
   }
   // the advisory is acked only after this: a task left in TASKS would count against limits.queueMax
-  await d.jsm.streams.deleteMessage(STREAMS.tasks, streamSeq, false).catch((e: unknown) => { if (!gone(e)) throw e; });
+  await d.jsm.streams.deleteMessage(STREAMS.tasks, streamSeq, false).catch((e: unknown) => {
+    if (!gone(e)) throw e;
+  });
 }
 
 /**
@@ -387,7 +441,12 @@ export async function purgeJob(d: Deps, jobId: string, others: { store: string; 
  * a worker that comes back does not do work already refunded (a late real outcome still loses
  * against the worker_lost outcome id).
  */
-export async function failWorkerlessJob(d: Deps, jobId: string, goneSeconds: number, gone: (r: ResultRecord) => boolean = () => true): Promise<void> {
+export async function failWorkerlessJob(
+  d: Deps,
+  jobId: string,
+  goneSeconds: number,
+  gone: (r: ResultRecord) => boolean = () => true,
+): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   if (!cur || cur.status !== 'processing') return;
   for (const r of cur.results) {

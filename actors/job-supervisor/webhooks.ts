@@ -60,7 +60,13 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
       let delivered = false;
       let retry = true;
       try {
-        const status = await postWebhook(new URL(job.webhook!.url), body, signedHeaders(key, body, job.id, attemptNo, Date.now(), job.walletId), config, ca);
+        const status = await postWebhook(
+          new URL(job.webhook!.url),
+          body,
+          signedHeaders(key, body, job.id, attemptNo, Date.now(), job.walletId),
+          config,
+          ca,
+        );
         attempt = { at, status };
         delivered = status >= 200 && status < 300;
         retry = !delivered && retryableStatus(status);

@@ -27,7 +27,14 @@ export interface CleanupEntry {
 /** How long a clean-up taken over from a dead run may take before another prober tries again. */
 const TAKEOVER_MS = 60_000;
 
-export function startCleanups(o: { kv: KV; config: Config; log: Logger; ca?: SecureContextOptions['ca']; instanceId: string; everyMs?: number }) {
+export function startCleanups(o: {
+  kv: KV;
+  config: Config;
+  log: Logger;
+  ca?: SecureContextOptions['ca'];
+  instanceId: string;
+  everyMs?: number;
+}) {
   const { kv, config, log } = o;
   const keyOf = new WeakMap<Probe, { key: string; revision: number }>();
   const running = new Set<Promise<unknown>>();
@@ -37,7 +44,13 @@ export function startCleanups(o: { kv: KV; config: Config; log: Logger; ca?: Sec
   const keeper: CleanupKeeper = {
     async record(p) {
       const key = randomBytes(12).toString('hex');
-      const entry: CleanupEntry = { v: 1, relay: p.url.href, keys: p.keys.map((k) => bytesToHex(k.sk)), until: Date.now() + runMs, by: o.instanceId };
+      const entry: CleanupEntry = {
+        v: 1,
+        relay: p.url.href,
+        keys: p.keys.map((k) => bytesToHex(k.sk)),
+        until: Date.now() + runMs,
+        by: o.instanceId,
+      };
       const revision = await kvCasPut(kv, key, JSON.stringify(entry), 0);
       keyOf.set(p, { key, revision });
     },
@@ -45,7 +58,9 @@ export function startCleanups(o: { kv: KV; config: Config; log: Logger; ca?: Sec
       const k = keyOf.get(p);
       if (!k) return;
       keyOf.delete(p);
-      await kvCasDelete(kv, k.key, k.revision).catch((e) => { if (!isCasConflict(e)) throw e; });
+      await kvCasDelete(kv, k.key, k.revision).catch((e) => {
+        if (!isCasConflict(e)) throw e;
+      });
     },
     track(p) {
       running.add(p);
@@ -69,10 +84,15 @@ export function startCleanups(o: { kv: KV; config: Config; log: Logger; ca?: Sec
     const p = new Probe(entry.relay, config, { ca: o.ca, keys: entry.keys.map((h) => hexToBytes(h)) });
     try {
       const c = await p.open({ forCleanup: true });
-      const found = await p.req([{ authors: p.keys.map((k) => k.pk), [`#${TEST_MARKER[0]}`]: [TEST_MARKER[1]] }], c, { timeoutMs: p.timings.replyTimeoutMs });
+      const found = await p.req([{ authors: p.keys.map((k) => k.pk), [`#${TEST_MARKER[0]}`]: [TEST_MARKER[1]] }], c, {
+        timeoutMs: p.timings.replyTimeoutMs,
+      });
       for (const ev of found.events) if (p.keys.some((k) => k.pk === ev.pubkey) && ev.kind !== 5) p.stored.set(ev.id, ev);
       const r = await deleteTestEvents(p, c);
-      log.warn({ relay: entry.relay, left: entry.by, found: p.stored.size, remaining: r.remaining.length }, 'labs: deleted the test events a stopped or crashed prober left');
+      log.warn(
+        { relay: entry.relay, left: entry.by, found: p.stored.size, remaining: r.remaining.length },
+        'labs: deleted the test events a stopped or crashed prober left',
+      );
       await kvCasDelete(kv, key, revision).catch(() => {});
     } finally {
       p.stop();
@@ -80,11 +100,17 @@ export function startCleanups(o: { kv: KV; config: Config; log: Logger; ca?: Sec
   }
 
   let sweeping: Promise<void> | null = null;
-  const sweep = () => (sweeping ??= (async () => {
-    const keys: string[] = [];
-    for await (const k of await kv.keys()) keys.push(k);
-    for (const k of keys) await finish(k).catch((err) => log.warn({ err, key: k }, 'labs: clean-up of a dead run failed; tried again later'));
-  })().catch((err) => log.warn({ err }, 'labs: clean-up sweep failed')).finally(() => { sweeping = null; }));
+  const sweep = () =>
+    (sweeping ??= (async () => {
+      const keys: string[] = [];
+      for await (const k of await kv.keys()) keys.push(k);
+      for (const k of keys)
+        await finish(k).catch((err) => log.warn({ err, key: k }, 'labs: clean-up of a dead run failed; tried again later'));
+    })()
+      .catch((err) => log.warn({ err }, 'labs: clean-up sweep failed'))
+      .finally(() => {
+        sweeping = null;
+      }));
   void sweep();
   const timer = setInterval(() => void sweep(), o.everyMs ?? 60_000);
   timer.unref();

@@ -56,7 +56,12 @@ export class RelayConn {
   private readonly opts: ConnectOptions;
   readonly connectMs: number;
   readonly tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null;
-  private constructor(ws: WebSocket, opts: ConnectOptions, connectMs: number, tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null) {
+  private constructor(
+    ws: WebSocket,
+    opts: ConnectOptions,
+    connectMs: number,
+    tls: { authorized: boolean; error: string | null; validTo: string | null; protocol: string | null } | null,
+  ) {
     this.ws = ws;
     this.opts = opts;
     this.connectMs = connectMs;
@@ -83,7 +88,8 @@ export class RelayConn {
       if (msg[0] === 'AUTH' && typeof msg[1] === 'string') this.challenge = msg[1];
       if (msg[0] === 'EVENT' && msg[2] && typeof msg[2] === 'object') {
         const f = this.subFilters.get(String(msg[1]));
-        if (f && !matchFilters(f, msg[2] as never)) this.nonMatching.push({ subId: String(msg[1]), id: String((msg[2] as { id?: unknown }).id) });
+        if (f && !matchFilters(f, msg[2] as never))
+          this.nonMatching.push({ subId: String(msg[1]), id: String((msg[2] as { id?: unknown }).id) });
       }
       const r = { msg, at: performance.now(), raw };
       this.received.push(r);
@@ -110,7 +116,8 @@ export class RelayConn {
       const ws = new WebSocket(opts.url, {
         handshakeTimeout: opts.timeoutMs,
         // connect to the checked address only
-        lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family))) as never,
+        lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+          o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family)) as never,
         ca: opts.ca,
         rejectUnauthorized: false, // TLS is judged by the tls check, not refused here
         perMessageDeflate: false,
@@ -123,11 +130,14 @@ export class RelayConn {
         ws.terminate();
         reject(e);
       };
-      ws.on('unexpected-response', (_req, res) => fail(new ConnectError('upgrade', `HTTP ${res.statusCode} instead of a WebSocket upgrade`, res.statusCode)));
+      ws.on('unexpected-response', (_req, res) =>
+        fail(new ConnectError('upgrade', `HTTP ${res.statusCode} instead of a WebSocket upgrade`, res.statusCode)),
+      );
       ws.on('error', (e: NodeJS.ErrnoException) => {
         const msg = e.message || String(e.code);
         if (/handshake has timed out/i.test(msg)) fail(new ConnectError('timeout', 'no WebSocket handshake within the timeout'));
-        else if (/ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/.test(msg) || e.code?.startsWith('E')) fail(new ConnectError('tcp', msg));
+        else if (/ECONNREFUSED|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/.test(msg) || e.code?.startsWith('E'))
+          fail(new ConnectError('tcp', msg));
         else if (/SSL|TLS|certificate|wrong version/i.test(msg)) fail(new ConnectError('tls', msg));
         else fail(new ConnectError('upgrade', msg));
       });
@@ -138,7 +148,12 @@ export class RelayConn {
         let tls = null;
         if (opts.url.startsWith('wss:') && sock && 'authorized' in sock) {
           const cert = sock.getPeerCertificate?.();
-          tls = { authorized: sock.authorized, error: sock.authorizationError ? String(sock.authorizationError) : null, validTo: cert?.valid_to ?? null, protocol: sock.getProtocol?.() ?? null };
+          tls = {
+            authorized: sock.authorized,
+            error: sock.authorizationError ? String(sock.authorizationError) : null,
+            validTo: cert?.valid_to ?? null,
+            protocol: sock.getProtocol?.() ?? null,
+          };
         }
         resolve(new RelayConn(ws, opts, performance.now() - t0, tls));
       });
@@ -175,7 +190,13 @@ export class RelayConn {
     if (i >= 0) return Promise.resolve(this.inbox.splice(i, 1)[0]!);
     if (this.closed) return Promise.resolve(null);
     return new Promise((resolve) => {
-      const w = { pred, resolve: (r: Received | null) => { clearTimeout(timer); resolve(r); } };
+      const w = {
+        pred,
+        resolve: (r: Received | null) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
+      };
       const timer = setTimeout(() => {
         const j = this.waiters.indexOf(w);
         if (j >= 0) this.waiters.splice(j, 1);
@@ -197,7 +218,10 @@ export class RelayConn {
     if (this.closed) return Promise.resolve(true);
     return new Promise((resolve) => {
       const t = setTimeout(() => resolve(this.closed), ms);
-      this.closeWaiters.push(() => { clearTimeout(t); resolve(true); });
+      this.closeWaiters.push(() => {
+        clearTimeout(t);
+        resolve(true);
+      });
     });
   }
 

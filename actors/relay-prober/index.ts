@@ -52,7 +52,10 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
   const stopping = new AbortController();
   const cleanups = startCleanups({
     kv: await withRetry('labs clean-ups bucket', () => new Kvm(nc).open(BUCKETS.labsCleanups)),
-    config, log, ca, instanceId: instanceId || `${hostname()}-${process.pid}`,
+    config,
+    log,
+    ca,
+    instanceId: instanceId || `${hostname()}-${process.pid}`,
   });
 
   async function handle(ctx: TaskContext): Promise<TaskResult> {
@@ -69,7 +72,9 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
         signal: ctx.signal,
         log,
         cleanups: cleanups.keeper,
-        progress: (t) => { void ctx.progress(t); },
+        progress: (t) => {
+          void ctx.progress(t);
+        },
       }));
     } catch (e) {
       if (e instanceof ProbeFatal) throw new TaskFailure(e.code, e.message);
@@ -83,34 +88,53 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
       const { jobId, resultKey } = task;
       // every attempt is written to the result's `webhook` in the job document, as the supervisor
       // does for the job webhooks of the other services (GET /v1/jobs/{id} shows them)
-      const record = (change: (w: ResultWebhook) => void) => recordResultWebhook(jobsKv, jobId, resultKey, url, change)
-        .catch((err) => log.warn({ err, jobId, resultKey }, 'webhook state not written to the job'));
+      const record = (change: (w: ResultWebhook) => void) =>
+        recordResultWebhook(jobsKv, jobId, resultKey, url, change).catch((err) =>
+          log.warn({ err, jobId, resultKey }, 'webhook state not written to the job'),
+        );
       let final = false;
-      const p = record((w) => { w.state = 'pending'; })
-        .then(() => deliverWebhook({
-          url,
-          payload: { type: 'labs.report', jobId, resultKey, relay: report.relay.url, module: report.module, score: report.score, summary: report.summary, report },
-          deliveryId: `${jobId}:${resultKey}`,
-          key,
-          walletId: task.walletId,
-          config,
-          ca,
-          signal: stopping.signal,
-          onAttempt: (attempt, r, nextAt) => {
-            final = nextAt === undefined;
-            return record((w) => {
-              w.tries += 1; // all attempts, also those of an earlier delivery of the same task
-              w.attempts = [...w.attempts, attempt].slice(-WEBHOOK_ATTEMPTS_KEPT);
-              if (final) {
-                w.state = r.delivered ? 'delivered' : 'failed';
-                delete w.nextAt;
-              } else w.nextAt = nextAt;
-            });
-          },
-        }))
+      const p = record((w) => {
+        w.state = 'pending';
+      })
+        .then(() =>
+          deliverWebhook({
+            url,
+            payload: {
+              type: 'labs.report',
+              jobId,
+              resultKey,
+              relay: report.relay.url,
+              module: report.module,
+              score: report.score,
+              summary: report.summary,
+              report,
+            },
+            deliveryId: `${jobId}:${resultKey}`,
+            key,
+            walletId: task.walletId,
+            config,
+            ca,
+            signal: stopping.signal,
+            onAttempt: (attempt, r, nextAt) => {
+              final = nextAt === undefined;
+              return record((w) => {
+                w.tries += 1; // all attempts, also those of an earlier delivery of the same task
+                w.attempts = [...w.attempts, attempt].slice(-WEBHOOK_ATTEMPTS_KEPT);
+                if (final) {
+                  w.state = r.delivered ? 'delivered' : 'failed';
+                  delete w.nextAt;
+                } else w.nextAt = nextAt;
+              });
+            },
+          }),
+        )
         .then(async (r) => {
           // stopped between two attempts: this prober gives the delivery up, and says so
-          if (!final) await record((w) => { w.state = 'failed'; delete w.nextAt; });
+          if (!final)
+            await record((w) => {
+              w.state = 'failed';
+              delete w.nextAt;
+            });
           if (r.delivered) log.info({ jobId, resultKey, attempts: r.attempts }, 'webhook delivered');
           else log.warn({ jobId, resultKey, ...r }, 'webhook not delivered');
         })
@@ -121,7 +145,15 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
     return { file, extra: { score: report.score, summary: report.summary } };
   }
 
-  const worker = await runWorker({ nc, config, log, consumer: CONSUMERS.relayProber, filterSubject: subjects.taskLabs, concurrency: config.labs.concurrency, handle });
+  const worker = await runWorker({
+    nc,
+    config,
+    log,
+    consumer: CONSUMERS.relayProber,
+    filterSubject: subjects.taskLabs,
+    concurrency: config.labs.concurrency,
+    handle,
+  });
   const ad = await advertise(nc, 'labs', instanceId || `${hostname()}-${process.pid}`, () => labsCatalogue(config, key));
   log.info({ checks: CHECKS.length }, 'relay-prober started');
   return {
@@ -138,7 +170,13 @@ export async function start({ nc, config, log, instanceId }: ActorContext): Prom
 }
 
 /** Change the delivery state of one labs result's webhook in its job document (created on first use). */
-async function recordResultWebhook(jobs: KV, jobId: string, resultKey: string, url: string, change: (w: ResultWebhook) => void): Promise<void> {
+async function recordResultWebhook(
+  jobs: KV,
+  jobId: string,
+  resultKey: string,
+  url: string,
+  change: (w: ResultWebhook) => void,
+): Promise<void> {
   await updateJob(jobs, jobId, (j) => {
     const r = j.results.find((x) => x.key === resultKey);
     if (!r) return false;

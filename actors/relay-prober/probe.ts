@@ -67,7 +67,19 @@ export interface ProbeTimings {
 }
 
 /** NIP-01's standard prefixes plus those other NIPs define (42: auth-required, restricted). */
-export const STANDARD_PREFIXES = ['duplicate', 'pow', 'blocked', 'rate-limited', 'invalid', 'error', 'unsupported', 'restricted', 'auth-required', 'mute', 'payment-required'];
+export const STANDARD_PREFIXES = [
+  'duplicate',
+  'pow',
+  'blocked',
+  'rate-limited',
+  'invalid',
+  'error',
+  'unsupported',
+  'restricted',
+  'auth-required',
+  'mute',
+  'payment-required',
+];
 
 /**
  * The machine-readable prefix of an OK/CLOSED message: `none`, a `standard` one, a standard word in
@@ -123,12 +135,29 @@ export class Probe {
   private firstEvent: Promise<void> | undefined;
 
   readonly config: Config;
-  constructor(url: string, config: Config, opts: { ca?: SecureContextOptions['ca']; timings?: Partial<ProbeTimings>; progress?: (t: string) => void; keys?: Uint8Array[]; beforeFirstEvent?: (p: Probe) => Promise<void> } = {}) {
+  constructor(
+    url: string,
+    config: Config,
+    opts: {
+      ca?: SecureContextOptions['ca'];
+      timings?: Partial<ProbeTimings>;
+      progress?: (t: string) => void;
+      keys?: Uint8Array[];
+      beforeFirstEvent?: (p: Probe) => Promise<void>;
+    } = {},
+  ) {
     this.config = config;
     this.url = new URL(url);
     this.ca = opts.ca;
     const l = config.labs;
-    this.timings = { replyTimeoutMs: l.replyTimeoutMs, quietMs: l.quietMs, idleMs: l.idleMs, latencySamples: l.latencySamples, connectTimeoutMs: config.outbound.connectTimeoutMs, ...opts.timings };
+    this.timings = {
+      replyTimeoutMs: l.replyTimeoutMs,
+      quietMs: l.quietMs,
+      idleMs: l.idleMs,
+      latencySamples: l.latencySamples,
+      connectTimeoutMs: config.outbound.connectTimeoutMs,
+      ...opts.timings,
+    };
     this.keys = (opts.keys ?? [generateSecretKey(), generateSecretKey()]).map((sk) => ({ sk, pk: getPublicKey(sk) }));
     this.progress = opts.progress ?? (() => {});
     const hook = opts.beforeFirstEvent;
@@ -184,7 +213,8 @@ export class Probe {
    */
   async open(opts: { forCleanup?: boolean } = {}): Promise<RelayConn> {
     if (this.stopped && !opts.forCleanup) throw new Error('the probe was stopped');
-    if (this.usage.connections >= BOUNDS.connections + (opts.forCleanup ? 1 : 0)) throw new BudgetExceeded(`${BOUNDS.connections} connections`);
+    if (this.usage.connections >= BOUNDS.connections + (opts.forCleanup ? 1 : 0))
+      throw new BudgetExceeded(`${BOUNDS.connections} connections`);
     const address = await this.resolve();
     this.usage.connections++;
     this.usage.roundTrips++;
@@ -209,7 +239,8 @@ export class Probe {
     if (t === 'EVENT') {
       // the final NIP-09 clean-up (one request per key) is always allowed
       // (twice: the end-of-module clean-up may be cut short and run again after a stop)
-      if (this.usage.events >= BOUNDS.events + (this.cleaning ? 2 * this.keys.length : 0)) throw new BudgetExceeded(`${BOUNDS.events} events`);
+      if (this.usage.events >= BOUNDS.events + (this.cleaning ? 2 * this.keys.length : 0))
+        throw new BudgetExceeded(`${BOUNDS.events} events`);
       this.usage.events++;
     }
     if (t === 'REQ' || t === 'EVENT' || t === 'COUNT' || t === 'AUTH' || t === 'NEG-OPEN' || t === 'NEG-MSG') this.usage.roundTrips++;
@@ -229,7 +260,10 @@ export class Probe {
   sign(t: Partial<EventTemplate> & { kind: number }, keyIndex = 0, opts: { marker?: boolean } = {}): Event {
     const tags = [...(t.tags ?? [])];
     if (opts.marker !== false) tags.push([...TEST_MARKER], [...CLIENT_TAG]);
-    return finalizeEvent({ created_at: t.created_at ?? Math.floor(Date.now() / 1000), kind: t.kind, tags, content: t.content ?? '' }, this.keys[keyIndex]!.sk);
+    return finalizeEvent(
+      { created_at: t.created_at ?? Math.floor(Date.now() / 1000), kind: t.kind, tags, content: t.content ?? '' },
+      this.keys[keyIndex]!.sk,
+    );
   }
 
   /** EVENT → OK. Stored kinds that were accepted are remembered for the final deletion. */
@@ -268,7 +302,19 @@ export class Probe {
   }
 
   async auth(conn: RelayConn, challenge: string, over: Partial<EventTemplate> = {}, keyIndex = 0): Promise<OkAnswer> {
-    const ev = finalizeEvent({ kind: 22242, created_at: Math.floor(Date.now() / 1000), tags: [['relay', this.url.href], ['challenge', challenge]], content: '', ...over }, this.keys[keyIndex]!.sk);
+    const ev = finalizeEvent(
+      {
+        kind: 22242,
+        created_at: Math.floor(Date.now() / 1000),
+        tags: [
+          ['relay', this.url.href],
+          ['challenge', challenge],
+        ],
+        content: '',
+        ...over,
+      },
+      this.keys[keyIndex]!.sk,
+    );
     const t0 = performance.now();
     conn.send(['AUTH', ev]);
     const r = await conn.next((m) => m[0] === 'OK' && m[1] === ev.id, this.timings.replyTimeoutMs);
@@ -277,7 +323,11 @@ export class Probe {
   }
 
   /** REQ → events until EOSE or CLOSED; the subscription is closed after EOSE unless keepOpen. */
-  async req(filters: Record<string, unknown>[], c?: RelayConn, opts: { subId?: string; keepOpen?: boolean; latency?: boolean; timeoutMs?: number; noAuth?: boolean; endOnNotice?: boolean } = {}): Promise<ReqAnswer> {
+  async req(
+    filters: Record<string, unknown>[],
+    c?: RelayConn,
+    opts: { subId?: string; keepOpen?: boolean; latency?: boolean; timeoutMs?: number; noAuth?: boolean; endOnNotice?: boolean } = {},
+  ): Promise<ReqAnswer> {
     const conn = c ?? (await this.conn());
     const id = opts.subId ?? this.subId();
     const t0 = performance.now();
@@ -290,7 +340,10 @@ export class Probe {
     for (;;) {
       const left = deadline - Date.now();
       if (left <= 0) break;
-      const r = await conn.next((m) => ((m[0] === 'EVENT' || m[0] === 'EOSE' || m[0] === 'CLOSED') && m[1] === id) || (!!opts.endOnNotice && m[0] === 'NOTICE'), left);
+      const r = await conn.next(
+        (m) => ((m[0] === 'EVENT' || m[0] === 'EOSE' || m[0] === 'CLOSED') && m[1] === id) || (!!opts.endOnNotice && m[0] === 'NOTICE'),
+        left,
+      );
       if (!r) break;
       if (r.msg[0] === 'NOTICE') break;
       if (r.msg[0] === 'EVENT') {
@@ -340,32 +393,50 @@ export class Probe {
       u.protocol = u.protocol === 'wss:' ? 'https:' : 'http:';
       this.usage.roundTrips++;
       const f = await new Promise<Nip11Fetch>((resolve) => {
-        const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(u, {
-          method: 'GET',
-          headers: { Accept: 'application/nostr+json', Origin: 'https://labs.example', 'User-Agent': 'payloads-labs relay-prober' },
-          lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) => (o?.all ? cb(null, [{ address: address.address, family: address.family }]) : cb(null, address.address, address.family))) as never,
-          ca: this.ca,
-          rejectUnauthorized: false,
-          timeout: this.timings.replyTimeoutMs,
-        }, (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (d: Buffer) => {
-            size += d.length;
-            if (size > 256 * 1024) req.destroy(new Error('NIP-11 document larger than 256 KB'));
-            else chunks.push(d);
-          });
-          res.on('end', () => {
-            const body = Buffer.concat(chunks).toString('utf8');
-            let doc: Record<string, unknown> | null = null;
-            try {
-              const v = JSON.parse(body);
-              if (v && typeof v === 'object' && !Array.isArray(v)) doc = v;
-            } catch { /* not JSON */ }
-            resolve({ status: res.statusCode ?? null, contentType: res.headers['content-type'] ?? null, headers: res.headers, body: body.slice(0, 2000), doc, error: null });
-          });
-          res.on('error', (e) => resolve({ status: res.statusCode ?? null, contentType: null, headers: res.headers, body: '', doc: null, error: e.message }));
-        });
+        const req = (u.protocol === 'https:' ? httpsRequest : httpRequest)(
+          u,
+          {
+            method: 'GET',
+            headers: { Accept: 'application/nostr+json', Origin: 'https://labs.example', 'User-Agent': 'payloads-labs relay-prober' },
+            lookup: ((_h: string, o: { all?: boolean }, cb: (...a: unknown[]) => void) =>
+              o?.all
+                ? cb(null, [{ address: address.address, family: address.family }])
+                : cb(null, address.address, address.family)) as never,
+            ca: this.ca,
+            rejectUnauthorized: false,
+            timeout: this.timings.replyTimeoutMs,
+          },
+          (res) => {
+            const chunks: Buffer[] = [];
+            let size = 0;
+            res.on('data', (d: Buffer) => {
+              size += d.length;
+              if (size > 256 * 1024) req.destroy(new Error('NIP-11 document larger than 256 KB'));
+              else chunks.push(d);
+            });
+            res.on('end', () => {
+              const body = Buffer.concat(chunks).toString('utf8');
+              let doc: Record<string, unknown> | null = null;
+              try {
+                const v = JSON.parse(body);
+                if (v && typeof v === 'object' && !Array.isArray(v)) doc = v;
+              } catch {
+                /* not JSON */
+              }
+              resolve({
+                status: res.statusCode ?? null,
+                contentType: res.headers['content-type'] ?? null,
+                headers: res.headers,
+                body: body.slice(0, 2000),
+                doc,
+                error: null,
+              });
+            });
+            res.on('error', (e) =>
+              resolve({ status: res.statusCode ?? null, contentType: null, headers: res.headers, body: '', doc: null, error: e.message }),
+            );
+          },
+        );
         req.on('timeout', () => req.destroy(new Error('timed out')));
         req.on('error', (e) => resolve({ status: null, contentType: null, headers: {}, body: '', doc: null, error: e.message }));
         req.end();
@@ -393,7 +464,10 @@ export class Probe {
       const r = await this.req([{ kinds: [1], authors: [this.pk], limit: 1 }], c);
       if (!r.end && !r.notices.length) {
         if (c.closed) throw new ProbeFatal('unreachable', 'the relay closed the connection on the first REQ');
-        throw new ProbeFatal('not_a_relay', `no EOSE, CLOSED or NOTICE within ${this.timings.replyTimeoutMs} ms of a REQ: not a Nostr relay`);
+        throw new ProbeFatal(
+          'not_a_relay',
+          `no EOSE, CLOSED or NOTICE within ${this.timings.replyTimeoutMs} ms of a REQ: not a Nostr relay`,
+        );
       }
     });
   }
@@ -408,7 +482,8 @@ export class Probe {
   strayEvents(): { subId: string; conn: number }[] {
     const out: { subId: string; conn: number }[] = [];
     this.conns.forEach((c, i) => {
-      for (const r of c.received) if (r.msg[0] === 'EVENT' && !c.reqIds.has(String(r.msg[1]))) out.push({ subId: String(r.msg[1]), conn: i });
+      for (const r of c.received)
+        if (r.msg[0] === 'EVENT' && !c.reqIds.has(String(r.msg[1]))) out.push({ subId: String(r.msg[1]), conn: i });
     });
     return out;
   }

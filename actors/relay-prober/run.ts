@@ -5,7 +5,16 @@ import addFormats from 'ajv-formats';
 import type { Config } from '../../shared/config/index.ts';
 import { LabsReport, LABS_REPORT_SCHEMA_ID, type ReportCheck } from '../../shared/schemas/labs-report.ts';
 import { BudgetExceeded, Probe, ProbeFatal, TEST_MARKER, type ProbeTimings } from './probe.ts';
-import { CHECKS, cleanup, cleanupAfterStop, moduleChecks, percentiles, type CheckDef, type CleanupResult, type Outcome } from './checks/index.ts';
+import {
+  CHECKS,
+  cleanup,
+  cleanupAfterStop,
+  moduleChecks,
+  percentiles,
+  type CheckDef,
+  type CleanupResult,
+  type Outcome,
+} from './checks/index.ts';
 import type { CheckStatus } from '../../shared/schemas/labs-report.ts';
 
 export type RunModule = 'quick' | 'conformance' | 'custom';
@@ -49,7 +58,9 @@ export function selectChecks(module: RunModule, ids: string[] = []): CheckDef[] 
 }
 
 /** Least round trips the selected checks need (the bench's baseline). */
-export const minRoundTrips = (checks: CheckDef[], timings: ProbeTimings) => 3 /* first connection, its REQ, NIP-11 */ + checks.reduce((s, c) => s + (typeof c.minRoundTrips === 'function' ? c.minRoundTrips(timings) : c.minRoundTrips), 0);
+export const minRoundTrips = (checks: CheckDef[], timings: ProbeTimings) =>
+  3 /* first connection, its REQ, NIP-11 */ +
+  checks.reduce((s, c) => s + (typeof c.minRoundTrips === 'function' ? c.minRoundTrips(timings) : c.minRoundTrips), 0);
 
 const strict = (level: string) => level === 'required' || level === 'essential';
 
@@ -59,7 +70,11 @@ const strict = (level: string) => level === 'required' || level === 'essential';
  * NIP the relay does not list in `supported_nips` warns at most ("offered but broken"); one the
  * relay does list and fails is a fail and goes into the advertised-versus-observed table.
  */
-export function judge(c: CheckDef, out: Outcome, p: Probe): { status: CheckStatus; message: string; basis: CheckDef['basis']; advertised?: boolean | null } {
+export function judge(
+  c: CheckDef,
+  out: Outcome,
+  p: Probe,
+): { status: CheckStatus; message: string; basis: CheckDef['basis']; advertised?: boolean | null } {
   const basis = out.rule ?? c.basis;
   const advertised = basis.nipOptional ? p.advertisesNip(Number(basis.nip)) : undefined;
   let status = out.status;
@@ -78,13 +93,21 @@ export function judge(c: CheckDef, out: Outcome, p: Probe): { status: CheckStatu
 
 export async function runModule(o: RunOptions): Promise<{ report: LabsReport; probe: Probe }> {
   const keeper = o.cleanups;
-  const p = new Probe(o.url, o.config, { ca: o.ca, timings: o.timings, progress: o.progress, ...(keeper ? { beforeFirstEvent: (x: Probe) => keeper.record(x) } : {}) });
+  const p = new Probe(o.url, o.config, {
+    ca: o.ca,
+    timings: o.timings,
+    progress: o.progress,
+    ...(keeper ? { beforeFirstEvent: (x: Probe) => keeper.record(x) } : {}),
+  });
   const selected = selectChecks(o.module, o.checks);
   const started = new Date();
   const checks: ReportCheck[] = [];
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ProbeFatal('timeout', `the module did not finish within ${o.config.labs.moduleTimeoutMs} ms`)), o.config.labs.moduleTimeoutMs);
+    timer = setTimeout(
+      () => reject(new ProbeFatal('timeout', `the module did not finish within ${o.config.labs.moduleTimeoutMs} ms`)),
+      o.config.labs.moduleTimeoutMs,
+    );
   });
   const abort = new Promise<never>((_, reject) => o.signal?.addEventListener('abort', () => reject(new Error('stopping')), { once: true }));
   const work = async () => {
@@ -109,7 +132,16 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
       }
       const v = judge(c, out, p);
       p.results.set(c.id, { status: v.status, details: out.details ?? {} });
-      checks.push({ id: c.id, title: c.title, status: v.status, message: v.message, details: out.details ?? {}, basis: v.basis, ...(v.advertised !== undefined ? { advertised: v.advertised } : {}), durationMs: Math.round(performance.now() - t0) });
+      checks.push({
+        id: c.id,
+        title: c.title,
+        status: v.status,
+        message: v.message,
+        details: out.details ?? {},
+        basis: v.basis,
+        ...(v.advertised !== undefined ? { advertised: v.advertised } : {}),
+        durationMs: Math.round(performance.now() - t0),
+      });
     }
     const cl = await cleanup(p);
     if (cl.stored) {
@@ -119,7 +151,8 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
     // every other claim of the document, beside "not observed" (the checks that would see it did not run)
     const seen = new Set(p.observed.map((r) => r.claim));
     const nips = p.info?.supported_nips;
-    if (Array.isArray(nips)) for (const n of nips) if (!seen.has(`supported_nips: ${n}`)) p.observe(`supported_nips: ${n}`, true, null, null);
+    if (Array.isArray(nips))
+      for (const n of nips) if (!seen.has(`supported_nips: ${n}`)) p.observe(`supported_nips: ${n}`, true, null, null);
     for (const [k, v] of Object.entries(p.limitation)) if (!seen.has(`limitation.${k}`)) p.observe(`limitation.${k}`, v, null, null);
     return cl;
   };
@@ -133,7 +166,11 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
     const running = cleanupAfterStop(p, Math.min(20_000, 2 * o.config.labs.replyTimeoutMs + p.timings.connectTimeoutMs));
     keeper?.track(running);
     const done = await running;
-    if (done) o.log?.warn({ relay: p.url.href, deleted: p.deleted.size, remaining: done.remaining.length }, 'test events deleted after the module stopped early');
+    if (done)
+      o.log?.warn(
+        { relay: p.url.href, deleted: p.deleted.size, remaining: done.remaining.length },
+        'test events deleted after the module stopped early',
+      );
     // not done (the bound ran out, no connection): the keys stay for the next prober's sweep
     if (cleanupDone(done)) await keeper?.done(p).catch(() => {});
     throw e;
@@ -143,7 +180,14 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
   }
   const finished = new Date();
   const count = (s: string) => checks.filter((c) => c.status === s).length;
-  const summary = { total: checks.length, pass: count('pass'), fail: count('fail'), warn: count('warn'), skip: count('skip'), info: count('info') };
+  const summary = {
+    total: checks.length,
+    pass: count('pass'),
+    fail: count('fail'),
+    warn: count('warn'),
+    skip: count('skip'),
+    info: count('info'),
+  };
   const judged = summary.pass + summary.warn + summary.fail;
   const info = p.info;
   const str = (v: unknown) => (typeof v === 'string' ? v : null);
@@ -155,7 +199,10 @@ export async function runModule(o: RunOptions): Promise<{ report: LabsReport; pr
       name: str(info?.name),
       software: str(info?.software),
       version: str(info?.version),
-      supportedNips: Array.isArray(info?.supported_nips) && info.supported_nips.every((n) => Number.isInteger(n)) ? (info.supported_nips as number[]) : null,
+      supportedNips:
+        Array.isArray(info?.supported_nips) && info.supported_nips.every((n) => Number.isInteger(n))
+          ? (info.supported_nips as number[])
+          : null,
     },
     startedAt: started.toISOString(),
     finishedAt: finished.toISOString(),

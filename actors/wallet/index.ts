@@ -27,7 +27,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
     try {
       return await fn();
     } catch (e) {
-      for (const undo of started.reverse()) await Promise.resolve().then(undo).catch(() => {});
+      for (const undo of started.reverse())
+        await Promise.resolve()
+          .then(undo)
+          .catch(() => {});
       throw new Error(`wallet start failed at "${name}": ${(e as Error)?.message ?? e}`, { cause: e });
     }
   };
@@ -40,57 +43,77 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   started.push(() => topups.stop());
   await step('top-ups', () => topups.start());
   const jobs = await step('jobs bucket', () => withRetry('jobs bucket', () => new Kvm(nc).open(BUCKETS.jobs), { log }));
-  const orphans = startOrphanSweep({ ledger, projection, jobs, graceMs: config.wallet.orphanChargeGraceSeconds * 1000, keptMs: jobDocumentInBucketMs(config), log });
+  const orphans = startOrphanSweep({
+    ledger,
+    projection,
+    jobs,
+    graceMs: config.wallet.orphanChargeGraceSeconds * 1000,
+    keptMs: jobDocumentInBucketMs(config),
+    log,
+  });
   started.push(() => orphans.stop());
 
-  const reconciler = startReconciler({ nc, ledger, topups, everyMs: config.wallet.lightning.reconcileSeconds * 1000, sweep: config.wallet.lightning.reconcileSweep, log });
+  const reconciler = startReconciler({
+    nc,
+    ledger,
+    topups,
+    everyMs: config.wallet.lightning.reconcileSeconds * 1000,
+    sweep: config.wallet.lightning.reconcileSweep,
+    log,
+  });
   started.push(() => reconciler.stop());
 
-  const service = await step('wallet service', () => addService(nc, {
-    api: WALLET_API,
-    version: '1.0.0',
-    endpoints: {
-      [subjects.wallet.charge]: async (r: { walletId: unknown; jobId: unknown; amount: unknown; answerBy?: number }) => {
-        if (r.answerBy !== undefined && Date.now() > r.answerBy) throw tooLate();
-        const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount, r.answerBy);
-        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+  const service = await step('wallet service', () =>
+    addService(
+      nc,
+      {
+        api: WALLET_API,
+        version: '1.0.0',
+        endpoints: {
+          [subjects.wallet.charge]: async (r: { walletId: unknown; jobId: unknown; amount: unknown; answerBy?: number }) => {
+            if (r.answerBy !== undefined && Date.now() > r.answerBy) throw tooLate();
+            const res = await charge(ledger, checkWalletId(r.walletId), r.jobId, r.amount, r.answerBy);
+            return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+          },
+          [subjects.wallet.refund]: async (r: { walletId: unknown; jobId: unknown; resultKey: unknown; amount: unknown }) => {
+            const res = await refund(ledger, checkWalletId(r.walletId), r.jobId, r.resultKey, r.amount);
+            return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+          },
+          [subjects.wallet.chargeOf]: async (r: { walletId: unknown; jobId: unknown }) => {
+            const walletId = checkWalletId(r.walletId);
+            if (typeof r.jobId !== 'string' || !r.jobId) throw new ApiError('bad_request', 'jobId is missing');
+            await ledger.synced(walletId); // every entry of the wallet up to its head
+            const rows = projection.forJob(walletId, r.jobId);
+            return {
+              charged: -rows.filter((x) => x.type === 'charge').reduce((s, x) => s + x.amount, 0),
+              refunded: rows.filter((x) => x.type === 'refund').reduce((s, x) => s + x.amount, 0),
+              orphaned: rows.some((x) => x.type === 'refund' && x.resultKey === ORPHAN_RESULT_KEY),
+            };
+          },
+          [subjects.wallet.balance]: async (r: { walletId: unknown }) => {
+            const head = await ledger.head(checkWalletId(r.walletId));
+            return { balance: head.balance };
+          },
+          [subjects.wallet.transactions]: async (r: RequestOf<typeof walletApi.transactions>) => {
+            const walletId = checkWalletId(r.walletId);
+            const head = await ledger.synced(walletId);
+            const page = projection.page(walletId, r.before ?? undefined, r.limit ?? TRANSACTIONS_PAGE);
+            return { entries: page.entries.map(rowToEntry), next: page.next, balance: head.balance };
+          },
+          [subjects.wallet.grant]: async (r: { walletId: unknown; amount: unknown; reason: unknown; grantId?: unknown }) => {
+            const res = await grant(ledger, checkWalletId(r.walletId), r.amount, r.reason, r.grantId);
+            return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
+          },
+          [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
+          [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
+          [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
+          [subjects.wallet.audit]: () => audit(nc, { keptMs: jobDocumentInBucketMs(config) }),
+          [subjects.wallet.reconcile]: () => reconciler.run(),
+        },
       },
-      [subjects.wallet.refund]: async (r: { walletId: unknown; jobId: unknown; resultKey: unknown; amount: unknown }) => {
-        const res = await refund(ledger, checkWalletId(r.walletId), r.jobId, r.resultKey, r.amount);
-        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
-      },
-      [subjects.wallet.chargeOf]: async (r: { walletId: unknown; jobId: unknown }) => {
-        const walletId = checkWalletId(r.walletId);
-        if (typeof r.jobId !== 'string' || !r.jobId) throw new ApiError('bad_request', 'jobId is missing');
-        await ledger.synced(walletId); // every entry of the wallet up to its head
-        const rows = projection.forJob(walletId, r.jobId);
-        return {
-          charged: -rows.filter((x) => x.type === 'charge').reduce((s, x) => s + x.amount, 0),
-          refunded: rows.filter((x) => x.type === 'refund').reduce((s, x) => s + x.amount, 0),
-          orphaned: rows.some((x) => x.type === 'refund' && x.resultKey === ORPHAN_RESULT_KEY),
-        };
-      },
-      [subjects.wallet.balance]: async (r: { walletId: unknown }) => {
-        const head = await ledger.head(checkWalletId(r.walletId));
-        return { balance: head.balance };
-      },
-      [subjects.wallet.transactions]: async (r: RequestOf<typeof walletApi.transactions>) => {
-        const walletId = checkWalletId(r.walletId);
-        const head = await ledger.synced(walletId);
-        const page = projection.page(walletId, r.before ?? undefined, r.limit ?? TRANSACTIONS_PAGE);
-        return { entries: page.entries.map(rowToEntry), next: page.next, balance: head.balance };
-      },
-      [subjects.wallet.grant]: async (r: { walletId: unknown; amount: unknown; reason: unknown; grantId?: unknown }) => {
-        const res = await grant(ledger, checkWalletId(r.walletId), r.amount, r.reason, r.grantId);
-        return { balance: res.balance, entryId: res.entry?.id ?? null, duplicate: res.duplicate };
-      },
-      [subjects.wallet.topupCreate]: (r: { walletId: unknown; eur: unknown }) => topups.create(checkWalletId(r.walletId), r.eur),
-      [subjects.wallet.topupGet]: (r: { walletId: unknown; topupId: unknown }) => topups.get(checkWalletId(r.walletId), r.topupId),
-      [subjects.wallet.topupPay]: (r: { topupId: unknown }) => topups.devPay(r.topupId),
-      [subjects.wallet.audit]: () => audit(nc, { keptMs: jobDocumentInBucketMs(config) }),
-      [subjects.wallet.reconcile]: () => reconciler.run(),
-    },
-  }, log));
+      log,
+    ),
+  );
   // The endpoints' subscriptions reach the server before we report "started" (no early no-responders).
   await nc.flush();
   log.info({ projection: projection.file }, 'wallet started');

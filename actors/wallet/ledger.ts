@@ -15,7 +15,15 @@
 // checks a head read from the stream: a stale guess is refused, forgotten, and the operation decided
 // again on a fresh read. A refusal or a duplicate is never answered from a guess: only a write is
 // checked by step 4, so those are decided again on a fresh read too.
-import { jetstream, jetstreamManager, DeliverPolicy, type JetStreamClient, type JetStreamManager, type ConsumerMessages, type StreamInfo } from '@nats-io/jetstream';
+import {
+  jetstream,
+  jetstreamManager,
+  DeliverPolicy,
+  type JetStreamClient,
+  type JetStreamManager,
+  type ConsumerMessages,
+  type StreamInfo,
+} from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
@@ -35,9 +43,7 @@ export interface Head {
   balance: number;
 }
 
-export type Decision =
-  | { write: Omit<LedgerMessage, 'v' | 'balanceAfter' | 'at'> }
-  | { done: Row | null };
+export type Decision = { write: Omit<LedgerMessage, 'v' | 'balanceAfter' | 'at'> } | { done: Row | null };
 
 export interface AppendResult {
   balance: number;
@@ -117,10 +123,18 @@ export class Ledger {
     const began = Date.now();
     // a stream whose every entry after the checkpoint was deleted delivers nothing: nothing to wait for
     if (info.state.messages === 0 || from >= this.startSeq) this.caughtUp(began);
-    const messages = await withRetry('ledger consumer', async () => {
-      const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_projection_${this.id}`, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from + 1 });
-      return consumer.consume({ expires: CONSUME_EXPIRES_MS });
-    }, { log: this.log });
+    const messages = await withRetry(
+      'ledger consumer',
+      async () => {
+        const consumer = await this.js.consumers.get(STREAMS.ledger, {
+          name_prefix: `wallet_projection_${this.id}`,
+          deliver_policy: DeliverPolicy.StartSequence,
+          opt_start_seq: from + 1,
+        });
+        return consumer.consume({ expires: CONSUME_EXPIRES_MS });
+      },
+      { log: this.log },
+    );
     this.messages = messages;
     this.loop = this.consume(messages, began).catch((e) => {
       // a drained or closed connection ends the consumer at stop; anything else is logged, never unhandled
@@ -134,25 +148,39 @@ export class Ledger {
     const s = info.state;
     let why: string | null = null;
     if (!cp) why = 'no checkpoint (a new file)';
-    else if (cp.stream !== info.config.name || cp.created !== info.created) why = `another stream (${cp.stream} created ${cp.created}, the ledger is ${info.config.name} created ${info.created})`;
+    else if (cp.stream !== info.config.name || cp.created !== info.created)
+      why = `another stream (${cp.stream} created ${cp.created}, the ledger is ${info.config.name} created ${info.created})`;
     else if (cp.applied > s.last_seq) why = `the checkpoint ${cp.applied} is ahead of the stream's last sequence ${s.last_seq}`;
-    else if (cp.applied > 0 && s.messages > 0 && s.first_seq > cp.applied + 1) why = `the stream's first sequence ${s.first_seq} moved past the checkpoint ${cp.applied}`;
+    else if (cp.applied > 0 && s.messages > 0 && s.first_seq > cp.applied + 1)
+      why = `the stream's first sequence ${s.first_seq} moved past the checkpoint ${cp.applied}`;
     else {
       // The newest rows must still be the stream's entries: a store restored from another copy can
       // share the stream's name and creation time, and writes a crash lost (acknowledged before they
       // were on disk, or deleted by a repair while the wallet was down) are the stream's newest.
       for (const row of this.projection.newest(CHECKED_ROWS)) {
         const m = await this.jsm.streams.getMessage(STREAMS.ledger, { seq: row.id }).catch(() => null);
-        if (!m) { why = `the entry ${row.id} of the projection is gone from the stream`; break; }
+        if (!m) {
+          why = `the entry ${row.id} of the projection is gone from the stream`;
+          break;
+        }
         const e = m.json<LedgerMessage>();
-        if (m.subject !== subjects.ledger(row.walletId) || e.ref !== row.ref || e.balanceAfter !== row.balanceAfter) { why = `the entry ${row.id} differs from the stream's`; break; }
+        if (m.subject !== subjects.ledger(row.walletId) || e.ref !== row.ref || e.balanceAfter !== row.balanceAfter) {
+          why = `the entry ${row.id} differs from the stream's`;
+          break;
+        }
       }
     }
     if (!why) {
-      this.log.info({ file: this.projection.file, checkpoint: cp!.applied, lastSeq: s.last_seq }, 'ledger projection: catching up from its checkpoint');
+      this.log.info(
+        { file: this.projection.file, checkpoint: cp!.applied, lastSeq: s.last_seq },
+        'ledger projection: catching up from its checkpoint',
+      );
       return cp!.applied;
     }
-    this.log.warn({ file: this.projection.file, reason: why, lastSeq: s.last_seq }, 'ledger projection: not trusted, rebuilding it from the stream in the background');
+    this.log.warn(
+      { file: this.projection.file, reason: why, lastSeq: s.last_seq },
+      'ledger projection: not trusted, rebuilding it from the stream in the background',
+    );
     this.projection.reset(info.config.name, info.created);
     this.stats.rebuilt = true;
     return 0;
@@ -241,8 +269,17 @@ export class Ledger {
   private until(seq: number, timeoutMs: number): Promise<void> {
     if (this.applied >= seq) return Promise.resolve();
     return new Promise<void>((resolve, reject) => {
-      const t = setTimeout(() => reject(new ApiError('service_unavailable', `ledger projection did not reach ${seq} in ${timeoutMs} ms`)), timeoutMs);
-      this.waiters.push({ seq, resolve: () => { clearTimeout(t); resolve(); } });
+      const t = setTimeout(
+        () => reject(new ApiError('service_unavailable', `ledger projection did not reach ${seq} in ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      this.waiters.push({
+        seq,
+        resolve: () => {
+          clearTimeout(t);
+          resolve();
+        },
+      });
     });
   }
 
@@ -254,10 +291,19 @@ export class Ledger {
   private async catchUpWallet(walletId: string, upTo: number): Promise<void> {
     const began = Date.now();
     const from = this.applied + 1;
-    const consumer = await this.js.consumers.get(STREAMS.ledger, { name_prefix: `wallet_catch_up_${this.id}`, filter_subjects: [subjects.ledger(walletId)], deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: from });
+    const consumer = await this.js.consumers.get(STREAMS.ledger, {
+      name_prefix: `wallet_catch_up_${this.id}`,
+      filter_subjects: [subjects.ledger(walletId)],
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: from,
+    });
     let last = 0;
     while (last < upTo && this.applied < upTo) {
-      if (Date.now() - began > WALLET_CATCH_UP_MS) throw new ApiError('service_unavailable', `the ledger projection is rebuilding and the wallet's ${upTo - from} newest sequences were not read in time; try again shortly`);
+      if (Date.now() - began > WALLET_CATCH_UP_MS)
+        throw new ApiError(
+          'service_unavailable',
+          `the ledger projection is rebuilding and the wallet's ${upTo - from} newest sequences were not read in time; try again shortly`,
+        );
       let got = 0;
       for await (const m of await consumer.fetch({ max_messages: 500, expires: 2000 })) {
         got++;
@@ -313,7 +359,7 @@ export class Ledger {
     return this.locked(walletId, async () => {
       for (let attempt = 0; ; attempt++) {
         const guess = this.known.get(walletId);
-        const head = guess ?? await this.synced(walletId);
+        const head = guess ?? (await this.synced(walletId));
         let d: Decision;
         try {
           d = decide(head);
@@ -327,7 +373,11 @@ export class Ledger {
         }
         if ('done' in d) {
           // the same for a duplicate: its answer carries the current balance
-          if (guess) { this.known.delete(walletId); attempt--; continue; }
+          if (guess) {
+            this.known.delete(walletId);
+            attempt--;
+            continue;
+          }
           return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
         }
         const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
@@ -345,7 +395,10 @@ export class Ledger {
           if (!isCasConflict(e)) throw e;
           // A stale guess (another instance or a repair wrote since this instance's last write) is
           // no contention: read the head now, no pause, and it does not count as an attempt.
-          if (guess) { attempt--; continue; }
+          if (guess) {
+            attempt--;
+            continue;
+          }
           // Another instance wrote to this wallet in between: decide again on the new state.
           if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
           await sleep(Math.random() * Math.min(50, 2 + attempt * 2));

@@ -19,7 +19,8 @@ export function suggestTopup(shortfall: number): { eur: number; url: string } {
 }
 
 function amountOf(v: unknown, what: string, min: number): number {
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new ApiError('bad_request', `${what} must be an integer >= ${min}`);
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min)
+    throw new ApiError('bad_request', `${what} must be an integer >= ${min}`);
   return v;
 }
 
@@ -29,7 +30,11 @@ function idOf(v: unknown, what: string): string {
 }
 
 /** A charge that reached its write after its caller stopped waiting. */
-export const tooLate = () => new ApiError('service_unavailable', 'the charge arrived after its caller stopped waiting (the wallet was paused or overloaded); nothing was charged');
+export const tooLate = () =>
+  new ApiError(
+    'service_unavailable',
+    'the charge arrived after its caller stopped waiting (the wallet was paused or overloaded); nothing was charged',
+  );
 
 /**
  * `answerBy` (epoch ms): the caller stops waiting then. It is checked at each write attempt, after
@@ -68,7 +73,11 @@ export function refund(ledger: Ledger, walletId: string, jobIdIn: unknown, resul
     const chargeRow = rows.find((r) => r.type === 'charge');
     if (!chargeRow) throw new ApiError('bad_request', `no charge of job ${jobId} in this wallet`);
     const refunded = rows.filter((r) => r.type === 'refund').reduce((s, r) => s + r.amount, 0);
-    if (refunded + amount > -chargeRow.amount) throw new ApiError('bad_request', `refund of ${amount} would give back more than job ${jobId} was charged (${-chargeRow.amount}, ${refunded} refunded)`);
+    if (refunded + amount > -chargeRow.amount)
+      throw new ApiError(
+        'bad_request',
+        `refund of ${amount} would give back more than job ${jobId} was charged (${-chargeRow.amount}, ${refunded} refunded)`,
+      );
     if (amount === 0) return { done: null };
     return { write: { type: 'refund', amount, ref, jobId, resultKey } };
   });
@@ -76,7 +85,8 @@ export function refund(ledger: Ledger, walletId: string, jobIdIn: unknown, resul
 
 /** Operator grant (positive) or correction (negative, never below zero). `grantId` makes a retry idempotent. */
 export function grant(ledger: Ledger, walletId: string, amountIn: unknown, reasonIn: unknown, grantId?: unknown): Promise<AppendResult> {
-  if (typeof amountIn !== 'number' || !Number.isSafeInteger(amountIn) || amountIn === 0) throw new ApiError('bad_request', 'amount must be a non-zero integer');
+  if (typeof amountIn !== 'number' || !Number.isSafeInteger(amountIn) || amountIn === 0)
+    throw new ApiError('bad_request', 'amount must be a non-zero integer');
   const amount = amountIn;
   if (typeof reasonIn !== 'string' || !reasonIn.trim()) throw new ApiError('bad_request', 'a grant needs a reason');
   const reason = reasonIn.trim().slice(0, 500);
@@ -84,7 +94,8 @@ export function grant(ledger: Ledger, walletId: string, amountIn: unknown, reaso
   return ledger.append(walletId, (head) => {
     const existing = ledger.projection.byRef(walletId, ref);
     if (existing) return { done: existing };
-    if (head.balance + amount < 0) throw new ApiError('bad_request', `a correction of ${amount} would make the balance (${head.balance}) negative`);
+    if (head.balance + amount < 0)
+      throw new ApiError('bad_request', `a correction of ${amount} would make the balance (${head.balance}) negative`);
     return { write: { type: 'grant', amount, ref, reason } };
   });
 }

@@ -16,7 +16,15 @@ import { ORPHAN_RESULT_KEY } from '../../shared/audit-refunds.ts';
 
 export { ORPHAN_RESULT_KEY };
 
-export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection; jobs: KV; graceMs: number; log: Logger; everyMs?: number; keptMs?: number }) {
+export function startOrphanSweep(opts: {
+  ledger: Ledger;
+  projection: Projection;
+  jobs: KV;
+  graceMs: number;
+  log: Logger;
+  everyMs?: number;
+  keptMs?: number;
+}) {
   const { ledger, projection, jobs, graceMs, log } = opts;
   // every charge up to this id has been looked at; kept in the projection's file (issue 26), so a
   // restart goes on from it instead of reading one job document per charge ever made. A rebuilt
@@ -41,11 +49,16 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
       // the documents are read READ_CONCURRENCY at a time, a passing outage retried, any other
       // failure stopping the batch (read one at a time, a store's first sweep over a history of
       // 1 M charges was still going after 50 minutes on the cluster); refunds go in id order
-      const missing = await readAll(due, async (c) => {
-        if (c.at < readFrom) return false;
-        const doc = await jobs.get(c.jobId!);
-        return !doc || doc.operation !== 'PUT';
-      }, Infinity, 'job documents');
+      const missing = await readAll(
+        due,
+        async (c) => {
+          if (c.at < readFrom) return false;
+          const doc = await jobs.get(c.jobId!);
+          return !doc || doc.operation !== 'PUT';
+        },
+        Infinity,
+        'job documents',
+      );
       for (const [i, c] of due.entries()) {
         if (!missing[i]) continue;
         const rows = projection.forJob(c.walletId, c.jobId!);
@@ -73,7 +86,11 @@ export function startOrphanSweep(opts: { ledger: Ledger; projection: Projection;
   }
 
   const tick = () => {
-    running ??= sweep().catch((e) => log.warn({ err: (e as Error).message }, 'orphan sweep failed; retrying next time')).finally(() => { running = null; });
+    running ??= sweep()
+      .catch((e) => log.warn({ err: (e as Error).message }, 'orphan sweep failed; retrying next time'))
+      .finally(() => {
+        running = null;
+      });
   };
   const timer = setInterval(tick, opts.everyMs ?? Math.max(1000, Math.min(30_000, graceMs / 4)));
   timer.unref();

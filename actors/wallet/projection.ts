@@ -27,24 +27,28 @@ const { drizzle } = require('drizzle-orm/better-sqlite3') as typeof import('driz
 const { sqliteTable, integer, text, index } = require('drizzle-orm/sqlite-core') as typeof import('drizzle-orm/sqlite-core');
 const { and, desc, eq, gt, lt, lte, sql } = require('drizzle-orm') as typeof import('drizzle-orm');
 
-export const entries = sqliteTable('entries', {
-  id: integer('id').primaryKey(),
-  walletId: text('wallet_id').notNull(),
-  type: text('type').notNull(),
-  amount: integer('amount').notNull(),
-  balanceAfter: integer('balance_after').notNull(),
-  at: integer('at').notNull(),
-  ref: text('ref').notNull(),
-  jobId: text('job_id'),
-  resultKey: text('result_key'),
-  topupId: text('topup_id'),
-  reason: text('reason'),
-  bonus: integer('bonus'),
-}, (t) => [
-  index('entries_wallet_id').on(t.walletId, t.id),
-  index('entries_wallet_ref').on(t.walletId, t.ref),
-  index('entries_job').on(t.walletId, t.jobId),
-]);
+export const entries = sqliteTable(
+  'entries',
+  {
+    id: integer('id').primaryKey(),
+    walletId: text('wallet_id').notNull(),
+    type: text('type').notNull(),
+    amount: integer('amount').notNull(),
+    balanceAfter: integer('balance_after').notNull(),
+    at: integer('at').notNull(),
+    ref: text('ref').notNull(),
+    jobId: text('job_id'),
+    resultKey: text('result_key'),
+    topupId: text('topup_id'),
+    reason: text('reason'),
+    bonus: integer('bonus'),
+  },
+  (t) => [
+    index('entries_wallet_id').on(t.walletId, t.id),
+    index('entries_wallet_ref').on(t.walletId, t.ref),
+    index('entries_job').on(t.walletId, t.jobId),
+  ],
+);
 
 const DDL = `
 CREATE TABLE IF NOT EXISTS entries (
@@ -84,7 +88,13 @@ export interface Checkpoint {
 export type Row = typeof entries.$inferSelect;
 
 export function rowToEntry(r: Row): LedgerEntry & { bonus?: number } {
-  const e: LedgerEntry & { bonus?: number } = { id: r.id, type: r.type as LedgerType, amount: r.amount, balanceAfter: r.balanceAfter, at: r.at };
+  const e: LedgerEntry & { bonus?: number } = {
+    id: r.id,
+    type: r.type as LedgerType,
+    amount: r.amount,
+    balanceAfter: r.balanceAfter,
+    at: r.at,
+  };
   if (r.jobId) e.jobId = r.jobId;
   if (r.resultKey) e.resultKey = r.resultKey;
   if (r.topupId) e.topupId = r.topupId;
@@ -109,25 +119,50 @@ const p = {
  */
 function statements(db: BetterSQLite3Database) {
   return {
-    insert: db.insert(entries).values({
-      id: p.id,
-      walletId: p.walletId,
-      type: sql.placeholder('type'),
-      amount: sql.placeholder('amount'),
-      balanceAfter: sql.placeholder('balanceAfter'),
-      at: sql.placeholder('at'),
-      ref: p.ref,
-      jobId: p.jobId,
-      resultKey: sql.placeholder('resultKey'),
-      topupId: sql.placeholder('topupId'),
-      reason: sql.placeholder('reason'),
-      bonus: sql.placeholder('bonus'),
-    }).onConflictDoNothing().prepare(),
-    byRef: db.select().from(entries).where(and(eq(entries.walletId, p.walletId), eq(entries.ref, p.ref))).prepare(),
-    forJob: db.select().from(entries).where(and(eq(entries.walletId, p.walletId), eq(entries.jobId, p.jobId))).orderBy(entries.id).prepare(),
+    insert: db
+      .insert(entries)
+      .values({
+        id: p.id,
+        walletId: p.walletId,
+        type: sql.placeholder('type'),
+        amount: sql.placeholder('amount'),
+        balanceAfter: sql.placeholder('balanceAfter'),
+        at: sql.placeholder('at'),
+        ref: p.ref,
+        jobId: p.jobId,
+        resultKey: sql.placeholder('resultKey'),
+        topupId: sql.placeholder('topupId'),
+        reason: sql.placeholder('reason'),
+        bonus: sql.placeholder('bonus'),
+      })
+      .onConflictDoNothing()
+      .prepare(),
+    byRef: db
+      .select()
+      .from(entries)
+      .where(and(eq(entries.walletId, p.walletId), eq(entries.ref, p.ref)))
+      .prepare(),
+    forJob: db
+      .select()
+      .from(entries)
+      .where(and(eq(entries.walletId, p.walletId), eq(entries.jobId, p.jobId)))
+      .orderBy(entries.id)
+      .prepare(),
     page: db.select().from(entries).where(eq(entries.walletId, p.walletId)).orderBy(desc(entries.id)).limit(p.limit).prepare(),
-    pageBefore: db.select().from(entries).where(and(eq(entries.walletId, p.walletId), lt(entries.id, p.before))).orderBy(desc(entries.id)).limit(p.limit).prepare(),
-    chargesAfter: db.select().from(entries).where(and(eq(entries.type, 'charge'), gt(entries.id, p.afterId), lte(entries.id, sql.placeholder('upTo')))).orderBy(entries.id).limit(p.limit).prepare(),
+    pageBefore: db
+      .select()
+      .from(entries)
+      .where(and(eq(entries.walletId, p.walletId), lt(entries.id, p.before)))
+      .orderBy(desc(entries.id))
+      .limit(p.limit)
+      .prepare(),
+    chargesAfter: db
+      .select()
+      .from(entries)
+      .where(and(eq(entries.type, 'charge'), gt(entries.id, p.afterId), lte(entries.id, sql.placeholder('upTo'))))
+      .orderBy(entries.id)
+      .limit(p.limit)
+      .prepare(),
     topupCredits: db.select().from(entries).where(eq(entries.type, 'topup')).orderBy(entries.id).prepare(),
     count: db.select({ n: sql<number>`count(*)` }).from(entries).prepare(),
     byId: db.select().from(entries).where(eq(entries.id, p.id)).prepare(),
@@ -159,7 +194,9 @@ export class Projection {
         db.pragma('journal_mode = WAL');
         db.exec(DDL);
         // a write: only it takes the exclusive lock (a read would take a shared one)
-        db.prepare("INSERT INTO meta (key, value) VALUES ('openedAt', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(String(Date.now()));
+        db.prepare("INSERT INTO meta (key, value) VALUES ('openedAt', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(
+          String(Date.now()),
+        );
         opened = { file, db };
       } catch (e) {
         db.close();
@@ -173,7 +210,9 @@ export class Projection {
     this.sqlite.pragma('synchronous = OFF'); // a projection: losing it costs a rebuild, nothing more
     this.q = statements(drizzle(this.sqlite));
     this.getMeta = this.sqlite.prepare('SELECT value FROM meta WHERE key = ?');
-    this.setMeta = this.sqlite.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
+    this.setMeta = this.sqlite.prepare(
+      'INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value',
+    );
     this.applyBatchTx = this.sqlite.transaction((rows, applied) => {
       for (const r of rows) if (r.m) this.apply(r.seq, r.walletId, r.m);
       this.setMeta.run('applied', String(applied));
@@ -246,7 +285,10 @@ export class Projection {
 
   /** Newest first; `before`: only ids below it. Asks one row more than `limit` to know whether a next page exists. */
   page(walletId: string, before: number | undefined, limit: number): { entries: Row[]; next: number | null } {
-    const rows = before === undefined ? this.q.page.all({ walletId, limit: limit + 1 }) : this.q.pageBefore.all({ walletId, before, limit: limit + 1 });
+    const rows =
+      before === undefined
+        ? this.q.page.all({ walletId, limit: limit + 1 })
+        : this.q.pageBefore.all({ walletId, before, limit: limit + 1 });
     const more = rows.length > limit;
     const page = rows.slice(0, limit);
     return { entries: page, next: more ? page.at(-1)!.id : null };

@@ -28,7 +28,13 @@ import type { Ledger } from './ledger.ts';
 import type { Topups } from './topups.ts';
 import { creditTopup } from './money.ts';
 
-export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }): Promise<ReconcileReport> {
+export async function reconcile(o: {
+  nc: NatsConnection;
+  ledger: Ledger;
+  topups: Topups;
+  backend: InvoiceBackend;
+  log: Logger;
+}): Promise<ReconcileReport> {
   const { nc, ledger, backend, log } = o;
   const paid = new Map<string, number | undefined>();
   for await (const inv of backend.listPaid()) paid.set(inv.paymentHash, inv.paidMsat);
@@ -38,7 +44,14 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
   // uses when every replica is current: a peer can go between the check and the read)
   const all = [...(await readBucket<TopupRecord>(nc, BUCKETS.topups, undefined, { consumer: false })).values()];
   const byHash = new Map(all.filter((t) => t.paymentHash).map((t) => [t.paymentHash, t]));
-  const report: ReconcileReport = { backend: backend.name, paidInvoices: paid.size, topups: all.length, credited: [], unknownPaid: [], unpaidCredits: [] };
+  const report: ReconcileReport = {
+    backend: backend.name,
+    paidInvoices: paid.size,
+    topups: all.length,
+    credited: [],
+    unknownPaid: [],
+    unpaidCredits: [],
+  };
 
   for (const [hash, paidMsat] of paid) {
     const t = byHash.get(hash);
@@ -54,7 +67,13 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
   for (const c of ledger.projection.topupCredits()) {
     const t = c.topupId ? topupById.get(c.topupId) : undefined;
     if (t && paid.has(t.paymentHash)) continue;
-    report.unpaidCredits.push({ topupId: c.topupId ?? '', walletId: c.walletId, entryId: c.id, payloads: c.amount, paymentHash: t?.paymentHash ?? null });
+    report.unpaidCredits.push({
+      topupId: c.topupId ?? '',
+      walletId: c.walletId,
+      entryId: c.id,
+      payloads: c.amount,
+      paymentHash: t?.paymentHash ?? null,
+    });
   }
   return logged(report, log);
 }
@@ -64,12 +83,20 @@ export async function reconcile(o: { nc: NatsConnection; ledger: Ledger; topups:
  * idempotent credit as settlement: `duplicate` when the normal path got there first), and the
  * document moved on to `paid` (settlement finds the credit made).
  */
-async function creditPaid(t: TopupRecord, credited: boolean, o: { ledger: Ledger; topups: Topups; log: Logger }, report: ReconcileReport): Promise<void> {
+async function creditPaid(
+  t: TopupRecord,
+  credited: boolean,
+  o: { ledger: Ledger; topups: Topups; log: Logger },
+  report: ReconcileReport,
+): Promise<void> {
   if (!credited) {
     const r = await creditTopup(o.ledger, t.walletId, t.id, t.payloads, t.bonusPayloads);
     if (!r.duplicate) {
       report.credited.push({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, paymentHash: t.paymentHash });
-      o.log.warn({ topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status }, 'reconcile: a paid invoice had no credit in the ledger; credited');
+      o.log.warn(
+        { topupId: t.id, walletId: t.walletId, payloads: t.payloads, status: t.status },
+        'reconcile: a paid invoice had no credit in the ledger; credited',
+      );
     }
   }
   if (t.status !== 'paid') await o.topups.settle(t.id);
@@ -77,7 +104,11 @@ async function creditPaid(t: TopupRecord, credited: boolean, o: { ledger: Ledger
 
 /** The report, its credits without a paid invoice logged as errors. */
 function logged(report: ReconcileReport, log: Logger): ReconcileReport {
-  if (report.unpaidCredits.length) log.error({ unpaidCredits: report.unpaidCredits.slice(0, 20), count: report.unpaidCredits.length }, 'reconcile: credits whose invoice the node does not list as paid');
+  if (report.unpaidCredits.length)
+    log.error(
+      { unpaidCredits: report.unpaidCredits.slice(0, 20), count: report.unpaidCredits.length },
+      'reconcile: credits whose invoice the node does not list as paid',
+    );
   return report;
 }
 
@@ -91,7 +122,14 @@ const UNKNOWN_FINAL_MS = 60_000;
  * with the history), each asked of the node by its payment hash. The report's `paidInvoices` counts
  * those the node said were paid, `topups` those looked at.
  */
-export async function reconcileRecent(o: { nc: NatsConnection; ledger: Ledger; topups: Topups; backend: InvoiceBackend; sweep: number; log: Logger }): Promise<ReconcileReport> {
+export async function reconcileRecent(o: {
+  nc: NatsConnection;
+  ledger: Ledger;
+  topups: Topups;
+  backend: InvoiceBackend;
+  sweep: number;
+  log: Logger;
+}): Promise<ReconcileReport> {
   const { ledger, topups, backend, log } = o;
   const kept = topups.kept;
   const report: ReconcileReport = { backend: backend.name, paidInvoices: 0, topups: 0, credited: [], unknownPaid: [], unpaidCredits: [] };
@@ -99,7 +137,7 @@ export async function reconcileRecent(o: { nc: NatsConnection; ledger: Ledger; t
   for (const id of listed) {
     const t = await topups.record(id);
     // a document gone (deleted) has nothing left to reconcile
-    if (!t || await checkTopup(t, { ledger, topups, backend, log }, report) !== 'open') kept.reconciled(id);
+    if (!t || (await checkTopup(t, { ledger, topups, backend, log }, report)) !== 'open') kept.reconciled(id);
   }
   const onList = new Set(listed);
   const slice = await sweepSlice(o.nc, kept, o.sweep);
@@ -116,7 +154,11 @@ export async function reconcileRecent(o: { nc: NatsConnection; ledger: Ledger; t
  * and the ledger agrees, 'open' when it may still change (or a credit has no paid invoice: reported
  * at every run until somebody looks).
  */
-async function checkTopup(t: TopupRecord, o: { ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger }, report: ReconcileReport): Promise<'final' | 'open'> {
+async function checkTopup(
+  t: TopupRecord,
+  o: { ledger: Ledger; topups: Topups; backend: InvoiceBackend; log: Logger },
+  report: ReconcileReport,
+): Promise<'final' | 'open'> {
   const { ledger, backend } = o;
   report.topups++;
   let state: 'paid' | 'open' | 'final';
@@ -136,7 +178,13 @@ async function checkTopup(t: TopupRecord, o: { ledger: Ledger; topups: Topups; b
     return 'final';
   }
   if (credit) {
-    report.unpaidCredits.push({ topupId: t.id, walletId: t.walletId, entryId: credit.id, payloads: credit.amount, paymentHash: t.paymentHash });
+    report.unpaidCredits.push({
+      topupId: t.id,
+      walletId: t.walletId,
+      entryId: credit.id,
+      payloads: credit.amount,
+      paymentHash: t.paymentHash,
+    });
     return 'open';
   }
   return state;
@@ -161,7 +209,10 @@ async function sweepSlice(nc: NatsConnection, kept: Topups['kept'], n: number): 
     // the first message at or after `seq` (a bucket keeps one revision per key: most sequences are
     // gone); STREAM.MSG.GET takes `next_by_subj`, which the client's type for it leaves out
     const m = await jsm.streams.getMessage(stream, { seq, next_by_subj: `${prefix}>` } as unknown as { seq: number });
-    if (!m) { seq = state.last_seq + 1; break; }
+    if (!m) {
+      seq = state.last_seq + 1;
+      break;
+    }
     seq = m.seq + 1;
     if (m.seq > state.last_seq) break;
     if (!m.header?.get('KV-Operation') && m.data.length) docs.set(m.subject.slice(prefix.length), m.json<TopupRecord>());
@@ -177,13 +228,22 @@ export function startReconciler(o: { nc: NatsConnection; ledger: Ledger; topups:
   let running: Promise<ReconcileReport> | null = null;
   let recent: Promise<ReconcileReport> | null = null;
   const run = (): Promise<ReconcileReport> => {
-    running ??= reconcile({ nc: o.nc, ledger: o.ledger, topups: o.topups, backend: o.topups.backend, log: o.log })
-      .finally(() => { running = null; });
+    running ??= reconcile({ nc: o.nc, ledger: o.ledger, topups: o.topups, backend: o.topups.backend, log: o.log }).finally(() => {
+      running = null;
+    });
     return running;
   };
   const runRecent = (): Promise<ReconcileReport> => {
-    recent ??= reconcileRecent({ nc: o.nc, ledger: o.ledger, topups: o.topups, backend: o.topups.backend, sweep: o.sweep, log: o.log })
-      .finally(() => { recent = null; });
+    recent ??= reconcileRecent({
+      nc: o.nc,
+      ledger: o.ledger,
+      topups: o.topups,
+      backend: o.topups.backend,
+      sweep: o.sweep,
+      log: o.log,
+    }).finally(() => {
+      recent = null;
+    });
     return recent;
   };
   const timer = setInterval(() => {

@@ -29,7 +29,9 @@ export class KeptTopups {
   constructor(db: Database.Database) {
     this.db = db;
     db.exec(DDL);
-    this.put = db.prepare('INSERT INTO topups_pending (id, payment_hash) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET payment_hash = excluded.payment_hash');
+    this.put = db.prepare(
+      'INSERT INTO topups_pending (id, payment_hash) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET payment_hash = excluded.payment_hash',
+    );
     this.del = db.prepare('DELETE FROM topups_pending WHERE id = ?');
     this.setMeta = db.prepare('INSERT INTO topups_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     this.toReconcile = db.prepare('INSERT INTO topups_unreconciled (id) VALUES (?) ON CONFLICT (id) DO NOTHING');
@@ -46,11 +48,20 @@ export class KeptTopups {
    * Where the watch resumes, with the pending top-ups kept, or null (then everything kept is gone
    * and the watch reads every current value): a new file, another bucket, or one ahead of it.
    */
-  resume(bucket: { stream: string; created: string; lastSeq: number }): { revision: number; pending: { id: string; paymentHash: string }[] } | null {
-    const meta = new Map((this.db.prepare('SELECT key, value FROM topups_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+  resume(bucket: {
+    stream: string;
+    created: string;
+    lastSeq: number;
+  }): { revision: number; pending: { id: string; paymentHash: string }[] } | null {
+    const meta = new Map(
+      (this.db.prepare('SELECT key, value FROM topups_meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]),
+    );
     const revision = Number(meta.get('revision') ?? 0);
     if (meta.get('stream') === bucket.stream && meta.get('created') === bucket.created && revision > 0 && revision <= bucket.lastSeq) {
-      const pending = this.db.prepare('SELECT id, payment_hash AS paymentHash FROM topups_pending').all() as { id: string; paymentHash: string }[];
+      const pending = this.db.prepare('SELECT id, payment_hash AS paymentHash FROM topups_pending').all() as {
+        id: string;
+        paymentHash: string;
+      }[];
       return { revision, pending };
     }
     this.db.transaction(() => {

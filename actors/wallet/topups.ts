@@ -29,7 +29,8 @@ export function parseEur(eur: unknown): number {
   if (typeof eur !== 'number' || !Number.isFinite(eur)) throw new ApiError('bad_request', '`eur` must be a number', { field: 'eur' });
   const cents = Math.round(eur * 100);
   if (Math.abs(eur * 100 - cents) > 1e-6) throw new ApiError('bad_request', '`eur` has more than two decimals', { field: 'eur' });
-  if (cents < TOPUP_MIN_CENTS || cents > TOPUP_MAX_CENTS) throw new ApiError('bad_request', '`eur` must be 0.25 to 100.00', { field: 'eur' });
+  if (cents < TOPUP_MIN_CENTS || cents > TOPUP_MAX_CENTS)
+    throw new ApiError('bad_request', '`eur` must be 0.25 to 100.00', { field: 'eur' });
   return cents;
 }
 
@@ -39,7 +40,11 @@ export function bonusFor(cents: number, tiers: { minEur: number; percent: number
   return tier ? Math.floor((cents * (PAYLOADS_PER_EUR / 100) * tier.percent) / 100) : 0;
 }
 
-interface Watched { paymentHash: string; nextCheck: number; delay: number }
+interface Watched {
+  paymentHash: string;
+  nextCheck: number;
+  delay: number;
+}
 
 /**
  * A top-up document final and unchanged for this long is taken as reconciled when a new projection
@@ -89,27 +94,36 @@ export class Topups {
     // Pending top-ups left by anybody, then every change. What the last run saw is kept in the
     // projection's file (topups-kept.ts): the watch resumes after it, so a start does not read every
     // top-up document ever made; a new or untrusted file reads every current value once.
-    const kept = this.kept = new KeptTopups(this.ledger.projection.database);
+    const kept = (this.kept = new KeptTopups(this.ledger.projection.database));
     const kv = this.kv;
     const info = (await withRetry('topups bucket status', () => kv.status(), { log: this.log })).streamInfo;
     const resume = kept.resume({ stream: info.config.name, created: info.created, lastSeq: info.state.last_seq });
     for (const p of resume?.pending ?? []) this.track(p);
     this.resumedFrom = resume?.revision ?? 0;
-    this.watch = await withRetry('topups watch', () => kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {}), { log: this.log });
+    this.watch = await withRetry('topups watch', () => kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {}), {
+      log: this.log,
+    });
     // Every change goes on the reconciliation's work list, except, when a new file reads every
     // current value, the documents that were final and unchanged for RECONCILED_AFTER_MS: earlier
     // reconciliations have looked at those, and the audit's full reconciliation still does.
-    const oldFinal = (r: TopupRecord, update: boolean) => !resume && !update && r.status !== 'pending' && r.updatedAt < Date.now() - RECONCILED_AFTER_MS;
+    const oldFinal = (r: TopupRecord, update: boolean) =>
+      !resume && !update && r.status !== 'pending' && r.updatedAt < Date.now() - RECONCILED_AFTER_MS;
     void (async () => {
       for await (const e of this.watch!) {
         this.watched++;
-        if (e.operation !== 'PUT' || !e.value.length) { this.forget(e.key); kept.seen(e.revision, e.key, null, false); continue; }
+        if (e.operation !== 'PUT' || !e.value.length) {
+          this.forget(e.key);
+          kept.seen(e.revision, e.key, null, false);
+          continue;
+        }
         const r = e.json<TopupRecord>();
         if (r.status === 'pending') this.track(r);
         else this.forget(r.id);
         kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null, !oldFinal(r, e.isUpdate));
       }
-    })().catch((e) => { if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended'); });
+    })().catch((e) => {
+      if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended');
+    });
     this.timer = setInterval(() => this.tick(), Math.min(this.config.wallet.lightning.pollMs, 1000));
     this.timer.unref();
   }
@@ -130,7 +144,11 @@ export class Topups {
 
   private track(r: { id: string; paymentHash: string }) {
     if (this.pending.has(r.id)) return;
-    this.pending.set(r.id, { paymentHash: r.paymentHash, nextCheck: Date.now() + this.config.wallet.lightning.pollMs, delay: this.config.wallet.lightning.pollMs });
+    this.pending.set(r.id, {
+      paymentHash: r.paymentHash,
+      nextCheck: Date.now() + this.config.wallet.lightning.pollMs,
+      delay: this.config.wallet.lightning.pollMs,
+    });
     this.byHash.set(r.paymentHash, r.id);
   }
 
@@ -187,9 +205,21 @@ export class Topups {
     }
     const now = Date.now();
     const rec: TopupRecord = {
-      id, walletId, status: 'pending', eur: cents / 100, eurCents: cents, payloads: cents * (PAYLOADS_PER_EUR / 100) + bonus, bonusPayloads: bonus,
-      bolt11: inv.bolt11, sats, expiresAt: inv.expiresAt, createdAt: now, updatedAt: now,
-      backend: this.backend.name, paymentHash: inv.paymentHash, rate,
+      id,
+      walletId,
+      status: 'pending',
+      eur: cents / 100,
+      eurCents: cents,
+      payloads: cents * (PAYLOADS_PER_EUR / 100) + bonus,
+      bonusPayloads: bonus,
+      bolt11: inv.bolt11,
+      sats,
+      expiresAt: inv.expiresAt,
+      createdAt: now,
+      updatedAt: now,
+      backend: this.backend.name,
+      paymentHash: inv.paymentHash,
+      rate,
     };
     await kvCasPut(this.kv, id, JSON.stringify(rec), 0);
     this.track(rec);
@@ -232,9 +262,13 @@ export class Topups {
   check(id: string): Promise<void> {
     const running = this.checking.get(id);
     if (running) return running.then(() => this.checkOnce(id)).catch(() => {});
-    const p = this.checkOnce(id).catch((e) => {
-      this.log.warn({ err: (e as Error).message, topupId: id }, 'topup: check failed; will retry');
-    }).finally(() => { if (this.checking.get(id) === p) this.checking.delete(id); });
+    const p = this.checkOnce(id)
+      .catch((e) => {
+        this.log.warn({ err: (e as Error).message, topupId: id }, 'topup: check failed; will retry');
+      })
+      .finally(() => {
+        if (this.checking.get(id) === p) this.checking.delete(id);
+      });
     this.checking.set(id, p);
     return p;
   }
@@ -248,7 +282,8 @@ export class Topups {
     } catch (e) {
       // A node that no longer knows the invoice (e.g. its database was reset): once the invoice is
       // past its expiry it can no longer be paid, so the top-up fails. Before that: retry later.
-      if (e instanceof LightningError && e.status === 404 && Date.now() > r.rec.expiresAt + 60_000) return this.finish(id, 'failed', 'the node does not know the invoice');
+      if (e instanceof LightningError && e.status === 404 && Date.now() > r.rec.expiresAt + 60_000)
+        return this.finish(id, 'failed', 'the node does not know the invoice');
       throw e;
     }
     if (st.state === 'paid') return this.settle(id);
@@ -265,14 +300,24 @@ export class Topups {
     if (!first || first.rec.status === 'paid') return;
     const res = await creditTopup(this.ledger, first.rec.walletId, id, first.rec.payloads, first.rec.bonusPayloads);
     faultPoint('after-credit');
-    const rec = await this.transition(id, (cur) => cur.status === 'paid' ? null : {
-      ...cur, status: 'paid', paidAt: Date.now(), updatedAt: Date.now(), ...(res.entry ? { entryId: res.entry.id } : {}),
-    });
+    const rec = await this.transition(id, (cur) =>
+      cur.status === 'paid'
+        ? null
+        : {
+            ...cur,
+            status: 'paid',
+            paidAt: Date.now(),
+            updatedAt: Date.now(),
+            ...(res.entry ? { entryId: res.entry.id } : {}),
+          },
+    );
     if (rec) this.log.info({ topupId: id, walletId: rec.walletId, payloads: rec.payloads }, 'topup paid');
   }
 
   private async finish(id: string, status: Exclude<TopupStatus, 'pending' | 'paid'>, reason?: string): Promise<void> {
-    await this.transition(id, (cur) => cur.status !== 'pending' ? null : { ...cur, status, updatedAt: Date.now(), ...(reason ? { failedReason: reason } : {}) });
+    await this.transition(id, (cur) =>
+      cur.status !== 'pending' ? null : { ...cur, status, updatedAt: Date.now(), ...(reason ? { failedReason: reason } : {}) },
+    );
   }
 
   /**

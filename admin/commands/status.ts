@@ -11,15 +11,21 @@ const STATUS_MARGIN_MS = 4000;
 export const commands: AdminCommand[] = [
   {
     name: 'status',
-    usage: 'status [--json] [--watch [seconds]]   NATS servers, streams and replicas, consumers, live instances, unfinished jobs, the audit',
+    usage:
+      'status [--json] [--watch [seconds]]   NATS servers, streams and replicas, consumers, live instances, unfinished jobs, the audit',
     async run(args, { nc, config, out, retry, deadline }) {
       const json = args.includes('--json');
       const w = args.indexOf('--watch');
       const everyS = w >= 0 ? Number(args[w + 1] && !args[w + 1]!.startsWith('--') ? args[w + 1] : 2) : 0;
-      if (w >= 0 && !(everyS >= 1)) { out('usage: status [--json] [--watch [seconds >= 1]]'); return 2; }
+      if (w >= 0 && !(everyS >= 1)) {
+        out('usage: status [--json] [--watch [seconds >= 1]]');
+        return 2;
+      }
       const urls = serverUrls(resolveNatsUrl(config));
       const once = async () => {
-        const s = await retry('the status reads (streams, consumers, buckets, services)', () => collectStatus(nc, urls, { credsFile: config.nats.credsFile, config, auditDeadline: deadline() - STATUS_MARGIN_MS }));
+        const s = await retry('the status reads (streams, consumers, buckets, services)', () =>
+          collectStatus(nc, urls, { credsFile: config.nats.credsFile, config, auditDeadline: deadline() - STATUS_MARGIN_MS }),
+        );
         if (json) out(JSON.stringify(s));
         else out((w >= 0 ? '\x1b[2J\x1b[H' : '') + renderStatus(s).join('\n'));
         return s;

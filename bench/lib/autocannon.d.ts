@@ -11,7 +11,13 @@ declare module 'autocannon' {
       pipelining?: number;
       setupClient?: (client: { setHeaders(h: Record<string, string>): void }) => void;
     }
-    interface Histogram { average: number; p50: number; p99: number; max: number; min: number }
+    interface Histogram {
+      average: number;
+      p50: number;
+      p99: number;
+      max: number;
+      min: number;
+    }
     interface Result {
       duration: number;
       latency: Histogram;

@@ -69,8 +69,13 @@ function bareUws(captures: Capture[]) {
           res.end(c.body);
         });
       };
-      res.onAborted(() => { answered = true; });
-      if (c.method === 'POST') res.onData((_chunk, last) => { if (last) answer(); });
+      res.onAborted(() => {
+        answered = true;
+      });
+      if (c.method === 'POST')
+        res.onData((_chunk, last) => {
+          if (last) answer();
+        });
       else answer();
     };
     if (c.method === 'POST') app.post(c.path, handler);
@@ -88,9 +93,21 @@ async function plainNode() {
   const kvm = new Kvm(nc);
   const open = (b: string) => kvm.open(b);
   const ctx: GatewayContext = {
-    nc, js: jetstream(nc), config, log: createLogger('bench-node-baseline', 'warn'),
-    baseUrl: 'http://localhost', accountUrl: 'http://localhost/account', docsUrl: 'http://localhost/docs/errors',
-    kv: { keys: await open(BUCKETS.keys), jobs: await open(BUCKETS.jobs), catalogue: await open(BUCKETS.catalogue), limits: await open(BUCKETS.limits), datasets: await open(BUCKETS.datasets), topups: await open(BUCKETS.topups) },
+    nc,
+    js: jetstream(nc),
+    config,
+    log: createLogger('bench-node-baseline', 'warn'),
+    baseUrl: 'http://localhost',
+    accountUrl: 'http://localhost/account',
+    docsUrl: 'http://localhost/docs/errors',
+    kv: {
+      keys: await open(BUCKETS.keys),
+      jobs: await open(BUCKETS.jobs),
+      catalogue: await open(BUCKETS.catalogue),
+      limits: await open(BUCKETS.limits),
+      datasets: await open(BUCKETS.datasets),
+      topups: await open(BUCKETS.topups),
+    },
   };
   // the same Ajv set-up as gateway/server.ts (bodies: no coercion; defaults applied)
   const ajv = new Ajv({ allErrors: false, coerceTypes: false, useDefaults: true, strict: false });
@@ -99,12 +116,24 @@ async function plainNode() {
   const routes = new Map<string, { route: Route; rateLimit: RateLimit; body?: ValidateFunction; fixed?: FixedAnswer }>();
   for (const route of allRoutes({ metrics: createMetrics(), isReady: () => true })) {
     if (route.path.includes(':')) continue; // the benchmarked paths have no parameters
-    const entry: { route: Route; rateLimit: RateLimit; body?: ValidateFunction; fixed?: FixedAnswer } = { route, rateLimit: rateLimitOf(route), ...(route.body ? { body: ajv.compile(route.body) } : {}) };
+    const entry: { route: Route; rateLimit: RateLimit; body?: ValidateFunction; fixed?: FixedAnswer } = {
+      route,
+      rateLimit: rateLimitOf(route),
+      ...(route.body ? { body: ajv.compile(route.body) } : {}),
+    };
     routes.set(`${route.method} ${route.path}`, entry);
     // a fixed answer is built as the gateway builds it (and rebuilt on the same changes), so a GET
     // does the gateway's work: the limit, the request id and the write
     if (route.fixedAnswer) {
-      const build = () => buildFixedAnswer(route, ctx).then((a) => { entry.fixed = a; }, () => { entry.fixed = undefined; });
+      const build = () =>
+        buildFixedAnswer(route, ctx).then(
+          (a) => {
+            entry.fixed = a;
+          },
+          () => {
+            entry.fixed = undefined;
+          },
+        );
       await build();
       if (typeof route.fixedAnswer === 'object') route.fixedAnswer.follows(ctx, () => void build());
     }
@@ -118,17 +147,22 @@ async function plainNode() {
     const xff = req.headers['x-forwarded-for'];
     return addressOf(req.socket.remoteAddress ?? '', typeof xff === 'string' ? xff : undefined).group;
   };
-  const readBody = (req: IncomingMessage, max: number) => new Promise<Buffer>((resolve, reject) => {
-    const parts: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > max) { reject(new ApiError('payload_too_large')); req.destroy(); return; }
-      parts.push(c);
+  const readBody = (req: IncomingMessage, max: number) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const parts: Buffer[] = [];
+      let size = 0;
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > max) {
+          reject(new ApiError('payload_too_large'));
+          req.destroy();
+          return;
+        }
+        parts.push(c);
+      });
+      req.on('end', () => resolve(Buffer.concat(parts, size)));
+      req.on('error', reject);
     });
-    req.on('end', () => resolve(Buffer.concat(parts, size)));
-    req.on('error', reject);
-  });
 
   const server = createServer(async (req, res) => {
     const requestId = randomUUID();
@@ -149,15 +183,27 @@ async function plainNode() {
       }
       const raw = route.body ? await readBody(req, config.limits.bodyBytes) : null;
       const rq: RouteRequest = {
-        method: route.method, path, params: {}, query: {}, body: undefined,
-        headers: req.headers as Record<string, string>, requestId, ip: clientIp(req), addressGroup: clientIp(req), signal: new AbortController().signal,
+        method: route.method,
+        path,
+        params: {},
+        query: {},
+        body: undefined,
+        headers: req.headers as Record<string, string>,
+        requestId,
+        ip: clientIp(req),
+        addressGroup: clientIp(req),
+        signal: new AbortController().signal,
       };
       if (route.auth) rq.auth = await authenticate(req.headers.authorization);
       const limited = limit(hit.rateLimit, rq.auth?.keyHash, rq.ip);
       if (limited) await limited;
       if (route.body) {
         let parsed: unknown;
-        try { parsed = JSON.parse(raw!.toString('utf8')); } catch { throw new ApiError('bad_request', 'malformed JSON'); }
+        try {
+          parsed = JSON.parse(raw!.toString('utf8'));
+        } catch {
+          throw new ApiError('bad_request', 'malformed JSON');
+        }
         if (!hit.body!(parsed)) throw new ApiError(route.bodyErrorCode?.(hit.body!.errors![0]!) ?? 'bad_request', 'invalid body');
         rq.body = parsed;
       }
@@ -176,7 +222,11 @@ async function plainNode() {
     const a = server.address();
     process.stdout.write(`listening ${typeof a === 'object' && a ? a.port : 0}\n`);
   });
-  const stop = () => { server.close(); void nc.close().finally(() => process.exit(0)); setTimeout(() => process.exit(0), 2000).unref(); };
+  const stop = () => {
+    server.close();
+    void nc.close().finally(() => process.exit(0));
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
   process.on('SIGTERM', stop);
   process.on('SIGINT', stop);
 }

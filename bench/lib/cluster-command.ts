@@ -50,7 +50,10 @@ export function settleStore(dataDir: string, used: string): void {
  * in <dataDir>/procs). A start on a folder that has a store and that formed in another folder
  * instead (settleStore) would measure an empty cluster: it is stopped and made again (4 tries).
  */
-export async function startClusterCommand(dataDir: string, o: { logLevel?: string; timeoutMs?: number; name?: string; log?: (s: string) => void } = {}): Promise<ClusterCommand> {
+export async function startClusterCommand(
+  dataDir: string,
+  o: { logLevel?: string; timeoutMs?: number; name?: string; log?: (s: string) => void } = {},
+): Promise<ClusterCommand> {
   const had = existsSync(join(dataDir, 'cluster', 'n1', 'jetstream'));
   for (let attempt = 1; ; attempt++) {
     let c: ClusterCommand & { storeDir: string };
@@ -61,25 +64,53 @@ export async function startClusterCommand(dataDir: string, o: { logLevel?: strin
       // just restarted under load 23 on 2 cores) ends the launcher, as `npm run cluster` does; an
       // operator's supervisor starts it again: so does the bench, counted (clusterStartFailures)
       const msg = (e as Error).message;
-      const why = /start failed: (.*)/.exec(msg)?.[1] ?? msg.split('\n').filter((l) => l.trim() && !l.startsWith('[')).slice(-2).join(' / ');
+      const why =
+        /start failed: (.*)/.exec(msg)?.[1] ??
+        msg
+          .split('\n')
+          .filter((l) => l.trim() && !l.startsWith('['))
+          .slice(-2)
+          .join(' / ');
       clusterStartFailures.push(`${dataDir}: ${why.slice(0, 300)}`);
-      o.log?.(`scripts/cluster.ts on ${dataDir} failed to start (try ${attempt}): ${why.slice(0, 300)} (whole message: ${join(dataDir, 'start-failures.log')})`);
+      o.log?.(
+        `scripts/cluster.ts on ${dataDir} failed to start (try ${attempt}): ${why.slice(0, 300)} (whole message: ${join(dataDir, 'start-failures.log')})`,
+      );
       appendFileSync(join(dataDir, 'start-failures.log'), `=== ${new Date().toISOString()} try ${attempt}\n${msg}\n`);
       if (attempt >= 3 || !/exited \(/.test((e as Error).message)) throw e;
       continue;
     }
     if (c.storeDir === join(dataDir, 'cluster')) return c;
-    if (!had) return { ...c, stop: async () => { await c.stop(); settleStore(dataDir, c.storeDir); } };
+    if (!had)
+      return {
+        ...c,
+        stop: async () => {
+          await c.stop();
+          settleStore(dataDir, c.storeDir);
+        },
+      };
     await c.stop();
     settleStore(dataDir, join(dataDir, 'cluster'));
-    if (attempt >= 4) throw new Error(`scripts/cluster.ts on ${dataDir}: the nodes formed in ${c.storeDir}, not on the store in ${join(dataDir, 'cluster')} (${attempt} tries)`);
+    if (attempt >= 4)
+      throw new Error(
+        `scripts/cluster.ts on ${dataDir}: the nodes formed in ${c.storeDir}, not on the store in ${join(dataDir, 'cluster')} (${attempt} tries)`,
+      );
   }
 }
 
-async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeoutMs?: number; name?: string }): Promise<ClusterCommand & { storeDir: string }> {
+async function startClusterOnce(
+  dataDir: string,
+  o: { logLevel?: string; timeoutMs?: number; name?: string },
+): Promise<ClusterCommand & { storeDir: string }> {
   const t0 = performance.now();
   const p = spawnTs(o.name ?? 'cluster', 'scripts/cluster.ts', [], {
-    DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), CLUSTER_RANDOM_PORTS: '1', CLUSTER_READY_TIMEOUT_MS: '300000', NATS_URL: '', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
+    DATA_DIR: dataDir,
+    CONFIG_FILE: benchConfigFile(dataDir),
+    CLUSTER_RANDOM_PORTS: '1',
+    CLUSTER_READY_TIMEOUT_MS: '300000',
+    NATS_URL: '',
+    PORT: '0',
+    LOG_LEVEL: o.logLevel ?? 'warn',
+    MODE: 'development',
   });
   const labels = new Map<number, string>();
   let url = '';
@@ -87,7 +118,9 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
   let storeDir = '';
   let summaryMs = NaN;
   let tail = '';
-  p.child.stdout!.on('data', (d: Buffer) => { tail = (tail + d.toString()).slice(-6000); });
+  p.child.stdout!.on('data', (d: Buffer) => {
+    tail = (tail + d.toString()).slice(-6000);
+  });
   const logLine = followLines(p, t0, (line, ms) => {
     const api = /^\s+API:\s+(http\S+)\/v1/.exec(line);
     if (api) url = api[1]!.replace('localhost', '127.0.0.1');
@@ -109,20 +142,35 @@ async function startClusterOnce(dataDir: string, o: { logLevel?: string; timeout
     while (Date.now() < deadline) {
       // its last words (the reason, on stderr) may still be in the pipe when the exit is seen
       if (p.child.exitCode !== null) await new Promise((r) => setTimeout(r, 500));
-      if (p.child.exitCode !== null) throw new Error(`scripts/cluster.ts exited (${p.child.exitCode}) before it was ready:\n${tail}\n${stderrOf(p)}`);
+      if (p.child.exitCode !== null)
+        throw new Error(`scripts/cluster.ts exited (${p.child.exitCode}) before it was ready:\n${tail}\n${stderrOf(p)}`);
       if (url) {
-        const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
-        if (ok) { readyMs = performance.now() - t0; break; }
+        const ok = await fetch(`${url}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (ok) {
+          readyMs = performance.now() - t0;
+          break;
+        }
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    if (!Number.isFinite(readyMs)) throw new Error(`scripts/cluster.ts on ${dataDir}: /readyz not 200 within ${limit} ms\n${tail}\n${stderrOf(p)}`);
+    if (!Number.isFinite(readyMs))
+      throw new Error(`scripts/cluster.ts on ${dataDir}: /readyz not 200 within ${limit} ms\n${tail}\n${stderrOf(p)}`);
   } catch (e) {
     await stop();
     throw e;
   }
   return {
-    dataDir, proc: p, url, natsUrl, readyMs, labels, stop, storeDir,
+    dataDir,
+    proc: p,
+    url,
+    natsUrl,
+    readyMs,
+    labels,
+    stop,
+    storeDir,
     unitStartedMs: Number.isFinite(summaryMs) ? { 'every process': summaryMs } : {},
     logLine,
   };
@@ -151,9 +199,16 @@ function clusterSum(root: number, labels: Map<number, string>, pick: (p: ProcSta
   const below = (pid: number): number => (kids.get(pid) ?? []).reduce((s, k) => s + (all.has(k) ? pick(all.get(k)!) : 0) + below(k), 0);
   for (const k of kids.get(root) ?? []) {
     const p = all.get(k)!;
-    const cmd = (() => { try { return readFileSync(`/proc/${k}/cmdline`, 'utf8'); } catch { return ''; } })();
+    const cmd = (() => {
+      try {
+        return readFileSync(`/proc/${k}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    })();
     // scripts/cluster-lib.ts's watchdog (`node -e`, kills the children if the launcher dies)
-    const label = labels.get(k) ?? (p.comm === 'nats-server' ? `nats-server ?${k}` : /process\.stdin\.on/.test(cmd) ? 'watchdog' : `${p.comm} ${k}`);
+    const label =
+      labels.get(k) ?? (p.comm === 'nats-server' ? `nats-server ?${k}` : /process\.stdin\.on/.test(cmd) ? 'watchdog' : `${p.comm} ${k}`);
     out[label] = (out[label] ?? 0) + pick(p);
     out.browsers! += below(k);
   }
@@ -178,15 +233,36 @@ function clusterSum(root: number, labels: Map<number, string>, pick: (p: ProcSta
  */
 const FILL_PACE = ['--ack-every', '20', '--window', '10'];
 
-export async function fillClusterStore(dir: string, o: { jobs: number; wallets: number; entries: number }, log: (s: string) => void): Promise<{ seconds: number; messagesPerS: number; parts: string }> {
+export async function fillClusterStore(
+  dir: string,
+  o: { jobs: number; wallets: number; entries: number },
+  log: (s: string) => void,
+): Promise<{ seconds: number; messagesPerS: number; parts: string }> {
   rmSync(dir, { recursive: true, force: true });
   const nodes = await startNatsCluster({ dataDir: dir, syncInterval: '2m' });
   log(`filling ${dir} through an R3 cluster (${nodes.url}): ${o.jobs} jobs, ${o.wallets} wallets, ${o.entries} ledger entries`);
   let out = '';
   let code: number | null = null;
   try {
-    const p = spawnTs('history-generator', 'scripts/history.ts', ['--jobs', String(o.jobs), '--wallets', String(o.wallets), '--entries', String(o.entries), '--keys-file', join(dir, 'history-keys.json'), ...FILL_PACE], { NATS_URL: nodes.url, NATS_REPLICAS: '3', DATA_DIR: dir });
-    p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+    const p = spawnTs(
+      'history-generator',
+      'scripts/history.ts',
+      [
+        '--jobs',
+        String(o.jobs),
+        '--wallets',
+        String(o.wallets),
+        '--entries',
+        String(o.entries),
+        '--keys-file',
+        join(dir, 'history-keys.json'),
+        ...FILL_PACE,
+      ],
+      { NATS_URL: nodes.url, NATS_REPLICAS: '3', DATA_DIR: dir },
+    );
+    p.child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     code = await new Promise<number | null>((r) => p.child.once('exit', r));
     out += stderrOf(p);
   } finally {

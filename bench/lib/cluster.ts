@@ -80,7 +80,17 @@ export async function startCluster(opts: { actors?: readonly string[]; layout?: 
   const procs = new Map<string, Proc>();
   const missing = new Map<string, string>();
   const cluster: Cluster = {
-    dir, nats, nc, config, configFile, env, gatewayUrl: '', procs, missing, units: new Set(), layout: opts.layout ?? 'per-actor',
+    dir,
+    nats,
+    nc,
+    config,
+    configFile,
+    env,
+    gatewayUrl: '',
+    procs,
+    missing,
+    units: new Set(),
+    layout: opts.layout ?? 'per-actor',
     sampleRss(intervalMs = 250) {
       const readings: Record<string, number[]> = {};
       const tick = () => {
@@ -91,7 +101,13 @@ export async function startCluster(opts: { actors?: readonly string[]; layout?: 
       };
       tick();
       const t = setInterval(tick, intervalMs);
-      return { stop: () => { clearInterval(t); tick(); return readings; } };
+      return {
+        stop: () => {
+          clearInterval(t);
+          tick();
+          return readings;
+        },
+      };
     },
     async stop() {
       for (const p of [...procs.values()].reverse()) await p.stop();
@@ -103,8 +119,18 @@ export async function startCluster(opts: { actors?: readonly string[]; layout?: 
   // BENCH_PROF=<dir>: a V8 CPU profile of every actor process and the gateway, each written when it
   // stops (`<dir>/<name>/`; BENCH_PROF_INTERVAL_US: the sampling interval, default 1000); BENCH_GATEWAY_PROF=<dir>: of the gateway only
   const profFlags = (name: string): string[] => {
-    const dir = process.env.BENCH_PROF ? join(process.env.BENCH_PROF, name) : name === 'gateway' ? process.env.BENCH_GATEWAY_PROF : undefined;
-    return dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`, ...(process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : [])] : [];
+    const dir = process.env.BENCH_PROF
+      ? join(process.env.BENCH_PROF, name)
+      : name === 'gateway'
+        ? process.env.BENCH_GATEWAY_PROF
+        : undefined;
+    return dir
+      ? [
+          '--cpu-prof',
+          `--cpu-prof-dir=${dir}`,
+          ...(process.env.BENCH_PROF_INTERVAL_US ? [`--cpu-prof-interval=${process.env.BENCH_PROF_INTERVAL_US}`] : []),
+        ]
+      : [];
   };
   try {
     if (opts.layout === 'one-process') {

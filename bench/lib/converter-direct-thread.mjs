@@ -13,7 +13,15 @@ parentPort.on('message', ({ from, n }) => {
     try {
       const a = new Readability(dom.window.document).parse();
       const md = td.turndown(a?.content ?? '');
-      JSON.stringify({ title: a?.title, byline: a?.byline, excerpt: a?.excerpt, siteName: a?.siteName, lang: a?.lang, publishedTime: a?.publishedTime, md });
+      JSON.stringify({
+        title: a?.title,
+        byline: a?.byline,
+        excerpt: a?.excerpt,
+        siteName: a?.siteName,
+        lang: a?.lang,
+        publishedTime: a?.publishedTime,
+        md,
+      });
     } catch {
       // the GFM plugin throws on some pages (issue 14); the baseline just moves on
     }
@@ -21,4 +29,3 @@ parentPort.on('message', ({ from, n }) => {
   }
   parentPort.postMessage('done');
 });
-

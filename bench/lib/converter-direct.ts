@@ -12,14 +12,25 @@ const rssMb = () => {
 };
 
 {
-  const { pages, threads, rounds, perRound } = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { pages: string[]; threads: number; rounds: number; perRound: number };
+  const { pages, threads, rounds, perRound } = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+    pages: string[];
+    threads: number;
+    rounds: number;
+    perRound: number;
+  };
   let peak = rssMb();
-  const sampler = setInterval(() => { peak = Math.max(peak, rssMb()); }, 50);
-  const workers = Array.from({ length: threads }, () => new Worker(new URL('./converter-direct-thread.mjs', import.meta.url), { workerData: { pages } }));
-  const run = (w: Worker, from: number, n: number) => new Promise<void>((resolve) => {
-    w.once('message', () => resolve());
-    w.postMessage({ from, n });
-  });
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb());
+  }, 50);
+  const workers = Array.from(
+    { length: threads },
+    () => new Worker(new URL('./converter-direct-thread.mjs', import.meta.url), { workerData: { pages } }),
+  );
+  const run = (w: Worker, from: number, n: number) =>
+    new Promise<void>((resolve) => {
+      w.once('message', () => resolve());
+      w.postMessage({ from, n });
+    });
   const share = (n: number) => Array.from({ length: threads }, (_, i) => Math.floor(n / threads) + (i < n % threads ? 1 : 0));
   await Promise.all(workers.map((w, i) => run(w, i, pages.length))); // warm up
   const perCore: number[] = [];

@@ -20,13 +20,30 @@ const sha = git('rev-parse', '--short', rev).trim();
 // inside the repository, so the copy finds node_modules (its other imports are types only)
 const dir = path.join(root, '.tmp', `converter-${sha}`, 'actors', 'converter');
 fs.mkdirSync(dir, { recursive: true });
-for (const f of git('ls-tree', '--name-only', sha, 'actors/converter/').split('\n').filter(Boolean)) fs.writeFileSync(path.join(dir, path.basename(f)), git('show', `${sha}:${f}`));
+for (const f of git('ls-tree', '--name-only', sha, 'actors/converter/').split('\n').filter(Boolean))
+  fs.writeFileSync(path.join(dir, path.basename(f)), git('show', `${sha}:${f}`));
 const earlier = (await import(path.join(dir, 'convert.ts'))) as { convert: typeof convert };
 
 // the pages of bench/converter.ts: UTF-8 HTML of the corpus (no 5 MB, no JavaScript page) and the older bench pages
-const corpus = loadCorpus().filter((e) => mediaType(e.headers['content-type'] ?? '') === 'text/html' && !e.browser && !e.headers['content-encoding'] && /utf-8/i.test(e.headers['content-type'] ?? ''));
+const corpus = loadCorpus().filter(
+  (e) =>
+    mediaType(e.headers['content-type'] ?? '') === 'text/html' &&
+    !e.browser &&
+    !e.headers['content-encoding'] &&
+    /utf-8/i.test(e.headers['content-type'] ?? ''),
+);
 const pages = [...benchPages().map((p) => Buffer.from(p)), ...corpus.map((e) => pageBytes(e))];
-const input = (body: Buffer): ConvertInput => ({ body, contentType: 'text/html; charset=utf-8', status: 200, url: 'http://127.0.0.1/page', finalUrl: 'http://127.0.0.1/page', redirects: [], rendered: false, detectJs: true, outputs: ['metadata', 'markdown'] });
+const input = (body: Buffer): ConvertInput => ({
+  body,
+  contentType: 'text/html; charset=utf-8',
+  status: 200,
+  url: 'http://127.0.0.1/page',
+  finalUrl: 'http://127.0.0.1/page',
+  redirects: [],
+  rendered: false,
+  detectJs: true,
+  outputs: ['metadata', 'markdown'],
+});
 const round = async (f: typeof convert) => {
   const t = process.cpuUsage();
   for (const b of pages) await f(input(b));
@@ -35,15 +52,23 @@ const round = async (f: typeof convert) => {
 };
 await round(earlier.convert);
 await round(convert);
-const was: number[] = [], now: number[] = [];
+const was: number[] = [],
+  now: number[] = [];
 for (let r = 0; r < rounds; r++) {
   // alternate which goes first, so neither always follows the other's garbage
-  if (r % 2) { now.push(await round(convert)); was.push(await round(earlier.convert)); }
-  else { was.push(await round(earlier.convert)); now.push(await round(convert)); }
+  if (r % 2) {
+    now.push(await round(convert));
+    was.push(await round(earlier.convert));
+  } else {
+    was.push(await round(earlier.convert));
+    now.push(await round(convert));
+  }
 }
 const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
 const f1 = (a: number[]) => a.map((x) => x.toFixed(1)).join(' ');
 console.log(`${pages.length} pages a round, ${rounds} rounds each, pages per CPU-second`);
 console.log(`${sha}: ${f1(was)} (mean ${mean(was).toFixed(1)})`);
 console.log(`working tree: ${f1(now)} (mean ${mean(now).toFixed(1)})`);
-console.log(`ratio per pair: ${now.map((x, i) => (x / was[i]!).toFixed(2)).join(' ')}; ratio of means ${(mean(now) / mean(was)).toFixed(2)}`);
+console.log(
+  `ratio per pair: ${now.map((x, i) => (x / was[i]!).toFixed(2)).join(' ')}; ratio of means ${(mean(now) / mean(was)).toFixed(2)}`,
+);

@@ -11,7 +11,12 @@ import { jobRunner } from '../../test/converter/harness.ts';
 import { fixtureServer, html } from '../../test/outbound/fixture-server.ts';
 import { spawnTs, waitReady, rssMb } from './procs.ts';
 
-const { pages, threads, rounds, perRound } = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as { pages: string[]; threads: number; rounds: number; perRound: number };
+const { pages, threads, rounds, perRound } = JSON.parse(readFileSync(process.argv[2]!, 'utf8')) as {
+  pages: string[];
+  threads: number;
+  rounds: number;
+  perRound: number;
+};
 const teardowns: (() => unknown)[] = [];
 const t = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
 try {
@@ -23,13 +28,16 @@ try {
   const actor = spawnTs('converter', 'bench/lib/converter-actor.ts', [file], {});
   t.teardown(() => actor.stop());
   await waitReady(actor, null);
-  const cpu = () => new Promise<NodeJS.CpuUsage>((resolve) => {
-    actor.child.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu));
-    actor.child.send({ cpu: true });
-  });
+  const cpu = () =>
+    new Promise<NodeJS.CpuUsage>((resolve) => {
+      actor.child.once('message', (m: { cpu: NodeJS.CpuUsage }) => resolve(m.cpu));
+      actor.child.send({ cpu: true });
+    });
   const c = await jobRunner(nats);
   let peak = rssMb(actor.pid);
-  const sampler = setInterval(() => { peak = Math.max(peak, rssMb(actor.pid) || 0); }, 50);
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, rssMb(actor.pid) || 0);
+  }, 50);
   await Promise.all(urls.map((u) => c.runJob(u, ['metadata', 'markdown']))); // warm the threads
   const perCore: number[] = [];
   const wall: number[] = [];
@@ -37,7 +45,9 @@ try {
   for (let r = 0; r < rounds; r++) {
     const t0 = performance.now();
     const c0 = await cpu();
-    const outs = await Promise.all(Array.from({ length: perRound }, (_, i) => c.runJob(urls[i % urls.length]!, ['metadata', 'markdown'], 300000)));
+    const outs = await Promise.all(
+      Array.from({ length: perRound }, (_, i) => c.runJob(urls[i % urls.length]!, ['metadata', 'markdown'], 300000)),
+    );
     const c1 = await cpu();
     failed += outs.filter((o) => o.metadata?.kind !== 'done' || o.markdown?.kind !== 'done').length;
     perCore.push(perRound / ((c1.user - c0.user + c1.system - c0.system) / 1e6));

@@ -32,7 +32,13 @@ export function benchConfigFile(dataDir: string): string {
 export async function startEmbedded(dataDir: string, o: { logLevel?: string; timeoutMs?: number; name?: string } = {}): Promise<Embedded> {
   const t0 = performance.now();
   const p = spawnTs(o.name ?? 'embedded', 'main.ts', [], {
-    DATA_DIR: dataDir, CONFIG_FILE: benchConfigFile(dataDir), NATS_URL: '', NATS_PORT: '0', PORT: '0', LOG_LEVEL: o.logLevel ?? 'warn', MODE: 'development',
+    DATA_DIR: dataDir,
+    CONFIG_FILE: benchConfigFile(dataDir),
+    NATS_URL: '',
+    NATS_PORT: '0',
+    PORT: '0',
+    LOG_LEVEL: o.logLevel ?? 'warn',
+    MODE: 'development',
   });
   const unitStartedMs: Record<string, number> = {};
   let url = '';
@@ -50,19 +56,33 @@ export async function startEmbedded(dataDir: string, o: { logLevel?: string; tim
     while (Date.now() < deadline) {
       if (p.child.exitCode !== null) throw new Error(`main.ts exited (${p.child.exitCode}) before it was ready:\n${stderrOf(p)}`);
       if (url) {
-        const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200, () => false);
-        if (ok) { readyMs = performance.now() - t0; break; }
+        const ok = await fetch(`${url}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+        if (ok) {
+          readyMs = performance.now() - t0;
+          break;
+        }
       }
       await new Promise((r) => setTimeout(r, 50));
     }
-    if (!Number.isFinite(readyMs)) throw new Error(`main.ts on ${dataDir}: /readyz not 200 within ${o.timeoutMs ?? 600_000} ms\n${stderrOf(p)}`);
+    if (!Number.isFinite(readyMs))
+      throw new Error(`main.ts on ${dataDir}: /readyz not 200 within ${o.timeoutMs ?? 600_000} ms\n${stderrOf(p)}`);
   } catch (e) {
     await stop();
     throw e;
   }
   const natsUrl = readFileSync(join(dataDir, 'nats.url'), 'utf8').trim();
   return {
-    dataDir, proc: p, url, natsUrl, readyMs, unitStartedMs, stop, logLine,
+    dataDir,
+    proc: p,
+    url,
+    natsUrl,
+    readyMs,
+    unitStartedMs,
+    stop,
+    logLine,
   };
 }
 
@@ -71,7 +91,11 @@ export async function startEmbedded(dataDir: string, o: { logLevel?: string; tim
  * `logLine(re)`, which resolves once a line matches (projection and catch-up lines are kept, so a
  * late question is answered too).
  */
-export function followLines(p: Proc, t0: number, onLine: (line: string, ms: number) => void): (re: RegExp) => Promise<{ ms: number; line: string }> {
+export function followLines(
+  p: Proc,
+  t0: number,
+  onLine: (line: string, ms: number) => void,
+): (re: RegExp) => Promise<{ ms: number; line: string }> {
   const watchers: { re: RegExp; resolve: (v: { ms: number; line: string }) => void }[] = [];
   const seen: { ms: number; line: string }[] = [];
   let buf = '';
@@ -84,7 +108,11 @@ export function followLines(p: Proc, t0: number, onLine: (line: string, ms: numb
       const ms = performance.now() - t0;
       onLine(line, ms);
       if (/projection|caught up/.test(line)) seen.push({ ms, line });
-      for (const w of [...watchers]) if (w.re.test(line)) { watchers.splice(watchers.indexOf(w), 1); w.resolve({ ms, line }); }
+      for (const w of [...watchers])
+        if (w.re.test(line)) {
+          watchers.splice(watchers.indexOf(w), 1);
+          w.resolve({ ms, line });
+        }
     }
   });
   return (re) => {
@@ -119,8 +147,15 @@ export function processes(): Map<number, ProcStat> {
       const fields = stat.slice(close + 2).split(' ');
       const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d}/status`, 'utf8'));
       // utime and stime (fields 14 and 15 of /proc/<pid>/stat), in clock ticks of 1/100 s
-      out.set(Number(d), { ppid: Number(fields[1]), comm, rssMb: rss ? Number(rss[1]) / 1024 : 0, cpuS: (Number(fields[11]) + Number(fields[12])) / 100 });
-    } catch { /* gone meanwhile */ }
+      out.set(Number(d), {
+        ppid: Number(fields[1]),
+        comm,
+        rssMb: rss ? Number(rss[1]) / 1024 : 0,
+        cpuS: (Number(fields[11]) + Number(fields[12])) / 100,
+      });
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return out;
 }
@@ -139,7 +174,12 @@ export function treeCpu(root: number): Record<string, number> {
   return treeSum(root, (p) => p.cpuS);
 }
 
-export interface ProcStat { ppid: number; comm: string; rssMb: number; cpuS: number }
+export interface ProcStat {
+  ppid: number;
+  comm: string;
+  rssMb: number;
+  cpuS: number;
+}
 
 function treeSum(root: number, pick: (p: ProcStat) => number): Record<string, number> {
   const all = processes();

@@ -4,6 +4,8 @@ import { connectNats } from '../../shared/nats/connect.ts';
 
 const nc = await connectNats(process.env.NATS_URL ?? '', 'bench-idle-node');
 process.stdout.write('ready\n');
-const stop = () => { void nc.close().finally(() => process.exit(0)); };
+const stop = () => {
+  void nc.close().finally(() => process.exit(0));
+};
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);

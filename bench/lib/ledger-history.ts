@@ -20,7 +20,10 @@ export const historyWallet = (prefix: string, n: number) => `${prefix}${n}`;
  * Appends `entries` entries over `wallets` wallets (entry i goes to wallet i % wallets). Wallets must
  * be new (their chain starts at 0). Returns the last balance of each wallet.
  */
-export async function writeLedgerHistory(nc: NatsConnection, o: { entries: number; wallets: number; prefix?: string; batch?: number; at?: number; onProgress?: (n: number) => void }): Promise<Map<string, number>> {
+export async function writeLedgerHistory(
+  nc: NatsConnection,
+  o: { entries: number; wallets: number; prefix?: string; batch?: number; at?: number; onProgress?: (n: number) => void },
+): Promise<Map<string, number>> {
   const js = jetstream(nc);
   const prefix = o.prefix ?? 'wh';
   const batch = o.batch ?? 2000;
@@ -30,9 +33,10 @@ export async function writeLedgerHistory(nc: NatsConnection, o: { entries: numbe
   for (let i = 0; i < o.entries; i++) {
     const w = historyWallet(prefix, i % o.wallets);
     const had = balances.get(w);
-    const msg: LedgerMessage = had === undefined
-      ? { v: 1, type: 'grant', amount: GRANT, balanceAfter: GRANT, at, ref: `grant:${prefix}-${i}`, reason: 'history' }
-      : { v: 1, type: 'charge', amount: -CHARGE, balanceAfter: had - CHARGE, at, ref: `charge:${prefix}j${i}`, jobId: `${prefix}j${i}` };
+    const msg: LedgerMessage =
+      had === undefined
+        ? { v: 1, type: 'grant', amount: GRANT, balanceAfter: GRANT, at, ref: `grant:${prefix}-${i}`, reason: 'history' }
+        : { v: 1, type: 'charge', amount: -CHARGE, balanceAfter: had - CHARGE, at, ref: `charge:${prefix}j${i}`, jobId: `${prefix}j${i}` };
     balances.set(w, msg.balanceAfter);
     pending.push(js.publish(subjects.ledger(w), JSON.stringify(msg)));
     if (pending.length >= batch) {

@@ -48,15 +48,25 @@ export async function load(spec: LoadSpec): Promise<LoadResult> {
     connections: spec.connections,
     duration: spec.duration,
     pipelining: 1,
-    ...(per.length ? { setupClient: (client: { setHeaders(h: Record<string, string>): void }) => client.setHeaders({ ...(spec.headers ?? {}), ...per[n++ % per.length] }) } : {}),
+    ...(per.length
+      ? {
+          setupClient: (client: { setHeaders(h: Record<string, string>): void }) =>
+            client.setHeaders({ ...(spec.headers ?? {}), ...per[n++ % per.length] }),
+        }
+      : {}),
   } as autocannon.Options);
   // autocannon's histogram keeps whole milliseconds, too coarse for a server that answers in less
   // than one: keep every 2xx latency (hrtime, fractional ms) and take the percentiles from those
   const latencies: number[] = [];
-  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => { if (status >= 200 && status < 300) latencies.push(ms); });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
+  });
   const r = await instance;
   const statusCodes: Record<string, number> = {};
-  for (const [code, v] of Object.entries((r as unknown as { statusCodeStats?: Record<string, { count: number | string }> }).statusCodeStats ?? {})) statusCodes[code] = Number(v.count);
+  for (const [code, v] of Object.entries(
+    (r as unknown as { statusCodeStats?: Record<string, { count: number | string }> }).statusCodeStats ?? {},
+  ))
+    statusCodes[code] = Number(v.count);
   const ok = (r['2xx'] as number) ?? 0;
   const total = ok + r.non2xx;
   return {

@@ -5,8 +5,13 @@ import { createServer, type Server } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
 export function articleHtml(): string {
-  const para = (i: number) => `<p>Paragraph ${i} of the benchmark article. It talks about <a href="/topic/${i}">topic ${i}</a>, quotes <em>someone</em> and <strong>stresses</strong> a point, then ends with a sentence long enough to count as prose for the readability pass that decides what the main content is.</p>`;
-  const sections = Array.from({ length: 12 }, (_, s) => `<section><h2>Section ${s + 1}</h2>${Array.from({ length: 5 }, (_, i) => para(s * 5 + i)).join('\n')}<img src="/img/${s}.png" alt="figure ${s}" width="640" height="360"></section>`).join('\n');
+  const para = (i: number) =>
+    `<p>Paragraph ${i} of the benchmark article. It talks about <a href="/topic/${i}">topic ${i}</a>, quotes <em>someone</em> and <strong>stresses</strong> a point, then ends with a sentence long enough to count as prose for the readability pass that decides what the main content is.</p>`;
+  const sections = Array.from(
+    { length: 12 },
+    (_, s) =>
+      `<section><h2>Section ${s + 1}</h2>${Array.from({ length: 5 }, (_, i) => para(s * 5 + i)).join('\n')}<img src="/img/${s}.png" alt="figure ${s}" width="640" height="360"></section>`,
+  ).join('\n');
   const rows = Array.from({ length: 10 }, (_, i) => `<tr><td>row ${i}</td><td>${i * 3}</td><td>${i % 2 ? 'yes' : 'no'}</td></tr>`).join('');
   return `<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>Benchmark article: a page of realistic size</title>
@@ -22,7 +27,12 @@ export function articleHtml(): string {
 </article></main><footer><p>Footer text, copyright Bench.</p></footer></body></html>`;
 }
 
-export async function startPageServer(): Promise<{ url: string; requests: () => number; lastRequestAt: () => number | undefined; close(): Promise<void> }> {
+export async function startPageServer(): Promise<{
+  url: string;
+  requests: () => number;
+  lastRequestAt: () => number | undefined;
+  close(): Promise<void>;
+}> {
   const body = Buffer.from(articleHtml(), 'utf8');
   let n = 0;
   let last: number | undefined;
@@ -39,6 +49,10 @@ export async function startPageServer(): Promise<{ url: string; requests: () => 
     requests: () => n,
     /** performance.now() of the last request (the pipeline's stage timeline) */
     lastRequestAt: () => last,
-    close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }),
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
   };
 }

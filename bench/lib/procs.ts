@@ -17,7 +17,14 @@ const running = new Set<Proc>();
 const ORPHAN_GUARD = 'data:text/javascript,process.once("disconnect",()=>process.kill(process.pid,"SIGTERM"))';
 
 /** `node --import tsx <script> ...args` from the repository root. */
-export function spawnTs(name: string, script: string, args: string[], env: Record<string, string>, stdin = false, nodeFlags: string[] = []): Proc {
+export function spawnTs(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  stdin = false,
+  nodeFlags: string[] = [],
+): Proc {
   // every child has an IPC channel and ends itself when it closes, so a bench that dies (even by
   // SIGKILL) leaves no actor, baseline or load generator behind
   const child = spawn(process.execPath, [...nodeFlags, '--import', ORPHAN_GUARD, join(ROOT, script), ...args], {
@@ -26,7 +33,9 @@ export function spawnTs(name: string, script: string, args: string[], env: Recor
     stdio: [stdin ? 'pipe' : 'ignore', 'pipe', 'pipe', 'ipc'],
   });
   let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  child.stderr!.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
   const p: Proc = {
     name,
@@ -62,7 +71,9 @@ export function waitReady(p: Proc, re: RegExp | null, timeoutMs = 60_000): Promi
       if (m) done(null, m);
       buf = buf.slice(-4000);
     };
-    const onMsg = (m: unknown) => { if (!re && m && typeof m === 'object' && 'ready' in m) done(null, null); };
+    const onMsg = (m: unknown) => {
+      if (!re && m && typeof m === 'object' && 'ready' in m) done(null, null);
+    };
     function done(err: Error | null, m: RegExpExecArray | null = null) {
       clearTimeout(timer);
       p.child.off('exit', onExit);
@@ -80,12 +91,23 @@ export function waitReady(p: Proc, re: RegExp | null, timeoutMs = 60_000): Promi
 }
 
 /** Run a script to completion and return its stdout. */
-export function runTs(name: string, script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 300_000): Promise<string> {
+export function runTs(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 300_000,
+): Promise<string> {
   const p = spawnTs(name, script, args, env);
   let out = '';
-  p.child.stdout!.on('data', (d: Buffer) => { out += d.toString(); });
+  p.child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   return new Promise((resolve, reject) => {
-    const t = setTimeout(() => { void p.stop(); reject(new Error(`${name}: timed out`)); }, timeoutMs);
+    const t = setTimeout(() => {
+      void p.stop();
+      reject(new Error(`${name}: timed out`));
+    }, timeoutMs);
     p.child.once('exit', (code) => {
       clearTimeout(t);
       running.delete(p);

@@ -23,7 +23,11 @@ export interface JobTrace {
 }
 
 /** A subject with ids and hashes folded to `*`, so traces of different jobs line up. */
-export const foldSubject = (s: string) => s.split('.').map((t) => (/\d/.test(t) && t.length > 8 ? '*' : t)).join('.');
+export const foldSubject = (s: string) =>
+  s
+    .split('.')
+    .map((t) => (/\d/.test(t) && t.length > 8 ? '*' : t))
+    .join('.');
 
 export class WireTrace {
   private events: WireEvent[] | null = null;
@@ -75,7 +79,9 @@ export function stagesOf(tr: JobTrace): Record<string, number> {
   const ev = tr.events;
   const first = (pred: (e: WireEvent) => boolean, from = 0) => ev.find((e) => e.t >= from && pred(e));
   const replyTo = (req: WireEvent | undefined) => (req?.reply ? ev.find((e) => e.subject === req.reply && e.t >= req.t) : undefined);
-  const mark = (name: string, e: WireEvent | undefined) => { if (e && out[name] === undefined) out[name] = e.t; };
+  const mark = (name: string, e: WireEvent | undefined) => {
+    if (e && out[name] === undefined) out[name] = e.t;
+  };
 
   const queueInfo = first((e) => e.subject.startsWith('$JS.API.STREAM.INFO.TASKS'));
   mark('gateway asks TASKS depth', queueInfo);
@@ -92,7 +98,10 @@ export function stagesOf(tr: JobTrace): Record<string, number> {
   mark('worker got task', delivered);
   if (tr.fetchedAt !== undefined) out['page fetched'] = tr.fetchedAt;
   // the object store's put starts with a read of the object's meta (to replace an older one)
-  const objPut = first((e) => (e.subject.startsWith('$O.') && !e.reply?.startsWith('$JS.ACK.')) || e.subject.startsWith('$JS.API.STREAM.MSG.GET.OBJ_'), delivered?.t ?? 0);
+  const objPut = first(
+    (e) => (e.subject.startsWith('$O.') && !e.reply?.startsWith('$JS.ACK.')) || e.subject.startsWith('$JS.API.STREAM.MSG.GET.OBJ_'),
+    delivered?.t ?? 0,
+  );
   mark('file put started (conversion done)', objPut);
   const outcome = first((e) => e.subject.startsWith('result.') && !e.reply?.startsWith('$JS.ACK.'));
   const objPuts = ev.filter((e) => e.subject.startsWith('$O.') && !e.reply?.startsWith('$JS.ACK.') && (!outcome || e.t <= outcome.t));
@@ -101,7 +110,10 @@ export function stagesOf(tr: JobTrace): Record<string, number> {
   mark('outcome acked', replyTo(outcome));
   const supGot = first((e) => e.subject.startsWith('result.') && !!e.reply?.startsWith('$JS.ACK.RESULTS'));
   mark('supervisor got outcome', supGot);
-  const read = first((e) => (e.subject.includes('.KV_jobs') && (e.subject.includes('DIRECT.GET') || e.subject.includes('MSG.GET'))), supGot?.t ?? Infinity);
+  const read = first(
+    (e) => e.subject.includes('.KV_jobs') && (e.subject.includes('DIRECT.GET') || e.subject.includes('MSG.GET')),
+    supGot?.t ?? Infinity,
+  );
   mark('supervisor read doc', read);
   mark('supervisor read answered', replyTo(read));
   const update = first((e) => e.subject.startsWith('$KV.jobs.') && !e.reply?.startsWith('$JS.ACK.'), supGot?.t ?? Infinity);
@@ -127,12 +139,19 @@ export function summarise(traces: JobTrace[]): { stage: string; at: number; step
   const order: string[] = [];
   for (const p of per) for (const k of Object.keys(p).sort((a, b) => p[a]! - p[b]!)) if (!order.includes(k)) order.push(k);
   // the order of the median job, so a rare reordering does not scramble the table
-  order.sort((a, b) => median(per.map((p) => p[a]).filter((x): x is number => x !== undefined)) - median(per.map((p) => p[b]).filter((x): x is number => x !== undefined)));
+  order.sort(
+    (a, b) =>
+      median(per.map((p) => p[a]).filter((x): x is number => x !== undefined)) -
+      median(per.map((p) => p[b]).filter((x): x is number => x !== undefined)),
+  );
   return order.map((stage, i) => {
     const ats = per.map((p) => p[stage]).filter((x): x is number => x !== undefined);
     const steps = per.flatMap((p) => {
       if (p[stage] === undefined) return [];
-      const prev = order.slice(0, i).reverse().find((s) => p[s] !== undefined);
+      const prev = order
+        .slice(0, i)
+        .reverse()
+        .find((s) => p[s] !== undefined);
       return [p[stage]! - (prev ? p[prev]! : 0)];
     });
     return { stage, at: median(ats), step: median(steps), min: Math.min(...steps), jobs: ats.length };

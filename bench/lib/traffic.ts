@@ -55,14 +55,27 @@ async function streamState(jsm: JetStreamManager) {
 }
 
 /** A subject with its variable tokens (ids, hashes) folded, so a row's note stays short. */
-const fold = (s: string) => s.split('.').map((t) => (/\d/.test(t) && t.length > 8 ? '*' : t)).join('.');
+const fold = (s: string) =>
+  s
+    .split('.')
+    .map((t) => (/\d/.test(t) && t.length > 8 ? '*' : t))
+    .join('.');
 
 export async function countTraffic(url: string, run: () => Promise<void>, settleMs = 300): Promise<Traffic> {
   const nc = await connectNats(url, 'bench-traffic');
   try {
     const jsm = await jetstreamManager(nc);
     const before = await streamState(jsm);
-    const t: Traffic = { jetstreamWrites: 0, writesByStream: {}, coreRequests: 0, corePublishes: 0, jsApi: 0, jsAcks: 0, bySubject: {}, jsApiByKind: {} };
+    const t: Traffic = {
+      jetstreamWrites: 0,
+      writesByStream: {},
+      coreRequests: 0,
+      corePublishes: 0,
+      jsApi: 0,
+      jsAcks: 0,
+      bySubject: {},
+      jsApiByKind: {},
+    };
     const sub = nc.subscribe('>', {
       callback: (_err, m) => {
         const s = m.subject;
@@ -74,7 +87,10 @@ export async function countTraffic(url: string, run: () => Promise<void>, settle
           t.jsApiByKind[k] = (t.jsApiByKind[k] ?? 0) + 1;
           return;
         }
-        if (s.startsWith('$JS.ACK.')) { t.jsAcks++; return; }
+        if (s.startsWith('$JS.ACK.')) {
+          t.jsAcks++;
+          return;
+        }
         if (before.subjects.some((p) => subjectMatches(p, s))) return; // a stream write, counted by sequence
         if (m.reply) t.coreRequests++;
         else t.corePublishes++;

@@ -7,7 +7,11 @@ import { connectNats } from '../../shared/nats/connect.ts';
 import { createLogger } from '../../shared/log.ts';
 
 const url = process.env.NATS_URL!;
-const config = loadConfig({ env: {}, noDefaultFile: true, overrides: { dataDir: process.env.DATA_DIR!, nats: { url }, wallet: { orphanChargeGraceSeconds: 7 * 86400 } } });
+const config = loadConfig({
+  env: {},
+  noDefaultFile: true,
+  overrides: { dataDir: process.env.DATA_DIR!, nats: { url }, wallet: { orphanChargeGraceSeconds: 7 * 86400 } },
+});
 const log = createLogger('bench-wallet', 'info');
 const nc = await connectNats(url, 'bench-wallet');
 log.info('bench: starting');

@@ -15,7 +15,10 @@ import { createPayloadsClient, PayloadsError, DEFAULT_BASE_URL, type Job, type P
 
 export const EXIT = { ok: 0, failed: 1, refused: 2, network: 3 } as const;
 
-export interface CliConfig { key?: string; url?: string }
+export interface CliConfig {
+  key?: string;
+  url?: string;
+}
 
 /** ~/.config/payloads/config.json (or PAYLOADS_CONFIG): `{"key": "...", "url": "..."}`; the environment wins. */
 export function loadConfig(env = process.env): { key?: string; url: string; from: string } {
@@ -28,15 +31,27 @@ export function loadConfig(env = process.env): { key?: string; url: string; from
       throw new PayloadsError('bad_request', `config file ${file} is not JSON: ${(e as Error).message}`);
     }
   }
-  return { key: env.PAYLOADS_KEY || fromFile.key, url: env.PAYLOADS_URL || fromFile.url || DEFAULT_BASE_URL, from: env.PAYLOADS_KEY ? 'PAYLOADS_KEY' : file };
+  return {
+    key: env.PAYLOADS_KEY || fromFile.key,
+    url: env.PAYLOADS_URL || fromFile.url || DEFAULT_BASE_URL,
+    from: env.PAYLOADS_KEY ? 'PAYLOADS_KEY' : file,
+  };
 }
 
 const eur = (payloads: number) => `€${(payloads / 10000).toFixed(4).replace(/0{1,2}$/, '')}`;
-const list = (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 function client(io: Io): PayloadsClient {
   const c = loadConfig(io.env);
-  if (!c.key) throw new PayloadsError('unauthorized', 'no API key: set PAYLOADS_KEY or put {"key": "..."} in ~/.config/payloads/config.json (make one on the account page)');
+  if (!c.key)
+    throw new PayloadsError(
+      'unauthorized',
+      'no API key: set PAYLOADS_KEY or put {"key": "..."} in ~/.config/payloads/config.json (make one on the account page)',
+    );
   return createPayloadsClient({ key: c.key, baseUrl: c.url });
 }
 
@@ -63,7 +78,8 @@ async function saveResults(c: PayloadsClient, job: Job, dir: string, io: Io, don
 
 function resultTable(job: Job, files: Map<string, string>): string {
   const t = new Table({ head: ['result', 'status', 'price', 'file / error'] });
-  for (const r of job.results) t.push([r.key, r.status + (r.refunded ? ' (refunded)' : ''), String(r.price), files.get(r.key) ?? r.error ?? '']);
+  for (const r of job.results)
+    t.push([r.key, r.status + (r.refunded ? ' (refunded)' : ''), String(r.price), files.get(r.key) ?? r.error ?? '']);
   return t.toString();
 }
 
@@ -73,32 +89,55 @@ export function browserItems(list: string[]): (string | { id: string; versions: 
   for (const item of list) {
     const [id, version] = item.split('@') as [string, string | undefined];
     const cur = byId.get(id);
-    if (!version) { if (cur === undefined) byId.set(id, null); continue; }
+    if (!version) {
+      if (cur === undefined) byId.set(id, null);
+      continue;
+    }
     byId.set(id, [...(cur ?? []), version]);
   }
   return [...byId].map(([id, versions]) => (versions ? { id, versions } : id));
 }
 
-interface DiffSummary { a: string; b: string; differentPercent: number; perceptualPercent: number; regions: { x: number; y: number; w: number; h: number }[]; uncompared: { rowsA: number; rowsB: number } }
+interface DiffSummary {
+  a: string;
+  b: string;
+  differentPercent: number;
+  perceptualPercent: number;
+  regions: { x: number; y: number; w: number; h: number }[];
+  uncompared: { rowsA: number; rowsB: number };
+}
 
 /** The compare summaries: one row per pair. */
 function diffTable(diffs: (Result & { compare: DiffSummary })[]): string {
   const t = new Table({ head: ['a', 'b', 'differ %', 'perceptual %', 'largest regions (x,y wxh)', 'not compared'] });
   for (const { compare: c } of diffs) {
-    t.push([c.a, c.b, String(c.differentPercent), String(c.perceptualPercent), c.regions.slice(0, 3).map((r) => `${r.x},${r.y} ${r.w}x${r.h}`).join('; ') || '-', c.uncompared.rowsA || c.uncompared.rowsB ? `${c.uncompared.rowsA}/${c.uncompared.rowsB} rows` : '-']);
+    t.push([
+      c.a,
+      c.b,
+      String(c.differentPercent),
+      String(c.perceptualPercent),
+      c.regions
+        .slice(0, 3)
+        .map((r) => `${r.x},${r.y} ${r.w}x${r.h}`)
+        .join('; ') || '-',
+      c.uncompared.rowsA || c.uncompared.rowsB ? `${c.uncompared.rowsA}/${c.uncompared.rowsB} rows` : '-',
+    ]);
   }
   return t.toString();
 }
 
 /** Follow the job's events with one progress bar per result; download each result when it is done. */
 async function followWithBars(c: PayloadsClient, job: Job, dir: string, io: Io): Promise<{ job: Job; files: Map<string, string> }> {
-  const bars = new cliProgress.MultiBar({
-    format: ' {bar} {key} {state}',
-    stream: io.err as NodeJS.WriteStream,
-    hideCursor: true,
-    clearOnComplete: false,
-    noTTYOutput: false,
-  }, cliProgress.Presets.shades_classic);
+  const bars = new cliProgress.MultiBar(
+    {
+      format: ' {bar} {key} {state}',
+      stream: io.err as NodeJS.WriteStream,
+      hideCursor: true,
+      clearOnComplete: false,
+      noTTYOutput: false,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   const bar = new Map(job.results.map((r) => [r.key, bars.create(2, 0, { key: r.key, state: 'queued' })]));
   const files = new Map<string, string>();
   const saving: Promise<void>[] = [];
@@ -111,10 +150,12 @@ async function followWithBars(c: PayloadsClient, job: Job, dir: string, io: Io):
         bar.get(r.key)?.update(r.status === 'done' ? 1 : 2, { state: r.status === 'done' ? 'downloading' : `failed: ${r.error ?? ''}` });
         if (r.status === 'done' && r.url) {
           const path = join(dir, r.filename ?? r.key);
-          saving.push(c.download(r, path, { signal: io.signal }).then(() => {
-            files.set(r.key, path);
-            bar.get(r.key)?.update(2, { state: `saved ${path}` });
-          }));
+          saving.push(
+            c.download(r, path, { signal: io.signal }).then(() => {
+              files.set(r.key, path);
+              bar.get(r.key)?.update(2, { state: `saved ${path}` });
+            }),
+          );
         }
       } else if (e.event === 'job') final = e.data as Job;
     }
@@ -127,24 +168,38 @@ async function followWithBars(c: PayloadsClient, job: Job, dir: string, io: Io):
 
 export function program(io: Io): Command {
   const p = new Command('payloads')
-    .description('Payloads API from the terminal: screenshots, page conversion, Nostr relay tests, wallet.\nKey: PAYLOADS_KEY or ~/.config/payloads/config.json; API: PAYLOADS_URL (default http://localhost:8080).')
+    .description(
+      'Payloads API from the terminal: screenshots, page conversion, Nostr relay tests, wallet.\nKey: PAYLOADS_KEY or ~/.config/payloads/config.json; API: PAYLOADS_URL (default http://localhost:8080).',
+    )
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) })
     .exitOverride()
     .option('--json', 'print the API answers as JSON instead of tables');
   const json = () => p.opts().json as boolean | undefined;
 
-  p.command('balance').description('show the wallet balance').action(async () => {
-    const b = await client(io).balance();
-    io.out.write(json() ? JSON.stringify(b) + '\n' : `${b.balance} Payloads (${eur(b.balance)})\n`);
-  });
+  p.command('balance')
+    .description('show the wallet balance')
+    .action(async () => {
+      const b = await client(io).balance();
+      io.out.write(json() ? JSON.stringify(b) + '\n' : `${b.balance} Payloads (${eur(b.balance)})\n`);
+    });
 
-  p.command('topup').argument('<eur>', 'amount in EUR (0.25 to 100)', Number).description('top up with a Lightning invoice: prints it and its QR code, waits for payment')
+  p.command('topup')
+    .argument('<eur>', 'amount in EUR (0.25 to 100)', Number)
+    .description('top up with a Lightning invoice: prints it and its QR code, waits for payment')
     .option('--timeout <seconds>', 'stop waiting after this long', Number)
     .action(async (amount: number, o: { timeout?: number }) => {
       const c = client(io);
       const { topup } = await c.topup(amount);
-      io.out.write(`Pay ${topup.sats} sats (${amount} EUR → ${topup.payloads} Payloads) with this Lightning invoice:\n\n${topup.bolt11}\n\n`);
-      if (topup.bolt11) await new Promise<void>((r) => qrcode.generate(topup.bolt11!.toUpperCase(), { small: true }, (q) => { io.out.write(q + '\n'); r(); }));
+      io.out.write(
+        `Pay ${topup.sats} sats (${amount} EUR → ${topup.payloads} Payloads) with this Lightning invoice:\n\n${topup.bolt11}\n\n`,
+      );
+      if (topup.bolt11)
+        await new Promise<void>((r) =>
+          qrcode.generate(topup.bolt11!.toUpperCase(), { small: true }, (q) => {
+            io.out.write(q + '\n');
+            r();
+          }),
+        );
       io.out.write(`top-up ${topup.id}\n`);
       const spin = ora({ text: 'waiting for the payment', stream: io.err as NodeJS.WriteStream }).start();
       const until = o.timeout ? Date.now() + o.timeout * 1000 : topup.expiresAt;
@@ -164,8 +219,12 @@ export function program(io: Io): Command {
       }
     });
 
-  p.command('shots').argument('<url>').description('screenshots in real browsers; files into --out')
-    .option('-b, --browsers <ids>', 'browser ids, comma-separated; id@version for a given version (see GET /v1/services/shots)', list, ['chromium'])
+  p.command('shots')
+    .argument('<url>')
+    .description('screenshots in real browsers; files into --out')
+    .option('-b, --browsers <ids>', 'browser ids, comma-separated; id@version for a given version (see GET /v1/services/shots)', list, [
+      'chromium',
+    ])
     .option('-v, --viewports <list>', 'WIDTHxHEIGHT or presets (fhd, qhd, hd, laptop, tablet, phone)', list)
     .option('--dark', 'dark scheme (with --light too: both)')
     .option('--light', 'light scheme (the default)')
@@ -174,31 +233,57 @@ export function program(io: Io): Command {
     .option('--compare', 'also diff every pair of browsers (same viewport and scheme), priced per pair')
     .option('--webhook <url>', 'https URL to POST the finished job to')
     .option('-o, --out <dir>', 'folder for the PNGs', 'shots')
-    .action(async (url: string, o: { browsers: string[]; viewports?: string[]; dark?: boolean; light?: boolean; fullPage?: boolean; retina?: boolean; compare?: boolean; webhook?: string; out: string }) => {
-      const c = client(io);
-      const schemes = [...(o.light || !o.dark ? ['light' as const] : []), ...(o.dark ? ['dark' as const] : [])];
-      const { job, balance } = await c.createJob('shots', {
-        url,
-        browsers: browserItems(o.browsers),
-        ...(o.viewports ? { viewports: o.viewports } : {}),
-        schemes,
-        ...(o.fullPage || o.retina || o.compare ? { options: { ...(o.fullPage ? { fullPage: true } : {}), ...(o.retina ? { retina: true } : {}), ...(o.compare ? { compare: true } : {}) } } : {}),
-        ...(o.webhook ? { webhook: o.webhook } : {}),
-      });
-      io.err.write(`job ${job.id}: ${job.results.length} screenshots, ${job.cost} Payloads (balance ${balance})\n`);
-      mkdirSync(o.out, { recursive: true });
-      const done = await followWithBars(c, job, o.out, io);
-      if (json()) io.out.write(JSON.stringify(done.job) + '\n');
-      else {
-        io.out.write(resultTable(done.job, done.files) + '\n');
-        const diffs = done.job.results.filter((r) => (r as { compare?: unknown }).compare);
-        if (diffs.length) io.out.write(diffTable(diffs as (Result & { compare: DiffSummary })[]) + '\n');
-      }
-      if (done.job.status !== 'completed') process.exitCode = EXIT.failed;
-    });
+    .action(
+      async (
+        url: string,
+        o: {
+          browsers: string[];
+          viewports?: string[];
+          dark?: boolean;
+          light?: boolean;
+          fullPage?: boolean;
+          retina?: boolean;
+          compare?: boolean;
+          webhook?: string;
+          out: string;
+        },
+      ) => {
+        const c = client(io);
+        const schemes = [...(o.light || !o.dark ? ['light' as const] : []), ...(o.dark ? ['dark' as const] : [])];
+        const { job, balance } = await c.createJob('shots', {
+          url,
+          browsers: browserItems(o.browsers),
+          ...(o.viewports ? { viewports: o.viewports } : {}),
+          schemes,
+          ...(o.fullPage || o.retina || o.compare
+            ? {
+                options: {
+                  ...(o.fullPage ? { fullPage: true } : {}),
+                  ...(o.retina ? { retina: true } : {}),
+                  ...(o.compare ? { compare: true } : {}),
+                },
+              }
+            : {}),
+          ...(o.webhook ? { webhook: o.webhook } : {}),
+        });
+        io.err.write(`job ${job.id}: ${job.results.length} screenshots, ${job.cost} Payloads (balance ${balance})\n`);
+        mkdirSync(o.out, { recursive: true });
+        const done = await followWithBars(c, job, o.out, io);
+        if (json()) io.out.write(JSON.stringify(done.job) + '\n');
+        else {
+          io.out.write(resultTable(done.job, done.files) + '\n');
+          const diffs = done.job.results.filter((r) => (r as { compare?: unknown }).compare);
+          if (diffs.length) io.out.write(diffTable(diffs as (Result & { compare: DiffSummary })[]) + '\n');
+        }
+        if (done.job.status !== 'completed') process.exitCode = EXIT.failed;
+      },
+    );
 
   const outputs = ['markdown', 'text', 'metadata', 'html', 'pdf'] as const;
-  const convert = p.command('convert').argument('<url>').description('a web page as Markdown, text, metadata JSON, sanitised HTML or PDF')
+  const convert = p
+    .command('convert')
+    .argument('<url>')
+    .description('a web page as Markdown, text, metadata JSON, sanitised HTML or PDF')
     .option('-o, --out <path>', 'file (one output) or folder (several); without it text outputs go to stdout');
   for (const out of outputs) convert.addOption(new Option(`--${out}`, `the ${out} output`));
   convert.action(async (url: string, o: Record<string, string | boolean | undefined>) => {
@@ -208,7 +293,15 @@ export function program(io: Io): Command {
     const spin = ora({ text: `converting ${url}`, stream: io.err as NodeJS.WriteStream }).start();
     let job: Job;
     try {
-      job = await c.createJob('websitepro', { url, outputs: want }).wait({ signal: io.signal, onUpdate: (j) => { spin.text = `${j.status} ${j.results.map((r) => r.progress).filter(Boolean).join(', ')}`; } });
+      job = await c.createJob('websitepro', { url, outputs: want }).wait({
+        signal: io.signal,
+        onUpdate: (j) => {
+          spin.text = `${j.status} ${j.results
+            .map((r) => r.progress)
+            .filter(Boolean)
+            .join(', ')}`;
+        },
+      });
     } finally {
       spin.stop();
     }
@@ -228,8 +321,12 @@ export function program(io: Io): Command {
         const res = await fetch(r.url, { headers: { authorization: `Bearer ${loadConfig(io.env).key}` }, signal: io.signal });
         if (!res.ok) {
           // an error answer (expired, lost, ...) is not the page: say it with the API's code
-          const e = (await res.json().catch(() => null) as { error?: { code?: string; message?: string } } | null)?.error;
-          throw new PayloadsError((e?.code ?? 'internal') as PayloadsError['code'], `${r.key}: ${e?.message ?? `HTTP ${res.status}`}`, res.status);
+          const e = ((await res.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null)?.error;
+          throw new PayloadsError(
+            (e?.code ?? 'internal') as PayloadsError['code'],
+            `${r.key}: ${e?.message ?? `HTTP ${res.status}`}`,
+            res.status,
+          );
         }
         io.out.write(await res.text());
       }
@@ -238,19 +335,28 @@ export function program(io: Io): Command {
     if (job.status !== 'completed' || job.results.some((r) => r.status === 'failed')) process.exitCode = EXIT.failed;
   });
 
-  p.command('labs').argument('<relay>', 'wss://relay… (or a bare host)').description('test a Nostr relay; prints the checks; exit code 1 when a check fails')
+  p.command('labs')
+    .argument('<relay>', 'wss://relay… (or a bare host)')
+    .description('test a Nostr relay; prints the checks; exit code 1 when a check fails')
     .option('--quick', 'the quick module (the default)')
     .option('--conformance', 'the conformance module')
     .option('--checks <ids>', 'a custom selection of check ids', list)
     .option('-o, --out <dir>', 'also save the labs.report/1 JSON files here')
     .action(async (relay: string, o: { quick?: boolean; conformance?: boolean; checks?: string[]; out?: string }) => {
       const c = client(io);
-      const modules = [...(o.quick || (!o.conformance && !o.checks) ? ['quick' as const] : []), ...(o.conformance ? ['conformance' as const] : [])];
+      const modules = [
+        ...(o.quick || (!o.conformance && !o.checks) ? ['quick' as const] : []),
+        ...(o.conformance ? ['conformance' as const] : []),
+      ];
       const spin = ora({ text: `testing ${relay}`, stream: io.err as NodeJS.WriteStream }).start();
       let job: Job;
       try {
-        job = await c.createJob('labs', { relay, ...(modules.length ? { modules } : {}), ...(o.checks ? { checks: o.checks } : {}) })
-          .wait({ signal: io.signal, onUpdate: (j) => { spin.text = j.results.map((r) => `${r.key}: ${r.progress ?? r.status}`).join('  '); } });
+        job = await c.createJob('labs', { relay, ...(modules.length ? { modules } : {}), ...(o.checks ? { checks: o.checks } : {}) }).wait({
+          signal: io.signal,
+          onUpdate: (j) => {
+            spin.text = j.results.map((r) => `${r.key}: ${r.progress ?? r.status}`).join('  ');
+          },
+        });
       } finally {
         spin.stop();
       }

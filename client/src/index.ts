@@ -59,10 +59,18 @@ async function toError(res: Response, body?: unknown): Promise<PayloadsError> {
   const retry = Number(res.headers.get('retry-after'));
   if (!e?.code) return new PayloadsError('internal', `HTTP ${res.status} without an error body`, res.status);
   const { code, message, requestId, ...details } = e;
-  return new PayloadsError(code as ErrorCode, message ?? code, res.status, details, requestId, Number.isFinite(retry) && retry > 0 ? retry : undefined);
+  return new PayloadsError(
+    code as ErrorCode,
+    message ?? code,
+    res.status,
+    details,
+    requestId,
+    Number.isFinite(retry) && retry > 0 ? retry : undefined,
+  );
 }
 
-const netError = (e: unknown) => (e instanceof PayloadsError ? e : new PayloadsError('network', `cannot reach the API: ${(e as Error).message}`));
+const netError = (e: unknown) =>
+  e instanceof PayloadsError ? e : new PayloadsError('network', `cannot reach the API: ${(e as Error).message}`);
 
 export interface ClientOptions {
   /** API key (Authorization: Bearer). */
@@ -99,12 +107,19 @@ export interface WaitOptions {
 }
 
 /** A pause the signal can end early; its abort listener is removed when it ends normally. */
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
-  const onAbort = () => { clearTimeout(t); reject(signal!.reason ?? new Error('aborted')); };
-  const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
-  signal?.addEventListener('abort', onAbort, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason ?? new Error('aborted'));
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason ?? new Error('aborted'));
+    };
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 
 export type PayloadsClient = ReturnType<typeof createPayloadsClient>;
 
@@ -150,7 +165,12 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
         backoff = 500;
       } catch (e) {
         // retry what may pass (network, 429, 503); anything else is the caller's
-        if (!(e instanceof PayloadsError) || !['network', 'rate_limited', 'service_unavailable', 'busy'].includes(e.code) || o.signal?.aborted) throw e;
+        if (
+          !(e instanceof PayloadsError) ||
+          !['network', 'rate_limited', 'service_unavailable', 'busy'].includes(e.code) ||
+          o.signal?.aborted
+        )
+          throw e;
         await sleep(Math.min(left, e.retryAfter ? e.retryAfter * 1000 : backoff), o.signal);
         backoff = Math.min(backoff * 2, 10_000);
       }
@@ -163,7 +183,10 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
    * still runs (no connection, 503, 429, 409 idempotency_key_in_use): a retry never pays twice, it
    * gets the first answer. Retry-After is honoured (at most 30 s a pause).
    */
-  async function create<T>(send: (headers: Record<string, string>) => Promise<{ data?: T; error?: unknown; response: Response }>, o: CreateOptions): Promise<T> {
+  async function create<T>(
+    send: (headers: Record<string, string>) => Promise<{ data?: T; error?: unknown; response: Response }>,
+    o: CreateOptions,
+  ): Promise<T> {
     const headers = { 'idempotency-key': o.idempotencyKey ?? randomUUID() };
     const tries = 1 + Math.max(0, o.retries ?? 4);
     let backoff = 500;
@@ -179,7 +202,16 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
   }
 
   function createJob<S extends ServiceName>(service: S, body: ServiceBody[S], o: { wait?: number } & CreateOptions = {}): CreatedJob {
-    const created = create((headers) => api.POST(`/v1/${service}/jobs` as '/v1/shots/jobs', { body: body as never, params: { query: o.wait ? { wait: o.wait } : {} }, headers, signal: o.signal }), o) as Promise<{ job: Job; balance: number }>;
+    const created = create(
+      (headers) =>
+        api.POST(`/v1/${service}/jobs` as '/v1/shots/jobs', {
+          body: body as never,
+          params: { query: o.wait ? { wait: o.wait } : {} },
+          headers,
+          signal: o.signal,
+        }),
+      o,
+    ) as Promise<{ job: Job; balance: number }>;
     return {
       then: (a, b) => created.then(a, b),
       wait: async (w) => {
@@ -211,7 +243,9 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
       if (res.status === 204) return;
       if (!res.ok) throw await toError(res);
       const queue: JobEvent[] = [];
-      const parser = createParser({ onEvent: (m) => queue.push({ event: (m.event ?? 'message') as JobEvent['event'], id: m.id ?? '', data: JSON.parse(m.data) }) });
+      const parser = createParser({
+        onEvent: (m) => queue.push({ event: (m.event ?? 'message') as JobEvent['event'], id: m.id ?? '', data: JSON.parse(m.data) }),
+      });
       const decoder = new TextDecoder();
       try {
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
@@ -237,7 +271,11 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
    * Save a result (a Result with `url`, or its URL) to `path`. Written to `<path>.part` and renamed
    * when complete, so an interrupted download never leaves a file that looks whole.
    */
-  async function download(result: Pick<Result, 'url'> | string, path: string, o: { signal?: AbortSignal; onProgress?: (bytes: number, total: number | null) => void } = {}): Promise<{ bytes: number; contentType: string | null }> {
+  async function download(
+    result: Pick<Result, 'url'> | string,
+    path: string,
+    o: { signal?: AbortSignal; onProgress?: (bytes: number, total: number | null) => void } = {},
+  ): Promise<{ bytes: number; contentType: string | null }> {
     const url = typeof result === 'string' ? result : result.url;
     if (!url) throw new PayloadsError('not_found', 'this result has no file to download (not done, or expired)');
     let res: Response;
@@ -275,13 +313,18 @@ export function createPayloadsClient(opts: ClientOptions = {}) {
     pricing: () => ok(api.GET('/v1/pricing')) as Promise<PlainJson>,
     catalogue: (service: ServiceName) => ok(api.GET('/v1/services/{service}', { params: { path: { service } } })) as Promise<PlainJson>,
     balance: () => ok(api.GET('/v1/balance')) as Promise<Balance>,
-    quote: <S extends ServiceName>(service: S, body: ServiceBody[S]) => ok(api.POST(`/v1/${service}/quote` as '/v1/shots/quote', { body: body as never })) as Promise<Quote>,
+    quote: <S extends ServiceName>(service: S, body: ServiceBody[S]) =>
+      ok(api.POST(`/v1/${service}/quote` as '/v1/shots/quote', { body: body as never })) as Promise<Quote>,
     createJob,
     job,
     wait,
     events,
     download,
-    topup: (eur: number, o: CreateOptions = {}) => create((headers) => api.POST('/v1/topups', { body: { eur }, headers, signal: o.signal }), o) as Promise<{ topup: Topup; balance: number }>,
+    topup: (eur: number, o: CreateOptions = {}) =>
+      create((headers) => api.POST('/v1/topups', { body: { eur }, headers, signal: o.signal }), o) as Promise<{
+        topup: Topup;
+        balance: number;
+      }>,
     topupStatus: (id: string) => ok(api.GET('/v1/topups/{id}', { params: { path: { id } } })) as Promise<{ topup: Topup; balance: number }>,
   };
 }
@@ -296,13 +339,19 @@ const SPKI_ED25519_PREFIX = Buffer.from('302a300506032b6570032100', 'hex');
  * (`webhooks.publicKey` of GET /v1; checks `v1a,`, or the deprecated X-Payloads-Signature when the
  * delivery has no `webhook-signature`).
  */
-export function verifyWebhook(body: string | Uint8Array, headers: Record<string, string | string[] | undefined> | Headers, secretOrPublicKey: string, maxAgeSeconds = 300): boolean {
+export function verifyWebhook(
+  body: string | Uint8Array,
+  headers: Record<string, string | string[] | undefined> | Headers,
+  secretOrPublicKey: string,
+  maxAgeSeconds = 300,
+): boolean {
   const get = (n: string) => {
     if (headers instanceof Headers) return headers.get(n) ?? undefined;
     const v = Object.entries(headers).find(([k]) => k.toLowerCase() === n)?.[1];
     return Array.isArray(v) ? v[0] : v;
   };
-  const fresh = (ts: string | undefined): ts is string => !!ts && /^\d+$/.test(ts) && Math.abs(Date.now() / 1000 - Number(ts)) <= maxAgeSeconds;
+  const fresh = (ts: string | undefined): ts is string =>
+    !!ts && /^\d+$/.test(ts) && Math.abs(Date.now() / 1000 - Number(ts)) <= maxAgeSeconds;
   const [id, ts, sigs] = [get('webhook-id'), get('webhook-timestamp'), get('webhook-signature')];
   try {
     if (id && sigs) {
@@ -310,16 +359,28 @@ export function verifyWebhook(body: string | Uint8Array, headers: Record<string,
       const content = Buffer.concat([Buffer.from(`${id}.${ts}.`), Buffer.from(body)]);
       const list = sigs.split(' ').map((x) => x.split(','));
       if (secretOrPublicKey.startsWith('whsec_')) {
-        const want = createHmac('sha256', Buffer.from(secretOrPublicKey.slice(6), 'base64')).update(content).digest();
-        return list.some(([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')));
+        const want = createHmac('sha256', Buffer.from(secretOrPublicKey.slice(6), 'base64'))
+          .update(content)
+          .digest();
+        return list.some(
+          ([v, sig]) => v === 'v1' && !!sig && ((b) => b.length === want.length && timingSafeEqual(b, want))(Buffer.from(sig, 'base64')),
+        );
       }
-      const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]), format: 'der', type: 'spki' });
+      const key = createPublicKey({
+        key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]),
+        format: 'der',
+        type: 'spki',
+      });
       return list.some(([v, sig]) => v === 'v1a' && !!sig && verify(null, content, key, Buffer.from(sig, 'base64')));
     }
     // deprecated: X-Payloads-Signature, Ed25519 over `<timestamp>.<body>` (public key only)
     const [lts, lsig] = [get('x-payloads-timestamp'), get('x-payloads-signature')];
     if (!fresh(lts) || !lsig || !/^[0-9a-f]+$/i.test(secretOrPublicKey)) return false;
-    const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]), format: 'der', type: 'spki' });
+    const key = createPublicKey({
+      key: Buffer.concat([SPKI_ED25519_PREFIX, Buffer.from(secretOrPublicKey, 'hex')]),
+      format: 'der',
+      type: 'spki',
+    });
     return verify(null, Buffer.concat([Buffer.from(`${lts}.`), Buffer.from(body)]), key, Buffer.from(lsig, 'hex'));
   } catch {
     return false;

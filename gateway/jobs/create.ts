@@ -33,7 +33,13 @@ export interface JobDeps {
   baseUrl?: string;
 }
 
-const planContext = (d: JobDeps, walletId: string): PlanContext => ({ config: d.config, nc: d.nc, walletId, catalogueKv: d.kv.catalogue, datasetsKv: d.kv.datasets });
+const planContext = (d: JobDeps, walletId: string): PlanContext => ({
+  config: d.config,
+  nc: d.nc,
+  walletId,
+  catalogueKv: d.kv.catalogue,
+  datasetsKv: d.kv.datasets,
+});
 const costOf = (plan: Plan) => plan.items.reduce((s, i) => s + i.price, 0);
 
 /** Free: plan only. Nothing is fetched (no precheck), charged, written or published. */
@@ -101,17 +107,32 @@ export async function checkSupervisor(d: Pick<JobDeps, 'nc'>, timeoutMs = 2000):
 }
 
 /** The compensation step: give back every result of a job whose charge cannot be followed through. */
-export async function refundWholeJob(nc: NatsConnection, walletId: string, jobId: string, items: { key: string; price: number }[]): Promise<number | null> {
+export async function refundWholeJob(
+  nc: NatsConnection,
+  walletId: string,
+  jobId: string,
+  items: { key: string; price: number }[],
+): Promise<number | null> {
   let balance: number | null = null;
   for (const i of items) {
     if (i.price <= 0) continue;
     // idempotent per (jobId, key) on the wallet side, so retrying is safe; 5 tries over ~4 s
-    balance = (await withRetry('refund', () => wallet.refund(nc, { walletId, jobId, resultKey: i.key, amount: i.price }), { timeoutMs: 4_000 })).balance;
+    balance = (
+      await withRetry('refund', () => wallet.refund(nc, { walletId, jobId, resultKey: i.key, amount: i.price }), { timeoutMs: 4_000 })
+    ).balance;
   }
   return balance;
 }
 
-export function newJobRecord(service: ServiceName, plan: Plan, walletId: string, request: Record<string, unknown>, config: Config, now = Date.now(), id = newId('job')): JobRecord {
+export function newJobRecord(
+  service: ServiceName,
+  plan: Plan,
+  walletId: string,
+  request: Record<string, unknown>,
+  config: Config,
+  now = Date.now(),
+  id = newId('job'),
+): JobRecord {
   const results: ResultRecord[] = plan.items.map((i) => ({
     key: i.key,
     status: 'pending',
@@ -135,7 +156,9 @@ export function newJobRecord(service: ServiceName, plan: Plan, walletId: string,
     expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
     results,
     // labs sends its reports per result from the prober; the other services once, when the job ends
-    ...(service !== 'labs' && typeof request.webhook === 'string' ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } } : {}),
+    ...(service !== 'labs' && typeof request.webhook === 'string'
+      ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } }
+      : {}),
   };
 }
 
@@ -149,7 +172,14 @@ export async function publishSubmitted(js: JetStreamClient, job: Pick<JobRecord,
  * job limit's decision still in flight (RouteRequest.limited); nothing with an effect happens before
  * it allowed the creation.
  */
-export async function submitJob(d: JobDeps, service: ServiceName, body: Record<string, unknown>, walletId: string, limited?: Promise<void>, jobId?: string): Promise<{ job: JobRecord; balance: number }> {
+export async function submitJob(
+  d: JobDeps,
+  service: ServiceName,
+  body: Record<string, unknown>,
+  walletId: string,
+  limited?: Promise<void>,
+  jobId?: string,
+): Promise<{ job: JobRecord; balance: number }> {
   const mod = SERVICE_MODULES[service];
   const ctx = planContext(d, walletId);
   const plan = await mod.plan(body, ctx);
@@ -196,14 +226,21 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   const giveMarkBack = async () => {
     if (!markClaimed) return;
     // left held, the wallet would never pay the fee again: an operator's loss, logged
-    await releaseDatasetMark(d.kv.datasets, walletId, job.id).catch((err) => d.log.error({ err, jobId: job.id, walletId }, 'dataset mark of a job that does not exist not given back'));
+    await releaseDatasetMark(d.kv.datasets, walletId, job.id).catch((err) =>
+      d.log.error({ err, jobId: job.id, walletId }, 'dataset mark of a job that does not exist not given back'),
+    );
   };
   const asked = Date.now();
   let balance: number;
   try {
     // answerBy a second before this request times out: a wallet that gets it later (paused,
     // overloaded) refuses it, instead of charging a creation already answered 503
-    ({ balance } = await wallet.charge(d.nc, { walletId, jobId: job.id, amount: job.cost, answerBy: asked + walletApi.charge.timeoutMs - 1000 }));
+    ({ balance } = await wallet.charge(d.nc, {
+      walletId,
+      jobId: job.id,
+      amount: job.cost,
+      answerBy: asked + walletApi.charge.timeoutMs - 1000,
+    }));
     failpoint('gateway.after-charge');
   } catch (e) {
     // the job will not be written (an unanswered charge is refunded by the orphan sweep)
@@ -211,14 +248,21 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     // No answer: the charge may or may not be written. If it was, the wallet's orphan sweep
     // refunds it once no job document appears (actors/wallet/orphans.ts), so "nothing charged" holds.
     if (e instanceof ApiError && e.code === 'service_unavailable') {
-      throw new ApiError('service_unavailable', 'the wallet did not answer; nothing was charged (a charge that went through without an answer is refunded automatically)', {}, { 'retry-after': '5' });
+      throw new ApiError(
+        'service_unavailable',
+        'the wallet did not answer; nothing was charged (a charge that went through without an answer is refunded automatically)',
+        {},
+        { 'retry-after': '5' },
+      );
     }
     throw e;
   }
   // The orphan sweep refunds charges with no job after the grace: a job written later than half of
   // it would run unpaid, so a late one is abandoned and refunded here.
   if (Date.now() - asked > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2) {
-    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) => d.log.warn({ err, jobId: job.id }, 'late charge: refund left to the orphan sweep'));
+    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) =>
+      d.log.warn({ err, jobId: job.id }, 'late charge: refund left to the orphan sweep'),
+    );
     await giveMarkBack();
     throw new ApiError('service_unavailable', 'the wallet answered too late; the charge was refunded', {}, { 'retry-after': '5' });
   }
@@ -244,20 +288,40 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     // now could let a stored job run unpaid; the orphan sweep refunds the charge after its grace
     // if no document exists by then (actors/wallet/orphans.ts). The client learns the job id.
     d.log.error({ err: store.err, jobId: job.id }, 'job document may or may not be stored; its charge is left to the orphan sweep');
-    throw new ApiError('service_unavailable', `the job may not have been created (the message system is failing over): look for ${job.id} in GET /v1/jobs before creating it again; if it does not appear, its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
+    throw new ApiError(
+      'service_unavailable',
+      `the job may not have been created (the message system is failing over): look for ${job.id} in GET /v1/jobs before creating it again; if it does not appear, its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`,
+      { jobId: job.id },
+      { 'retry-after': '5' },
+    );
   }
   d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
   if (seqs) await withdrawTasks(d.nc, seqs);
   await giveMarkBack();
-  const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(() => true, (err) => {
-    // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its
-    // grace (no document was stored), and an operator sees it in the audit until then
-    d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job, left to the orphan sweep');
-    return false;
-  });
-  if (!refunded) throw new ApiError('service_unavailable', `the job could not be created; its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`, { jobId: job.id }, { 'retry-after': '5' });
+  const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(
+    () => true,
+    (err) => {
+      // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its
+      // grace (no document was stored), and an operator sees it in the audit until then
+      d.log.fatal({ err, jobId: job.id, walletId, cost: job.cost }, 'COMPENSATION FAILED: charge without job, left to the orphan sweep');
+      return false;
+    },
+  );
+  if (!refunded)
+    throw new ApiError(
+      'service_unavailable',
+      `the job could not be created; its charge is refunded automatically within ${d.config.wallet.orphanChargeGraceSeconds * 2} s`,
+      { jobId: job.id },
+      { 'retry-after': '5' },
+    );
   // NATS failing over: nothing charged in the end, worth a retry (the spec's 503)
-  if (isTransientNatsError(store.err)) throw new ApiError('service_unavailable', 'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds', { jobId: job.id }, { 'retry-after': '5' });
+  if (isTransientNatsError(store.err))
+    throw new ApiError(
+      'service_unavailable',
+      'the job could not be stored (the message system is failing over); the charge was refunded; retry in a few seconds',
+      { jobId: job.id },
+      { 'retry-after': '5' },
+    );
   throw new ApiError('internal', 'the job could not be created; the charge was refunded', { jobId: job.id });
 }
 
@@ -324,6 +388,8 @@ async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise
   // Not dispatched at creation: job.submitted asks the supervisor to. If this publish is lost too,
   // the supervisor's sweep picks up the queued job; refunding now would give away a job that will
   // still run.
-  await publishSubmitted(d.js, job).catch((err) => d.log.warn({ err, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it'));
+  await publishSubmitted(d.js, job).catch((err) =>
+    d.log.warn({ err, jobId: job.id }, 'job.submitted not published; the supervisor sweep will dispatch it'),
+  );
   return { job, balance };
 }

@@ -51,7 +51,13 @@ export interface SseMessage {
  * of the state after it. Progress lines are compared with the previous document when there is one;
  * after a resume the current line of each pending result is sent again.
  */
-export function diffJob(seen: SeenState | null, prev: JobRecord | null, job: JobRecord, revision: number, baseUrl: string): { messages: SseMessage[]; state: SeenState } {
+export function diffJob(
+  seen: SeenState | null,
+  prev: JobRecord | null,
+  job: JobRecord,
+  revision: number,
+  baseUrl: string,
+): { messages: SseMessage[]; state: SeenState } {
   const state: SeenState = seen
     ? { ...seen, results: [...seen.results] }
     : { revision, status: job.status, results: job.results.map(() => 'pending' as ResultStatus), ended: false };
@@ -156,7 +162,10 @@ export async function* jobEventStream(o: JobEventsOptions): AsyncGenerator<strin
           return;
         }
       }
-      if (!queue.length) await new Promise<void>((r) => { wake = r; });
+      if (!queue.length)
+        await new Promise<void>((r) => {
+          wake = r;
+        });
       items = queue.splice(0);
     }
   } finally {

@@ -5,7 +5,8 @@
 // fields come from the relay under test.
 import type { LabsReport, ReportCheck } from '../../shared/schemas/labs-report.ts';
 
-const esc = (v: unknown): string => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = (v: unknown): string =>
+  String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 const STATUS_ORDER = ['fail', 'warn', 'pass', 'info', 'skip'] as const;
 
@@ -35,14 +36,18 @@ function observed(c: ReportCheck): string {
 
 /** Horizontal bars of p50/p90/p99 per kind of round trip, as inline SVG (no script, no fetch). */
 function latencyChart(l: LabsReport['latency']): string {
-  const rows = (['connect', 'eose', 'ok'] as const).flatMap((k) => (l[k] ? (['p50', 'p90', 'p99'] as const).map((q) => ({ label: `${k} ${q}`, ms: l[k]![q] })) : []));
+  const rows = (['connect', 'eose', 'ok'] as const).flatMap((k) =>
+    l[k] ? (['p50', 'p90', 'p99'] as const).map((q) => ({ label: `${k} ${q}`, ms: l[k]![q] })) : [],
+  );
   if (!rows.length) return '<p>No latency samples.</p>';
   const max = Math.max(...rows.map((r) => r.ms), 1);
   const h = 18;
-  const bars = rows.map((r, i) => {
-    const w = Math.max(1, Math.round((r.ms / max) * 360));
-    return `<text x="0" y="${i * h + 13}">${esc(r.label)}</text><rect x="110" y="${i * h + 3}" width="${w}" height="${h - 6}" class="bar"/><text x="${116 + w}" y="${i * h + 13}">${esc(r.ms)} ms</text>`;
-  }).join('');
+  const bars = rows
+    .map((r, i) => {
+      const w = Math.max(1, Math.round((r.ms / max) * 360));
+      return `<text x="0" y="${i * h + 13}">${esc(r.label)}</text><rect x="110" y="${i * h + 3}" width="${w}" height="${h - 6}" class="bar"/><text x="${116 + w}" y="${i * h + 13}">${esc(r.ms)} ms</text>`;
+    })
+    .join('');
   return `<svg role="img" aria-label="latency percentiles in milliseconds" width="560" height="${rows.length * h + 4}" viewBox="0 0 560 ${rows.length * h + 4}">${bars}</svg>`;
 }
 
@@ -60,11 +65,17 @@ export function renderLabsReportHtml(report: LabsReport): string {
   const s = report.summary;
   const title = `labs ${report.module} report: ${report.relay.url}`;
   const counts = STATUS_ORDER.map((k) => `<span class="s s-${k}">${k} ${esc(s[k])}</span>`).join(' ');
-  const groups = byNip(report.checks).map(([nip, cs]) => `<h3>${esc(nipTitle(nip))}</h3>
+  const groups = byNip(report.checks)
+    .map(
+      ([nip, cs]) => `<h3>${esc(nipTitle(nip))}</h3>
 <table><thead><tr><th>check</th><th>status</th><th>result and what was observed</th><th>basis</th></tr></thead><tbody>
 ${cs.map((c) => `<tr id="${esc(c.id)}"><td><code>${esc(c.id)}</code><br>${esc(c.title)}</td><td><span class="s s-${esc(c.status)}">${esc(c.status)}</span></td><td>${esc(c.message)}${observed(c)}</td><td>${esc(nipTitle(c.basis.nip))}${c.basis.section ? ` (${esc(c.basis.section)})` : ''}, <b>${esc(c.basis.level)}</b>${c.advertised === false ? ', <span class="muted">not in supported_nips</span>' : ''}${c.basis.quote ? `<blockquote>${esc(c.basis.quote)}</blockquote>` : ''}</td></tr>`).join('\n')}
-</tbody></table>`).join('\n');
-  const attention = report.checks.filter((c) => c.status === 'fail' || c.status === 'warn').sort((a, b) => (a.status === b.status ? 0 : a.status === 'fail' ? -1 : 1));
+</tbody></table>`,
+    )
+    .join('\n');
+  const attention = report.checks
+    .filter((c) => c.status === 'fail' || c.status === 'warn')
+    .sort((a, b) => (a.status === b.status ? 0 : a.status === 'fail' ? -1 : 1));
   const needs = attention.length
     ? `<h2>Needs attention</h2><ul>${attention.map((c) => `<li><span class="s s-${esc(c.status)}">${esc(c.status)}</span> <a href="#${esc(c.id)}"><code>${esc(c.id)}</code></a>: ${esc(c.message)}</li>`).join('')}</ul>`
     : '';

@@ -111,7 +111,9 @@ export class JobWatch {
     let latest = current;
     let broken = false;
     let wake!: () => void;
-    const woken = new Promise<void>((r) => { wake = r; });
+    const woken = new Promise<void>((r) => {
+      wake = r;
+    });
     const waiter: Waiter = (job) => {
       if (!job) broken = true;
       else latest = job;

@@ -39,15 +39,17 @@ function parse(s: string): Addr | null {
 /** The trusted-proxy list as CIDRs; throws on an entry that is neither a CIDR, an address nor a name. */
 export function trustedRanges(config: Pick<Config['server'], 'trustedProxies' | 'trustProxy'>): [Addr, number][] {
   const entries = [...config.trustedProxies, ...(config.trustProxy ? ['loopback'] : [])];
-  return entries.flatMap((e) => NAMED[e] ?? [e]).map((c) => {
-    if (c.includes('/')) {
-      const [a, bits] = ipaddr.parseCIDR(c);
-      return [a, bits] as [Addr, number];
-    }
-    const a = parse(c);
-    if (!a) throw new Error(`server.trustedProxies: ${c} is not an address, a CIDR or one of ${Object.keys(NAMED).join(', ')}`);
-    return [a, a.kind() === 'ipv4' ? 32 : 128] as [Addr, number];
-  });
+  return entries
+    .flatMap((e) => NAMED[e] ?? [e])
+    .map((c) => {
+      if (c.includes('/')) {
+        const [a, bits] = ipaddr.parseCIDR(c);
+        return [a, bits] as [Addr, number];
+      }
+      const a = parse(c);
+      if (!a) throw new Error(`server.trustedProxies: ${c} is not an address, a CIDR or one of ${Object.keys(NAMED).join(', ')}`);
+      return [a, a.kind() === 'ipv4' ? 32 : 128] as [Addr, number];
+    });
 }
 
 /** The grouping of an address for per-address limits. */
@@ -68,7 +70,8 @@ export function createClientAddress(server: Pick<Config['server'], 'trustedProxi
   const trusted = trustedRanges(server);
   const isTrusted = (a: Addr) => trusted.some(([net, bits]) => net.kind() === a.kind() && a.match(net, bits));
   const prefix = server.ipv6PrefixLength;
-  const of = (a: Addr | null, text: string): ClientAddress => (a ? { ip: a.toString(), group: addressGroup(a, prefix) } : { ip: text, group: text });
+  const of = (a: Addr | null, text: string): ClientAddress =>
+    a ? { ip: a.toString(), group: addressGroup(a, prefix) } : { ip: text, group: text };
   return (peer, forwardedFor) => {
     let client = parse(peer);
     if (!client) return of(null, peer);

@@ -10,5 +10,11 @@ export function commonHeaders(requestId: string): Record<string, string> {
 /** The headers of the 204 answer to OPTIONS on a path answering `allowed`. */
 export function preflightHeaders(common: Record<string, string>, allowed: readonly string[]): Record<string, string> {
   const methods = [...allowed, 'OPTIONS'].join(', ');
-  return { ...common, allow: methods, 'access-control-allow-methods': methods, 'access-control-allow-headers': 'authorization, content-type, x-request-id, idempotency-key', 'access-control-max-age': '600' };
+  return {
+    ...common,
+    allow: methods,
+    'access-control-allow-methods': methods,
+    'access-control-allow-headers': 'authorization, content-type, x-request-id, idempotency-key',
+    'access-control-max-age': '600',
+  };
 }

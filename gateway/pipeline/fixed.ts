@@ -23,7 +23,18 @@ export interface FixedAnswer {
 
 /** Run the route's handler once, with no caller, and keep its answer as bytes. */
 export async function buildFixedAnswer(route: Route, ctx: GatewayContext): Promise<FixedAnswer> {
-  const rq: RouteRequest = { method: route.method, path: route.path, params: {}, query: {}, body: undefined, headers: {}, requestId: '', ip: '', addressGroup: '', signal: new AbortController().signal };
+  const rq: RouteRequest = {
+    method: route.method,
+    path: route.path,
+    params: {},
+    query: {},
+    body: undefined,
+    headers: {},
+    requestId: '',
+    ip: '',
+    addressGroup: '',
+    signal: new AbortController().signal,
+  };
   const reply = await route.handler(rq, ctx);
   if (!('json' in reply)) throw new Error(`route ${route.method} ${route.path}: a fixed answer must be JSON`);
   const status = reply.status ?? 200;
@@ -67,7 +78,10 @@ export function buildFixedAnswers(routes: Route[], router: Router<FixedSlot>, ct
     let building = false;
     let again = false;
     const build = async () => {
-      if (building) { again = true; return; }
+      if (building) {
+        again = true;
+        return;
+      }
       building = true;
       do {
         again = false;
@@ -115,7 +129,19 @@ export function createFixedPath(router: Router<FixedSlot>, limit: Limit, address
     writeFixedAnswer(res, fixed.answer, requestId);
     const ms = performance.now() - t0;
     fixed.observe(ms / 1000);
-    if (logsRequests) ctx.log.info({ reqId: requestId, method: 'GET', path: decodedPath(rawUrl), route: match.target.route.path, status: fixed.answer.status, ms: Math.round(ms * 10) / 10, ip: client.ip }, 'request');
+    if (logsRequests)
+      ctx.log.info(
+        {
+          reqId: requestId,
+          method: 'GET',
+          path: decodedPath(rawUrl),
+          route: match.target.route.path,
+          status: fixed.answer.status,
+          ms: Math.round(ms * 10) / 10,
+          ip: client.ip,
+        },
+        'request',
+      );
     return true;
   };
 }

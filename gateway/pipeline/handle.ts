@@ -14,7 +14,12 @@ export function asApiError(e: unknown, log: Logger, requestId: string, path: str
     // every step after a charge handles its own errors (gateway/jobs/create.ts), so nothing was
     // charged by this request
     log.warn({ err: e, reqId: requestId, path }, 'NATS did not answer; 503');
-    return new ApiError('service_unavailable', 'the message system did not answer (failing over); nothing was charged; retry in a few seconds', {}, { 'retry-after': '2' });
+    return new ApiError(
+      'service_unavailable',
+      'the message system did not answer (failing over); nothing was charged; retry in a few seconds',
+      {},
+      { 'retry-after': '2' },
+    );
   }
   log.error({ err: e, reqId: requestId, path }, 'handler failed');
   return new ApiError('internal', 'internal error');

@@ -15,11 +15,13 @@ const MINUTE = 60_000;
 /** The route's declared limit; undeclared: per key with auth, per address without. */
 export function rateLimitOf(route: Pick<Route, 'auth' | 'rateLimit' | 'method' | 'path'>): RateLimit {
   const kind = route.rateLimit ?? (route.auth ? 'key' : 'address');
-  if ((kind === 'key' || kind === 'jobs') && !route.auth) throw new Error(`route ${route.method} ${route.path}: rateLimit '${kind}' needs auth`);
+  if ((kind === 'key' || kind === 'jobs') && !route.auth)
+    throw new Error(`route ${route.method} ${route.path}: rateLimit '${kind}' needs auth`);
   return kind;
 }
 
-export const refuse = (retryAfter: number) => new ApiError('rate_limited', `too many requests; retry in ${retryAfter} s`, { retryAfter }, { 'retry-after': String(retryAfter) });
+export const refuse = (retryAfter: number) =>
+  new ApiError('rate_limited', `too many requests; retry in ${retryAfter} s`, { retryAfter }, { 'retry-after': String(retryAfter) });
 
 /**
  * A job token taken from the shared limit: `giveBack` returns it when the request made no job
@@ -71,4 +73,5 @@ export function createLimit(config: Config, limits: KV): Limits {
  * that is not an error, and an error naming a job id (a charge was made: the job may exist, or its
  * refund is still to come). Everything else made no job and gives the token back.
  */
-export const madeJob = (error: unknown): boolean => error === undefined || (error instanceof ApiError && typeof (error.details as { jobId?: unknown } | undefined)?.jobId === 'string');
+export const madeJob = (error: unknown): boolean =>
+  error === undefined || (error instanceof ApiError && typeof (error.details as { jobId?: unknown } | undefined)?.jobId === 'string');

@@ -12,14 +12,17 @@ export function parseQuery(rawQuery: string): Record<string, string> {
 /** The 413 message when a declared Content-Length is already over the limit, else undefined. */
 export function declaredTooLarge(contentLength: string | undefined, limitBytes: number): string | undefined {
   const declared = Number(contentLength ?? NaN);
-  return Number.isFinite(declared) && declared > limitBytes ? `the body is ${declared} bytes; at most ${limitBytes} are accepted` : undefined;
+  return Number.isFinite(declared) && declared > limitBytes
+    ? `the body is ${declared} bytes; at most ${limitBytes} are accepted`
+    : undefined;
 }
 
 /** The body as JSON, or bad_request / unsupported_media_type. */
 export function parseJsonBody(raw: Buffer | null, contentType: string | undefined): unknown {
   const ct = (contentType ?? '').toLowerCase();
   if (!raw || raw.length === 0) throw new ApiError('bad_request', 'a JSON body is required');
-  if (ct && !ct.startsWith('application/json') && !/\+json\b/.test(ct)) throw new ApiError('unsupported_media_type', `send the body as application/json, not ${ct.split(';')[0]}`);
+  if (ct && !ct.startsWith('application/json') && !/\+json\b/.test(ct))
+    throw new ApiError('unsupported_media_type', `send the body as application/json, not ${ct.split(';')[0]}`);
   try {
     return JSON.parse(raw.toString('utf8'));
   } catch (e) {

@@ -5,9 +5,16 @@ import { errorDocUrl, type ApiError } from '../../shared/errors.ts';
 import { send, sendStream, type ResState } from '../http.ts';
 import type { Reply } from '../route.ts';
 
-export async function sendReply(res: HttpResponse, state: ResState, head: boolean, common: Record<string, string>, reply: Reply): Promise<number> {
+export async function sendReply(
+  res: HttpResponse,
+  state: ResState,
+  head: boolean,
+  common: Record<string, string>,
+  reply: Reply,
+): Promise<number> {
   const status = reply.status ?? 200;
-  if ('json' in reply) send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, head ? '' : JSON.stringify(reply.json));
+  if ('json' in reply)
+    send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, head ? '' : JSON.stringify(reply.json));
   else if ('stream' in reply) await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
   else send(res, state, status, { ...common, ...reply.headers }, head ? '' : reply.body);
   return status;
@@ -17,8 +24,18 @@ export async function sendReply(res: HttpResponse, state: ResState, head: boolea
  * `close`: end the connection after it (a body too large, so the client stops sending). `head`: the
  * answer to a HEAD has no body (one sent anyway would be read as the next answer on the connection).
  */
-export function sendError(res: HttpResponse, state: ResState, common: Record<string, string>, e: ApiError, baseUrl: string, close = false, head = false): number {
-  const body = head ? '' : JSON.stringify({ error: { ...e.toJSON(), docs: errorDocUrl(baseUrl, e.code), requestId: common['x-request-id'] } });
+export function sendError(
+  res: HttpResponse,
+  state: ResState,
+  common: Record<string, string>,
+  e: ApiError,
+  baseUrl: string,
+  close = false,
+  head = false,
+): number {
+  const body = head
+    ? ''
+    : JSON.stringify({ error: { ...e.toJSON(), docs: errorDocUrl(baseUrl, e.code), requestId: common['x-request-id'] } });
   send(res, state, e.status, { ...common, 'content-type': 'application/json', ...e.headers }, body, close);
   return e.status;
 }

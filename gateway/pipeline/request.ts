@@ -17,7 +17,13 @@ const REQUEST_ID = /^[\w.-]{1,64}$/;
 export const requestIdOf = (incoming: string | undefined) => (incoming && REQUEST_ID.test(incoming) ? incoming : randomUUID());
 
 /** The path as logged and shown in messages; route parameters are decoded one by one (a key may hold %2F). */
-export const decodedPath = (raw: string) => { try { return decodeURI(raw); } catch { return raw; } };
+export const decodedPath = (raw: string) => {
+  try {
+    return decodeURI(raw);
+  } catch {
+    return raw;
+  }
+};
 
 /** The route label of a request no route answers: a fixed word, never the path. */
 export const UNROUTED = { notFound: 'unmatched', wrongMethod: 'method_not_allowed' } as const;
@@ -54,7 +60,9 @@ export function readRequest(res: HttpResponse, req: HttpRequest, addressOf: Clie
     state.onAbort?.();
   });
   const headers: Record<string, string> = {};
-  req.forEach((k, v) => { headers[k] = v; });
+  req.forEach((k, v) => {
+    headers[k] = v;
+  });
   const rawUrl = req.getUrl();
   const requestId = requestIdOf(headers['x-request-id']);
   return {
@@ -84,6 +92,19 @@ export function createFinish(metrics: Metrics, log: Logger) {
   return (c: RequestContext, route: string, status: number) => {
     const ms = performance.now() - c.t0;
     metrics.observe(route, methodLabel(c.method), status, ms / 1000);
-    if (logsRequests) log.info({ reqId: c.requestId, method: c.method, path: c.path, route, status, ms: Math.round(ms * 10) / 10, ip: c.client.ip, aborted: c.state.aborted || undefined }, 'request');
+    if (logsRequests)
+      log.info(
+        {
+          reqId: c.requestId,
+          method: c.method,
+          path: c.path,
+          route,
+          status,
+          ms: Math.round(ms * 10) / 10,
+          ip: c.client.ip,
+          aborted: c.state.aborted || undefined,
+        },
+        'request',
+      );
   };
 }

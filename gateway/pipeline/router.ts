@@ -66,13 +66,15 @@ export function compileRouter<T>(routes: readonly { method: Method; path: string
     const segments: (string | null)[] = [];
     const names: string[] = [];
     const positions: number[] = [];
-    trimSlash(r.path).split('/').forEach((s, i) => {
-      if (s.startsWith(':')) {
-        names.push(s.slice(1));
-        positions.push(i);
-        segments.push(null);
-      } else segments.push(s);
-    });
+    trimSlash(r.path)
+      .split('/')
+      .forEach((s, i) => {
+        if (s.startsWith(':')) {
+          names.push(s.slice(1));
+          positions.push(i);
+          segments.push(null);
+        } else segments.push(s);
+      });
     const bucket = byCount.get(segments.length) ?? [];
     bucket.push({ index, method: r.method, segments, names, positions, target: r.target });
     byCount.set(segments.length, bucket);
@@ -81,9 +83,14 @@ export function compileRouter<T>(routes: readonly { method: Method; path: string
   const statics = new Map<string, StaticPath<T>>();
   for (const [path, decl] of staticDecl) {
     const segments = path.split('/');
-    const candidates: { index: number; method: string; match: RouteMatch<T> }[] = decl.map((d) => ({ index: d.index, method: d.method, match: { target: d.target, params: NO_PARAMS } }));
+    const candidates: { index: number; method: string; match: RouteMatch<T> }[] = decl.map((d) => ({
+      index: d.index,
+      method: d.method,
+      match: { target: d.target, params: NO_PARAMS },
+    }));
     for (const p of byCount.get(segments.length) ?? []) {
-      if (matches(p, segments)) candidates.push({ index: p.index, method: p.method, match: { target: p.target, params: Object.freeze(paramsOf(p, segments)) } });
+      if (matches(p, segments))
+        candidates.push({ index: p.index, method: p.method, match: { target: p.target, params: Object.freeze(paramsOf(p, segments)) } });
     }
     candidates.sort((a, b) => a.index - b.index);
     const byMethod = new Map<string, RouteMatch<T>>();

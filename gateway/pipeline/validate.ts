@@ -31,8 +31,10 @@ export function createValidatorCompiler(): (route: Pick<Route, 'query' | 'body'>
 /** A schema violation in words a client can act on: `outputs is required`, `url must be string`. */
 export function describe(err: ErrorObject): string {
   const where = err.instancePath ? err.instancePath.slice(1).replaceAll('/', '.') : 'body';
-  if (err.keyword === 'required') return `${where === 'body' ? '' : where + '.'}${(err.params as { missingProperty: string }).missingProperty} is required`;
-  if (err.keyword === 'additionalProperties') return `${where} has an unknown field ${(err.params as { additionalProperty: string }).additionalProperty}`;
+  if (err.keyword === 'required')
+    return `${where === 'body' ? '' : where + '.'}${(err.params as { missingProperty: string }).missingProperty} is required`;
+  if (err.keyword === 'additionalProperties')
+    return `${where} has an unknown field ${(err.params as { additionalProperty: string }).additionalProperty}`;
   return `${where} ${err.message}`;
 }
 

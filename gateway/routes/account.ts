@@ -35,7 +35,8 @@ const hashOf = (s: string) => createHash('sha256').update(s).digest('hex');
 const inviteKey = (code: string) => `invite.${hashOf(code).slice(0, 40)}`;
 
 const SECURITY_HEADERS = {
-  'content-security-policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
   'x-content-type-options': 'nosniff',
   'referrer-policy': 'no-referrer',
   'cache-control': 'no-store',
@@ -46,14 +47,22 @@ export function powBits(id: string, nonce: string): number {
   const h = createHash('sha256').update(`${id}:${nonce}`).digest();
   let bits = 0;
   for (const byte of h) {
-    if (byte === 0) { bits += 8; continue; }
+    if (byte === 0) {
+      bits += 8;
+      continue;
+    }
     bits += Math.clz32(byte) - 24;
     break;
   }
   return bits;
 }
 
-interface Challenge { bits: number; expiresAt: number; used?: boolean; /** sha256 of the client address it was issued to */ addr?: string }
+interface Challenge {
+  bits: number;
+  expiresAt: number;
+  used?: boolean /** sha256 of the client address it was issued to */;
+  addr?: string;
+}
 
 /** The challenge is valid for this address and the nonce solves it; returns a function that spends it once. */
 async function checkChallenge(ctx: GatewayContext, id: string, nonce: string, ip: string): Promise<() => Promise<void>> {
@@ -75,7 +84,8 @@ async function checkInvite(ctx: GatewayContext, invite: string | undefined): Pro
   if (!invite) throw new ApiError('bad_request', 'this service makes keys by invitation: give an invite code', { field: 'invite' });
   if (!codes.includes(invite)) throw new ApiError('bad_request', 'unknown invite code', { field: 'invite' });
   const used = await ctx.kv.keys.get(inviteKey(invite));
-  if (used && used.operation === 'PUT' && used.value.length) throw new ApiError('bad_request', 'this invite code was used already', { field: 'invite' });
+  if (used && used.operation === 'PUT' && used.value.length)
+    throw new ApiError('bad_request', 'this invite code was used already', { field: 'invite' });
   return async () => {
     try {
       await kvCasPut(ctx.kv.keys, inviteKey(invite), JSON.stringify({ at: Date.now() }), used?.revision ?? 0);
@@ -98,7 +108,14 @@ async function spendChallenge(ctx: GatewayContext, id: string, c: Challenge, rev
 const staticRoute = (path: string, file: string, contentType: string): Route => {
   const body = asset(file);
   return {
-    method: 'GET', path, auth: false, hidden: true, tags: ['account'], summary: `account page: ${file}`, responses: { 200: { description: file, contentType } }, errors: [],
+    method: 'GET',
+    path,
+    auth: false,
+    hidden: true,
+    tags: ['account'],
+    summary: `account page: ${file}`,
+    responses: { 200: { description: file, contentType } },
+    errors: [],
     async handler() {
       return { body, headers: { 'content-type': contentType, ...SECURITY_HEADERS } };
     },
@@ -120,7 +137,18 @@ export const routes: Route[] = [
     errors: [],
     async handler(_req, ctx) {
       const dev = ctx.config.server.mode === 'development' && ctx.config.wallet.lightning.backend === 'dev';
-      return { json: { mode: ctx.config.server.mode, devPay: dev, inviteRequired: ctx.config.wallet.keyInviteCodes.length > 0, minEur: 0.25, maxEur: 100, bonus: ctx.config.wallet.bonus, payloadsPerEur: 10000 }, headers: SECURITY_HEADERS };
+      return {
+        json: {
+          mode: ctx.config.server.mode,
+          devPay: dev,
+          inviteRequired: ctx.config.wallet.keyInviteCodes.length > 0,
+          minEur: 0.25,
+          maxEur: 100,
+          bonus: ctx.config.wallet.bonus,
+          payloadsPerEur: 10000,
+        },
+        headers: SECURITY_HEADERS,
+      };
     },
   },
   {
@@ -136,7 +164,15 @@ export const routes: Route[] = [
       const id = randomBytes(16).toString('hex');
       const c: Challenge = { bits: ctx.config.wallet.keyPowBits, expiresAt: Date.now() + CHALLENGE_TTL_MS, addr: hashOf(req.ip) };
       await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify(c), 0);
-      return { json: { id, bits: c.bits, expiresAt: c.expiresAt, algorithm: 'sha256("<id>:<nonce>") with <bits> leading zero bits; nonce: decimal digits' }, headers: SECURITY_HEADERS };
+      return {
+        json: {
+          id,
+          bits: c.bits,
+          expiresAt: c.expiresAt,
+          algorithm: 'sha256("<id>:<nonce>") with <bits> leading zero bits; nonce: decimal digits',
+        },
+        headers: SECURITY_HEADERS,
+      };
     },
   },
   {
@@ -146,14 +182,23 @@ export const routes: Route[] = [
     hidden: true,
     tags: ['account'],
     summary: 'Make a key for a new wallet, against a solved challenge',
-    body: T.Object({ id: T.String({ maxLength: 64 }), nonce: T.String({ maxLength: 20 }), invite: T.Optional(T.String({ maxLength: 200 })) }, { additionalProperties: false }),
+    body: T.Object(
+      { id: T.String({ maxLength: 64 }), nonce: T.String({ maxLength: 20 }), invite: T.Optional(T.String({ maxLength: 200 })) },
+      { additionalProperties: false },
+    ),
     responses: { 201: { description: '{key, walletId}: the key is shown once and stored only as its hash' } },
     errors: ['bad_request', 'rate_limited'],
     async handler(req, ctx) {
       const spendChallenge = await checkChallenge(ctx, req.body.id, req.body.nonce, req.ip);
       const spendInvite = await checkInvite(ctx, req.body.invite);
       const d = await takeToken(ctx.kv.keys, 'addr', hashOf(req.addressGroup), ctx.config.wallet.keysPerAddressPerDay, DAY_MS);
-      if (!d.allowed) throw new ApiError('rate_limited', `this address made ${ctx.config.wallet.keysPerAddressPerDay} keys in the last 24 hours; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });
+      if (!d.allowed)
+        throw new ApiError(
+          'rate_limited',
+          `this address made ${ctx.config.wallet.keysPerAddressPerDay} keys in the last 24 hours; retry in ${d.retryAfter} s`,
+          { retryAfter: d.retryAfter },
+          { 'Retry-After': String(d.retryAfter) },
+        );
       await spendChallenge();
       await spendInvite?.();
       const { key, walletId } = await createKey(ctx.nc, 'account');
@@ -168,13 +213,19 @@ export const routes: Route[] = [
     hidden: true,
     tags: ['account'],
     summary: 'QR code (SVG) of a lightning: link',
-    query: T.Object({ data: T.String({ minLength: 1, maxLength: 2000, pattern: '^lightning:[A-Za-z0-9]+$' }) }, { additionalProperties: true }),
+    query: T.Object(
+      { data: T.String({ minLength: 1, maxLength: 2000, pattern: '^lightning:[A-Za-z0-9]+$' }) },
+      { additionalProperties: true },
+    ),
     responses: { 200: { description: 'SVG', contentType: 'image/svg+xml' } },
     errors: ['bad_request'],
     async handler(req) {
       // Upper case keeps the QR code in its compact alphanumeric mode (BOLT11 is case-insensitive).
       const svg = await QRCode.toString(String(req.query.data).toUpperCase(), { type: 'svg', errorCorrectionLevel: 'M', margin: 2 });
-      return { body: svg, headers: { 'content-type': 'image/svg+xml', 'cache-control': 'private, max-age=3600', 'x-content-type-options': 'nosniff' } };
+      return {
+        body: svg,
+        headers: { 'content-type': 'image/svg+xml', 'cache-control': 'private, max-age=3600', 'x-content-type-options': 'nosniff' },
+      };
     },
   },
   {
@@ -183,12 +234,13 @@ export const routes: Route[] = [
     auth: true,
     hidden: true,
     tags: ['account'],
-    summary: 'Development only: settle one of this key\'s top-ups with the dev Lightning backend',
+    summary: "Development only: settle one of this key's top-ups with the dev Lightning backend",
     body: T.Object({ topupId: T.String({ maxLength: 100 }) }, { additionalProperties: false }),
     responses: { 200: { description: '{topup, balance}' } },
     errors: ['not_found', 'bad_request'],
     async handler(req, ctx) {
-      if (ctx.config.server.mode !== 'development' || ctx.config.wallet.lightning.backend !== 'dev') throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
+      if (ctx.config.server.mode !== 'development' || ctx.config.wallet.lightning.backend !== 'dev')
+        throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
       await wallet.topupGet(ctx.nc, req.auth!.walletId, req.body.topupId); // 404 for another wallet's top-up
       const r = await wallet.topupPay(ctx.nc, req.body.topupId);
       return { json: { topup: r.topup, balance: r.balance } };

@@ -9,6 +9,14 @@ import { routes as webhookRoutes } from './webhooks.ts';
 import { openapiRoute } from '../openapi.ts';
 
 export function allRoutes(deps: RouteDeps): Route[] {
-  const routes: Route[] = [...publicRoutes, ...walletRoutes, ...jobRoutes, ...webhookRoutes, eventsRoute, ...accountRoutes, ...opsRoutes(deps)];
+  const routes: Route[] = [
+    ...publicRoutes,
+    ...walletRoutes,
+    ...jobRoutes,
+    ...webhookRoutes,
+    eventsRoute,
+    ...accountRoutes,
+    ...opsRoutes(deps),
+  ];
   return [...routes, openapiRoute(routes)];
 }

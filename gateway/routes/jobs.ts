@@ -14,7 +14,18 @@ import { SERVICE_MODULES } from '../../shared/services/index.ts';
 import { jobsService, LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
 import { readBalance } from '../balances.ts';
 import { isFinished, type JobRecord, type ResultRecord } from '../../shared/protocol/jobs.ts';
-import { quoteJob, submitJob, toPublicJob, isExpired, jobWatchOf, reportPageReply, wantsReportHtml, jobMayAppearMs, findJob, type JobDeps } from '../jobs/index.ts';
+import {
+  quoteJob,
+  submitJob,
+  toPublicJob,
+  isExpired,
+  jobWatchOf,
+  reportPageReply,
+  wantsReportHtml,
+  jobMayAppearMs,
+  findJob,
+  type JobDeps,
+} from '../jobs/index.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
@@ -30,11 +41,26 @@ const PRECHECK_ERRORS: Record<ServiceName, ErrorCode[]> = {
   labs: ['blocked_address', 'unreachable', 'relay_busy'],
 };
 
-const WaitQuery = T.Object({
-  wait: T.Optional(T.Integer({ minimum: 0, description: 'Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25.' })),
-}, { additionalProperties: true });
+const WaitQuery = T.Object(
+  {
+    wait: T.Optional(
+      T.Integer({
+        minimum: 0,
+        description: 'Seconds (0 to 25) to hold the answer until the job is finished; larger values are capped at 25.',
+      }),
+    ),
+  },
+  { additionalProperties: true },
+);
 
-const deps = (ctx: GatewayContext): JobDeps => ({ nc: ctx.nc, js: ctx.js, config: ctx.config, log: ctx.log, kv: ctx.kv, baseUrl: ctx.baseUrl });
+const deps = (ctx: GatewayContext): JobDeps => ({
+  nc: ctx.nc,
+  js: ctx.js,
+  config: ctx.config,
+  log: ctx.log,
+  kv: ctx.kv,
+  baseUrl: ctx.baseUrl,
+});
 const waitMs = (ctx: GatewayContext, wait: unknown) => Math.min(Number(wait ?? 0), ctx.config.limits.maxWaitSeconds) * 1000;
 const walletOf = (req: RouteRequest) => req.auth!.walletId;
 
@@ -46,7 +72,9 @@ function serviceRoutes(service: ServiceName): Route[] {
       path: `/v1/${service}/quote`,
       auth: true,
       summary: `Quote a ${service} job`,
-      description: 'Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created' + (service === 'labs' ? '; the relay is not contacted.' : '.'),
+      description:
+        'Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created' +
+        (service === 'labs' ? '; the relay is not contacted.' : '.'),
       tags: [service],
       body: mod.body,
       bodyErrorCode: (e) => mod.errorCode(e),
@@ -62,33 +90,55 @@ function serviceRoutes(service: ServiceName): Route[] {
       auth: true,
       rateLimit: 'jobs',
       summary: `Create a ${service} job`,
-      description: 'Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.',
+      description:
+        'Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.',
       tags: [service],
       body: mod.body,
       bodyErrorCode: (e) => mod.errorCode(e),
       query: WaitQuery,
-      responses: { 201: { description: 'The job (finished if `wait` allowed it) and the balance after the charge.', schema: JobWithBalance } },
+      responses: {
+        201: { description: 'The job (finished if `wait` allowed it) and the balance after the charge.', schema: JobWithBalance },
+      },
       requestHeaders: { 'Idempotency-Key': IDEMPOTENCY_DOC },
-      errors: [...SERVICE_ERRORS[service], ...PRECHECK_ERRORS[service], 'insufficient_funds', 'rate_limited', 'busy', 'service_unavailable', 'idempotency_key_in_use', 'idempotency_key_reused'],
+      errors: [
+        ...SERVICE_ERRORS[service],
+        ...PRECHECK_ERRORS[service],
+        'insufficient_funds',
+        'rate_limited',
+        'busy',
+        'service_unavailable',
+        'idempotency_key_in_use',
+        'idempotency_key_reused',
+      ],
       async handler(req, ctx) {
         const walletId = walletOf(req);
         const path = `/v1/${service}/jobs`;
-        return idempotent({
-          nc: ctx.nc, walletId, key: idempotencyKeyOf(req.headers), fingerprint: fingerprintOf('POST', path, req.body),
-          jobId: newId('job'), staleMs: jobMayAppearMs(ctx.config), answerJob: (id) => jobAnswer(ctx, walletId, id),
-        }, async (jobId) => {
-          const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId);
-          let { job, balance } = created;
-          const ms = waitMs(ctx, req.query.wait);
-          if (ms > 0) {
-            // the job exists and is charged from here: a failed wait still answers it (and an
-            // Idempotency-Key keeps that answer), never an error a client would retry
-            job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(job, ms, req.signal).catch(() => job);
-            // refunds may have come back while we waited
-            if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
-          }
-          return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
-        });
+        return idempotent(
+          {
+            nc: ctx.nc,
+            walletId,
+            key: idempotencyKeyOf(req.headers),
+            fingerprint: fingerprintOf('POST', path, req.body),
+            jobId: newId('job'),
+            staleMs: jobMayAppearMs(ctx.config),
+            answerJob: (id) => jobAnswer(ctx, walletId, id),
+          },
+          async (jobId) => {
+            const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId);
+            let { job, balance } = created;
+            const ms = waitMs(ctx, req.query.wait);
+            if (ms > 0) {
+              // the job exists and is charged from here: a failed wait still answers it (and an
+              // Idempotency-Key keeps that answer), never an error a client would retry
+              job = await jobWatchOf(ctx.kv.jobs, ctx.log)
+                .wait(job, ms, req.signal)
+                .catch(() => job);
+              // refunds may have come back while we waited
+              if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
+            }
+            return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+          },
+        );
       },
     },
   ];
@@ -112,7 +162,11 @@ async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): 
  */
 async function ownJob(ctx: GatewayContext, req: RouteRequest): Promise<JobRecord> {
   const cur = await findJob(ctx.nc, ctx.kv.jobs, walletOf(req), req.params.id ?? '');
-  if (!cur) throw new ApiError('not_found', `no such job (a job's record is kept ${Math.round(ctx.config.retention.jobRecords / 86400)} days after its results expired)`);
+  if (!cur)
+    throw new ApiError(
+      'not_found',
+      `no such job (a job's record is kept ${Math.round(ctx.config.retention.jobRecords / 86400)} days after its results expired)`,
+    );
   return cur.job;
 }
 
@@ -135,7 +189,10 @@ export function contentDisposition(filename: string): string {
 }
 
 function gone(job: JobRecord): ApiError {
-  return new ApiError('expired', `the results of this job were deleted at the end of their retention (${new Date(job.expiresAt).toISOString()})`);
+  return new ApiError(
+    'expired',
+    `the results of this job were deleted at the end of their retention (${new Date(job.expiresAt).toISOString()})`,
+  );
 }
 
 const jobRoutes: Route[] = [
@@ -144,7 +201,8 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs',
     auth: true,
     summary: 'Recent jobs of this key',
-    description: 'Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.',
+    description:
+      'Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.',
     tags: ['jobs'],
     query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: LIST_MAX, default: 30 })) }, { additionalProperties: true }),
     responses: { 200: { description: 'The jobs.', schema: T.Object({ jobs: T.Array(T.Ref(Job)) }) } },
@@ -160,7 +218,8 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id',
     auth: true,
     summary: 'One job',
-    description: 'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.',
+    description:
+      'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.',
     tags: ['jobs'],
     query: WaitQuery,
     responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },
@@ -191,13 +250,27 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id/results/:key',
     auth: true,
     summary: 'Download a result',
-    description: 'The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead. A `labs` report asked for with `format=html` or `Accept: text/html` (without `application/json`) comes as a readable page rendered from the same JSON; JSON stays the default.',
+    description:
+      'The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead. A `labs` report asked for with `format=html` or `Accept: text/html` (without `application/json`) comes as a readable page rendered from the same JSON; JSON stays the default.',
     tags: ['jobs'],
-    query: T.Object({
-      thumb: T.Optional(T.Literal('1', { description: 'Only `1`; shots only.' })),
-      format: T.Optional(T.Union([T.Literal('html'), T.Literal('json')], { description: '`labs` only: `html` renders the report as a page; `json` (default) the file.' })),
-    }, { additionalProperties: true }),
-    responses: { 200: { description: 'The file (a labs report: JSON, or text/html when asked for).', contentType: '*/*', headers: { 'Content-Disposition': 'attachment; filename=...' } } },
+    query: T.Object(
+      {
+        thumb: T.Optional(T.Literal('1', { description: 'Only `1`; shots only.' })),
+        format: T.Optional(
+          T.Union([T.Literal('html'), T.Literal('json')], {
+            description: '`labs` only: `html` renders the report as a page; `json` (default) the file.',
+          }),
+        ),
+      },
+      { additionalProperties: true },
+    ),
+    responses: {
+      200: {
+        description: 'The file (a labs report: JSON, or text/html when asked for).',
+        contentType: '*/*',
+        headers: { 'Content-Disposition': 'attachment; filename=...' },
+      },
+    },
     errors: ['bad_request', 'not_found', 'not_ready', 'expired', 'service_unavailable'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
@@ -207,7 +280,11 @@ const jobRoutes: Route[] = [
       if (thumb && job.service !== 'shots') throw new ApiError('not_found', 'thumbnails exist only for shots results');
       if (r.status === 'pending') throw new ApiError('not_ready', 'the result is still being produced', undefined, { 'retry-after': '2' });
       if (isExpired(job)) throw gone(job);
-      if (r.status !== 'done' || !r.file) throw new ApiError('not_found', r.oneTime ? 'this result is a fee and has no file' : `the result was not delivered${r.error ? ` (${r.error})` : ''}`);
+      if (r.status !== 'done' || !r.file)
+        throw new ApiError(
+          'not_found',
+          r.oneTime ? 'this result is a fee and has no file' : `the result was not delivered${r.error ? ` (${r.error})` : ''}`,
+        );
       const f = thumb ? r.file.thumb : r.file;
       if (!f) throw new ApiError('not_found', 'this result has no thumbnail');
       const o = await openObject(ctx, r.file.store, f.name);
@@ -216,17 +293,24 @@ const jobRoutes: Route[] = [
         if (isExpired(job, Date.now())) throw gone(job);
         if (!thumb) {
           // the store lost a delivered file: the supervisor checks and refunds the result (once)
-          await reportLostFile(ctx.nc, job.id, r.key, 'the stored file was not found at download').catch((err) => ctx.log.error({ err, jobId: job.id, resultKey: r.key }, 'lost result file not reported'));
+          await reportLostFile(ctx.nc, job.id, r.key, 'the stored file was not found at download').catch((err) =>
+            ctx.log.error({ err, jobId: job.id, resultKey: r.key }, 'lost result file not reported'),
+          );
           throw new ApiError('not_found', 'the stored file of this result was lost; the result is refunded as worker_lost');
         }
         throw new ApiError('not_found', 'the thumbnail is not in the store');
       }
-      if (job.service === 'labs' && wantsReportHtml(req.query.format, req.headers.accept)) return reportPageReply(await readAll(objectChunks(o)));
+      if (job.service === 'labs' && wantsReportHtml(req.query.format, req.headers.accept))
+        return reportPageReply(await readAll(objectChunks(o)));
       const filename = thumb ? r.file.filename.replace(/\.[^.]+$/, '') + '.thumb.webp' : r.file.filename;
       return {
         stream: objectChunks(o),
         length: o.info.size,
-        headers: { 'content-type': f.contentType, 'content-disposition': contentDisposition(filename), 'cache-control': 'private, no-store' },
+        headers: {
+          'content-type': f.contentType,
+          'content-disposition': contentDisposition(filename),
+          'cache-control': 'private, no-store',
+        },
       };
     },
   },
@@ -254,7 +338,8 @@ const jobRoutes: Route[] = [
         used.add(name);
         // lazily: each object is read from the store only when the zip writer reaches it
         zip.addReadStreamLazy(name, { compress: false, mtime: new Date(job.finishedAt ?? job.createdAt) }, (cb) => {
-          objm.open(r.file!.store)
+          objm
+            .open(r.file!.store)
             .then((os) => os.get(r.file!.name))
             .then((o) => {
               if (!o) {
@@ -270,7 +355,11 @@ const jobRoutes: Route[] = [
       zip.end();
       return {
         stream: zip.outputStream as unknown as AsyncIterable<Uint8Array>,
-        headers: { 'content-type': 'application/zip', 'content-disposition': contentDisposition(`${job.id}.zip`), 'cache-control': 'private, no-store' },
+        headers: {
+          'content-type': 'application/zip',
+          'content-disposition': contentDisposition(`${job.id}.zip`),
+          'cache-control': 'private, no-store',
+        },
       };
     },
   },

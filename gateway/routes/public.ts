@@ -5,7 +5,15 @@ import { ApiError } from '../../shared/errors.ts';
 import { SERVICES, isService, type ServiceName } from '../../shared/names.ts';
 import { followCatalogue, readCatalogue, type CatalogueEntry } from '../../shared/catalogue.ts';
 import { SERVICE_MODULES } from '../../shared/services/index.ts';
-import { mergeOffers, VIEWPORT_PRESETS, VIEWPORT_LIMITS, DELAYS, SCHEMES, DEFAULT_VIEWPORT, COMPARE_MAX_PAIRS } from '../../shared/services/index.ts';
+import {
+  mergeOffers,
+  VIEWPORT_PRESETS,
+  VIEWPORT_LIMITS,
+  DELAYS,
+  SCHEMES,
+  DEFAULT_VIEWPORT,
+  COMPARE_MAX_PAIRS,
+} from '../../shared/services/index.ts';
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
@@ -17,7 +25,6 @@ function webhooks(config: Config) {
   if (!key) webhookKeys.set(config, (key = loadWebhookKey(config)));
   return webhookInfo(key, config);
 }
-
 
 const serviceLinks = (base: string, s: ServiceName) => ({
   catalogue: `${base}/v1/services/${s}`,
@@ -39,7 +46,11 @@ export function pricing(config: Config) {
           item('screenshot', p.shots.screenshot, 'screenshot (browser version x viewport x scheme)'),
           item('fullPage', p.shots.fullPage, 'extra per screenshot with options.fullPage'),
           item('retina', p.shots.retina, 'extra per screenshot with options.retina'),
-          item('comparePair', p.shots.comparePair, 'compared pair of screenshots with options.compare (same viewport and scheme; a diff image and its summary)'),
+          item(
+            'comparePair',
+            p.shots.comparePair,
+            'compared pair of screenshots with options.compare (same viewport and scheme; a diff image and its summary)',
+          ),
         ],
       },
       labs: {
@@ -72,12 +83,17 @@ export function mergeCatalogue(service: ServiceName, entries: CatalogueEntry[], 
       browsers: mergeOffers(entries),
       presets: VIEWPORT_PRESETS,
       defaults: { viewports: [DEFAULT_VIEWPORT], schemes: ['light'] },
-      limits: { viewports: VIEWPORT_LIMITS.max, width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW], height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH] },
+      limits: {
+        viewports: VIEWPORT_LIMITS.max,
+        width: [VIEWPORT_LIMITS.minW, VIEWPORT_LIMITS.maxW],
+        height: [VIEWPORT_LIMITS.minH, VIEWPORT_LIMITS.maxH],
+      },
       options: { fullPage: 'boolean', retina: 'boolean', hideCookieBanner: 'boolean', delay: DELAYS, schemes: SCHEMES, compare: 'boolean' },
       compare: { maxPairs: COMPARE_MAX_PAIRS },
     };
   }
-  if (service === 'labs') return { ...base, ...first, allowedPorts: config.labs.allowedPorts, relayTestsPerHour: config.labs.relayTestsPerHour };
+  if (service === 'labs')
+    return { ...base, ...first, allowedPorts: config.labs.allowedPorts, relayTestsPerHour: config.labs.relayTestsPerHour };
   return { ...base, ...first };
 }
 
@@ -89,13 +105,24 @@ const Json = (description: string) => ({ description, schema: T.Object({}, { add
 
 export const publicRoutes: Route[] = [
   {
-    method: 'GET', path: '/v1', auth: false, tags: ['public'], summary: 'Index: services and links', errors: ['rate_limited'], fixedAnswer: true,
+    method: 'GET',
+    path: '/v1',
+    auth: false,
+    tags: ['public'],
+    summary: 'Index: services and links',
+    errors: ['rate_limited'],
+    fixedAnswer: true,
     responses: { 200: Json('Services and links') },
     handler: async (_req, ctx) => ({
       json: {
         name: 'payloads',
         apiVersion: API_VERSION,
-        services: SERVICES.map((s) => ({ name: s, title: SERVICE_MODULES[s].title, description: SERVICE_MODULES[s].description, links: serviceLinks(ctx.baseUrl, s) })),
+        services: SERVICES.map((s) => ({
+          name: s,
+          title: SERVICE_MODULES[s].title,
+          description: SERVICE_MODULES[s].description,
+          links: serviceLinks(ctx.baseUrl, s),
+        })),
         webhooks: webhooks(ctx.config),
         links: {
           self: `${ctx.baseUrl}/v1`,
@@ -113,15 +140,27 @@ export const publicRoutes: Route[] = [
     }),
   },
   {
-    method: 'GET', path: '/v1/pricing', auth: false, tags: ['public'], summary: 'Price list in Payloads and EUR', errors: ['rate_limited'], fixedAnswer: true,
+    method: 'GET',
+    path: '/v1/pricing',
+    auth: false,
+    tags: ['public'],
+    summary: 'Price list in Payloads and EUR',
+    errors: ['rate_limited'],
+    fixedAnswer: true,
     description: 'Every price in Payloads (10000 = 1 EUR) with its EUR value, and the top-up range and bonus tiers.',
     responses: { 200: Json('Price list') },
     handler: async (_req, ctx) => ({ json: pricing(ctx.config) }),
   },
   {
-    method: 'GET', path: '/v1/services', auth: false, tags: ['public'], summary: 'List of services', errors: ['rate_limited'],
-    description: '`available` is true while at least one instance of the service runs. The answer is rebuilt when the live catalogue changes: ' +
-      'an instance that starts or stops shows here within moments (the time this gateway\'s catalogue watch takes to deliver it); ' +
+    method: 'GET',
+    path: '/v1/services',
+    auth: false,
+    tags: ['public'],
+    summary: 'List of services',
+    errors: ['rate_limited'],
+    description:
+      '`available` is true while at least one instance of the service runs. The answer is rebuilt when the live catalogue changes: ' +
+      "an instance that starts or stops shows here within moments (the time this gateway's catalogue watch takes to deliver it); " +
       'one that dies without stopping drops out once its entry is 30 s old.',
     // built from the catalogue, not per request: the catalogue watch rebuilds it
     fixedAnswer: { follows: (ctx, changed) => followCatalogue(ctx.kv.catalogue, changed) },
@@ -140,8 +179,13 @@ export const publicRoutes: Route[] = [
     }),
   },
   {
-    method: 'GET', path: '/v1/services/:service', auth: false, tags: ['public'], summary: 'Live catalogue of a service',
-    description: 'What the running instances offer right now: browsers and versions (shots), outputs (websitepro), modules, checks, selectable checks and allowed ports (labs).',
+    method: 'GET',
+    path: '/v1/services/:service',
+    auth: false,
+    tags: ['public'],
+    summary: 'Live catalogue of a service',
+    description:
+      'What the running instances offer right now: browsers and versions (shots), outputs (websitepro), modules, checks, selectable checks and allowed ports (labs).',
     errors: ['unknown_service', 'service_unavailable', 'rate_limited'],
     responses: { 200: Json('Catalogue') },
     handler: async (req, ctx) => {

@@ -13,21 +13,27 @@ import { WalletConfig } from './wallet.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-export const ConfigSchema = T.Object({
-  dataDir: T.String({ default: '', description: 'Folder for the embedded nats-server store and SQLite projections (env DATA_DIR). Empty: ./data.' }),
-  server: ServerConfig,
-  nats: NatsConfig,
-  retention: RetentionConfig,
-  limits: LimitsConfig,
-  pricing: PricingConfig,
-  outbound: OutboundConfig,
-  jobs: JobsConfig,
-  websitepro: WebsiteproConfig,
-  shots: ShotsConfig,
-  labs: LabsConfig,
-  webhooks: WebhooksConfig,
-  wallet: WalletConfig,
-}, { additionalProperties: false });
+export const ConfigSchema = T.Object(
+  {
+    dataDir: T.String({
+      default: '',
+      description: 'Folder for the embedded nats-server store and SQLite projections (env DATA_DIR). Empty: ./data.',
+    }),
+    server: ServerConfig,
+    nats: NatsConfig,
+    retention: RetentionConfig,
+    limits: LimitsConfig,
+    pricing: PricingConfig,
+    outbound: OutboundConfig,
+    jobs: JobsConfig,
+    websitepro: WebsiteproConfig,
+    shots: ShotsConfig,
+    labs: LabsConfig,
+    webhooks: WebhooksConfig,
+    wallet: WalletConfig,
+  },
+  { additionalProperties: false },
+);
 
 export type Config = Static<typeof ConfigSchema>;
 
@@ -53,14 +59,24 @@ export const ENV: Record<string, { path: string; parse: (v: string) => unknown }
   NATS_PORT: { path: 'nats.embeddedPort', parse: Number },
   NATS_CREDS: { path: 'nats.credsFile', parse: String },
   NATS_SYNC_INTERVAL: { path: 'nats.syncInterval', parse: String },
-  BROWSERS: { path: 'shots.browsers', parse: (v) => v.split(',').map((s) => s.trim()).filter(Boolean) },
+  BROWSERS: {
+    path: 'shots.browsers',
+    parse: (v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+  },
   LIGHTNING_BACKEND: { path: 'wallet.lightning.backend', parse: String },
   LIGHTNING_URL: { path: 'wallet.lightning.url', parse: String },
   LND_MACAROON: { path: 'wallet.lightning.macaroonHex', parse: String },
   LNBITS_API_KEY: { path: 'wallet.lightning.apiKey', parse: String },
   CLN_RUNE: { path: 'wallet.lightning.rune', parse: String },
   RATE_PROVIDER: { path: 'wallet.rate.provider', parse: String },
-  UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS: { path: 'server.unsafeDevTopupsOnPublicAddress', parse: (v) => v === '1' || v.toLowerCase() === 'true' },
+  UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS: {
+    path: 'server.unsafeDevTopupsOnPublicAddress',
+    parse: (v) => v === '1' || v.toLowerCase() === 'true',
+  },
 };
 
 function setPath(o: Json, path: string, value: unknown) {
@@ -95,9 +111,10 @@ function merge(a: Json, b: Json): Json {
   const out: Json = { ...a };
   for (const [k, v] of Object.entries(b)) {
     const prev = out[k];
-    out[k] = v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
-      ? merge(prev as Json, v as Json)
-      : v;
+    out[k] =
+      v && typeof v === 'object' && !Array.isArray(v) && prev && typeof prev === 'object' && !Array.isArray(prev)
+        ? merge(prev as Json, v as Json)
+        : v;
   }
   return out;
 }
@@ -134,7 +151,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const v = env[name];
     if (v === undefined || v === '') continue;
     const parsed = parse(v);
-    if (typeof parsed === 'number' && Number.isNaN(parsed)) throw new ConfigError(`config: ${name}=${JSON.stringify(v)} is not a number (setting ${path})`);
+    if (typeof parsed === 'number' && Number.isNaN(parsed))
+      throw new ConfigError(`config: ${name}=${JSON.stringify(v)} is not a number (setting ${path})`);
     const patch: Json = {};
     setPath(patch, path, parsed);
     raw = merge(raw, patch);
@@ -145,7 +163,8 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (!validate(cfg)) {
     const first = validate.errors!.map((e) => {
       const where = e.instancePath ? e.instancePath.slice(1).replaceAll('/', '.') : '(root)';
-      const extra = e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : '';
+      const extra =
+        e.keyword === 'additionalProperties' ? ` (${String((e.params as { additionalProperty: string }).additionalProperty)})` : '';
       return `${where} ${e.message}${extra}`;
     });
     throw new ConfigError(`config: invalid setting: ${first.join('; ')}`);
@@ -156,10 +175,16 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (!c.server.baseUrl) c.server.baseUrl = `http://localhost:${c.server.port}`;
   c.server.baseUrl = c.server.baseUrl.replace(/\/+$/, '');
   if (c.server.mode === 'production') {
-    if (c.wallet.lightning.backend === 'dev') throw new ConfigError('config: wallet.lightning.backend "dev" is refused in production mode (set LIGHTNING_BACKEND)');
-    if (c.wallet.rate.provider === 'fixed') throw new ConfigError('config: wallet.rate.provider "fixed" is refused in production mode (set RATE_PROVIDER=exchanges)');
+    if (c.wallet.lightning.backend === 'dev')
+      throw new ConfigError('config: wallet.lightning.backend "dev" is refused in production mode (set LIGHTNING_BACKEND)');
+    if (c.wallet.rate.provider === 'fixed')
+      throw new ConfigError('config: wallet.rate.provider "fixed" is refused in production mode (set RATE_PROVIDER=exchanges)');
     if (c.outbound.allowCidrs.length) throw new ConfigError('config: outbound.allowCidrs must be empty in production mode');
   }
-  if (deprecated.length) deprecatedUse.set(c, deprecated.map((d) => `${d} (use ${DEPRECATED_SETTINGS[d]})`));
+  if (deprecated.length)
+    deprecatedUse.set(
+      c,
+      deprecated.map((d) => `${d} (use ${DEPRECATED_SETTINGS[d]})`),
+    );
   return c;
 }

@@ -2,25 +2,37 @@ import { Type as T } from '@sinclair/typebox';
 
 const Price = (d: number, description: string) => T.Integer({ minimum: 0, default: d, description });
 
-export const PricingConfig = T.Object({
-  websitepro: T.Object({
-    metadata: Price(20, 'Payloads for the metadata output.'),
-    markdown: Price(30, 'Payloads for the markdown output.'),
-    text: Price(20, 'Payloads for the text output.'),
-    html: Price(30, 'Payloads for the sanitised html output.'),
-    pdf: Price(100, 'Payloads for the pdf output.'),
-  }, { default: {} }),
-  shots: T.Object({
-    screenshot: Price(50, 'Payloads per screenshot (browser version x viewport x scheme).'),
-    fullPage: Price(20, 'Extra Payloads per screenshot with options.fullPage.'),
-    retina: Price(10, 'Extra Payloads per screenshot with options.retina.'),
-    comparePair: Price(20, 'Payloads per compared pair of screenshots with options.compare (a diff image and its summary).'),
-  }, { default: {} }),
-  labs: T.Object({
-    quick: Price(500, 'Payloads for the quick module.'),
-    conformance: Price(2000, 'Payloads for the conformance module.'),
-    customPerCheck: Price(50, 'Payloads per selected check in a custom result.'),
-    customMin: Price(200, 'Smallest price of a custom result.'),
-    dataset: Price(300, 'One-time fee, per wallet, for the first job that needs the test dataset.'),
-  }, { default: {} }),
-}, { default: {} });
+export const PricingConfig = T.Object(
+  {
+    websitepro: T.Object(
+      {
+        metadata: Price(20, 'Payloads for the metadata output.'),
+        markdown: Price(30, 'Payloads for the markdown output.'),
+        text: Price(20, 'Payloads for the text output.'),
+        html: Price(30, 'Payloads for the sanitised html output.'),
+        pdf: Price(100, 'Payloads for the pdf output.'),
+      },
+      { default: {} },
+    ),
+    shots: T.Object(
+      {
+        screenshot: Price(50, 'Payloads per screenshot (browser version x viewport x scheme).'),
+        fullPage: Price(20, 'Extra Payloads per screenshot with options.fullPage.'),
+        retina: Price(10, 'Extra Payloads per screenshot with options.retina.'),
+        comparePair: Price(20, 'Payloads per compared pair of screenshots with options.compare (a diff image and its summary).'),
+      },
+      { default: {} },
+    ),
+    labs: T.Object(
+      {
+        quick: Price(500, 'Payloads for the quick module.'),
+        conformance: Price(2000, 'Payloads for the conformance module.'),
+        customPerCheck: Price(50, 'Payloads per selected check in a custom result.'),
+        customMin: Price(200, 'Smallest price of a custom result.'),
+        dataset: Price(300, 'One-time fee, per wallet, for the first job that needs the test dataset.'),
+      },
+      { default: {} },
+    ),
+  },
+  { default: {} },
+);

@@ -43,7 +43,12 @@ const holder = (e: { operation: string; value: Uint8Array; json<T>(): T } | null
  * A mark older than `staleMs` whose job has no document (its gateway died between the claim and
  * the job's write) is taken over: left alone, the wallet would never pay the fee again.
  */
-export async function claimDatasetMark(kv: KV, walletId: string, jobId: string, stale?: { jobs: KV; staleMs: number }): Promise<number | null> {
+export async function claimDatasetMark(
+  kv: KV,
+  walletId: string,
+  jobId: string,
+  stale?: { jobs: KV; staleMs: number },
+): Promise<number | null> {
   for (let attempt = 0; attempt < 30; attempt++) {
     const cur = await kv.get(walletId);
     const held = holder(cur);
@@ -62,7 +67,9 @@ async function isAbandoned(mark: { json<T>(): T }, heldBy: string, stale: { jobs
   let at = 0;
   try {
     at = Number(mark.json<Partial<DatasetMark>>().at) || 0;
-  } catch { /* unreadable: treated as old */ }
+  } catch {
+    /* unreadable: treated as old */
+  }
   if (Date.now() - at < stale.staleMs) return false;
   const doc = await stale.jobs.get(heldBy);
   return !doc || doc.operation !== 'PUT' || !doc.value.length;

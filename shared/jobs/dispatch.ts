@@ -9,7 +9,11 @@ import { objectName, taskMsgId, type JobRecord, type ResultRecord, type Task } f
 /** Results whose task goes out when the job starts (a result made from others waits for them). */
 export const isRootTask = (r: ResultRecord) => r.status === 'pending' && !!r.subject && !r.after;
 
-export function taskOf(job: Pick<JobRecord, 'id' | 'service' | 'walletId' | 'expiresAt'>, r: ResultRecord, params: Record<string, unknown> = r.params ?? {}): Task {
+export function taskOf(
+  job: Pick<JobRecord, 'id' | 'service' | 'walletId' | 'expiresAt'>,
+  r: ResultRecord,
+  params: Record<string, unknown> = r.params ?? {},
+): Task {
   return {
     v: 1,
     jobId: job.id,
@@ -30,10 +34,15 @@ export function taskOf(job: Pick<JobRecord, 'id' | 'service' | 'walletId' | 'exp
 export async function publishRootTasks(js: JetStreamClient, job: JobRecord, timeoutMs?: number): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();
   // independent writes: sent together, a job with several results waits for one round, not several
-  await Promise.all(job.results.filter(isRootTask).map(async (r) => {
-    const ack = await js.publish(r.subject!, JSON.stringify(taskOf(job, r)), { msgID: taskMsgId(job.id, r.key), ...(timeoutMs ? { timeout: timeoutMs } : {}) });
-    if (!ack.duplicate) seqs.set(r.key, ack.seq);
-  }));
+  await Promise.all(
+    job.results.filter(isRootTask).map(async (r) => {
+      const ack = await js.publish(r.subject!, JSON.stringify(taskOf(job, r)), {
+        msgID: taskMsgId(job.id, r.key),
+        ...(timeoutMs ? { timeout: timeoutMs } : {}),
+      });
+      if (!ack.duplicate) seqs.set(r.key, ack.seq);
+    }),
+  );
   return seqs;
 }
 

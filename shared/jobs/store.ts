@@ -64,18 +64,23 @@ export async function updateJob(
     }
   }
   let out: { job: JobRecord; changed: boolean; revision: number } | null = null;
-  const written = await kvUpdate(kv, id, (e) => {
-    out = null;
-    if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
-    const cur = e.json<JobRecord>();
-    const next = structuredClone(cur);
-    if (!mutate(next)) {
-      out = { job: cur, changed: false, revision: e.revision };
-      return undefined;
-    }
-    out = { job: next, changed: true, revision: e.revision };
-    return JSON.stringify(next);
-  }, tries);
+  const written = await kvUpdate(
+    kv,
+    id,
+    (e) => {
+      out = null;
+      if (!e || e.operation !== 'PUT' || !e.value.length) return undefined;
+      const cur = e.json<JobRecord>();
+      const next = structuredClone(cur);
+      if (!mutate(next)) {
+        out = { job: cur, changed: false, revision: e.revision };
+        return undefined;
+      }
+      out = { job: next, changed: true, revision: e.revision };
+      return JSON.stringify(next);
+    },
+    tries,
+  );
   if (out && written !== undefined) (out as { revision: number }).revision = written;
   return out;
 }
@@ -88,6 +93,16 @@ export function refundedTotal(job: JobRecord): number {
 /** Tell operators (EVENTS stream) that a job changed. Best effort: the KV record is the truth. */
 export async function publishJobEvent(nc: NatsConnection, job: JobRecord, event: string): Promise<void> {
   const js = jetstreamOf(nc);
-  const e: JobEvent = { v: 1, jobId: job.id, service: job.service, walletId: job.walletId, status: job.status, event, cost: job.cost, refunded: job.refunded, at: Date.now() };
+  const e: JobEvent = {
+    v: 1,
+    jobId: job.id,
+    service: job.service,
+    walletId: job.walletId,
+    status: job.status,
+    event,
+    cost: job.cost,
+    refunded: job.refunded,
+    at: Date.now(),
+  };
   await js.publish(subjects.evtJob(job.service, job.id), JSON.stringify(e)).catch(() => {});
 }

@@ -51,7 +51,13 @@ export interface CasOptions {
  * Publish `data` on `subject` only if the subject's last message is still `base` (0: the subject has
  * no message yet). Returns the new message's sequence; throws CasConflict when another write got in.
  */
-export async function casPublish(js: JetStreamClient, subject: string, data: string | Uint8Array, base: number, o: CasOptions = {}): Promise<number> {
+export async function casPublish(
+  js: JetStreamClient,
+  subject: string,
+  data: string | Uint8Array,
+  base: number,
+  o: CasOptions = {},
+): Promise<number> {
   const ack = await js.publish(subject, data, {
     expect: { lastSubjectSequence: base },
     ...(o.headers ? { headers: o.headers } : {}),
@@ -81,7 +87,12 @@ export async function kvCasDelete(kv: KV, key: string, base: number): Promise<vo
  * nothing. On a conflict it reads again and asks again, with a short random pause. Returns the new
  * revision, or undefined when `next` wrote nothing. Too much contention ends in a retryable 503.
  */
-export async function kvUpdate(kv: KV, key: string, next: (cur: KvEntry | null) => string | undefined, tries = 50): Promise<number | undefined> {
+export async function kvUpdate(
+  kv: KV,
+  key: string,
+  next: (cur: KvEntry | null) => string | undefined,
+  tries = 50,
+): Promise<number | undefined> {
   for (let attempt = 0; attempt < tries; attempt++) {
     const cur = await kv.get(key);
     const value = next(cur);

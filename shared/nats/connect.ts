@@ -4,7 +4,10 @@ import { readFileSync } from 'node:fs';
 export type { NatsConnection };
 
 export async function connectNats(url: string, name: string, credsFile = ''): Promise<NatsConnection> {
-  const servers = url.split(',').map((s) => s.trim()).filter(Boolean);
+  const servers = url
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const nc = await connect({
     servers,
     name,
@@ -41,19 +44,29 @@ function leaveServerWithoutQuorum(nc: NatsConnection) {
     asking = true;
     // stream names: answered by the meta leader only (account info is answered by any server,
     // a cut-off one included, so it says nothing about quorum)
-    nc.request('$JS.API.STREAM.NAMES', '{"offset":0}', { timeout: 2000 }).then((m) => {
-      const body = m.json<{ error?: { code: number; err_code?: number } }>();
-      // JetStream not enabled for this account: nothing to watch
-      if (body.error?.err_code === 10039) clearInterval(timer);
-      return !body.error;
-    }, () => false).then((answered) => {
-      asking = false;
-      misses = answered ? 0 : misses + 1;
-      if (misses >= QUORUM_MISSES && !nc.isClosed() && !nc.isDraining()) {
-        misses = 0;
-        nc.reconnect().catch(() => { /* closed meanwhile */ });
-      }
-    }).catch(() => { asking = false; });
+    nc.request('$JS.API.STREAM.NAMES', '{"offset":0}', { timeout: 2000 })
+      .then(
+        (m) => {
+          const body = m.json<{ error?: { code: number; err_code?: number } }>();
+          // JetStream not enabled for this account: nothing to watch
+          if (body.error?.err_code === 10039) clearInterval(timer);
+          return !body.error;
+        },
+        () => false,
+      )
+      .then((answered) => {
+        asking = false;
+        misses = answered ? 0 : misses + 1;
+        if (misses >= QUORUM_MISSES && !nc.isClosed() && !nc.isDraining()) {
+          misses = 0;
+          nc.reconnect().catch(() => {
+            /* closed meanwhile */
+          });
+        }
+      })
+      .catch(() => {
+        asking = false;
+      });
   }, QUORUM_CHECK_MS);
   timer.unref();
   void nc.closed().then(() => clearInterval(timer));

@@ -19,7 +19,14 @@ export async function dropEphemeralConsumers(nc: NatsConnection): Promise<number
     const gone: Promise<unknown>[] = [];
     for await (const c of jsm.consumers.list(s.config.name)) {
       if (c.config.durable_name) continue;
-      gone.push(jsm.consumers.delete(s.config.name, c.name).then(() => { dropped++; }, () => {}));
+      gone.push(
+        jsm.consumers.delete(s.config.name, c.name).then(
+          () => {
+            dropped++;
+          },
+          () => {},
+        ),
+      );
     }
     await Promise.all(gone);
   }

@@ -14,7 +14,9 @@ export function freshRead<T>(fetch: () => Promise<T>): () => Promise<T> {
   const start = (): Promise<T> => {
     const p = fetch();
     inFlight = p;
-    const clear = () => { if (inFlight === p) inFlight = null; };
+    const clear = () => {
+      if (inFlight === p) inFlight = null;
+    };
     p.then(clear, clear);
     return p;
   };
@@ -23,7 +25,10 @@ export function freshRead<T>(fetch: () => Promise<T>): () => Promise<T> {
     if (next) return next;
     if (!inFlight) return start();
     {
-      const after = inFlight.then(() => {}, () => {});
+      const after = inFlight.then(
+        () => {},
+        () => {},
+      );
       next = after.then(() => {
         next = null;
         return start();
@@ -50,7 +55,11 @@ export class AppliedUpTo {
   reach(seq: number) {
     if (seq <= this.seq) return;
     this.seq = seq;
-    for (const w of this.waiters) if (w.seq <= seq) { this.waiters.delete(w); w.wake(); }
+    for (const w of this.waiters)
+      if (w.seq <= seq) {
+        this.waiters.delete(w);
+        w.wake();
+      }
   }
 
   /** Start again at `seq` (a new consumer, nothing of the old one kept): every waiting reader looks again. */

@@ -33,7 +33,9 @@ export class KvMirror {
   private applied = new AppliedUpTo(0);
   private markLoaded!: () => void;
   /** Resolves once the first watch has delivered the bucket's values as they were when it started. */
-  readonly loaded = new Promise<void>((r) => (this.markLoaded = r)).then(() => { this.isLoaded = true; });
+  readonly loaded = new Promise<void>((r) => (this.markLoaded = r)).then(() => {
+    this.isLoaded = true;
+  });
   isLoaded = false;
   private stopped = false;
   /** The running watch, while one runs. */
@@ -80,7 +82,10 @@ export class KvMirror {
       if (!replaced) {
         await new Promise<void>((r) => {
           const timer = setTimeout(r, RESTART_DELAY_MS);
-          this.wakeDelay = () => { clearTimeout(timer); r(); };
+          this.wakeDelay = () => {
+            clearTimeout(timer);
+            r();
+          };
         });
         this.wakeDelay = undefined;
       }
@@ -94,7 +99,12 @@ export class KvMirror {
     const before = (await this.kv.status()).streamInfo.state.last_seq;
     const w = await this.kv.watch();
     let replaced = false;
-    const handle = { stop: () => { replaced = true; w.stop(); } };
+    const handle = {
+      stop: () => {
+        replaced = true;
+        w.stop();
+      },
+    };
     this.current = handle;
     this.behindSince = undefined;
     try {
@@ -144,7 +154,8 @@ export class KvMirror {
       // wait for the watch, but no longer than it may stay silent before it counts as stalled
       const untilStall = (this.behindSince ?? now) + stallMs - now;
       if (await this.applied.reached(last, untilStall > 0 ? Math.min(left, untilStall) : left)) return true;
-      if (this.behindSince === undefined) this.behindSince = Date.now(); // it delivered: keep waiting
+      if (this.behindSince === undefined)
+        this.behindSince = Date.now(); // it delivered: keep waiting
       else if (Date.now() - this.behindSince >= stallMs) this.replace();
     }
   }

@@ -46,14 +46,24 @@ export interface PutObjectOptions {
 }
 
 type Settled = { ok: true; ack: PubAck } | { ok: false; err: unknown };
-const settle = (p: Promise<PubAck>): Promise<Settled> => p.then((ack) => ({ ok: true as const, ack }), (err: unknown) => ({ ok: false as const, err }));
+const settle = (p: Promise<PubAck>): Promise<Settled> =>
+  p.then(
+    (ack) => ({ ok: true as const, ack }),
+    (err: unknown) => ({ ok: false as const, err }),
+  );
 
 /**
  * Store `data` as object `meta.name` in object store `bucket` (a re-put replaces it). Resolves when
  * every chunk and the meta are acknowledged (stored, fsynced); throws if any publish fails, and then
  * no meta of this put is left pointing at missing chunks. No JetStream API request on success.
  */
-export async function putObject(nc: NatsConnection, bucket: string, meta: ObjectStoreMeta, data: Uint8Array | null, opts: PutObjectOptions = {}): Promise<ObjectInfo> {
+export async function putObject(
+  nc: NatsConnection,
+  bucket: string,
+  meta: ObjectStoreMeta,
+  data: Uint8Array | null,
+  opts: PutObjectOptions = {},
+): Promise<ObjectInfo> {
   if (!/^[-\w]+$/.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
   if (!meta.name) throw new Error('name cannot be empty');
   if (meta.options?.link) throw new Error('link cannot be set when putting the object in bucket');
@@ -123,7 +133,9 @@ export async function putObject(nc: NatsConnection, bucket: string, meta: Object
     const th = headers();
     th.set(JsHeaders.RollupHdr, JsHeaders.RollupValueSubject);
     th.set(PubHeaders.ExpectedLastSubjectSequenceHdr, `${metaRes.ack.seq}`);
-    await js.publish(metaSubj, JSON.stringify({ ...info, deleted: true, size: 0, chunks: 0, digest: '' }), { headers: th, timeout }).catch(() => {});
+    await js
+      .publish(metaSubj, JSON.stringify({ ...info, deleted: true, size: 0, chunks: 0, digest: '' }), { headers: th, timeout })
+      .catch(() => {});
   }
   await purge(nc, bucket, chunkSubj, timeout);
   throw chunkErr ? chunkErr.err : (metaRes as Extract<Settled, { ok: false }>).err;

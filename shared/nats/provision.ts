@@ -1,6 +1,13 @@
 // Idempotent provisioning of every stream, bucket and object store. Safe to run on every start
 // of every process: missing things are created, changed limits (replicas, ages) are updated.
-import { jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  DiscardPolicy,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import { Objm } from '@nats-io/obj';
 import { nanos, type NatsConnection } from '@nats-io/nats-core';
@@ -20,9 +27,30 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
   const replicas = cfg.nats.replicas;
   const common = { storage: StorageType.File, num_replicas: replicas };
   return [
-    { ...common, name: STREAMS.jobs, subjects: [subjects.jobsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
-    { ...common, name: STREAMS.tasks, subjects: [subjects.tasksAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
-    { ...common, name: STREAMS.results, subjects: [subjects.resultsAll], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY), duplicate_window: nanos(10 * 60 * 1000) },
+    {
+      ...common,
+      name: STREAMS.jobs,
+      subjects: [subjects.jobsAll],
+      retention: RetentionPolicy.Workqueue,
+      max_age: nanos(7 * DAY),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
+    {
+      ...common,
+      name: STREAMS.tasks,
+      subjects: [subjects.tasksAll],
+      retention: RetentionPolicy.Workqueue,
+      max_age: nanos(7 * DAY),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
+    {
+      ...common,
+      name: STREAMS.results,
+      subjects: [subjects.resultsAll],
+      retention: RetentionPolicy.Workqueue,
+      max_age: nanos(7 * DAY),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
     // The ledger is the only copy of the money: kept forever, never discarded. Its writes are
     // idempotent by their business ref (actors/wallet/ledger.ts), not by the dedupe window, which
     // only has to outlast writes in flight (shared/nats/cas.ts). Direct gets only on one replica:
@@ -30,8 +58,24 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     // a direct get costs about half a stream-info request, and with one replica the one server that
     // stores the stream answers it. Replicated, any replica answers one, and a replica that lags
     // answers with an older sequence (nats-server#6557): off, so every answer is the leader's.
-    { ...common, name: STREAMS.ledger, subjects: [subjects.ledgerAll], retention: RetentionPolicy.Limits, discard: DiscardPolicy.New, max_age: 0, duplicate_window: nanos(10 * 60 * 1000), allow_direct: replicas === 1 },
-    { ...common, name: STREAMS.events, subjects: [subjects.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(DAY), duplicate_window: nanos(60 * 1000) },
+    {
+      ...common,
+      name: STREAMS.ledger,
+      subjects: [subjects.ledgerAll],
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.New,
+      max_age: 0,
+      duplicate_window: nanos(10 * 60 * 1000),
+      allow_direct: replicas === 1,
+    },
+    {
+      ...common,
+      name: STREAMS.events,
+      subjects: [subjects.eventsAll],
+      retention: RetentionPolicy.Limits,
+      max_age: nanos(DAY),
+      duplicate_window: nanos(60 * 1000),
+    },
     // A task whose deliveries ran out is announced once, as a core NATS advisory: a supervisor
     // that is down or reconnecting at that moment would miss it, and the job would wait for the
     // jobs.stuckSeconds backstop (hours). Stored here, it waits until a supervisor has acted on it.
@@ -41,8 +85,22 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
     // expired, and its record is kept retention.jobRecords after that (projection.ts `forget_due`), so
     // the stream's age limit, counted from the archiving, never removes one still listed (an hour at least:
     // 0 would mean no limit).
-    { ...common, name: STREAMS.jobsArchive, subjects: [subjects.jobArchived], retention: RetentionPolicy.Limits, discard: DiscardPolicy.Old, max_age: nanos(Math.max(cfg.retention.jobRecords * 1000, HOUR)), duplicate_window: nanos(10 * 60 * 1000) },
-    { ...common, name: STREAMS.lostTasks, subjects: [subjects.advisoryMaxDeliveries(STREAMS.tasks, '*')], retention: RetentionPolicy.Workqueue, max_age: nanos(7 * DAY) },
+    {
+      ...common,
+      name: STREAMS.jobsArchive,
+      subjects: [subjects.jobArchived],
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(Math.max(cfg.retention.jobRecords * 1000, HOUR)),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
+    {
+      ...common,
+      name: STREAMS.lostTasks,
+      subjects: [subjects.advisoryMaxDeliveries(STREAMS.tasks, '*')],
+      retention: RetentionPolicy.Workqueue,
+      max_age: nanos(7 * DAY),
+    },
   ];
 }
 
@@ -62,7 +120,11 @@ async function ensureStream(jsm: JetStreamManager, sc: Partial<StreamConfig>): P
 async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number, replicas: number, extra: Partial<StreamConfig> = {}) {
   const info = await jsm.streams.info(name);
   const want = { max_age: nanos(maxAgeMs), num_replicas: replicas, ...extra };
-  if ((Object.keys(want) as (keyof StreamConfig)[]).some((k) => JSON.stringify(info.config[k] ?? false) !== JSON.stringify(want[k as keyof typeof want]))) {
+  if (
+    (Object.keys(want) as (keyof StreamConfig)[]).some(
+      (k) => JSON.stringify(info.config[k] ?? false) !== JSON.stringify(want[k as keyof typeof want]),
+    )
+  ) {
     await jsm.streams.update(name, { ...info.config, ...want } as StreamConfig);
   }
 }

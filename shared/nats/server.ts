@@ -71,7 +71,9 @@ export function checkNatsServerVersion(bin: string): string {
   const version = /v?(\d+\.\d+\.\d+)/.exec(`${r.stdout} ${r.stderr}`)?.[1];
   if (!version) throw new Error(`${bin} --version did not print a version: ${(r.stdout + r.stderr).trim().slice(0, 200)}`);
   if (compareVersions(version, NATS_SERVER_MIN) < 0) {
-    throw new Error(`nats-server ${version} (${bin}) is older than ${NATS_SERVER_MIN}, the oldest this project runs on: it cannot fsync before acknowledging a write (sync_interval), so acknowledged money could be lost on a power cut. Run \`npm run setup\` (installs Debian trixie's nats-server) or set NATS_SERVER_BIN.`);
+    throw new Error(
+      `nats-server ${version} (${bin}) is older than ${NATS_SERVER_MIN}, the oldest this project runs on: it cannot fsync before acknowledging a write (sync_interval), so acknowledged money could be lost on a power cut. Run \`npm run setup\` (installs Debian trixie's nats-server) or set NATS_SERVER_BIN.`,
+    );
   }
   checkedBins.set(bin, version);
   return version;
@@ -104,8 +106,14 @@ export interface NatsServerHandle {
 function accepts(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const c = net.connect({ host: '127.0.0.1', port });
-    c.once('connect', () => { c.destroy(); resolve(true); });
-    c.once('error', () => { c.destroy(); resolve(false); });
+    c.once('connect', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once('error', () => {
+      c.destroy();
+      resolve(false);
+    });
   });
 }
 
@@ -127,7 +135,9 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   ];
   if (opts.monitor) lines.push('http_port: -1');
   if (opts.cluster) {
-    lines.push(`cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`);
+    lines.push(
+      `cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`,
+    );
   }
   if (opts.extra) lines.push(opts.extra);
   const confFile = join(opts.storeDir, 'nats-server.conf');
@@ -152,7 +162,9 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     return new Error(`nats-server exited with ${child.exitCode}: ${stderr}`);
   };
   let spawnError: Error | undefined;
-  child.once('error', (e) => { spawnError = e; });
+  child.once('error', (e) => {
+    spawnError = e;
+  });
 
   // nats-server writes <name>_<pid>.ports once it listens.
   const portsFile = join(portsDir, `${bin.split('/').pop()}_${child.pid}.ports`);
@@ -176,7 +188,9 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
           clientPort = port;
           break;
         }
-      } catch { /* partially written */ }
+      } catch {
+        /* partially written */
+      }
     }
     if (opts.onSlowStart && Date.now() >= nextSlow) {
       nextSlow += slowEveryMs;
@@ -197,7 +211,9 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
       if (child.exitCode !== null || child.signalCode !== null) throw await exitError();
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`nats-server did not listen for routes on ${opts.cluster.port} within ${Math.round(timeoutMs / 1000)} s: ${stderr}`);
+        throw new Error(
+          `nats-server did not listen for routes on ${opts.cluster.port} within ${Math.round(timeoutMs / 1000)} s: ${stderr}`,
+        );
       }
       await sleep(25);
     }

@@ -58,7 +58,15 @@ function allowList(allowCidrs: readonly string[]): Cidr[] {
   const key = allowCidrs.join(',');
   let v = cidrCache.get(key);
   if (!v) {
-    v = allowCidrs.map((c) => (c.includes('/') ? ipaddr.parseCIDR(c) : (() => { const a = ipaddr.parse(c); return [a, a.kind() === 'ipv4' ? 32 : 128]; })()) as Cidr);
+    v = allowCidrs.map(
+      (c) =>
+        (c.includes('/')
+          ? ipaddr.parseCIDR(c)
+          : (() => {
+              const a = ipaddr.parse(c);
+              return [a, a.kind() === 'ipv4' ? 32 : 128];
+            })()) as Cidr,
+    );
     cidrCache.set(key, v);
   }
   return v;
@@ -108,10 +116,34 @@ export const isPublicAddress = (ip: string, allowCidrs: readonly string[] = []) 
 
 /** Names that must never be looked up: cloud metadata services and special-use domains (RFC 6761 and later). */
 const BLOCKED_NAMES = new Set([
-  'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal',
-  'metadata.azure.internal', 'metadata.packet.net', 'kubernetes.default', 'kubernetes.default.svc',
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'instance-data',
+  'instance-data.ec2.internal',
+  'metadata.azure.internal',
+  'metadata.packet.net',
+  'kubernetes.default',
+  'kubernetes.default.svc',
 ]);
-const BLOCKED_SUFFIXES = ['.internal', '.local', '.localdomain', '.home.arpa', '.lan', '.intranet', '.corp', '.private', '.invalid', '.test', '.example', '.onion', '.alt', '.arpa', '.svc', '.cluster.local'];
+const BLOCKED_SUFFIXES = [
+  '.internal',
+  '.local',
+  '.localdomain',
+  '.home.arpa',
+  '.lan',
+  '.intranet',
+  '.corp',
+  '.private',
+  '.invalid',
+  '.test',
+  '.example',
+  '.onion',
+  '.alt',
+  '.arpa',
+  '.svc',
+  '.cluster.local',
+];
 
 export type HostClass =
   | { kind: 'ip'; address: string; family: 4 | 6 }

@@ -21,8 +21,21 @@ const checkLimiters = new WeakMap<PrecheckConfig['outbound'], { perKey: LocalLim
  */
 export function takeCheck(config: PrecheckConfig, who: string, target: string): void {
   let l = checkLimiters.get(config.outbound);
-  if (!l) checkLimiters.set(config.outbound, (l = { perKey: new LocalLimiter(config.outbound.checksPerKeyPerMinute, 60_000), perTarget: new LocalLimiter(config.outbound.checksPerTargetPerMinute, 60_000) }));
-  const refuse = (d: { retryAfter: number }, what: string) => new ApiError('rate_limited', `too many reachability checks ${what} in the last minute; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'retry-after': String(d.retryAfter) });
+  if (!l)
+    checkLimiters.set(
+      config.outbound,
+      (l = {
+        perKey: new LocalLimiter(config.outbound.checksPerKeyPerMinute, 60_000),
+        perTarget: new LocalLimiter(config.outbound.checksPerTargetPerMinute, 60_000),
+      }),
+    );
+  const refuse = (d: { retryAfter: number }, what: string) =>
+    new ApiError(
+      'rate_limited',
+      `too many reachability checks ${what} in the last minute; retry in ${d.retryAfter} s`,
+      { retryAfter: d.retryAfter },
+      { 'retry-after': String(d.retryAfter) },
+    );
   // one after the other: a check refused for the key takes nothing of the target's
   const mine = l.perKey.take(who);
   if (!mine.allowed) throw refuse(mine, 'by this key');
@@ -34,7 +47,12 @@ export function takeCheck(config: PrecheckConfig, who: string, target: string): 
  * Throws ApiError `bad_url`, `blocked_address` or `unreachable` (all 400, nothing charged).
  * Only connects (no request is sent): a server that accepts connections counts as answering.
  */
-export async function precheckTarget(raw: string, config: PrecheckConfig, resolver?: Resolver, who?: string): Promise<{ url: URL; pinned: PinnedAddress }> {
+export async function precheckTarget(
+  raw: string,
+  config: PrecheckConfig,
+  resolver?: Resolver,
+  who?: string,
+): Promise<{ url: URL; pinned: PinnedAddress }> {
   const url = parseTargetUrl(raw);
   const timeoutMs = config.outbound.checkTimeoutMs;
   const port = Number(url.port) || (url.protocol === 'https:' ? 443 : 80);

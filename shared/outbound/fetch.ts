@@ -42,8 +42,16 @@ export const DEFAULT_USER_AGENT = 'Mozilla/5.0 (compatible; PayloadsFetcher/1.0)
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** Build the fetch options from config (outbound and an optional size cap/timeout). */
-export function fetchOptionsFromConfig(config: { outbound: { allowCidrs: string[]; maxRedirects: number; connectTimeoutMs: number } }, extra: Partial<GuardedFetchOptions> = {}): GuardedFetchOptions {
-  return { allowCidrs: config.outbound.allowCidrs, maxRedirects: config.outbound.maxRedirects, connectTimeoutMs: config.outbound.connectTimeoutMs, ...extra };
+export function fetchOptionsFromConfig(
+  config: { outbound: { allowCidrs: string[]; maxRedirects: number; connectTimeoutMs: number } },
+  extra: Partial<GuardedFetchOptions> = {},
+): GuardedFetchOptions {
+  return {
+    allowCidrs: config.outbound.allowCidrs,
+    maxRedirects: config.outbound.maxRedirects,
+    connectTimeoutMs: config.outbound.connectTimeoutMs,
+    ...extra,
+  };
 }
 
 export async function guardedFetch(raw: string | URL, opts: GuardedFetchOptions): Promise<GuardedResponse> {
@@ -70,14 +78,16 @@ export async function guardedFetch(raw: string | URL, opts: GuardedFetchOptions)
       } catch {
         throw new OutboundError('bad_url', `redirect to an invalid URL: ${res.headers.location.slice(0, 200)}`, { chain });
       }
-      if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new OutboundError('blocked_address', `redirect to ${next.protocol} refused`, { chain });
+      if (next.protocol !== 'http:' && next.protocol !== 'https:')
+        throw new OutboundError('blocked_address', `redirect to ${next.protocol} refused`, { chain });
       next = parseHttpUrl(next);
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
         method = 'GET';
         body = undefined;
         headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^content-/i.test(k)));
       }
-      if (next.origin !== url.origin) headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^(authorization|cookie)$/i.test(k)));
+      if (next.origin !== url.origin)
+        headers = Object.fromEntries(Object.entries(headers).filter(([k]) => !/^(authorization|cookie)$/i.test(k)));
       url = next;
       continue;
     }
@@ -90,7 +100,13 @@ interface OnceOptions extends GuardedFetchOptions {
   headers: Record<string, string>;
 }
 
-function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadline: number, timeoutMs: number): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
+function requestOnce(
+  url: URL,
+  pinned: PinnedAddress,
+  opts: OnceOptions,
+  deadline: number,
+  timeoutMs: number,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: Buffer }> {
   const maxBytes = opts.maxBytes ?? 10 * 1024 * 1024;
   const decompress = opts.decompress ?? true;
   const mod = url.protocol === 'https:' ? https : http;
@@ -123,8 +139,19 @@ function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadlin
       lookup: pinnedLookup(pinned) as never,
       ...(opts.ca ? { ca: opts.ca } : {}),
     });
-    const total = setTimeout(() => fail(new OutboundError('timeout', `fetch took longer than ${timeoutMs} ms`, { url: url.href })), Math.max(1, deadline - Date.now()));
-    const connect = setTimeout(() => fail(new OutboundError('unreachable', `${url.host} did not accept a connection in ${opts.connectTimeoutMs ?? 10000} ms`, { url: url.href })), opts.connectTimeoutMs ?? 10000);
+    const total = setTimeout(
+      () => fail(new OutboundError('timeout', `fetch took longer than ${timeoutMs} ms`, { url: url.href })),
+      Math.max(1, deadline - Date.now()),
+    );
+    const connect = setTimeout(
+      () =>
+        fail(
+          new OutboundError('unreachable', `${url.host} did not accept a connection in ${opts.connectTimeoutMs ?? 10000} ms`, {
+            url: url.href,
+          }),
+        ),
+      opts.connectTimeoutMs ?? 10000,
+    );
     req.on('socket', (s) => s.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () => clearTimeout(connect)));
     const onAbort = () => fail(new OutboundError('timeout', 'fetch aborted', { url: url.href }));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -135,13 +162,16 @@ function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadlin
     req.on('response', (res) => {
       const declared = Number(res.headers['content-length']);
       if (Number.isFinite(declared) && declared > maxBytes && opts.method !== 'HEAD') {
-        return fail(new OutboundError('too_large', `the page is ${declared} bytes, more than the ${maxBytes} allowed`, { url: url.href, maxBytes }));
+        return fail(
+          new OutboundError('too_large', `the page is ${declared} bytes, more than the ${maxBytes} allowed`, { url: url.href, maxBytes }),
+        );
       }
       const chunks: Buffer[] = [];
       let got = 0;
       res.on('data', (c: Buffer) => {
         got += c.length;
-        if (got > maxBytes) return fail(new OutboundError('too_large', `the page is more than the ${maxBytes} bytes allowed`, { url: url.href, maxBytes }));
+        if (got > maxBytes)
+          return fail(new OutboundError('too_large', `the page is more than the ${maxBytes} bytes allowed`, { url: url.href, maxBytes }));
         chunks.push(c);
       });
       res.on('error', (e) => fail(new OutboundError('unreachable', `${url.host}: connection broke: ${e.message}`, { url: url.href })));
@@ -150,14 +180,17 @@ function requestOnce(url: URL, pinned: PinnedAddress, opts: OnceOptions, deadlin
         if (done) return;
         const raw = Buffer.concat(chunks);
         const enc = decompress ? String(res.headers['content-encoding'] ?? '') : '';
-        decode(raw, enc, maxBytes).then((body) => {
-          if (done) return;
-          done = true;
-          clearTimeout(total);
-          clearTimeout(connect);
-          opts.signal?.removeEventListener('abort', onAbort);
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-        }, (e) => fail(e));
+        decode(raw, enc, maxBytes).then(
+          (body) => {
+            if (done) return;
+            done = true;
+            clearTimeout(total);
+            clearTimeout(connect);
+            opts.signal?.removeEventListener('abort', onAbort);
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
+          },
+          (e) => fail(e),
+        );
       });
     });
     if (opts.body !== undefined) req.end(opts.body);
@@ -172,7 +205,12 @@ const inflateRaw = promisify(zlib.inflateRaw);
 
 /** Undo content encodings (last applied first), never producing more than maxBytes. */
 export async function decode(raw: Buffer, contentEncoding: string, maxBytes: number): Promise<Buffer> {
-  const encs = contentEncoding.toLowerCase().split(',').map((s) => s.trim()).filter((s) => s && s !== 'identity').reverse();
+  const encs = contentEncoding
+    .toLowerCase()
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s && s !== 'identity')
+    .reverse();
   let buf = raw;
   const o = { maxOutputLength: maxBytes + 1 };
   try {

@@ -8,8 +8,26 @@
 //   parseTargetUrl(raw), hostOf(url)        pure: a customer's target URL → URL or ApiError bad_url
 //   precheckTarget(url, config)              job-creation check → ApiError bad_url / blocked_address / unreachable
 export { isPublicAddress, blockReason, classifyHost, parseIp, unwrapIp, type HostClass } from './address.ts';
-export { OutboundError, checkTarget, resolvePinned, pinnedLookup, parseHttpUrl, systemResolver, type OutboundErrorCode, type Resolver, type GuardOptions, type PinnedAddress } from './resolve.ts';
-export { guardedFetch, fetchOptionsFromConfig, decode, DEFAULT_USER_AGENT, type GuardedFetchOptions, type GuardedResponse } from './fetch.ts';
+export {
+  OutboundError,
+  checkTarget,
+  resolvePinned,
+  pinnedLookup,
+  parseHttpUrl,
+  systemResolver,
+  type OutboundErrorCode,
+  type Resolver,
+  type GuardOptions,
+  type PinnedAddress,
+} from './resolve.ts';
+export {
+  guardedFetch,
+  fetchOptionsFromConfig,
+  decode,
+  DEFAULT_USER_AGENT,
+  type GuardedFetchOptions,
+  type GuardedResponse,
+} from './fetch.ts';
 export { startGuardProxy, chromiumProxyArgs, type GuardProxy, type GuardProxyOptions } from './proxy.ts';
 export { precheckTarget, takeCheck, toApiError, tcpProbe, type PrecheckConfig } from './check.ts';
 export { parseTargetUrl, hostOf } from './url.ts';

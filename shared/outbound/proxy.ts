@@ -35,7 +35,17 @@ export interface GuardProxy {
 /** An upstream connection (tunnel or plain-http exchange) silent this long is closed. */
 const IDLE_MS = 5 * 60 * 1000;
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authorization',
+  'proxy-authenticate',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
 
 /** From config: `startGuardProxy({allowCidrs: config.outbound.allowCidrs, port: config.outbound.proxyPort, connectTimeoutMs: config.outbound.connectTimeoutMs})`. */
 export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardProxy> {
@@ -56,7 +66,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       target = new URL(req.url ?? '');
       if (target.protocol !== 'http:') throw new Error('not http');
     } catch {
-      res.writeHead(400, { 'content-type': 'text/plain', 'x-guard-error': 'bad_url' }).end('this proxy only forwards absolute http:// URLs\n');
+      res
+        .writeHead(400, { 'content-type': 'text/plain', 'x-guard-error': 'bad_url' })
+        .end('this proxy only forwards absolute http:// URLs\n');
       return;
     }
     let pinned;
@@ -65,7 +77,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       pinned = await resolvePinned(target.hostname, guard);
     } catch (e) {
       const r = refused(target.host, e);
-      res.writeHead(r.status, { 'content-type': 'text/plain', 'x-guard-error': r.code }).end(`refused by the outbound guard: ${r.reason}\n`);
+      res
+        .writeHead(r.status, { 'content-type': 'text/plain', 'x-guard-error': r.code })
+        .end(`refused by the outbound guard: ${r.reason}\n`);
       return;
     }
     const headers: Record<string, string | string[]> = {};
@@ -94,7 +108,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
     });
     up.once('close', () => clearTimeout(connectTimer));
     // the browser gave up on the request (page closed, navigation aborted): so does the proxy
-    res.once('close', () => { if (!res.writableFinished) up.destroy(); });
+    res.once('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
     up.on('response', (ur) => {
       const out: Record<string, string | string[]> = {};
       // the guard's own signal header is ours alone: a target must not be able to fake it
@@ -103,7 +119,8 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       ur.pipe(res);
     });
     up.on('error', (e) => {
-      if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain', 'x-guard-error': 'unreachable' }).end(`upstream error: ${e.message}\n`);
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain', 'x-guard-error': 'unreachable' }).end(`upstream error: ${e.message}\n`);
       else res.destroy();
     });
     req.pipe(up);
@@ -131,7 +148,9 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
       pinned = await resolvePinned(hostname, guard);
     } catch (e) {
       const r = refused(hostname, e);
-      client.end(`HTTP/1.1 ${r.status} ${r.status === 403 ? 'Forbidden' : r.status === 400 ? 'Bad Request' : 'Bad Gateway'}\r\nX-Guard-Error: ${r.code}\r\nContent-Length: 0\r\n\r\n`);
+      client.end(
+        `HTTP/1.1 ${r.status} ${r.status === 403 ? 'Forbidden' : r.status === 400 ? 'Bad Request' : 'Bad Gateway'}\r\nX-Guard-Error: ${r.code}\r\nContent-Length: 0\r\n\r\n`,
+      );
       return;
     }
     const up = net.connect({ host: pinned.address, port: Number(m[2]), family: pinned.family });
@@ -194,6 +213,10 @@ export async function startGuardProxy(opts: GuardProxyOptions): Promise<GuardPro
  * actors/browser-pool/launchers/types.ts; the strong form is a network namespace, docs/shots.md).
  */
 export const chromiumProxyArgs = (proxy: { url: string }) => [
-  `--proxy-server=${proxy.url}`, '--proxy-bypass-list=<-loopback>', '--disable-quic', '--dns-prefetch-disable',
-  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp', '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+  `--proxy-server=${proxy.url}`,
+  '--proxy-bypass-list=<-loopback>',
+  '--disable-quic',
+  '--dns-prefetch-disable',
+  '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+  '--webrtc-ip-handling-policy=disable_non_proxied_udp',
 ];

@@ -22,7 +22,9 @@ export class OutboundError extends Error {
 export type Resolver = (hostname: string) => Promise<LookupAddress[]>;
 
 export const systemResolver: Resolver = (hostname) =>
-  new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs))));
+  new Promise((resolve, reject) =>
+    dnsLookup(hostname, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs))),
+  );
 
 export interface GuardOptions {
   allowCidrs: readonly string[];
@@ -55,13 +57,20 @@ export async function resolvePinned(hostname: string, opts: GuardOptions): Promi
     addrs = await withTimeout(resolver(c.name), opts.timeoutMs ?? 10000, `resolving ${c.name}`);
   } catch (e) {
     if (e instanceof OutboundError) throw new OutboundError('unreachable', e.message, { host: hostname });
-    throw new OutboundError('unreachable', `${c.name} does not resolve (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, { host: hostname });
+    throw new OutboundError('unreachable', `${c.name} does not resolve (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`, {
+      host: hostname,
+    });
   }
   if (!addrs.length) throw new OutboundError('unreachable', `${c.name} has no address`, { host: hostname });
   for (const a of addrs) {
     // the message never says which address: what a name resolves to inside our network is an
     // answer of our resolver a client must not read (the address stays in `details` for our logs)
-    if (blockReason(a.address, opts.allowCidrs)) throw new OutboundError('blocked_address', `${c.name} resolves to an address that is not public (private, loopback, link-local or reserved)`, { host: hostname, address: a.address });
+    if (blockReason(a.address, opts.allowCidrs))
+      throw new OutboundError(
+        'blocked_address',
+        `${c.name} resolves to an address that is not public (private, loopback, link-local or reserved)`,
+        { host: hostname, address: a.address },
+      );
   }
   // prefer IPv4 when both exist: this machine may have no IPv6 route
   const chosen = addrs.find((a) => a.family === 4) ?? addrs[0]!;
@@ -76,7 +85,16 @@ function pin(host: string, address: string): PinnedAddress {
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise((resolve, reject) => {
     const t = setTimeout(() => reject(new OutboundError('timeout', `${what} took longer than ${ms} ms`)), ms);
-    p.then((v) => { clearTimeout(t); resolve(v); }, (e) => { clearTimeout(t); reject(e); });
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
   });
 }
 
@@ -96,7 +114,8 @@ export function parseHttpUrl(raw: string | URL): URL {
   } catch {
     throw new OutboundError('bad_url', `not a valid URL: ${String(raw).slice(0, 200)}`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new OutboundError('bad_url', `only http and https are fetched, not ${u.protocol}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new OutboundError('bad_url', `only http and https are fetched, not ${u.protocol}`);
   if (!u.hostname) throw new OutboundError('bad_url', 'URL has no host');
   if (u.username || u.password) throw new OutboundError('bad_url', 'URL must not carry credentials');
   return u;

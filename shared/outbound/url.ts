@@ -10,7 +10,8 @@ export function parseTargetUrl(raw: unknown, field = 'url'): URL {
   } catch {
     throw new ApiError('bad_url', `${field} is not a valid URL`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ApiError('bad_url', `${field} must use http or https, not ${u.protocol.replace(':', '')}`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    throw new ApiError('bad_url', `${field} must use http or https, not ${u.protocol.replace(':', '')}`);
   if (!u.hostname) throw new ApiError('bad_url', `${field} has no host`);
   if (u.username || u.password) throw new ApiError('bad_url', `${field} must not carry credentials`);
   return u;

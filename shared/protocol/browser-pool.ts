@@ -7,18 +7,24 @@ import { endpoint, type ServiceApi } from './endpoint.ts';
 
 export const browserApi = {
   renderPdf: endpoint({
-    subject: subjects.browser.renderPdf, summary: 'Print a page to PDF and store it as objectName in store (the converter waits shots.pageTimeoutMs + 10 s)',
+    subject: subjects.browser.renderPdf,
+    summary: 'Print a page to PDF and store it as objectName in store (the converter waits shots.pageTimeoutMs + 10 s)',
     request: T.Object({ url: T.String(), store: T.String(), objectName: T.String() }),
     reply: T.Object({ bytes: T.Integer(), contentType: T.Literal('application/pdf') }),
   }),
   renderHtml: endpoint({
-    subject: subjects.browser.renderHtml, summary: 'The HTML of a page after its scripts ran (the converter waits shots.pageTimeoutMs + 5 s)',
+    subject: subjects.browser.renderHtml,
+    summary: 'The HTML of a page after its scripts ran (the converter waits shots.pageTimeoutMs + 5 s)',
     request: T.Object({ url: T.String() }),
     reply: T.Object({ html: T.String(), finalUrl: T.String(), status: T.Union([T.Integer(), T.Null()]) }),
   }),
 };
 
-export const BROWSER_POOL_API: ServiceApi = { service: MICRO.browserPool, description: 'Real browsers: PDF printing and JavaScript rendering for websitepro', endpoints: Object.values(browserApi) };
+export const BROWSER_POOL_API: ServiceApi = {
+  service: MICRO.browserPool,
+  description: 'Real browsers: PDF printing and JavaScript rendering for websitepro',
+  endpoints: Object.values(browserApi),
+};
 
 /** The typed clients (the converter's calls pass their own wait, from shots.pageTimeoutMs). */
 export const browserService = { renderPdf: client(browserApi.renderPdf), renderHtml: client(browserApi.renderHtml) };

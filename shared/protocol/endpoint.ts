@@ -16,7 +16,13 @@ export interface Endpoint<Q extends TSchema = TSchema, R extends TSchema = TSche
 export type RequestOf<E extends Endpoint> = Static<E['request']>;
 export type ReplyOf<E extends Endpoint> = Static<E['reply']>;
 
-export function endpoint<Q extends TSchema, R extends TSchema>(e: { subject: string; summary: string; request: Q; reply: R; timeoutMs?: number }): Endpoint<Q, R> {
+export function endpoint<Q extends TSchema, R extends TSchema>(e: {
+  subject: string;
+  summary: string;
+  request: Q;
+  reply: R;
+  timeoutMs?: number;
+}): Endpoint<Q, R> {
   return { timeoutMs: 10_000, ...e };
 }
 

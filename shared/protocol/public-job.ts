@@ -5,11 +5,18 @@ import type { JobDoc, ResultDoc } from '../schemas/api.ts';
 export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
 
 /** Results are gone once expiresAt has passed, whether or not the sweep has deleted them yet. */
-export const isExpired = (job: Pick<JobRecord, 'expiresAt' | 'purgedAt'>, now = Date.now()) => now >= job.expiresAt || job.purgedAt !== undefined;
+export const isExpired = (job: Pick<JobRecord, 'expiresAt' | 'purgedAt'>, now = Date.now()) =>
+  now >= job.expiresAt || job.purgedAt !== undefined;
 
 /** A webhook's delivery as the API shows it (the job's, or a labs result's). */
 function publicWebhook<S extends string>(w: { url: string; state: S; tries: number; attempts: WebhookAttempt[]; nextAt?: number }) {
-  return { url: w.url, state: w.state, tries: w.tries, attempts: w.attempts, ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}) };
+  return {
+    url: w.url,
+    state: w.state,
+    tries: w.tries,
+    attempts: w.attempts,
+    ...(w.state === 'pending' && w.nextAt ? { nextAttemptAt: w.nextAt } : {}),
+  };
 }
 
 export function toPublicResult(job: JobRecord, r: ResultRecord, baseUrl: string, now = Date.now()): ResultDoc {

@@ -5,95 +5,132 @@ import { ERROR_CODES } from '../errors.ts';
 
 const Ms = (description: string) => T.Integer({ description: `${description} (Unix time, ms)` });
 
-export const ErrorBody = T.Object({
-  error: T.Object({
-    code: T.Union(ERROR_CODES.map((c) => T.Literal(c)), { description: 'Stable machine-readable code; see the errors page.' }),
-    message: T.String({ description: 'Human text; may change.' }),
-    docs: T.Optional(T.String({ description: 'Link to this code on the errors page.' })),
-    requestId: T.Optional(T.String()),
-  }, { additionalProperties: true }),
-}, { $id: 'Error' });
+export const ErrorBody = T.Object(
+  {
+    error: T.Object(
+      {
+        code: T.Union(
+          ERROR_CODES.map((c) => T.Literal(c)),
+          { description: 'Stable machine-readable code; see the errors page.' },
+        ),
+        message: T.String({ description: 'Human text; may change.' }),
+        docs: T.Optional(T.String({ description: 'Link to this code on the errors page.' })),
+        requestId: T.Optional(T.String()),
+      },
+      { additionalProperties: true },
+    ),
+  },
+  { $id: 'Error' },
+);
 
 /** A webhook's delivery: the job's (websitepro, shots) or one labs report's (on its result). */
 function webhookDelivery<S extends string>(states: S[], stateMeaning: string, description: string) {
-  return T.Object({
-    url: T.String(),
-    state: T.Union(states.map((s) => T.Literal(s)), { description: stateMeaning }),
-    tries: T.Integer({ description: 'Attempts made so far.' }),
-    attempts: T.Array(T.Object({
-      at: Ms('Attempt started'),
-      status: T.Union([T.Integer(), T.Null()], { description: 'HTTP status of the receiver; null when none came.' }),
-      error: T.Optional(T.String()),
-    }), { description: 'The last attempts, oldest first.' }),
-    nextAttemptAt: T.Optional(Ms('Next retry')),
-  }, { description });
+  return T.Object(
+    {
+      url: T.String(),
+      state: T.Union(
+        states.map((s) => T.Literal(s)),
+        { description: stateMeaning },
+      ),
+      tries: T.Integer({ description: 'Attempts made so far.' }),
+      attempts: T.Array(
+        T.Object({
+          at: Ms('Attempt started'),
+          status: T.Union([T.Integer(), T.Null()], { description: 'HTTP status of the receiver; null when none came.' }),
+          error: T.Optional(T.String()),
+        }),
+        { description: 'The last attempts, oldest first.' },
+      ),
+      nextAttemptAt: T.Optional(Ms('Next retry')),
+    },
+    { description },
+  );
 }
 
-export const Result = T.Object({
-  key: T.String({ description: 'Output name, module name, `custom`, `dataset`, or the screenshot file name.' }),
-  status: T.Union([T.Literal('pending'), T.Literal('done'), T.Literal('failed')]),
-  price: T.Integer({ description: 'Payloads' }),
-  refunded: T.Boolean(),
-  error: T.Optional(T.String({ description: 'Reason when not delivered.' })),
-  message: T.Optional(T.String({ description: 'Human text explaining `error`.' })),
-  url: T.Optional(T.String({ description: 'Download address (needs the Authorization header); only while done and not expired.' })),
-  thumbUrl: T.Optional(T.String({ description: '`shots`: WebP thumbnail address.' })),
-  contentType: T.Optional(T.String()),
-  bytes: T.Optional(T.Integer()),
-  filename: T.Optional(T.String()),
-  oneTime: T.Optional(T.Boolean()),
-  progress: T.Optional(T.String()),
-  webhook: T.Optional(webhookDelivery(
-    ['pending', 'delivered', 'failed'],
-    'pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, a refused address, or the prober stopped between attempts.',
-    'labs: the delivery of this report to the job\'s webhook (docs/webhooks.md); absent until the report is stored.',
-  )),
-}, { $id: 'Result', additionalProperties: true });
+export const Result = T.Object(
+  {
+    key: T.String({ description: 'Output name, module name, `custom`, `dataset`, or the screenshot file name.' }),
+    status: T.Union([T.Literal('pending'), T.Literal('done'), T.Literal('failed')]),
+    price: T.Integer({ description: 'Payloads' }),
+    refunded: T.Boolean(),
+    error: T.Optional(T.String({ description: 'Reason when not delivered.' })),
+    message: T.Optional(T.String({ description: 'Human text explaining `error`.' })),
+    url: T.Optional(T.String({ description: 'Download address (needs the Authorization header); only while done and not expired.' })),
+    thumbUrl: T.Optional(T.String({ description: '`shots`: WebP thumbnail address.' })),
+    contentType: T.Optional(T.String()),
+    bytes: T.Optional(T.Integer()),
+    filename: T.Optional(T.String()),
+    oneTime: T.Optional(T.Boolean()),
+    progress: T.Optional(T.String()),
+    webhook: T.Optional(
+      webhookDelivery(
+        ['pending', 'delivered', 'failed'],
+        'pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, a refused address, or the prober stopped between attempts.',
+        "labs: the delivery of this report to the job's webhook (docs/webhooks.md); absent until the report is stored.",
+      ),
+    ),
+  },
+  { $id: 'Result', additionalProperties: true },
+);
 
-export const Job = T.Object({
-  id: T.String(),
-  service: T.Union([T.Literal('websitepro'), T.Literal('shots'), T.Literal('labs')]),
-  status: T.Union([T.Literal('queued'), T.Literal('processing'), T.Literal('completed'), T.Literal('failed')]),
-  target: T.String({ description: 'Host name of the target.' }),
-  cost: T.Integer(),
-  refunded: T.Integer(),
-  charged: T.Integer(),
-  error: T.Optional(T.String()),
-  createdAt: Ms('Created'),
-  finishedAt: T.Optional(Ms('Finished')),
-  expiresAt: Ms('Results are deleted after this'),
-  results: T.Array(T.Ref('Result')),
-  webhook: T.Optional(webhookDelivery(
-    ['waiting', 'pending', 'delivered', 'failed'],
-    'waiting: the job runs; pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, or a refused address.',
-    'websitepro and shots: the delivery of the job\'s webhook (docs/webhooks.md).',
-  )),
-}, { $id: 'Job', additionalProperties: true });
+export const Job = T.Object(
+  {
+    id: T.String(),
+    service: T.Union([T.Literal('websitepro'), T.Literal('shots'), T.Literal('labs')]),
+    status: T.Union([T.Literal('queued'), T.Literal('processing'), T.Literal('completed'), T.Literal('failed')]),
+    target: T.String({ description: 'Host name of the target.' }),
+    cost: T.Integer(),
+    refunded: T.Integer(),
+    charged: T.Integer(),
+    error: T.Optional(T.String()),
+    createdAt: Ms('Created'),
+    finishedAt: T.Optional(Ms('Finished')),
+    expiresAt: Ms('Results are deleted after this'),
+    results: T.Array(T.Ref('Result')),
+    webhook: T.Optional(
+      webhookDelivery(
+        ['waiting', 'pending', 'delivered', 'failed'],
+        'waiting: the job runs; pending: being sent (retries with backoff); delivered: a 2xx came back; failed: retries used up, a 4xx, or a refused address.',
+        "websitepro and shots: the delivery of the job's webhook (docs/webhooks.md).",
+      ),
+    ),
+  },
+  { $id: 'Job', additionalProperties: true },
+);
 
-export const QuoteItem = T.Object({ key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) }, { additionalProperties: true });
-export const Quote = T.Object({
-  service: T.String(),
-  target: T.String(),
-  cost: T.Integer(),
-  eur: T.Number(),
-  balance: T.Integer(),
-  sufficient: T.Boolean(),
-  items: T.Array(QuoteItem),
-}, { $id: 'Quote' });
+export const QuoteItem = T.Object(
+  { key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) },
+  { additionalProperties: true },
+);
+export const Quote = T.Object(
+  {
+    service: T.String(),
+    target: T.String(),
+    cost: T.Integer(),
+    eur: T.Number(),
+    balance: T.Integer(),
+    sufficient: T.Boolean(),
+    items: T.Array(QuoteItem),
+  },
+  { $id: 'Quote' },
+);
 
 export const Balance = T.Object({ balance: T.Integer(), unit: T.String(), eur: T.Number() }, { $id: 'Balance' });
 
-export const Topup = T.Object({
-  id: T.String(),
-  status: T.Union([T.Literal('pending'), T.Literal('paid'), T.Literal('expired'), T.Literal('failed')]),
-  eur: T.Number(),
-  eurCents: T.Integer(),
-  payloads: T.Integer(),
-  bonusPayloads: T.Integer(),
-  bolt11: T.Union([T.String(), T.Null()]),
-  sats: T.Union([T.Integer(), T.Null()]),
-  expiresAt: Ms('Invoice expiry'),
-}, { $id: 'Topup', additionalProperties: true });
+export const Topup = T.Object(
+  {
+    id: T.String(),
+    status: T.Union([T.Literal('pending'), T.Literal('paid'), T.Literal('expired'), T.Literal('failed')]),
+    eur: T.Number(),
+    eurCents: T.Integer(),
+    payloads: T.Integer(),
+    bonusPayloads: T.Integer(),
+    bolt11: T.Union([T.String(), T.Null()]),
+    sats: T.Union([T.Integer(), T.Null()]),
+    expiresAt: Ms('Invoice expiry'),
+  },
+  { $id: 'Topup', additionalProperties: true },
+);
 
 export const JobWithBalance = T.Object({ job: T.Ref('Job'), balance: T.Integer() });
 export const TopupWithBalance = T.Object({ topup: T.Ref('Topup'), balance: T.Integer() });

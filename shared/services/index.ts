@@ -7,5 +7,15 @@ import { labs } from './labs.ts';
 export const SERVICE_MODULES: Record<ServiceName, ServiceModule> = { websitepro, shots, labs };
 export type { ServiceModule, Plan, PlanItem, PlanContext } from './types.ts';
 // what the workers and the catalogue share with the service modules
-export { VIEWPORT_PRESETS, VIEWPORT_LIMITS, DEFAULT_VIEWPORT, SCHEMES, DELAYS, COMPARE_MAX_PAIRS, diffKey, mergeOffers, type BrowserOffer } from './shots.ts';
+export {
+  VIEWPORT_PRESETS,
+  VIEWPORT_LIMITS,
+  DEFAULT_VIEWPORT,
+  SCHEMES,
+  DELAYS,
+  COMPARE_MAX_PAIRS,
+  diffKey,
+  mergeOffers,
+  type BrowserOffer,
+} from './shots.ts';
 export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type CheckedAddress } from './labs.ts';

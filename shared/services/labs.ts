@@ -15,12 +15,20 @@ export { parseWebhook };
 export const LABS_MODULES = ['quick', 'conformance'] as const;
 export type LabsModule = (typeof LABS_MODULES)[number];
 
-export const LabsBody = T.Object({
-  relay: T.String({ description: 'wss://host[:port][/path], ws://..., or a bare host (means wss://)', maxLength: 2048 }),
-  modules: T.Optional(T.Array(T.Union(LABS_MODULES.map((m) => T.Literal(m))), { maxItems: 2 })),
-  checks: T.Optional(T.Array(T.String({ maxLength: 100 }), { maxItems: 200, description: 'Ids from `selectable` of GET /v1/services/labs; unknown ids are ignored.' })),
-  webhook: T.Optional(WebhookField),
-}, { $id: 'LabsBody', additionalProperties: false });
+export const LabsBody = T.Object(
+  {
+    relay: T.String({ description: 'wss://host[:port][/path], ws://..., or a bare host (means wss://)', maxLength: 2048 }),
+    modules: T.Optional(T.Array(T.Union(LABS_MODULES.map((m) => T.Literal(m))), { maxItems: 2 })),
+    checks: T.Optional(
+      T.Array(T.String({ maxLength: 100 }), {
+        maxItems: 200,
+        description: 'Ids from `selectable` of GET /v1/services/labs; unknown ids are ignored.',
+      }),
+    ),
+    webhook: T.Optional(WebhookField),
+  },
+  { $id: 'LabsBody', additionalProperties: false },
+);
 export type LabsRequest = Static<typeof LabsBody>;
 
 /** A check as the relay-prober advertises it. */
@@ -67,10 +75,12 @@ export function parseRelayUrl(raw: string, allowedPorts: number[]): URL {
   } catch {
     throw new ApiError('bad_relay_url', 'relay is not a valid address');
   }
-  if (u.protocol !== 'wss:' && u.protocol !== 'ws:') throw new ApiError('bad_relay_url', `relay must be wss:// or ws://, not ${u.protocol.replace(':', '')}`);
+  if (u.protocol !== 'wss:' && u.protocol !== 'ws:')
+    throw new ApiError('bad_relay_url', `relay must be wss:// or ws://, not ${u.protocol.replace(':', '')}`);
   if (!u.hostname || u.username || u.password || u.hash) throw new ApiError('bad_relay_url', 'relay must be wss://host[:port][/path]');
   const port = u.port ? Number(u.port) : u.protocol === 'wss:' ? 443 : 80;
-  if (!allowedPorts.includes(port)) throw new ApiError('bad_port', `port ${port} is not allowed; allowed: ${allowedPorts.join(', ')}`, { allowedPorts });
+  if (!allowedPorts.includes(port))
+    throw new ApiError('bad_port', `port ${port} is not allowed; allowed: ${allowedPorts.join(', ')}`, { allowedPorts });
   return u;
 }
 
@@ -95,13 +105,25 @@ export const labs: ServiceModule<LabsRequest> = {
     const modules = [...new Set(body.modules ?? [])];
     const selectable = new Set(checks.filter((c) => c.selectable).map((c) => c.id));
     const custom = [...new Set(body.checks ?? [])].filter((id) => selectable.has(id));
-    if (!modules.length && !custom.length) throw new ApiError('no_checks', 'give modules and/or checks from the selectable list of GET /v1/services/labs');
+    if (!modules.length && !custom.length)
+      throw new ApiError('no_checks', 'give modules and/or checks from the selectable list of GET /v1/services/labs');
     const p = config.pricing.labs;
     const params = { relay: relay.href, webhook: body.webhook ?? null };
     const moduleNeeds = (m: LabsModule) => checks.some((c) => c.needsDataset && c.module === m);
     const customNeeds = checks.some((c) => c.needsDataset && custom.includes(c.id));
-    const items: PlanItem[] = modules.map((m) => ({ key: m, price: p[m], needsDataset: moduleNeeds(m), task: { subject: subjects.taskLabs, params: { ...params, module: m } } }));
-    if (custom.length) items.push({ key: 'custom', price: Math.max(p.customMin, p.customPerCheck * custom.length), needsDataset: customNeeds, task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } } });
+    const items: PlanItem[] = modules.map((m) => ({
+      key: m,
+      price: p[m],
+      needsDataset: moduleNeeds(m),
+      task: { subject: subjects.taskLabs, params: { ...params, module: m } },
+    }));
+    if (custom.length)
+      items.push({
+        key: 'custom',
+        price: Math.max(p.customMin, p.customPerCheck * custom.length),
+        needsDataset: customNeeds,
+        task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } },
+      });
     if (items.some((i) => i.needsDataset)) {
       // what the quote shows; job creation claims the wallet's mark atomically (gateway/jobs/create.ts)
       const paid = await datasetsKv.get(walletId);
@@ -123,6 +145,12 @@ export const labs: ServiceModule<LabsRequest> = {
     // All customers together: exact over any rolling hour, revision-checked in the limits bucket.
     const kv = await new Kvm(nc).open(BUCKETS.limits);
     const d = await takeToken(kv, 'relay', relayCounterId(relay), config.labs.relayTestsPerHour, 3600_000);
-    if (!d.allowed) throw new ApiError('relay_busy', `${relay.host} was tested ${config.labs.relayTestsPerHour} times in the last hour; retry in ${d.retryAfter} s`, { retryAfter: d.retryAfter }, { 'Retry-After': String(d.retryAfter) });
+    if (!d.allowed)
+      throw new ApiError(
+        'relay_busy',
+        `${relay.host} was tested ${config.labs.relayTestsPerHour} times in the last hour; retry in ${d.retryAfter} s`,
+        { retryAfter: d.retryAfter },
+        { 'Retry-After': String(d.retryAfter) },
+      );
   },
 };

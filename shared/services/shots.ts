@@ -33,23 +33,44 @@ const BrowserItem = T.Union([
 ]);
 const Viewport = T.Union([
   T.String({ description: 'WIDTHxHEIGHT or a preset id: ' + Object.keys(VIEWPORT_PRESETS).join(', ') }),
-  T.Object({ w: T.Integer({ minimum: 320, maximum: 3840 }), h: T.Integer({ minimum: 320, maximum: 2400 }) }, { additionalProperties: false }),
+  T.Object(
+    { w: T.Integer({ minimum: 320, maximum: 3840 }), h: T.Integer({ minimum: 320, maximum: 2400 }) },
+    { additionalProperties: false },
+  ),
 ]);
 
-export const ShotsBody = T.Object({
-  url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
-  browsers: T.Array(BrowserItem, { minItems: 1, maxItems: 20 }),
-  viewports: T.Optional(T.Array(Viewport, { maxItems: 3, description: 'Desktop browsers only; default 1920x1080.' })),
-  schemes: T.Optional(T.Array(T.Union(SCHEMES.map((s) => T.Literal(s))), { minItems: 1, maxItems: 2, description: 'Default [light].' })),
-  options: T.Optional(T.Object({
-    fullPage: T.Optional(T.Boolean()),
-    retina: T.Optional(T.Boolean()),
-    hideCookieBanner: T.Optional(T.Boolean()),
-    delay: T.Optional(T.Union(DELAYS.map((d) => T.Literal(d)), { description: 'Seconds to wait after load: 0, 2 or 5.' })),
-    compare: T.Optional(T.Boolean({ description: 'Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair).' })),
-  }, { additionalProperties: false })),
-  webhook: T.Optional(WebhookField),
-}, { $id: 'ShotsBody', additionalProperties: false });
+export const ShotsBody = T.Object(
+  {
+    url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+    browsers: T.Array(BrowserItem, { minItems: 1, maxItems: 20 }),
+    viewports: T.Optional(T.Array(Viewport, { maxItems: 3, description: 'Desktop browsers only; default 1920x1080.' })),
+    schemes: T.Optional(T.Array(T.Union(SCHEMES.map((s) => T.Literal(s))), { minItems: 1, maxItems: 2, description: 'Default [light].' })),
+    options: T.Optional(
+      T.Object(
+        {
+          fullPage: T.Optional(T.Boolean()),
+          retina: T.Optional(T.Boolean()),
+          hideCookieBanner: T.Optional(T.Boolean()),
+          delay: T.Optional(
+            T.Union(
+              DELAYS.map((d) => T.Literal(d)),
+              { description: 'Seconds to wait after load: 0, 2 or 5.' },
+            ),
+          ),
+          compare: T.Optional(
+            T.Boolean({
+              description:
+                'Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair).',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    webhook: T.Optional(WebhookField),
+  },
+  { $id: 'ShotsBody', additionalProperties: false },
+);
 export type ShotsRequest = Static<typeof ShotsBody>;
 
 /** What a browser-pool instance advertises for each browser it really launched. */
@@ -68,10 +89,16 @@ export function parseViewport(v: unknown): { w: number; h: number } {
     const preset = VIEWPORT_PRESETS[v];
     if (preset) return preset;
     const m = /^(\d{1,5})x(\d{1,5})$/.exec(v);
-    if (!m) throw new ApiError('bad_viewport', `viewport ${JSON.stringify(v)} is not WIDTHxHEIGHT or a preset (${Object.keys(VIEWPORT_PRESETS).join(', ')})`);
-    w = Number(m[1]); h = Number(m[2]);
+    if (!m)
+      throw new ApiError(
+        'bad_viewport',
+        `viewport ${JSON.stringify(v)} is not WIDTHxHEIGHT or a preset (${Object.keys(VIEWPORT_PRESETS).join(', ')})`,
+      );
+    w = Number(m[1]);
+    h = Number(m[2]);
   } else if (v && typeof v === 'object' && 'w' in v && 'h' in v) {
-    w = Number((v as { w: unknown }).w); h = Number((v as { h: unknown }).h);
+    w = Number((v as { w: unknown }).w);
+    h = Number((v as { h: unknown }).h);
   } else {
     throw new ApiError('bad_viewport', 'a viewport is a string or {w, h}');
   }
@@ -99,8 +126,12 @@ export function mergeOffers(entries: { catalogue: Record<string, unknown> }[]): 
 /** Most compared pairs in one job (options.compare): n screenshots of one viewport and scheme make n(n-1)/2. */
 export const COMPARE_MAX_PAIRS = 45;
 
-export const diffKey = (a: { browser: string; version: string }, b: { browser: string; version: string }, vp: { w: number; h: number }, scheme: string) =>
-  `diff_${a.browser}-${a.version}_vs_${b.browser}-${b.version}_${vp.w}x${vp.h}_${scheme}.png`;
+export const diffKey = (
+  a: { browser: string; version: string },
+  b: { browser: string; version: string },
+  vp: { w: number; h: number },
+  scheme: string,
+) => `diff_${a.browser}-${a.version}_vs_${b.browser}-${b.version}_${vp.w}x${vp.h}_${scheme}.png`;
 
 export const shotKey = (browserId: string, version: string, vp: { w: number; h: number }, scheme: string) =>
   `${browserId}-${version}_${vp.w}x${vp.h}_${scheme}.png`;
@@ -109,7 +140,11 @@ export const shotKey = (browserId: string, version: string, vp: { w: number; h: 
  * One diff item per pair of screenshots with the same viewport, scheme and kind of browser (a phone's
  * pixel ratio differs from a desktop window's), in request order; each waits for its two shots.
  */
-function comparePairs(shotItems: { key: string; task: { params: Record<string, unknown> } }[], price: number, mobile: Set<string>): PlanItem[] {
+function comparePairs(
+  shotItems: { key: string; task: { params: Record<string, unknown> } }[],
+  price: number,
+  mobile: Set<string>,
+): PlanItem[] {
   const groups = new Map<string, typeof shotItems>();
   for (const it of shotItems) {
     const q = it.task.params as { browser: string; viewport: { w: number; h: number }; scheme: string; options: { retina: boolean } };
@@ -122,12 +157,25 @@ function comparePairs(shotItems: { key: string; task: { params: Record<string, u
       for (let j = i + 1; j < g.length; j++) {
         const a = g[i]!.task.params as { browser: string; version: string; viewport: { w: number; h: number }; scheme: string };
         const b = g[j]!.task.params as typeof a;
-        pairs.push({ key: diffKey(a, b, a.viewport, a.scheme), price, after: [g[i]!.key, g[j]!.key], task: { subject: subjects.taskCompare, params: { a: g[i]!.key, b: g[j]!.key } } });
+        pairs.push({
+          key: diffKey(a, b, a.viewport, a.scheme),
+          price,
+          after: [g[i]!.key, g[j]!.key],
+          task: { subject: subjects.taskCompare, params: { a: g[i]!.key, b: g[j]!.key } },
+        });
       }
     }
   }
-  if (pairs.length > COMPARE_MAX_PAIRS) throw new ApiError('bad_request', `options.compare: ${pairs.length} pairs; at most ${COMPARE_MAX_PAIRS} per job (fewer browsers or versions)`);
-  if (!pairs.length) throw new ApiError('bad_request', 'options.compare needs at least two screenshots of the same viewport and scheme (two browsers or versions)');
+  if (pairs.length > COMPARE_MAX_PAIRS)
+    throw new ApiError(
+      'bad_request',
+      `options.compare: ${pairs.length} pairs; at most ${COMPARE_MAX_PAIRS} per job (fewer browsers or versions)`,
+    );
+  if (!pairs.length)
+    throw new ApiError(
+      'bad_request',
+      'options.compare needs at least two screenshots of the same viewport and scheme (two browsers or versions)',
+    );
   return pairs;
 }
 
@@ -143,7 +191,8 @@ export const shots: ServiceModule<ShotsRequest> = {
     if (err.instancePath === '/webhook') return 'bad_webhook';
     if (err.instancePath.startsWith('/viewports')) return 'bad_viewport';
     // a count outside the caps (1..20 browsers, 1..10 versions) is a malformed request, not an unknown browser
-    if (err.instancePath.startsWith('/browsers')) return err.keyword === 'minItems' || err.keyword === 'maxItems' ? 'bad_request' : 'unknown_browser';
+    if (err.instancePath.startsWith('/browsers'))
+      return err.keyword === 'minItems' || err.keyword === 'maxItems' ? 'bad_request' : 'unknown_browser';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
@@ -163,25 +212,49 @@ export const shots: ServiceModule<ShotsRequest> = {
     for (const item of body.browsers) {
       const id = typeof item === 'string' ? item : item.id;
       const offer = offers.find((o) => o.id === id);
-      if (!offer) throw new ApiError('unknown_browser', `browser ${JSON.stringify(id)} is not offered; see GET /v1/services/shots`, { available: offers.map((o) => o.id) });
+      if (!offer)
+        throw new ApiError('unknown_browser', `browser ${JSON.stringify(id)} is not offered; see GET /v1/services/shots`, {
+          available: offers.map((o) => o.id),
+        });
       const versions = typeof item === 'string' ? [offer.versions[0]!] : item.versions;
       if (versions.length > MAX_VERSIONS) throw new ApiError('bad_request', `at most ${MAX_VERSIONS} versions per browser`);
       for (const version of versions) {
-        if (!offer.versions.includes(version)) throw new ApiError('unknown_browser', `browser ${id} has no version ${JSON.stringify(version)}`, { versions: offer.versions });
+        if (!offer.versions.includes(version))
+          throw new ApiError('unknown_browser', `browser ${id} has no version ${JSON.stringify(version)}`, { versions: offer.versions });
         for (const vp of offer.mobile ? [{ w: offer.mobile.w, h: offer.mobile.h }] : viewports) {
           for (const scheme of schemes) {
             const key = shotKey(id, version, vp, scheme);
             items.set(key, {
               key,
               price: priceOf(!!offer.mobile),
-              task: { subject: subjects.taskShots(id, version), params: { url: url.href, browser: id, version, viewport: vp, scheme, options: { fullPage: !!opts.fullPage, retina: !!opts.retina && !offer.mobile, hideCookieBanner: !!opts.hideCookieBanner, delay: opts.delay ?? 0 } } },
+              task: {
+                subject: subjects.taskShots(id, version),
+                params: {
+                  url: url.href,
+                  browser: id,
+                  version,
+                  viewport: vp,
+                  scheme,
+                  options: {
+                    fullPage: !!opts.fullPage,
+                    retina: !!opts.retina && !offer.mobile,
+                    hideCookieBanner: !!opts.hideCookieBanner,
+                    delay: opts.delay ?? 0,
+                  },
+                },
+              },
             });
           }
         }
       }
     }
     const shotItems = [...items.values()];
-    return { target: hostOf(url), items: opts.compare ? [...shotItems, ...comparePairs(shotItems, p.comparePair, new Set(offers.filter((o) => o.mobile).map((o) => o.id)))] : shotItems };
+    return {
+      target: hostOf(url),
+      items: opts.compare
+        ? [...shotItems, ...comparePairs(shotItems, p.comparePair, new Set(offers.filter((o) => o.mobile).map((o) => o.id)))]
+        : shotItems,
+    };
   },
   /** The target resolves to public addresses and accepts a connection (blocked_address, unreachable). */
   async precheck(body, _plan, { config, walletId }) {

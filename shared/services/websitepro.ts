@@ -9,11 +9,18 @@ import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 
-export const WebsiteproBody = T.Object({
-  url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
-  outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), { minItems: 1, maxItems: 5, description: 'Outputs to produce; duplicates count once.' }),
-  webhook: T.Optional(WebhookField),
-}, { $id: 'WebsiteproBody', additionalProperties: false });
+export const WebsiteproBody = T.Object(
+  {
+    url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+    outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), {
+      minItems: 1,
+      maxItems: 5,
+      description: 'Outputs to produce; duplicates count once.',
+    }),
+    webhook: T.Optional(WebhookField),
+  },
+  { $id: 'WebsiteproBody', additionalProperties: false },
+);
 export type WebsiteproRequest = Static<typeof WebsiteproBody>;
 
 /** A browser-pool instance that prints: what a `pdf` output needs besides a converter (actors/browser-pool advertises `prints`). */
@@ -28,7 +35,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   store: OBJECT_STORES.results,
   retentionSeconds: (c) => c.retention.websitepro,
   errorCode(err) {
-    if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs') return 'no_output';
+    if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs')
+      return 'no_output';
     if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
     if (err.instancePath === '/url') return 'bad_url';
     if (err.instancePath === '/webhook') return 'bad_webhook';
@@ -40,7 +48,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
-    if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length) throw new ApiError('service_unavailable', 'no converter instance is running');
+    if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
+      throw new ApiError('service_unavailable', 'no converter instance is running');
     return {
       target: hostOf(url),
       items: outputs.map((o) => ({
@@ -54,7 +63,12 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   // blocked_address / unreachable before any charge; the worker checks every hop again
   async precheck(body, _plan, { config, catalogueKv, walletId }) {
     if (body.outputs.includes('pdf') && !(await readCatalogue(catalogueKv, 'shots', printsPdf)).some(printsPdfEntry)) {
-      throw new ApiError('service_unavailable', 'no browser-pool instance that prints PDFs is running; nothing was charged', {}, { 'retry-after': '30' });
+      throw new ApiError(
+        'service_unavailable',
+        'no browser-pool instance that prints PDFs is running; nothing was charged',
+        {},
+        { 'retry-after': '30' },
+      );
     }
     await precheckTarget(body.url, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);

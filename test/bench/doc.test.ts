@@ -7,7 +7,9 @@ import { join } from 'node:path';
 import { EXPLANATION, explanationKeeping, writePerformanceDoc } from '../../bench/lib/doc.ts';
 
 const run = {
-  startedAt: 'a', finishedAt: 'b', command: 'npm run bench',
+  startedAt: 'a',
+  finishedAt: 'b',
+  command: 'npm run bench',
   machine: { cpu: 'cpu', cores: 2, memoryGb: 1, os: 'linux', loadavgAtStart: [0, 0, 0] },
   versions: { node: 'v20' },
 };
@@ -39,7 +41,18 @@ t.test('a later run keeps hand-written sections in place and replaces the rest',
   t.match(text, '| table two |');
   t.notMatch(text, '| table one |');
   t.notMatch(text, 'stale words');
-  const order = ['### Pipeline', '### Converter (by hand)', 'Converter figures.', '### Memory', '### Services', '### Shots (by hand)', 'Shots figures.'].map((h) => text.indexOf(h));
-  t.ok(order.every((x, i) => x > 0 && (i === 0 || x > order[i - 1]!)), `sections in order: ${order.join(', ')}`);
+  const order = [
+    '### Pipeline',
+    '### Converter (by hand)',
+    'Converter figures.',
+    '### Memory',
+    '### Services',
+    '### Shots (by hand)',
+    'Shots figures.',
+  ].map((h) => text.indexOf(h));
+  t.ok(
+    order.every((x, i) => x > 0 && (i === 0 || x > order[i - 1]!)),
+    `sections in order: ${order.join(', ')}`,
+  );
   t.equal(explanationKeeping(text), text.slice(text.indexOf('## What the figures mean')), 'a third run changes nothing');
 });

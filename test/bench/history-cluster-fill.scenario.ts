@@ -20,7 +20,10 @@ const ENTRIES = 800;
 
 t.test('a store filled through an R3 cluster holds every message on every node and comes back on new ports', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'history-cluster-'));
-  t.teardown(async () => { await stopEverything(5000); rmSync(dir, { recursive: true, force: true }); });
+  t.teardown(async () => {
+    await stopEverything(5000);
+    rmSync(dir, { recursive: true, force: true });
+  });
   const logged: string[] = [];
   const gen = await fillClusterStore(join(dir, 'store'), { jobs: JOBS, wallets: WALLETS, entries: ENTRIES }, (s) => logged.push(s));
   t.ok(gen.messagesPerS > 0, 'the generator reported its rate');
@@ -60,7 +63,12 @@ t.test('a store filled through an R3 cluster holds every message on every node a
 t.test('settleStore: the store the nodes formed in becomes <dataDir>/cluster, the other attempts go', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'history-settle-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  for (const [d, mark] of [['cluster', 'failed attempt'], ['cluster-2', 'formed'], ['cluster-3', 'later attempt'], ['procs', 'projections']] as const) {
+  for (const [d, mark] of [
+    ['cluster', 'failed attempt'],
+    ['cluster-2', 'formed'],
+    ['cluster-3', 'later attempt'],
+    ['procs', 'projections'],
+  ] as const) {
     mkdirSync(join(dir, d, 'n1'), { recursive: true });
     writeFileSync(join(dir, d, 'n1', 'mark'), mark);
   }

@@ -9,14 +9,20 @@ t.test('a child that burns CPU is counted below its parent, and only what it use
   const before = treeCpu(process.pid);
   // 600 ms of its own CPU time (not of the clock: a loaded machine gives it less per second), then
   // it says so and idles until killed
-  const child = spawn(process.execPath, ['-e', 'while (process.cpuUsage().user < 600_000); console.log("done"); setInterval(() => {}, 1000);'], { stdio: ['ignore', 'pipe', 'ignore'] });
-  t.teardown(() => { child.kill('SIGKILL'); });
+  const child = spawn(
+    process.execPath,
+    ['-e', 'while (process.cpuUsage().user < 600_000); console.log("done"); setInterval(() => {}, 1000);'],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  t.teardown(() => {
+    child.kill('SIGKILL');
+  });
   await new Promise((r) => child.stdout!.once('data', r));
   const after = treeCpu(process.pid);
   const used = after.browsers! - (before.browsers ?? 0);
   // at least its 0.6 s of user time (less one 10 ms tick), at most that and its start and exit work
   t.ok(used >= 0.59 && used <= 3, `the child used ${used.toFixed(2)} s of CPU (it burned 0.6 s)`);
-  t.ok(after.node! >= before.node!, 'the root\'s own time only grows');
+  t.ok(after.node! >= before.node!, "the root's own time only grows");
   t.equal(after['nats-server'], 0, 'no nats-server below this process');
   const rss = treeRss(process.pid);
   t.ok(rss.node! > 10 && rss.browsers! > 10, `RSS of the root ${rss.node} MB and of the child ${rss.browsers} MB`);

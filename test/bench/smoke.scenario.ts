@@ -17,12 +17,26 @@ t.test('quick gateway benchmark writes the expected figures', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const out = join(dir, 'latest.json');
   const doc = join(ROOT, 'docs', 'performance.md');
-  const docBefore = (() => { try { return statSync(doc).mtimeMs; } catch { return null; } })();
+  const docBefore = (() => {
+    try {
+      return statSync(doc).mtimeMs;
+    } catch {
+      return null;
+    }
+  })();
 
   const stdout = await new Promise<string>((res, rej) => {
-    execFile(process.execPath, [join(ROOT, 'bench/run.ts'), 'gateway'], {
-      cwd: ROOT, env: { ...process.env, BENCH_QUICK: '1', BENCH_GATEWAY_SECONDS: '0.25', BENCH_OUT: out, BENCH_DOCS: '0' }, timeout: 280_000, maxBuffer: 1 << 24,
-    }, (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so)));
+    execFile(
+      process.execPath,
+      [join(ROOT, 'bench/run.ts'), 'gateway'],
+      {
+        cwd: ROOT,
+        env: { ...process.env, BENCH_QUICK: '1', BENCH_GATEWAY_SECONDS: '0.25', BENCH_OUT: out, BENCH_DOCS: '0' },
+        timeout: 280_000,
+        maxBuffer: 1 << 24,
+      },
+      (err, so, se) => (err ? rej(new Error(`${err.message}\n${se}`)) : res(so)),
+    );
   });
 
   const r = JSON.parse(readFileSync(out, 'utf8'));
@@ -50,12 +64,21 @@ t.test('quick gateway benchmark writes the expected figures', async (t) => {
     // the ledger round-trip row alternates its two ways in half-length samples: two per repeat
     const perRepeat = f.name.startsWith('ledger last sequence') ? 2 : 1;
     t.equal(f.samples.length, 2 * perRepeat, `${f.name}: ${perRepeat} sample(s) per quick repeat`);
-    t.ok([...f.samples, ...f.baselineSamples].every((x: number) => x > 0), `${f.name}: samples positive`);
+    t.ok(
+      [...f.samples, ...f.baselineSamples].every((x: number) => x > 0),
+      `${f.name}: samples positive`,
+    );
     t.ok(f.spread.min <= f.spread.median && f.spread.median <= f.spread.max, `${f.name}: min <= median <= max`);
   }
   // every measured run answered 2xx (the gateway and both baselines serve the same endpoint)
   for (const run of r.raw.gateway.runs) t.ok(run.result.ok > 0, `${run.endpoint} on ${run.server}: ${run.result.ok} 2xx`);
   t.match(stdout, /\| figure \| value/, 'the table is printed');
-  const docAfter = (() => { try { return statSync(doc).mtimeMs; } catch { return null; } })();
+  const docAfter = (() => {
+    try {
+      return statSync(doc).mtimeMs;
+    } catch {
+      return null;
+    }
+  })();
   t.equal(docAfter, docBefore, 'a quick run leaves docs/performance.md alone');
 });

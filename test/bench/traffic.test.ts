@@ -18,17 +18,25 @@ t.test('API call kinds leave out the names they apply to', async (t) => {
 t.test('counts a stream write, a core request, a core publish and API calls', async (t) => {
   const tn = await startTestNats(t);
   const nc = await tn.connect('traffic-test');
-  const responder = nc.subscribe('bench.echo', { callback: (_e, m) => { m.respond('ok'); } });
+  const responder = nc.subscribe('bench.echo', {
+    callback: (_e, m) => {
+      m.respond('ok');
+    },
+  });
   t.teardown(() => responder.unsubscribe());
   const js = jetstream(nc);
   const jsm = await jetstreamManager(nc);
-  const traffic = await countTraffic(tn.server.url, async () => {
-    await js.publish(subjects.result('job_traffic'), '{}');
-    await nc.request('bench.echo', 'x');
-    nc.publish(subjects.progress('job_traffic'), '{}');
-    await jsm.streams.info(STREAMS.tasks);
-    await nc.flush();
-  }, 100);
+  const traffic = await countTraffic(
+    tn.server.url,
+    async () => {
+      await js.publish(subjects.result('job_traffic'), '{}');
+      await nc.request('bench.echo', 'x');
+      nc.publish(subjects.progress('job_traffic'), '{}');
+      await jsm.streams.info(STREAMS.tasks);
+      await nc.flush();
+    },
+    100,
+  );
   t.equal(traffic.writesByStream[STREAMS.results], 1, 'the RESULTS write, by sequence');
   t.equal(traffic.jetstreamWrites, 1);
   t.equal(traffic.coreRequests, 1);

@@ -12,11 +12,35 @@ t.test('convert to stdout: a refused download exits non-zero with the code, prin
     res.setHeader('content-type', 'application/json');
     if (req.method === 'POST' && req.url?.startsWith('/v1/websitepro/jobs')) {
       res.statusCode = 201;
-      return res.end(JSON.stringify({
-        balance: 980,
-        job: { id: 'job_x', service: 'websitepro', status: 'completed', target: 'example.com', cost: 20, refunded: 0, charged: 20, createdAt: 1, finishedAt: 2, expiresAt: 3,
-          results: [{ key: 'text', status: 'done', price: 20, refunded: false, url: `${base}/v1/jobs/job_x/results/text`, contentType: 'text/plain', bytes: 5, filename: 'text.txt' }] },
-      }));
+      return res.end(
+        JSON.stringify({
+          balance: 980,
+          job: {
+            id: 'job_x',
+            service: 'websitepro',
+            status: 'completed',
+            target: 'example.com',
+            cost: 20,
+            refunded: 0,
+            charged: 20,
+            createdAt: 1,
+            finishedAt: 2,
+            expiresAt: 3,
+            results: [
+              {
+                key: 'text',
+                status: 'done',
+                price: 20,
+                refunded: false,
+                url: `${base}/v1/jobs/job_x/results/text`,
+                contentType: 'text/plain',
+                bytes: 5,
+                filename: 'text.txt',
+              },
+            ],
+          },
+        }),
+      );
     }
     if (req.url === '/v1/jobs/job_x/results/text') {
       res.statusCode = 410;

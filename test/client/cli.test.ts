@@ -69,10 +69,29 @@ t.test('shots: results saved as the events announce them, a table at the end', a
   const s = await startJobsApi(t);
   const w = await s.newWallet(1000);
   const out = join(dir, 'shots');
-  const r = await runCli(['shots', `${s.targetUrl}/?behave=progress`, '--browsers', 'testbrowser', '--viewports', 'fhd,phone', '--dark', '--light', '--out', out], { PAYLOADS_URL: s.url, PAYLOADS_KEY: w.key });
+  const r = await runCli(
+    [
+      'shots',
+      `${s.targetUrl}/?behave=progress`,
+      '--browsers',
+      'testbrowser',
+      '--viewports',
+      'fhd,phone',
+      '--dark',
+      '--light',
+      '--out',
+      out,
+    ],
+    { PAYLOADS_URL: s.url, PAYLOADS_KEY: w.key },
+  );
   t.equal(r.code, 0, r.stderr);
   const files = readdirSync(out).sort();
-  t.same(files, ['testbrowser-2_1920x1080_dark.png', 'testbrowser-2_1920x1080_light.png', 'testbrowser-2_390x844_dark.png', 'testbrowser-2_390x844_light.png']);
+  t.same(files, [
+    'testbrowser-2_1920x1080_dark.png',
+    'testbrowser-2_1920x1080_light.png',
+    'testbrowser-2_390x844_dark.png',
+    'testbrowser-2_390x844_light.png',
+  ]);
   for (const f of files) t.same(readFileSync(join(out, f)).subarray(0, 4), Buffer.from([0x89, 0x50, 0x4e, 0x47]), `${f} is a PNG`);
   t.match(r.stdout, /testbrowser-2_390x844_dark\.png\s*│\s*done/);
   t.match(r.stderr, /job job_\w+: 4 screenshots, 200 Payloads/);
@@ -84,7 +103,10 @@ t.test('shots --compare: the diff summary as a table', async (t) => {
   t.teardown(() => cw.stop());
   const w = await s.newWallet(1000);
   const out = join(dir, 'shots-compare');
-  const r = await runCli(['shots', s.targetUrl, '--browsers', 'testbrowser@2,testbrowser@1', '--compare', '--out', out], { PAYLOADS_URL: s.url, PAYLOADS_KEY: w.key });
+  const r = await runCli(['shots', s.targetUrl, '--browsers', 'testbrowser@2,testbrowser@1', '--compare', '--out', out], {
+    PAYLOADS_URL: s.url,
+    PAYLOADS_KEY: w.key,
+  });
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /perceptual %/);
   t.match(r.stdout, /testbrowser-2_1920x1080_light\.png\s*│\s*testbrowser-1_1920x1080_light\.png\s*│\s*0\s*│\s*0\s*│/);
@@ -95,7 +117,9 @@ t.test('topup: prints the invoice and its QR code, waits, reports the payment', 
   const s = await startJobsApi(t, { wallet: { rate: { fixedEurPerBtc: 50000 } } });
   const w = await s.newWallet(0);
   const run = startCli(['topup', '5'], { PAYLOADS_URL: s.url, PAYLOADS_KEY: w.key });
-  t.teardown(() => { run.child.kill(); });
+  t.teardown(() => {
+    run.child.kill();
+  });
   let id: string | undefined;
   for (let i = 0; i < 200 && !id; i++) {
     id = /top-up (\S+)\n/.exec(run.stdout())?.[1];
@@ -134,7 +158,13 @@ t.test('a download cut off mid-body: exit 3, no file and no part left', async (t
     req.pipe(up);
   });
   await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { proxy.closeAllConnections(); proxy.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        proxy.closeAllConnections();
+        proxy.close(() => r());
+      }),
+  );
   const purl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
   const s = await startJobsApi(t, { server: { baseUrl: purl } });
   gateway = s.url;

@@ -37,12 +37,22 @@ t.test('events(): the stream until the job; a resume from an id goes on from the
   const all: JobEvent[] = [];
   for await (const e of c.events(job.id)) all.push(e);
   t.same(all.map((e) => e.event).slice(-2), ['status', 'job']);
-  t.ok(all.some((e) => e.event === 'progress'), 'progress lines');
+  t.ok(
+    all.some((e) => e.event === 'progress'),
+    'progress lines',
+  );
   t.equal(all.at(-1)!.data.status, 'completed');
   const later: JobEvent[] = [];
   const from = all.findIndex((e) => e.event === 'result');
   for await (const e of c.events(job.id, { lastEventId: all[from]!.id })) later.push(e);
-  t.same(later.map((e) => e.event), all.slice(from + 1).filter((e) => e.event !== 'progress').map((e) => e.event), 'only what came after that event');
+  t.same(
+    later.map((e) => e.event),
+    all
+      .slice(from + 1)
+      .filter((e) => e.event !== 'progress')
+      .map((e) => e.event),
+    'only what came after that event',
+  );
 });
 
 t.test('errors come back typed with the API code', async (t) => {
@@ -54,14 +64,22 @@ t.test('errors come back typed with the API code', async (t) => {
   t.match(e1, { code: 'unauthorized', status: 401 });
   t.type(e1.requestId, 'string');
   const c = createPayloadsClient({ baseUrl: s.url, key: w.key });
-  const e2 = await c.createJob('websitepro', { url: s.targetUrl, outputs: ['pdf'] }).then(() => null, (e) => e);
+  const e2 = await c.createJob('websitepro', { url: s.targetUrl, outputs: ['pdf'] }).then(
+    () => null,
+    (e) => e,
+  );
   t.match(e2, { code: 'insufficient_funds', status: 402 });
   t.match(e2.details, { needed: 100, balance: 10 });
   const e3 = await c.job('job_missing').catch((e) => e);
   t.match(e3, { code: 'not_found', status: 404 });
-  const e4 = await c.createJob('shots', { url: s.targetUrl, browsers: ['nosuch'] }).then(() => null, (e) => e);
+  const e4 = await c.createJob('shots', { url: s.targetUrl, browsers: ['nosuch'] }).then(
+    () => null,
+    (e) => e,
+  );
   t.match(e4, { code: 'unknown_browser', status: 400 });
-  const e5 = await createPayloadsClient({ baseUrl: 'http://127.0.0.1:1', key: 'x' }).balance().catch((e) => e);
+  const e5 = await createPayloadsClient({ baseUrl: 'http://127.0.0.1:1', key: 'x' })
+    .balance()
+    .catch((e) => e);
   t.match(e5, { code: 'network', status: null });
   const e6 = await c.download({ url: undefined }, join(dir, 'x')).catch((e) => e);
   t.match(e6, { code: 'not_found' });

@@ -46,7 +46,10 @@ t.test('a top-up whose answer was lost is the same top-up on the retry', async (
   const { f, sent } = droppingFetch();
   const c = createPayloadsClient({ baseUrl: s.url, key: w.key, fetch: f });
   const { topup } = await c.topup(5, { idempotencyKey: 'my-topup-1' });
-  t.same(sent.map((x) => x.key), ['my-topup-1', 'my-topup-1']);
+  t.same(
+    sent.map((x) => x.key),
+    ['my-topup-1', 'my-topup-1'],
+  );
   const again = await createPayloadsClient({ baseUrl: s.url, key: w.key }).topup(5, { idempotencyKey: 'my-topup-1' });
   t.equal(again.topup.id, topup.id);
 });

@@ -24,7 +24,9 @@ export function startCli(args: string[], env: Record<string, string>, cwd = ROOT
   let err = '';
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (err += d));
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('close', (code) => resolve({ code, stdout: out, stderr: err })));
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout: out, stderr: err })),
+  );
   return { child, stdout: () => out, stderr: () => err, done };
 }
 

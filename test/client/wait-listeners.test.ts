@@ -8,7 +8,18 @@ import { createPayloadsClient } from '../../client/src/index.ts';
 
 t.test('wait(): no abort listener is left on the signal by the back-off sleeps', async (t) => {
   let calls = 0;
-  const job = (status: string) => ({ id: 'job_x', service: 'websitepro', status, target: 'example.com', cost: 20, refunded: 0, charged: 20, createdAt: 1, expiresAt: 2, results: [] });
+  const job = (status: string) => ({
+    id: 'job_x',
+    service: 'websitepro',
+    status,
+    target: 'example.com',
+    cost: 20,
+    refunded: 0,
+    charged: 20,
+    createdAt: 1,
+    expiresAt: 2,
+    results: [],
+  });
   const server = createServer((req, res) => {
     calls++;
     res.setHeader('content-type', 'application/json');

@@ -19,15 +19,30 @@ t.test('article → metadata, markdown, text, html', async (t) => {
   const meta = JSON.parse(await c.read(out.metadata!));
   t.ok(Value.Check(PageMetadata, meta), `metadata matches its schema ${JSON.stringify([...Value.Errors(PageMetadata, meta)].slice(0, 3))}`);
   t.match(meta, {
-    title: 'Tides of the North Sea', description: 'How the tides of the North Sea work, with tables and code.', language: 'en-GB',
-    canonical: `${base}/blog/tides`, finalUrl: url, status: 200, contentType: 'text/html', author: 'Ada Lovelace',
-    publishedTime: '2024-03-01T08:00:00Z', modifiedTime: '2024-03-05T10:30:00Z', siteName: 'Coastal Notes',
-    favicon: `${base}/static/icon.png`, image: `${base}/blog/2024/images/lead.jpg`, rendered: false,
-    openGraph: { type: 'article', site_name: 'Coastal Notes' }, twitter: { card: 'summary_large_image', site: '@coastal' },
+    title: 'Tides of the North Sea',
+    description: 'How the tides of the North Sea work, with tables and code.',
+    language: 'en-GB',
+    canonical: `${base}/blog/tides`,
+    finalUrl: url,
+    status: 200,
+    contentType: 'text/html',
+    author: 'Ada Lovelace',
+    publishedTime: '2024-03-01T08:00:00Z',
+    modifiedTime: '2024-03-05T10:30:00Z',
+    siteName: 'Coastal Notes',
+    favicon: `${base}/static/icon.png`,
+    image: `${base}/blog/2024/images/lead.jpg`,
+    rendered: false,
+    openGraph: { type: 'article', site_name: 'Coastal Notes' },
+    twitter: { card: 'summary_large_image', site: '@coastal' },
     keywords: ['tides', 'sea', 'moon'],
   });
   t.same(meta.links, { total: 8, internal: 6, external: 2 });
-  t.same(meta.headings.slice(0, 3), [{ level: 1, text: 'Tides of the North Sea' }, { level: 2, text: 'Tide tables' }, { level: 2, text: 'Computing the tide' }]);
+  t.same(meta.headings.slice(0, 3), [
+    { level: 1, text: 'Tides of the North Sea' },
+    { level: 2, text: 'Tide tables' },
+    { level: 2, text: 'Computing the tide' },
+  ]);
   t.ok(meta.wordCount > 400 && meta.wordCount < 800, `wordCount ${meta.wordCount}`);
   t.equal(meta.readingTimeMinutes, Math.ceil(meta.wordCount / 230));
   t.equal(out.metadata!.kind === 'done' && out.metadata!.file?.contentType, 'application/json');
@@ -61,7 +76,8 @@ t.test('article → metadata, markdown, text, html', async (t) => {
 
   const h = await c.read(out.html!);
   t.equal(out.html!.kind === 'done' && out.html!.file?.contentType, 'text/html; charset=utf-8');
-  for (const bad of [/<script/i, /onclick/i, /javascript:/i, /<iframe/i, /<form/i, /<input/i, /pixel\.tracker/, /data:image/]) t.notMatch(h, bad, `sanitised: ${bad}`);
+  for (const bad of [/<script/i, /onclick/i, /javascript:/i, /<iframe/i, /<form/i, /<input/i, /pixel\.tracker/, /data:image/])
+    t.notMatch(h, bad, `sanitised: ${bad}`);
   t.match(h, `<a href="${base}/blog/2024/tides/model.html"`);
   t.match(h, `<img src="${base}/blog/2024/images/chart.png"`);
   t.match(h, '<table>');

@@ -11,7 +11,8 @@ import { testLog } from '../helpers/nats.ts';
 
 const routes = {
   '/spa': html(SPA_SHELL),
-  '/app.js': (_q: unknown, r: import('node:http').ServerResponse) => r.writeHead(200, { 'content-type': 'text/javascript' }).end(SPA_SCRIPT),
+  '/app.js': (_q: unknown, r: import('node:http').ServerResponse) =>
+    r.writeHead(200, { 'content-type': 'text/javascript' }).end(SPA_SCRIPT),
   '/article': html(ARTICLE),
 };
 

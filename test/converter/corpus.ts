@@ -50,20 +50,27 @@ export interface Verdict {
 
 /** Markdown read as text: escapes and emphasis marks removed, whitespace collapsed. */
 export function markdownAsText(md: string): string {
-  return md.replace(/\\([\\`*_{}[\]()#+\-.!|<>~])/g, '$1').replace(/(\*\*|__)/g, '').replace(/\s+/g, ' ');
+  return md
+    .replace(/\\([\\`*_{}[\]()#+\-.!|<>~])/g, '$1')
+    .replace(/(\*\*|__)/g, '')
+    .replace(/\s+/g, ' ');
 }
 const flat = (s: string) => s.replace(/\s+/g, ' ');
 
 /** Words; Chinese and Japanese characters count one by one (no spaces to split on). */
 export function words(s: string): Map<string, number> {
   const bag = new Map<string, number>();
-  for (const w of s.toLowerCase().match(/\p{Script=Han}|\p{Script=Hiragana}|\p{Script=Katakana}|[\p{L}\p{N}]+/gu) ?? []) bag.set(w, (bag.get(w) ?? 0) + 1);
+  for (const w of s.toLowerCase().match(/\p{Script=Han}|\p{Script=Hiragana}|\p{Script=Katakana}|[\p{L}\p{N}]+/gu) ?? [])
+    bag.set(w, (bag.get(w) ?? 0) + 1);
   return bag;
 }
 
 export function overlap(got: string, want: string): { recall: number; precision: number } {
-  const g = words(got), w = words(want);
-  let common = 0, gn = 0, wn = 0;
+  const g = words(got),
+    w = words(want);
+  let common = 0,
+    gn = 0,
+    wn = 0;
   for (const [k, n] of w) {
     wn += n;
     common += Math.min(n, g.get(k) ?? 0);
@@ -87,10 +94,13 @@ export function judge(e: CorpusEntry, out: Produced, rendered = true): Verdict {
   const jsMissing = e.browser && !rendered;
   if (md !== null) {
     if (/<table/i.test(md)) failures.push('markdown: contains <table');
-    if (/<(div|span|tr|td|th|tbody|thead)\b/i.test(md)) failures.push(`markdown: raw HTML ${/<(div|span|tr|td|th|tbody|thead)\b/i.exec(md)![0]}`);
+    if (/<(div|span|tr|td|th|tbody|thead)\b/i.test(md))
+      failures.push(`markdown: raw HTML ${/<(div|span|tr|td|th|tbody|thead)\b/i.exec(md)![0]}`);
     if (/(^|[^!\\])\[\s*\]\(/.test(md)) failures.push('markdown: an empty link');
-    if (/\]\((?!https?:|mailto:|#)[^)]/.test(md)) failures.push(`markdown: a relative link or image ${/\]\((?!https?:|mailto:|#)[^)]*\)/.exec(md)![0]}`);
-    if (e.title && !jsMissing && !md.startsWith(`# ${e.title}\n`)) failures.push(`markdown: does not start with "# ${e.title}" but ${JSON.stringify(md.slice(0, 80))}`);
+    if (/\]\((?!https?:|mailto:|#)[^)]/.test(md))
+      failures.push(`markdown: a relative link or image ${/\]\((?!https?:|mailto:|#)[^)]*\)/.exec(md)![0]}`);
+    if (e.title && !jsMissing && !md.startsWith(`# ${e.title}\n`))
+      failures.push(`markdown: does not start with "# ${e.title}" but ${JSON.stringify(md.slice(0, 80))}`);
     const plain = markdownAsText(md);
     if (!jsMissing) for (const s of e.contains) if (!plain.includes(flat(s))) failures.push(`markdown: missing "${s}"`);
     for (const s of e.absent) if (plain.includes(flat(s))) failures.push(`markdown: has "${s}"`);
@@ -103,8 +113,11 @@ export function judge(e: CorpusEntry, out: Produced, rendered = true): Verdict {
   }
   if (html !== null) for (const s of e.absent) if (flat(html).includes(flat(s))) failures.push(`html: has "${s}"`);
   if (meta) {
-    if (e.title !== null && !jsMissing && meta.title !== e.title) failures.push(`metadata.title: ${JSON.stringify(meta.title)}, expected ${JSON.stringify(e.title)}`);
-    for (const [k, v] of Object.entries(e.meta ?? {})) if (JSON.stringify(meta[k]) !== JSON.stringify(v)) failures.push(`metadata.${k}: ${JSON.stringify(meta[k])}, expected ${JSON.stringify(v)}`);
+    if (e.title !== null && !jsMissing && meta.title !== e.title)
+      failures.push(`metadata.title: ${JSON.stringify(meta.title)}, expected ${JSON.stringify(e.title)}`);
+    for (const [k, v] of Object.entries(e.meta ?? {}))
+      if (JSON.stringify(meta[k]) !== JSON.stringify(v))
+        failures.push(`metadata.${k}: ${JSON.stringify(meta[k])}, expected ${JSON.stringify(v)}`);
   }
   const q = text !== null && e.expected && !jsMissing ? overlap(text, e.expected) : null;
   return { id: e.id, pass: failures.length === 0, failures, recall: q?.recall ?? null, precision: q?.precision ?? null };
@@ -113,5 +126,11 @@ export function judge(e: CorpusEntry, out: Produced, rendered = true): Verdict {
 export function summary(vs: Verdict[]) {
   const q = vs.filter((v) => v.recall !== null);
   const avg = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : NaN);
-  return { pages: vs.length, passed: vs.filter((v) => v.pass).length, passRate: vs.filter((v) => v.pass).length / vs.length, recall: avg(q.map((v) => v.recall!)), precision: avg(q.map((v) => v.precision!)) };
+  return {
+    pages: vs.length,
+    passed: vs.filter((v) => v.pass).length,
+    passRate: vs.filter((v) => v.pass).length / vs.length,
+    recall: avg(q.map((v) => v.recall!)),
+    precision: avg(q.map((v) => v.precision!)),
+  };
 }

@@ -10,17 +10,48 @@ const doc = (h: string) => new JSDOM(h).window.document;
 
 t.test('needsJavaScript', async (t) => {
   t.match(needsJavaScript(doc(SPA_SHELL)), /mount point/, 'React-style shell');
-  t.match(needsJavaScript(doc('<html><body><div id="__next"></div><script src="/_next/main.js"></script></body></html>')), /mount point/, 'Next shell');
-  t.match(needsJavaScript(doc('<html><body><app-root></app-root><script src="main.js"></script></body></html>')), /mount point/, 'Angular shell');
-  t.match(needsJavaScript(doc('<html><body><script src="x.js"></script>Loading…</body></html>')), /characters of text/, 'text-free page with scripts');
+  t.match(
+    needsJavaScript(doc('<html><body><div id="__next"></div><script src="/_next/main.js"></script></body></html>')),
+    /mount point/,
+    'Next shell',
+  );
+  t.match(
+    needsJavaScript(doc('<html><body><app-root></app-root><script src="main.js"></script></body></html>')),
+    /mount point/,
+    'Angular shell',
+  );
+  t.match(
+    needsJavaScript(doc('<html><body><script src="x.js"></script>Loading…</body></html>')),
+    /characters of text/,
+    'text-free page with scripts',
+  );
   t.equal(needsJavaScript(doc(ARTICLE)), null, 'an article with a script is static');
   t.equal(needsJavaScript(doc(HUB)), null, 'no scripts: nothing to run');
-  t.equal(needsJavaScript(doc('<html><body><div id="root"><h1>Server rendered</h1><p>' + 'Real text. '.repeat(30) + '</p></div><script src="/hydrate.js"></script></body></html>')), null, 'server-rendered then hydrated');
+  t.equal(
+    needsJavaScript(
+      doc(
+        '<html><body><div id="root"><h1>Server rendered</h1><p>' +
+          'Real text. '.repeat(30) +
+          '</p></div><script src="/hydrate.js"></script></body></html>',
+      ),
+    ),
+    null,
+    'server-rendered then hydrated',
+  );
   t.equal(needsJavaScript(doc('<html><body></body></html>')), null, 'empty page without scripts');
 });
 
 t.test('convert asks for JavaScript only on the first pass', async (t) => {
-  const input = { body: Buffer.from(SPA_SHELL), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['markdown' as const] };
+  const input = {
+    body: Buffer.from(SPA_SHELL),
+    contentType: 'text/html',
+    status: 200,
+    url: 'http://a.example/',
+    finalUrl: 'http://a.example/',
+    redirects: [],
+    rendered: false,
+    outputs: ['markdown' as const],
+  };
   t.match(await convert({ ...input, detectJs: true }), { needsJavaScript: true });
   t.match(await convert({ ...input, detectJs: false }), { outputs: { markdown: { ok: true } } });
   t.match(await convert({ ...input, detectJs: true, rendered: true }), { outputs: { markdown: { ok: true } } });
@@ -29,9 +60,21 @@ t.test('convert asks for JavaScript only on the first pass', async (t) => {
 t.test('decodeBody', async (t) => {
   const latin1 = Buffer.from('<p>Grüße</p>', 'latin1');
   t.same(decodeBody(latin1, 'text/html; charset=iso-8859-1'), { text: '<p>Grüße</p>', charset: 'windows-1252' });
-  t.same(decodeBody(latin1, 'text/html; charset=utf-8'), { text: '<p>Grüße</p>', charset: 'windows-1252' }, 'declared UTF-8 that is not UTF-8');
-  t.same(decodeBody(Buffer.from('<p>Grüße</p>'), 'text/html; charset=bogus-label'), { text: '<p>Grüße</p>', charset: 'utf-8' }, 'unknown label');
-  t.same(decodeBody(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('<p>ü</p>')]), 'text/html; charset=windows-1252'), { text: '<p>ü</p>', charset: 'utf-8' }, 'BOM wins');
+  t.same(
+    decodeBody(latin1, 'text/html; charset=utf-8'),
+    { text: '<p>Grüße</p>', charset: 'windows-1252' },
+    'declared UTF-8 that is not UTF-8',
+  );
+  t.same(
+    decodeBody(Buffer.from('<p>Grüße</p>'), 'text/html; charset=bogus-label'),
+    { text: '<p>Grüße</p>', charset: 'utf-8' },
+    'unknown label',
+  );
+  t.same(
+    decodeBody(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('<p>ü</p>')]), 'text/html; charset=windows-1252'),
+    { text: '<p>ü</p>', charset: 'utf-8' },
+    'BOM wins',
+  );
   const sjis = Buffer.concat([Buffer.from('<meta charset="shift_jis"><p>'), Buffer.from([0x82, 0xa0]), Buffer.from('</p>')]);
   t.match(decodeBody(sjis, 'text/html').text, '<p>あ</p>', 'meta charset');
   t.same(decodeBody(Buffer.from('<p>ü</p>'), 'text/html'), { text: '<p>ü</p>', charset: 'utf-8' }, 'valid UTF-8 without any declaration');
@@ -54,17 +97,53 @@ t.test('sanitised html keeps no active content', async (t) => {
     <object data="x.swf"></object><embed src="x.swf"><iframe srcdoc="<script>alert(1)</script>"></iframe><form><input></form>
     <div style="background:url(javascript:alert(1))">styled</div><a href="/ok" onmouseover="alert(1)">ok</a><img src="https://www.google-analytics.com/collect?x=1" alt="">
     <meta http-equiv="refresh" content="0;url=javascript:alert(1)"><base href="javascript:alert(1)//"><details open ontoggle="alert(1)">d</details></p></article></body></html>`;
-  const r = await convert({ body: Buffer.from(nasty), contentType: 'text/html', status: 200, url: 'http://a.example/p', finalUrl: 'http://a.example/p', redirects: [], rendered: false, outputs: ['html'] });
+  const r = await convert({
+    body: Buffer.from(nasty),
+    contentType: 'text/html',
+    status: 200,
+    url: 'http://a.example/p',
+    finalUrl: 'http://a.example/p',
+    redirects: [],
+    rendered: false,
+    outputs: ['html'],
+  });
   const h = 'outputs' in r && r.outputs.html?.ok ? r.outputs.html.data : '';
   t.ok(h.length > 100);
-  for (const bad of [/javascript/i, /vbscript/i, /data:text/i, /\son[a-z]+=/i, /<script/i, /<svg/i, /<math/i, /<object/i, /<embed/i, /<iframe/i, /<form/i, /<input/i, /style=/i, /google-analytics/, /http-equiv/i, /<base/i]) t.notMatch(h, bad, String(bad));
+  for (const bad of [
+    /javascript/i,
+    /vbscript/i,
+    /data:text/i,
+    /\son[a-z]+=/i,
+    /<script/i,
+    /<svg/i,
+    /<math/i,
+    /<object/i,
+    /<embed/i,
+    /<iframe/i,
+    /<form/i,
+    /<input/i,
+    /style=/i,
+    /google-analytics/,
+    /http-equiv/i,
+    /<base/i,
+  ])
+    t.notMatch(h, bad, String(bad));
   t.match(h, '<a href="http://a.example/ok" rel="noopener noreferrer nofollow">ok</a>');
   t.match(h, '<img src="http://a.example/x.png">');
 });
 
 t.test('html keeps a code block language and no other class', async (t) => {
   const page = `<html><head><title>C</title></head><body><div class="wrap"><p class="lead">${'Some text long enough to count as content for the detector here. '.repeat(8)}</p><pre><code class="language-ts hljs">const x: number = 1;</code></pre></div></body></html>`;
-  const r = await convert({ body: Buffer.from(page), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['html', 'markdown'] });
+  const r = await convert({
+    body: Buffer.from(page),
+    contentType: 'text/html',
+    status: 200,
+    url: 'http://a.example/',
+    finalUrl: 'http://a.example/',
+    redirects: [],
+    rendered: false,
+    outputs: ['html', 'markdown'],
+  });
   const out = 'outputs' in r ? r.outputs : {};
   const h = out.html?.ok ? out.html.data : '';
   t.match(h, '<code class="language-ts">');

@@ -41,8 +41,16 @@ t.test('the bound from the tags is never below the depth jsdom builds, on every 
 });
 
 t.test('the bound ignores what is no element and what closes itself', async (t) => {
-  t.equal(nestingBound('<p>a<p>b<p>c<ul><li>x<li>y</ul>'), 3, 'unclosed paragraphs and list items are siblings (p, ul, li: the parser closes the p, the bound may not)');
-  t.equal(nestingBound(`<script>${'<div>'.repeat(500)}</script><!-- ${'<div>'.repeat(500)} --><div>x</div>`), 1, 'tags in scripts and comments are text');
+  t.equal(
+    nestingBound('<p>a<p>b<p>c<ul><li>x<li>y</ul>'),
+    3,
+    'unclosed paragraphs and list items are siblings (p, ul, li: the parser closes the p, the bound may not)',
+  );
+  t.equal(
+    nestingBound(`<script>${'<div>'.repeat(500)}</script><!-- ${'<div>'.repeat(500)} --><div>x</div>`),
+    1,
+    'tags in scripts and comments are text',
+  );
   t.equal(nestingBound(`<svg>${'<path d="M0 0"/>'.repeat(500)}</svg>`), 1, 'self-closing in SVG');
   t.ok(nestingBound(`${'<div/>'.repeat(300)}`) >= 300, '"/>" closes nothing in HTML');
   t.ok(nestingBound(`${'</b><div>'.repeat(300)}`) >= 300, 'a stray end tag does not hide the nesting');
@@ -56,15 +64,35 @@ t.test('a page of 5000 nested <div>s is flattened below the limit, keeping its t
   t.ok(maxDepth(doc) <= MAX_DEPTH, `depth ${maxDepth(doc)} after the cap`);
   const text = doc.body.textContent ?? '';
   const at = (s: string) => text.indexOf(s);
-  t.ok(at('The opening paragraph') >= 0 && at('The opening paragraph') < at('The innermost paragraph') && at('The innermost paragraph') < at('The closing paragraph'), 'text kept, in order');
+  t.ok(
+    at('The opening paragraph') >= 0 &&
+      at('The opening paragraph') < at('The innermost paragraph') &&
+      at('The innermost paragraph') < at('The closing paragraph'),
+    'text kept, in order',
+  );
   t.ok(doc.querySelector('a[href="/inner"]'), 'the link inside the deepest wrapper is kept');
-  t.ok(doc.querySelectorAll('div').length < 200, `the empty wrappers beyond the limit are gone (${doc.querySelectorAll('div').length} left)`);
+  t.ok(
+    doc.querySelectorAll('div').length < 200,
+    `the empty wrappers beyond the limit are gone (${doc.querySelectorAll('div').length} left)`,
+  );
 });
 
 t.test('the 5000-level page converts, every output, well within the page timeout', async (t) => {
-  for (const [name, page] of [['divs', deepPage(5000)], ['indented spans', deepPage(5000, (i) => `  <span data-i="${i}">`).replace(/<\/div>/g, '</span>')]] as const) {
+  for (const [name, page] of [
+    ['divs', deepPage(5000)],
+    ['indented spans', deepPage(5000, (i) => `  <span data-i="${i}">`).replace(/<\/div>/g, '</span>')],
+  ] as const) {
     const t0 = performance.now();
-    const r = await convert({ body: Buffer.from(page), contentType: 'text/html; charset=utf-8', status: 200, url: 'https://deep.example/', finalUrl: 'https://deep.example/', redirects: [], rendered: false, outputs: ['metadata', 'markdown', 'text', 'html'] });
+    const r = await convert({
+      body: Buffer.from(page),
+      contentType: 'text/html; charset=utf-8',
+      status: 200,
+      url: 'https://deep.example/',
+      finalUrl: 'https://deep.example/',
+      redirects: [],
+      rendered: false,
+      outputs: ['metadata', 'markdown', 'text', 'html'],
+    });
     const ms = performance.now() - t0;
     t.comment(`${name}: ${ms.toFixed(0)} ms`);
     // before the cap: about two minutes, then a stack overflow

@@ -23,21 +23,74 @@ function cases(): [string, Omit<ConvertInput, 'outputs'>][] {
     let body = pageBytes(e);
     if (e.headers['content-encoding'] === 'gzip') body = zlib.gunzipSync(body);
     const url = `https://corpus.example/${e.id}`;
-    const input = { body, contentType: e.headers['content-type'] ?? '', contentLanguage: e.headers['content-language'], status: 200, url, finalUrl: url, redirects: [], rendered: false };
+    const input = {
+      body,
+      contentType: e.headers['content-type'] ?? '',
+      contentLanguage: e.headers['content-language'],
+      status: 200,
+      url,
+      finalUrl: url,
+      redirects: [],
+      rendered: false,
+    };
     out.push([e.id, input], [`${e.id} (detectJs)`, { ...input, detectJs: true }]);
   }
   const url = 'https://made.example/dir/page';
   const base = { status: 200, url, finalUrl: url, redirects: [], rendered: false };
   const html = (s: string) => Buffer.from(s);
   out.push(
-    ['sniffed html', { ...base, contentType: '', body: html(`<!doctype html><title>Sniffed</title><body><article>${para('A page sent without a type is looked at.')}</article>`) }],
+    [
+      'sniffed html',
+      {
+        ...base,
+        contentType: '',
+        body: html(`<!doctype html><title>Sniffed</title><body><article>${para('A page sent without a type is looked at.')}</article>`),
+      },
+    ],
     ['sniffed json', { ...base, contentType: 'application/octet-stream', body: html('{"a":[1,2,{"b":"c"}]}') }],
     ['sniffed png', { ...base, contentType: '', body: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 0, 0, 0]) }],
     ['sniffed pdf, unreadable', { ...base, contentType: '', body: html('%PDF-1.4\nnot really a pdf') }],
-    ['no article: the fallback', { ...base, contentType: 'text/html', body: html('<html><head><title>Short | Site</title><meta name="author" content="Ann"><meta property="og:site_name" content="Site"><meta name="description" content="About little."></head><body><nav>Home About</nav><p>Only a line or two of text here.</p><footer>(c) Site</footer></body></html>') }],
-    ['deeper than the cap', { ...base, contentType: 'text/html; charset=utf-8', body: html(`<!doctype html><title>Deep</title><body><article>${para('Text before the deep part of the page.')}${'<div>'.repeat(600)}<p>deep down</p>${'</div>'.repeat(600)}</article>`) }],
-    ['an app shell', { ...base, contentType: 'text/html', detectJs: true, body: html('<!doctype html><html><head><title>App</title><script src="/app.js"></script></head><body><div id="root"></div><noscript>You need to enable JavaScript to run this app.</noscript></body></html>') }],
-    ['base, tasks, code, data links', { ...base, contentType: 'text/html', body: html(`<!doctype html><html lang="en"><head><title>Lists</title><base href="/other/"></head><body><article><h1>Lists</h1>${para('Lists with boxes and code blocks in them.')}<ul><li><input type="checkbox" checked> done</li><li><input type="checkbox"> open</li></ul><pre class="lang-rust"><span>fn</span> main() {}</pre><p><a href="rel/link">relative</a> <a href="data:text/plain,x">data</a> <a href="javascript:alert(1)">js</a> <img src="/p.png" width="1"> <img data-src="lazy.png" src="data:x"></p><table><tr><td><p>layout cell</p></td><td>two</td></tr></table></article></body></html>`) }],
+    [
+      'no article: the fallback',
+      {
+        ...base,
+        contentType: 'text/html',
+        body: html(
+          '<html><head><title>Short | Site</title><meta name="author" content="Ann"><meta property="og:site_name" content="Site"><meta name="description" content="About little."></head><body><nav>Home About</nav><p>Only a line or two of text here.</p><footer>(c) Site</footer></body></html>',
+        ),
+      },
+    ],
+    [
+      'deeper than the cap',
+      {
+        ...base,
+        contentType: 'text/html; charset=utf-8',
+        body: html(
+          `<!doctype html><title>Deep</title><body><article>${para('Text before the deep part of the page.')}${'<div>'.repeat(600)}<p>deep down</p>${'</div>'.repeat(600)}</article>`,
+        ),
+      },
+    ],
+    [
+      'an app shell',
+      {
+        ...base,
+        contentType: 'text/html',
+        detectJs: true,
+        body: html(
+          '<!doctype html><html><head><title>App</title><script src="/app.js"></script></head><body><div id="root"></div><noscript>You need to enable JavaScript to run this app.</noscript></body></html>',
+        ),
+      },
+    ],
+    [
+      'base, tasks, code, data links',
+      {
+        ...base,
+        contentType: 'text/html',
+        body: html(
+          `<!doctype html><html lang="en"><head><title>Lists</title><base href="/other/"></head><body><article><h1>Lists</h1>${para('Lists with boxes and code blocks in them.')}<ul><li><input type="checkbox" checked> done</li><li><input type="checkbox"> open</li></ul><pre class="lang-rust"><span>fn</span> main() {}</pre><p><a href="rel/link">relative</a> <a href="data:text/plain,x">data</a> <a href="javascript:alert(1)">js</a> <img src="/p.png" width="1"> <img data-src="lazy.png" src="data:x"></p><table><tr><td><p>layout cell</p></td><td>two</td></tr></table></article></body></html>`,
+        ),
+      },
+    ],
   );
   return out;
 }

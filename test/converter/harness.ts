@@ -33,10 +33,24 @@ export async function jobRunner(nats: TestNats) {
     const jobId = newId('job');
     return {
       jobId,
-      tasks: plan.items.map((item) => ({ subject: item.task!.subject, task: { v: 1, jobId, service: 'websitepro', resultKey: item.key, walletId: 'w_test', store: websitepro.store, objectName: objectName(jobId, item.key), expiresAt: Date.now() + 3600_000, params: item.task!.params } })),
+      tasks: plan.items.map((item) => ({
+        subject: item.task!.subject,
+        task: {
+          v: 1,
+          jobId,
+          service: 'websitepro',
+          resultKey: item.key,
+          walletId: 'w_test',
+          store: websitepro.store,
+          objectName: objectName(jobId, item.key),
+          expiresAt: Date.now() + 3600_000,
+          params: item.task!.params,
+        },
+      })),
     };
   }
-  const publishTask = (p: { subject: string; task: Task }) => js.publish(p.subject, JSON.stringify(p.task), { msgID: taskMsgId(p.task.jobId, p.task.resultKey) });
+  const publishTask = (p: { subject: string; task: Task }) =>
+    js.publish(p.subject, JSON.stringify(p.task), { msgID: taskMsgId(p.task.jobId, p.task.resultKey) });
 
   async function runJob(url: string, outputs: string[], timeoutMs = 60000): Promise<Record<string, Final>> {
     const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config, catalogueKv } as never);
@@ -53,7 +67,17 @@ export async function jobRunner(nats: TestNats) {
       }
     })();
     for (const item of plan.items) {
-      const task: Task = { v: 1, jobId, service: 'websitepro', resultKey: item.key, walletId: 'w_test', store: websitepro.store, objectName: objectName(jobId, item.key), expiresAt: Date.now() + 3600_000, params: item.task!.params };
+      const task: Task = {
+        v: 1,
+        jobId,
+        service: 'websitepro',
+        resultKey: item.key,
+        walletId: 'w_test',
+        store: websitepro.store,
+        objectName: objectName(jobId, item.key),
+        expiresAt: Date.now() + 3600_000,
+        params: item.task!.params,
+      };
       await js.publish(item.task!.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, item.key) });
     }
     const timer = setTimeout(() => sub.unsubscribe(), timeoutMs);

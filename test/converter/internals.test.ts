@@ -22,16 +22,29 @@ t.test(`jsdom ${version('jsdom')} (nwsapi ${version('nwsapi')}): the selector en
   } catch {
     loads = false;
   }
-  t.ok(loads, `jsdom no longer has ${JSDOM_UTILS} (implForWrapper): the selector engine is no longer shared between pages; update ${JSDOM_FILE}`);
+  t.ok(
+    loads,
+    `jsdom no longer has ${JSDOM_UTILS} (implForWrapper): the selector engine is no longer shared between pages; update ${JSDOM_FILE}`,
+  );
   const dom = new JSDOM('<!doctype html><p class="a">x</p>');
   const doc = dom.window.document;
   const slot = engineSlot(doc);
   if (!t.ok(slot, `jsdom's implForWrapper no longer maps a document to its implementation; update ${JSDOM_FILE}`)) return;
   doc.querySelectorAll('p.a');
   const engine = slot!.engine();
-  if (!t.ok(engine, `jsdom no longer keeps a document's selector engine at _nwsapi after its first query: every page makes its own engine again (slower, docs/performance.md); update ${JSDOM_FILE}`)) return;
+  if (
+    !t.ok(
+      engine,
+      `jsdom no longer keeps a document's selector engine at _nwsapi after its first query: every page makes its own engine again (slower, docs/performance.md); update ${JSDOM_FILE}`,
+    )
+  )
+    return;
   for (const cache of ['selectResolvers', 'matchResolvers'] as const) {
-    t.equal(typeof engine![cache]?.clear, 'function', `nwsapi no longer keeps its resolvers at ${cache}.clear(): a shared engine would keep the last page each selector ran on alive (test/converter/selector-engine-memory.test.ts); update ${JSDOM_FILE}`);
+    t.equal(
+      typeof engine![cache]?.clear,
+      'function',
+      `nwsapi no longer keeps its resolvers at ${cache}.clear(): a shared engine would keep the last page each selector ran on alive (test/converter/selector-engine-memory.test.ts); update ${JSDOM_FILE}`,
+    );
   }
   // an engine given to a fresh document is the one its queries use
   const other = new JSDOM('<!doctype html><p class="a">y</p><p>z</p>').window.document;
@@ -43,7 +56,7 @@ t.test(`jsdom ${version('jsdom')} (nwsapi ${version('nwsapi')}): the selector en
   // and the converter's own use: documents of one compatibility mode share one engine
   const a = parseHtml('<!doctype html><p>a</p>', 'https://a.example/').doc;
   const b = parseHtml('<!doctype html><p>b</p>', 'https://b.example/').doc;
-  t.equal(engineSlot(a)!.engine(), engineSlot(b)!.engine(), 'two parsed pages share the thread\'s engine');
+  t.equal(engineSlot(a)!.engine(), engineSlot(b)!.engine(), "two parsed pages share the thread's engine");
   dom.window.close();
 });
 
@@ -57,11 +70,16 @@ t.test(`@mozilla/readability ${version('@mozilla/readability')}: the metadata a 
   const article = reader.parse();
   t.ok(!article || (article.textContent ?? '').trim().length < 80, 'no article the converter would take');
   const left = metadataLeftOver(reader);
-  const why = (what: string) => `Readability no longer keeps the ${what} it read where ${READABILITY_FILE} looks (_metadata, _articleTitle, _articleByline): metadata of pages without an article loses Readability's reading; update that file`;
+  const why = (what: string) =>
+    `Readability no longer keeps the ${what} it read where ${READABILITY_FILE} looks (_metadata, _articleTitle, _articleByline): metadata of pages without an article loses Readability's reading; update that file`;
   t.equal(left.title, 'A short note about rivers', why('cleaned title'));
   t.equal(left.byline, 'Ann Author', why('byline'));
   t.equal(left.excerpt, 'A page about little.', why('excerpt'));
   t.equal(left.siteName, 'The Site', why('site name'));
   t.equal(left.publishedTime, '2024-01-02T03:04:05Z', why('published time'));
-  t.same(metadataLeftOver(null), { byline: undefined, siteName: undefined, excerpt: undefined, publishedTime: undefined, title: undefined }, 'a reader that could not be made leaves nothing');
+  t.same(
+    metadataLeftOver(null),
+    { byline: undefined, siteName: undefined, excerpt: undefined, publishedTime: undefined, title: undefined },
+    'a reader that could not be made leaves nothing',
+  );
 });

@@ -4,7 +4,8 @@ import { fixtureServer, html } from '../outbound/fixture-server.ts';
 import { startConverter } from './harness.ts';
 import { convert } from '../../actors/converter/convert.ts';
 
-const long = (n: number) => `<p>${'The harbour master wrote a long report about the tides, the boats and the weather of the season. '.repeat(n)}</p>`;
+const long = (n: number) =>
+  `<p>${'The harbour master wrote a long report about the tides, the boats and the weather of the season. '.repeat(n)}</p>`;
 // Readability picks a table cell as the article and turns the rows around it into <div>s, leaving
 // <td>s without a <table>: the GFM table plugin then threw "Invalid value used as weak map key"
 // and the whole job failed, metadata included
@@ -24,7 +25,10 @@ t.test('cells left without their table: every output is delivered', async (t) =>
 
 t.test('outputs a target cannot have fail alone, the others are delivered', async (t) => {
   const c = await startConverter(t);
-  const scanned = Buffer.from('%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n', 'latin1');
+  const scanned = Buffer.from(
+    '%PDF-1.4\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n2 0 obj\n<< /Type /Pages /Kids [3 0 R] /Count 1 >>\nendobj\n3 0 obj\n<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n',
+    'latin1',
+  );
   const s = await fixtureServer(t, {
     '/scan.pdf': (_q, r) => r.writeHead(200, { 'content-type': 'application/pdf' }).end(scanned),
     '/broken.pdf': (_q, r) => r.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.7\nthis is not a PDF body'),
@@ -40,8 +44,21 @@ t.test('outputs a target cannot have fail alone, the others are delivered', asyn
 });
 
 t.test('metadata comes out of any HTML that parses', async (t) => {
-  for (const page of ['<title>Only a title</title>', '<html><head><title>No body text</title><meta property="og:site_name" content="Site"></head><body></body></html>', '<<<>>> <title>Garbage around</title> </p></div></table>']) {
-    const r = await convert({ body: Buffer.from(page), contentType: 'text/html', status: 200, url: 'http://a.example/', finalUrl: 'http://a.example/', redirects: [], rendered: false, outputs: ['metadata', 'markdown', 'text', 'html'] });
+  for (const page of [
+    '<title>Only a title</title>',
+    '<html><head><title>No body text</title><meta property="og:site_name" content="Site"></head><body></body></html>',
+    '<<<>>> <title>Garbage around</title> </p></div></table>',
+  ]) {
+    const r = await convert({
+      body: Buffer.from(page),
+      contentType: 'text/html',
+      status: 200,
+      url: 'http://a.example/',
+      finalUrl: 'http://a.example/',
+      redirects: [],
+      rendered: false,
+      outputs: ['metadata', 'markdown', 'text', 'html'],
+    });
     const m = 'outputs' in r ? r.outputs.metadata : undefined;
     t.ok(m?.ok, page);
     t.match(m?.ok ? JSON.parse(m.data) : {}, { title: /./ }, page);

@@ -10,7 +10,10 @@ import { ARTICLE } from './pages.ts';
 import { STREAMS, subjects } from '../../shared/names.ts';
 import type { Outcome } from '../../shared/protocol/jobs.ts';
 
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5e6b4a70000000049454e44ae426082', 'hex');
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5e6b4a70000000049454e44ae426082',
+  'hex',
+);
 
 /** Every final outcome published for a job, in order. */
 function collect(nc: NatsConnection, jobId: string) {
@@ -53,7 +56,12 @@ t.test('a job reads nothing back from the object store and writes no index when 
   await c.runJob(s.url('/post'), ['metadata', 'markdown']); // threads started, stores opened
   const api: Record<string, number> = {};
   const spy = await c.connect('spy');
-  spy.subscribe('$JS.API.>', { callback: (_e, m) => { const k = m.subject.split('.').slice(2, 5).join('.'); api[k] = (api[k] ?? 0) + 1; } });
+  spy.subscribe('$JS.API.>', {
+    callback: (_e, m) => {
+      const k = m.subject.split('.').slice(2, 5).join('.');
+      api[k] = (api[k] ?? 0) + 1;
+    },
+  });
   await spy.flush();
   const jobs = 4;
   const outs: Record<string, Final>[] = [];
@@ -83,14 +91,21 @@ t.test('a follower that starts after its leader finished finds its file', async 
   t.equal(leader!.task.resultKey, 'metadata');
   await c.publishTask(leader!);
   // the leader reports the follower's outcome itself
-  await seen.until(() => seen.finals.some((o) => o.resultKey === 'markdown') && seen.finals.some((o) => o.resultKey === 'metadata'), 'both outcomes from the leader');
+  await seen.until(
+    () => seen.finals.some((o) => o.resultKey === 'markdown') && seen.finals.some((o) => o.resultKey === 'metadata'),
+    'both outcomes from the leader',
+  );
   const reported = seen.finals.find((o) => o.resultKey === 'markdown')!;
   t.equal(reported.kind, 'done');
   t.equal(await tasksLeft(c.nc), 0, 'the leader task is done; the follower task was never published');
   await c.publishTask(follower!);
   await seen.until(() => seen.finals.filter((o) => o.resultKey === 'markdown').length === 2, "the follower's own outcome");
   const own = seen.finals.filter((o) => o.resultKey === 'markdown')[1]!;
-  t.same(own.kind === 'done' && own.file, reported.kind === 'done' && reported.file, 'the same file, described the same way (content type, size, file name from the object meta)');
+  t.same(
+    own.kind === 'done' && own.file,
+    reported.kind === 'done' && reported.file,
+    'the same file, described the same way (content type, size, file name from the object meta)',
+  );
   t.match(await c.read(own), /^# Tides of the North Sea\n/);
   t.equal(await tasksLeft(c.nc), 0, 'the follower task is acknowledged');
 });
@@ -103,9 +118,16 @@ t.test('a follower that starts after its leader finished finds its failure in th
   t.teardown(seen.stop);
   await c.publishTask(job.tasks[0]!);
   await seen.until(() => seen.finals.length >= 2, 'both outcomes from the leader');
-  t.match(seen.finals.find((o) => o.resultKey === 'markdown'), { kind: 'failed', error: 'unsupported_content' });
+  t.match(
+    seen.finals.find((o) => o.resultKey === 'markdown'),
+    { kind: 'failed', error: 'unsupported_content' },
+  );
   t.ok(await c.store.info(`${job.jobId}/_converted`), 'an output failed: the index says so');
   await c.publishTask(job.tasks[1]!);
   await seen.until(() => seen.finals.filter((o) => o.resultKey === 'markdown').length === 2, "the follower's own outcome");
-  t.match(seen.finals.filter((o) => o.resultKey === 'markdown')[1], { kind: 'failed', error: 'unsupported_content', message: /image\/png/ });
+  t.match(seen.finals.filter((o) => o.resultKey === 'markdown')[1], {
+    kind: 'failed',
+    error: 'unsupported_content',
+    message: /image\/png/,
+  });
 });

@@ -1,7 +1,11 @@
 // Fixture pages served on 127.0.0.1 by the converter tests and the benchmark.
 
 const para = (n: number, words = 60) =>
-  Array.from({ length: n }, (_, i) => `<p>Paragraph ${i + 1}. ${'The quick brown fox jumps over the lazy dog while the careful reader follows every line. '.repeat(Math.ceil(words / 16))}</p>`).join('\n');
+  Array.from(
+    { length: n },
+    (_, i) =>
+      `<p>Paragraph ${i + 1}. ${'The quick brown fox jumps over the lazy dog while the careful reader follows every line. '.repeat(Math.ceil(words / 16))}</p>`,
+  ).join('\n');
 
 export const ARTICLE = `<!doctype html>
 <html lang="en-GB">
@@ -72,10 +76,19 @@ export const HUB = `<!doctype html><html><head><title>Hub</title></head><body>
 <footer>FOOTERTEXT</footer></body></html>`;
 
 export const LATIN1_TEXT = 'Grüße aus Köln: Straße, Öl, Ärger. ' + 'Français: déjà vu, garçon, naïve. '.repeat(10);
-export const latin1Page = () => Buffer.from(`<!doctype html><html><head><title>Grüße</title></head><body><article><h1>Grüße</h1><p>${LATIN1_TEXT}</p><p>${LATIN1_TEXT}</p></article></body></html>`, 'latin1');
+export const latin1Page = () =>
+  Buffer.from(
+    `<!doctype html><html><head><title>Grüße</title></head><body><article><h1>Grüße</h1><p>${LATIN1_TEXT}</p><p>${LATIN1_TEXT}</p></article></body></html>`,
+    'latin1',
+  );
 export const CYRILLIC = 'Привет, мир! Это проверка кодировки страницы. '.repeat(8);
 
 /** A set of pages for the benchmark: different sizes and shapes. */
 export function benchPages(): string[] {
-  return [ARTICLE, HUB, `<!doctype html><html><head><title>Long</title></head><body><article><h1>Long read</h1>${para(80)}</article></body></html>`, `<!doctype html><html><head><title>Short</title></head><body><main><h1>Short</h1>${para(3)}</main></body></html>`];
+  return [
+    ARTICLE,
+    HUB,
+    `<!doctype html><html><head><title>Long</title></head><body><article><h1>Long read</h1>${para(80)}</article></body></html>`,
+    `<!doctype html><html><head><title>Short</title></head><body><main><h1>Short</h1>${para(3)}</main></body></html>`,
+  ];
 }

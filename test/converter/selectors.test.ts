@@ -13,14 +13,26 @@ import { loadCorpus, pageBytes } from './corpus.ts';
 
 const URL_ = 'https://site.example/dir/page';
 const run = async (html: string, outputs: ('metadata' | 'markdown' | 'text' | 'html')[] = ['metadata', 'markdown']) => {
-  const r = await convert({ body: Buffer.from(html), contentType: 'text/html; charset=utf-8', status: 200, url: URL_, finalUrl: URL_, redirects: [], rendered: false, outputs });
+  const r = await convert({
+    body: Buffer.from(html),
+    contentType: 'text/html; charset=utf-8',
+    status: 200,
+    url: URL_,
+    finalUrl: URL_,
+    redirects: [],
+    rendered: false,
+    outputs,
+  });
   if (r.needsJavaScript) throw new Error('asked for JavaScript');
   const get = (o: string) => {
     const f = r.outputs[o as 'markdown'];
     if (!f?.ok) throw new Error(`${o}: ${JSON.stringify(f)}`);
     return f.data;
   };
-  return { meta: outputs.includes('metadata') ? JSON.parse(get('metadata')) : null, md: outputs.includes('markdown') ? get('markdown') : '' };
+  return {
+    meta: outputs.includes('metadata') ? JSON.parse(get('metadata')) : null,
+    md: outputs.includes('markdown') ? get('markdown') : '',
+  };
 };
 const BODY = '<p>' + 'The river runs through the valley and the town grew along its banks over many centuries. '.repeat(6) + '</p>';
 
@@ -35,7 +47,8 @@ t.test('the walk lists the elements querySelectorAll finds, in the same order, o
     for (const n of names) {
       const want = [...page.doc.querySelectorAll(n)];
       const got = page.byName.get(n) ?? [];
-      if (!t.ok(got.length === want.length && got.every((el, i) => el === want[i]), `${e.id}: <${n}> ${got.length} vs ${want.length}`)) break;
+      if (!t.ok(got.length === want.length && got.every((el, i) => el === want[i]), `${e.id}: <${n}> ${got.length} vs ${want.length}`))
+        break;
     }
     t.same(page.headings, [...page.doc.querySelectorAll('h1, h2, h3, h4, h5, h6')], `${e.id}: headings`);
     pages++;
@@ -63,7 +76,7 @@ t.test('meta, link and script attributes compare ignoring ASCII case only, as th
   t.equal(meta.modifiedTime, '2024-05-06');
 });
 
-t.test('time, author and first image fallbacks follow the selectors\' rules', async (t) => {
+t.test("time, author and first image fallbacks follow the selectors' rules", async (t) => {
   const { meta } = await run(`<!doctype html><html><head><title>T</title></head><body>
     <time datetime="2020-01-01">outside any article</time>
     <img src="data:image/png;base64,AAAA"><img src="/pics/first.jpg">
@@ -97,19 +110,24 @@ t.test('edit links, permalinks and "[edit]" go by the selectors\' rules; classes
   t.match(quirks, 'this anchor link');
   // a class list splits on ASCII whitespace only: "note\u00A0mw-editsection" is one class, which
   // `.mw-editsection` does not match
-  const nbsp = (await run(`<!doctype html><html><head><title>Rivers</title></head><body><article>
-    <h2>Source<span class="note\u00A0mw-editsection">[kept]</span></h2>${BODY}</article></body></html>`)).md;
+  const nbsp = (
+    await run(`<!doctype html><html><head><title>Rivers</title></head><body><article>
+    <h2>Source<span class="note\u00A0mw-editsection">[kept]</span></h2>${BODY}</article></body></html>`)
+  ).md;
   t.match(nbsp, '\\[kept\\]', 'a no-break space does not separate classes');
 });
 
 t.test('task boxes, code languages, data: links and layout tables', async (t) => {
-  const { md } = await run(`<!doctype html><html><head><title>Lists</title></head><body><article>${BODY}
+  const { md } = await run(
+    `<!doctype html><html><head><title>Lists</title></head><body><article>${BODY}
     <ul><li><input type="CHECKBOX" checked> done thing</li><li><label><input type="checkbox"> open thing</label></li></ul>
     <p><input type="checkbox"> a box outside a list</p>
     <pre class="lang-rust"><span>fn</span> main() {}</pre>
     <p>See <a href="DATA:text/plain,hi">inline data</a> here.</p>
     <table><tr><td><p>Only a layout cell with a paragraph of its own.</p></td><td><img src="/x.png" alt="pic"></td></tr></table>
-    </article></body></html>`, ['markdown']);
+    </article></body></html>`,
+    ['markdown'],
+  );
   t.match(md, '- [x] done thing', 'type compared ignoring ASCII case');
   t.match(md, '- [ ] open thing', 'a box nested deeper inside the item');
   t.notMatch(md, '[ ] a box outside', 'a box outside a list item is not a task');
@@ -120,19 +138,43 @@ t.test('task boxes, code languages, data: links and layout tables', async (t) =>
 });
 
 t.test('one selector engine per thread and compatibility mode, each document queried on its own', async (t) => {
-  const impl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as { implForWrapper(w: object): { _nwsapi?: unknown } };
+  const impl = createRequire(import.meta.url)('jsdom/lib/jsdom/living/generated/utils.js') as {
+    implForWrapper(w: object): { _nwsapi?: unknown };
+  };
   const quirks = () => parseHtml('<html><body><p class="Note">a</p><p class="note">b</p><p>c</p></body></html>', URL_).doc;
   const standards = () => parseHtml('<!doctype html><html><body><p class="Note">a</p><p>b</p></body></html>', URL_).doc;
   const docs = [quirks(), standards(), quirks(), standards(), quirks()];
-  t.same(docs.map((d) => d.compatMode), ['BackCompat', 'CSS1Compat', 'BackCompat', 'CSS1Compat', 'BackCompat']);
+  t.same(
+    docs.map((d) => d.compatMode),
+    ['BackCompat', 'CSS1Compat', 'BackCompat', 'CSS1Compat', 'BackCompat'],
+  );
   // asked in turn, a class compiled for one mode must not answer for the other
   for (let round = 0; round < 2; round++) {
-    t.same(docs.map((d) => d.querySelectorAll('.note').length), [2, 0, 2, 0, 2], 'quirks: class in any case; standards: exact');
+    t.same(
+      docs.map((d) => d.querySelectorAll('.note').length),
+      [2, 0, 2, 0, 2],
+      'quirks: class in any case; standards: exact',
+    );
     // selectors nwsapi compiles with the class test inside (a lone class is looked up at run time)
-    t.same(docs.map((d) => d.querySelectorAll('p:is(.note)').length), [2, 0, 2, 0, 2], 'the same for a compiled class test');
-    t.same(docs.map((d) => d.querySelectorAll('.note ~ p').length), [2, 0, 2, 0, 2], 'the same for a compiled sibling test');
-    t.same(docs.map((d) => d.querySelectorAll('p').length), [3, 2, 3, 2, 3], 'each document answers with its own elements');
-    t.same(docs.map((d) => d.querySelector('p')!.ownerDocument === d), [true, true, true, true, true]);
+    t.same(
+      docs.map((d) => d.querySelectorAll('p:is(.note)').length),
+      [2, 0, 2, 0, 2],
+      'the same for a compiled class test',
+    );
+    t.same(
+      docs.map((d) => d.querySelectorAll('.note ~ p').length),
+      [2, 0, 2, 0, 2],
+      'the same for a compiled sibling test',
+    );
+    t.same(
+      docs.map((d) => d.querySelectorAll('p').length),
+      [3, 2, 3, 2, 3],
+      'each document answers with its own elements',
+    );
+    t.same(
+      docs.map((d) => d.querySelector('p')!.ownerDocument === d),
+      [true, true, true, true, true],
+    );
   }
   const engines = docs.map((d) => impl.implForWrapper(d)._nwsapi);
   t.ok(engines.every(Boolean), 'jsdom keeps the engine where it is looked for');

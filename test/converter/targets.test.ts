@@ -10,8 +10,14 @@ import { HUB, latin1Page, LATIN1_TEXT, CYRILLIC } from './pages.ts';
 const PAGE = `<!doctype html><html><head><title>Landing</title></head><body><article><h1>Landing</h1><p>${'Words that make an article long enough to be found. '.repeat(20)}</p></article></body></html>`;
 
 t.test('converter against many targets', async (t) => {
-  const c = await startConverter(t, { websitepro: { maxBytes: 64 * 1024, fetchTimeoutMs: 1500 }, outbound: { allowCidrs: ['127.0.0.1/32'] } });
-  const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5e6b4a70000000049454e44ae426082', 'hex');
+  const c = await startConverter(t, {
+    websitepro: { maxBytes: 64 * 1024, fetchTimeoutMs: 1500 },
+    outbound: { allowCidrs: ['127.0.0.1/32'] },
+  });
+  const png = Buffer.from(
+    '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5e6b4a70000000049454e44ae426082',
+    'hex',
+  );
   const s = await fixtureServer(t, {
     '/r1': redirect('/r2', 301),
     '/r2': redirect('/r3', 302),
@@ -20,8 +26,10 @@ t.test('converter against many targets', async (t) => {
     '/to-private': redirect('http://10.0.0.1/admin'),
     '/to-other-loopback': redirect('http://127.0.0.2/'),
     '/big': html(`<p>${'x'.repeat(100 * 1024)}</p>`),
-    '/big-gzip': (_q, r) => r.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(zlib.gzipSync(`<p>${'y'.repeat(200 * 1024)}</p>`)),
-    '/br': (_q, r) => r.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'br' }).end(zlib.brotliCompressSync(PAGE)),
+    '/big-gzip': (_q, r) =>
+      r.writeHead(200, { 'content-type': 'text/html', 'content-encoding': 'gzip' }).end(zlib.gzipSync(`<p>${'y'.repeat(200 * 1024)}</p>`)),
+    '/br': (_q, r) =>
+      r.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-encoding': 'br' }).end(zlib.brotliCompressSync(PAGE)),
     '/missing': (_q, r) => r.writeHead(404, { 'content-type': 'text/html' }).end('<h1>Not here</h1>'),
     '/data.json': (_q, r) => r.writeHead(200, { 'content-type': 'application/json' }).end('{"a":1,"b":[true,null]}'),
     '/notes.txt': (_q, r) => r.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end('line one\n\nline two\n'),
@@ -29,13 +37,25 @@ t.test('converter against many targets', async (t) => {
     '/doc.pdf': (_q, r) => r.writeHead(200, { 'content-type': 'application/pdf' }).end('%PDF-1.4\n%%EOF\n'),
     '/latin1-says-utf8': (_q, r) => r.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(latin1Page()),
     '/latin1-no-header': (_q, r) => r.writeHead(200, { 'content-type': 'text/html' }).end(latin1Page()),
-    '/cp1251-meta': (_q, r) => r.writeHead(200, { 'content-type': 'text/html' }).end(Buffer.concat([Buffer.from('<html><head><meta charset="windows-1251"><title>t</title></head><body><article><p>'), Buffer.from(new Uint8Array([...CYRILLIC].map(cp1251))), Buffer.from('</p></article></body></html>')])),
+    '/cp1251-meta': (_q, r) =>
+      r
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(
+          Buffer.concat([
+            Buffer.from('<html><head><meta charset="windows-1251"><title>t</title></head><body><article><p>'),
+            Buffer.from(new Uint8Array([...CYRILLIC].map(cp1251))),
+            Buffer.from('</p></article></body></html>'),
+          ]),
+        ),
     '/hub': html(HUB),
   });
   const silent = net.createServer((sock) => held.push(sock));
   const held: net.Socket[] = [];
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
-  t.teardown(() => { held.forEach((x) => x.destroy()); silent.close(); });
+  t.teardown(() => {
+    held.forEach((x) => x.destroy());
+    silent.close();
+  });
   const silentUrl = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}/`;
 
   t.test('a chain of redirects: the final URL is reported', async (t) => {
@@ -57,7 +77,11 @@ t.test('converter against many targets', async (t) => {
 
   t.test('a page larger than the cap', async (t) => {
     t.match((await c.runJob(s.url('/big'), ['markdown'])).markdown, { kind: 'failed', error: 'too_large' });
-    t.match((await c.runJob(s.url('/big-gzip'), ['markdown'])).markdown, { kind: 'failed', error: 'too_large' }, 'counted after decompression');
+    t.match(
+      (await c.runJob(s.url('/big-gzip'), ['markdown'])).markdown,
+      { kind: 'failed', error: 'too_large' },
+      'counted after decompression',
+    );
     t.match((await c.runJob(s.url('/br'), ['markdown'])).markdown, { kind: 'done' }, 'brotli page within the cap');
   });
 
@@ -85,7 +109,11 @@ t.test('converter against many targets', async (t) => {
     t.match(JSON.parse(await c.read(img.metadata!)), { contentType: 'image/png', image: s.url('/pixel.png'), bytes: png.length });
     for (const k of ['markdown', 'text', 'html']) t.match(img[k], { kind: 'failed', error: 'unsupported_content' }, `image has no ${k}`);
     const pdf = await c.runJob(s.url('/doc.pdf'), ['metadata', 'text', 'pdf']);
-    t.match(pdf.text, { kind: 'failed', error: 'conversion_failed', message: /PDF could not be read/ }, 'a PDF that does not parse has no text');
+    t.match(
+      pdf.text,
+      { kind: 'failed', error: 'conversion_failed', message: /PDF could not be read/ },
+      'a PDF that does not parse has no text',
+    );
     t.match(pdf.metadata, { kind: 'done' });
     t.match(pdf.pdf, { kind: 'done', file: { contentType: 'application/pdf' } }, 'a PDF target is its own pdf result');
     t.equal(await c.read(pdf.pdf!), '%PDF-1.4\n%%EOF\n');

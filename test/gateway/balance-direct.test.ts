@@ -14,8 +14,16 @@ import { STREAMS } from '../../shared/names.ts';
 /** Counts the JetStream API requests on the ledger by kind while `fn` runs. */
 async function ledgerApiCalls(app: Awaited<ReturnType<typeof startTestApp>>, fn: () => Promise<void>) {
   const calls = { direct: 0, info: 0 };
-  const direct = app.nc.subscribe(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, { callback: () => { calls.direct++; } });
-  const info = app.nc.subscribe(`$JS.API.STREAM.INFO.${STREAMS.ledger}`, { callback: () => { calls.info++; } });
+  const direct = app.nc.subscribe(`$JS.API.DIRECT.GET.${STREAMS.ledger}`, {
+    callback: () => {
+      calls.direct++;
+    },
+  });
+  const info = app.nc.subscribe(`$JS.API.STREAM.INFO.${STREAMS.ledger}`, {
+    callback: () => {
+      calls.info++;
+    },
+  });
   await app.nc.flush();
   await fn();
   await app.nc.flush();

@@ -13,9 +13,13 @@ t.test('GET /v1/balance sees every ledger write acknowledged before it, without 
   const balance = async () => (await app.request('GET', '/v1/balance', { key })).json.balance as number;
   // money that was there before the gateway read any balance: read from the stream on first use
   await wallet.grant(app.nc, walletId, 10_000, 'test funds');
-  t.equal(await balance(), 10_000, 'an entry older than the gateway\'s ledger consumer');
+  t.equal(await balance(), 10_000, "an entry older than the gateway's ledger consumer");
   let walletAsked = 0;
-  const spy = app.nc.subscribe(subjects.wallet.balance, { callback: () => { walletAsked++; } });
+  const spy = app.nc.subscribe(subjects.wallet.balance, {
+    callback: () => {
+      walletAsked++;
+    },
+  });
   await app.nc.flush();
   let expected = 10_000;
   let stale = 0;
@@ -43,7 +47,11 @@ t.test('a quote shows the balance as of now without a wallet request', async (t)
   t.teardown(() => ad.stop());
   const { key, walletId } = await app.newKey();
   let walletAsked = 0;
-  const spy = app.nc.subscribe(subjects.wallet.balance, { callback: () => { walletAsked++; } });
+  const spy = app.nc.subscribe(subjects.wallet.balance, {
+    callback: () => {
+      walletAsked++;
+    },
+  });
   const body = { url: 'https://example.com/a', outputs: ['metadata'] };
   const q0 = await app.request('POST', '/v1/websitepro/quote', { key, body });
   t.equal(q0.status, 200);
@@ -56,7 +64,7 @@ t.test('a quote shows the balance as of now without a wallet request', async (t)
   t.equal(walletAsked, 0, 'no wallet.balance request');
 });
 
-t.test('the gateway\'s ledger consumer lost on the server: balances stay right, and it recovers', async (t) => {
+t.test("the gateway's ledger consumer lost on the server: balances stay right, and it recovers", async (t) => {
   const app = await startTestApp(t, { actors: ['wallet'] });
   const { key, walletId } = await app.newKey();
   const balance = async () => (await app.request('GET', '/v1/balance', { key })).json.balance as number;
@@ -78,7 +86,11 @@ t.test('the gateway\'s ledger consumer lost on the server: balances stay right, 
     await wallet.grant(app.nc, walletId, 1, `step ${i}`);
     expected += 1;
     let asked = 0;
-    const spy = app.nc.subscribe(subjects.wallet.balance, { callback: () => { asked++; } });
+    const spy = app.nc.subscribe(subjects.wallet.balance, {
+      callback: () => {
+        asked++;
+      },
+    });
     await app.nc.flush();
     t.equal(await balance(), expected, `balance right while recovering (${i})`);
     await app.nc.flush();

@@ -10,15 +10,30 @@ import type { Route } from '../../gateway/route.ts';
 
 t.test('a body cut off by the client: 499, the handler never runs; a whole body still arrives', async (t) => {
   const lines: { msg?: string; status?: number; path?: string }[] = [];
-  const sink = new Writable({ write(chunk, _enc, cb) { for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l)); cb(); } });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n')) if (l) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
   const log = pino({ level: 'info' }, sink);
   let handled = 0;
-  const routes: Route[] = [{
-    method: 'POST', path: '/echo', auth: false, summary: 'echo', tags: ['test'], errors: [],
-    body: T.Object({ text: T.String() }),
-    responses: { 200: { description: 'the text', schema: T.Object({ text: T.String() }) } },
-    async handler(req) { handled++; return { json: { text: req.body.text } }; },
-  }];
+  const routes: Route[] = [
+    {
+      method: 'POST',
+      path: '/echo',
+      auth: false,
+      summary: 'echo',
+      tags: ['test'],
+      errors: [],
+      body: T.Object({ text: T.String() }),
+      responses: { 200: { description: 'the text', schema: T.Object({ text: T.String() }) } },
+      async handler(req) {
+        handled++;
+        return { json: { text: req.body.text } };
+      },
+    },
+  ];
   const p = await startPipeline(t, routes, {}, log as never);
 
   // a whole body, in several packets: answered
@@ -26,7 +41,13 @@ t.test('a body cut off by the client: 499, the handler never runs; a whole body 
     const s = net.connect(p.port, '127.0.0.1');
     const body = JSON.stringify({ text: 'x'.repeat(5000) });
     let got = '';
-    s.on('data', (d) => { got += d; if (got.includes('"text"')) { s.destroy(); resolve(got); } });
+    s.on('data', (d) => {
+      got += d;
+      if (got.includes('"text"')) {
+        s.destroy();
+        resolve(got);
+      }
+    });
     s.on('error', reject);
     s.write(`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`);
     s.write(body.slice(0, 100));

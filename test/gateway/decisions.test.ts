@@ -23,11 +23,20 @@ t.test('unknown body fields are refused with 400 bad_request, at any depth', asy
   const shot = { url: s.targetUrl, browsers: ['testbrowser'] };
   const lab = { relay: 'wss://relay.example.com', modules: ['quick'] };
   t.equal(await codeOf('websitepro', web), 200, 'the valid body is accepted');
-  for (const [service, body] of [['websitepro', web], ['shots', shot], ['labs', lab]] as const) {
-    for (const what of ['quote', 'jobs']) t.equal(await codeOf(service, { ...body, colour: 'red' }, what), '400 bad_request', `${service} ${what}`);
+  for (const [service, body] of [
+    ['websitepro', web],
+    ['shots', shot],
+    ['labs', lab],
+  ] as const) {
+    for (const what of ['quote', 'jobs'])
+      t.equal(await codeOf(service, { ...body, colour: 'red' }, what), '400 bad_request', `${service} ${what}`);
   }
   t.equal(await codeOf('shots', { ...shot, options: { fullPage: true, zoom: 2 } }), '400 bad_request', 'inside options');
-  t.equal(await codeOf('shots', { ...shot, browsers: [{ id: 'testbrowser', versions: ['2'], os: 'x' }] }), '400 unknown_browser', 'inside a browser item (it no longer matches either form)');
+  t.equal(
+    await codeOf('shots', { ...shot, browsers: [{ id: 'testbrowser', versions: ['2'], os: 'x' }] }),
+    '400 unknown_browser',
+    'inside a browser item (it no longer matches either form)',
+  );
 });
 
 t.test('array caps and the URL length cap', async (t) => {
@@ -35,21 +44,41 @@ t.test('array caps and the URL length cap', async (t) => {
   t.equal(await codeOf('websitepro', { url: s.targetUrl, outputs: Array(5).fill('metadata') }), 200, '5 (duplicates count once)');
   const shot = (extra: object) => ({ url: s.targetUrl, browsers: ['testbrowser'], ...extra });
   t.equal(await codeOf('shots', shot({ browsers: Array(21).fill('testbrowser') })), '400 bad_request', 'browsers: at most 20');
-  t.equal(await codeOf('shots', shot({ browsers: [{ id: 'testbrowser', versions: Array(11).fill('2') }] })), '400 bad_request', 'versions: at most 10');
+  t.equal(
+    await codeOf('shots', shot({ browsers: [{ id: 'testbrowser', versions: Array(11).fill('2') }] })),
+    '400 bad_request',
+    'versions: at most 10',
+  );
   t.equal(await codeOf('shots', shot({ schemes: ['light', 'dark', 'light'] })), '400 bad_request', 'schemes: at most 2');
   t.equal(await codeOf('shots', shot({ viewports: ['hd', 'fhd', 'qhd', 'phone'] })), '400 bad_viewport', 'viewports: at most 3 (spec)');
-  t.equal(await codeOf('labs', { relay: 'wss://relay.example.com', modules: ['quick', 'conformance', 'quick'] }), '400 bad_request', 'modules: at most 2');
-  t.equal(await codeOf('labs', { relay: 'wss://relay.example.com', checks: Array(201).fill('dns') }), '400 bad_request', 'checks: at most 200');
-  t.equal(await codeOf('websitepro', { url: long('http://example.com/'), outputs: ['metadata'] }), '400 bad_url', 'url: at most 2048 characters');
+  t.equal(
+    await codeOf('labs', { relay: 'wss://relay.example.com', modules: ['quick', 'conformance', 'quick'] }),
+    '400 bad_request',
+    'modules: at most 2',
+  );
+  t.equal(
+    await codeOf('labs', { relay: 'wss://relay.example.com', checks: Array(201).fill('dns') }),
+    '400 bad_request',
+    'checks: at most 200',
+  );
+  t.equal(
+    await codeOf('websitepro', { url: long('http://example.com/'), outputs: ['metadata'] }),
+    '400 bad_url',
+    'url: at most 2048 characters',
+  );
   t.equal(await codeOf('shots', shot({ url: long('http://example.com/') })), '400 bad_url');
   t.equal(await codeOf('labs', { relay: long('wss://relay.example.com/'), modules: ['quick'] }), '400 bad_relay_url');
-  t.equal(await codeOf('labs', { relay: 'wss://relay.example.com', modules: ['quick'], webhook: long('https://hook.example.com/') }), '400 bad_webhook');
+  t.equal(
+    await codeOf('labs', { relay: 'wss://relay.example.com', modules: ['quick'], webhook: long('https://hook.example.com/') }),
+    '400 bad_webhook',
+  );
 });
 
 t.test('the viewport range applies to the WIDTHxHEIGHT form as to {w, h}', async (t) => {
   const vp = (v: unknown) => codeOf('shots', { url: s.targetUrl, browsers: ['testbrowser'], viewports: [v] });
   for (const ok of ['320x320', '3840x2400', '320x2400', '3840x320']) t.equal(await vp(ok), 200, ok);
-  for (const bad of ['319x600', '3841x600', '800x319', '800x2401', '0x0', '800x600x2', '800X600']) t.equal(await vp(bad), '400 bad_viewport', bad);
+  for (const bad of ['319x600', '3841x600', '800x319', '800x2401', '0x0', '800x600x2', '800X600'])
+    t.equal(await vp(bad), '400 bad_viewport', bad);
   t.equal(await vp({ w: 319, h: 600 }), '400 bad_viewport', '{w, h} below the range');
 });
 

@@ -7,15 +7,99 @@ import type { Route } from '../../gateway/route.ts';
 
 // Routes shaped like the API's: an authenticated GET with a query, a JSON POST, a job-creation POST.
 const routes: Route[] = [
-  { method: 'GET', path: '/v1/balance', auth: true, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (req) => ({ json: { walletId: req.auth!.walletId } }) },
-  { method: 'GET', path: '/v1/jobs', auth: true, tags: [], summary: '', errors: [], query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100 })), before: T.Optional(T.Integer({ minimum: 1 })) }), responses: { 200: { description: '' } }, handler: async (req) => ({ json: { limit: req.query.limit ?? 30 } }) },
-  { method: 'GET', path: '/v1/pricing', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async () => ({ json: {} }) },
-  { method: 'POST', path: '/v1/websitepro/quote', auth: true, tags: [], summary: '', errors: [], body: T.Object({ url: T.String(), outputs: T.Array(T.String(), { minItems: 1 }) }, { additionalProperties: false }), bodyErrorCode: (e) => (e.instancePath === '/outputs' ? 'no_output' : 'bad_request'), responses: { 200: { description: '' } }, handler: async (req) => ({ json: { echo: req.body } }) },
-  { method: 'POST', path: '/v1/websitepro/jobs', auth: true, rateLimit: 'jobs', tags: [], summary: '', errors: [], body: T.Object({ url: T.String() }), responses: { 201: { description: '' } }, handler: async () => { throw new ApiError('bad_url'); } },
-  { method: 'GET', path: '/v1/jobs/:id/results/:key', auth: true, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (req) => ({ json: req.params }) },
-  { method: 'GET', path: '/boom', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async () => { throw new Error('secret internals'); } },
+  {
+    method: 'GET',
+    path: '/v1/balance',
+    auth: true,
+    tags: [],
+    summary: '',
+    errors: [],
+    responses: { 200: { description: '' } },
+    handler: async (req) => ({ json: { walletId: req.auth!.walletId } }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/jobs',
+    auth: true,
+    tags: [],
+    summary: '',
+    errors: [],
+    query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, maximum: 100 })), before: T.Optional(T.Integer({ minimum: 1 })) }),
+    responses: { 200: { description: '' } },
+    handler: async (req) => ({ json: { limit: req.query.limit ?? 30 } }),
+  },
+  {
+    method: 'GET',
+    path: '/v1/pricing',
+    auth: false,
+    tags: [],
+    summary: '',
+    errors: [],
+    responses: { 200: { description: '' } },
+    handler: async () => ({ json: {} }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/websitepro/quote',
+    auth: true,
+    tags: [],
+    summary: '',
+    errors: [],
+    body: T.Object({ url: T.String(), outputs: T.Array(T.String(), { minItems: 1 }) }, { additionalProperties: false }),
+    bodyErrorCode: (e) => (e.instancePath === '/outputs' ? 'no_output' : 'bad_request'),
+    responses: { 200: { description: '' } },
+    handler: async (req) => ({ json: { echo: req.body } }),
+  },
+  {
+    method: 'POST',
+    path: '/v1/websitepro/jobs',
+    auth: true,
+    rateLimit: 'jobs',
+    tags: [],
+    summary: '',
+    errors: [],
+    body: T.Object({ url: T.String() }),
+    responses: { 201: { description: '' } },
+    handler: async () => {
+      throw new ApiError('bad_url');
+    },
+  },
+  {
+    method: 'GET',
+    path: '/v1/jobs/:id/results/:key',
+    auth: true,
+    tags: [],
+    summary: '',
+    errors: [],
+    responses: { 200: { description: '' } },
+    handler: async (req) => ({ json: req.params }),
+  },
+  {
+    method: 'GET',
+    path: '/boom',
+    auth: false,
+    tags: [],
+    summary: '',
+    errors: [],
+    responses: { 200: { description: '' } },
+    handler: async () => {
+      throw new Error('secret internals');
+    },
+  },
   // a real request on the real server that nobody answers, as in a NATS failover window
-  { method: 'GET', path: '/nats-silent', auth: false, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async (_req, ctx) => { await ctx.nc.request('test.nobody.listens', '', { timeout: 300 }); return { json: {} }; } },
+  {
+    method: 'GET',
+    path: '/nats-silent',
+    auth: false,
+    tags: [],
+    summary: '',
+    errors: [],
+    responses: { 200: { description: '' } },
+    handler: async (_req, ctx) => {
+      await ctx.nc.request('test.nobody.listens', '', { timeout: 300 });
+      return { json: {} };
+    },
+  },
 ];
 
 t.test('error paths answer with the spec status and the error body', async (t) => {
@@ -27,11 +111,18 @@ t.test('error paths answer with the spec status and the error body', async (t) =
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       if (o.key) headers.authorization = `Bearer ${o.key}`;
       let body = o.raw;
-      if (o.body !== undefined) { body = JSON.stringify(o.body); headers['content-type'] ??= 'application/json'; }
+      if (o.body !== undefined) {
+        body = JSON.stringify(o.body);
+        headers['content-type'] ??= 'application/json';
+      }
       const res = await fetch(p.url + path, { method, headers, body });
       const text = await res.text();
       let json: any;
-      try { json = JSON.parse(text); } catch { /* not json */ }
+      try {
+        json = JSON.parse(text);
+      } catch {
+        /* not json */
+      }
       return { status: res.status, headers: res.headers, json, text };
     },
   };
@@ -51,7 +142,7 @@ t.test('error paths answer with the spec status and the error body', async (t) =
     t.same(r.json, { id: 'j1', key: 'chromium-156_1920x1080_light.png' });
   });
 
-  t.test('schema violations map to the route\'s code', async (t) => {
+  t.test("schema violations map to the route's code", async (t) => {
     let r = await app.request('POST', '/v1/websitepro/quote', { key, body: { url: 'https://example.com', outputs: [] } });
     t.equal(r.json.error.code, 'no_output');
     r = await app.request('POST', '/v1/websitepro/quote', { key, body: { url: 'https://example.com', outputs: ['text'], extra: 1 } });
@@ -111,13 +202,21 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   });
 
   t.test('non-JSON content type → 415 unsupported_media_type', async (t) => {
-    const r = await app.request('POST', '/v1/websitepro/quote', { key, raw: 'url=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const r = await app.request('POST', '/v1/websitepro/quote', {
+      key,
+      raw: 'url=x',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     t.equal(r.status, 415);
     t.equal(r.json.error.code, 'unsupported_media_type');
   });
 
   t.test('declared body over 64 KB → 413 payload_too_large before reading', async (t) => {
-    const r = await app.request('POST', '/v1/websitepro/quote', { key, raw: 'x'.repeat(65537), headers: { 'content-type': 'application/json' } });
+    const r = await app.request('POST', '/v1/websitepro/quote', {
+      key,
+      raw: 'x'.repeat(65537),
+      headers: { 'content-type': 'application/json' },
+    });
     t.equal(r.status, 413);
     t.equal(r.json.error.code, 'payload_too_large');
   });
@@ -125,11 +224,20 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   t.test('chunked body over 64 KB → 413 while streaming, reads no further', async (t) => {
     const port = new URL(app.url).port;
     const result = await new Promise<{ status: number; body: string; sent: number }>((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/v1/websitepro/quote', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } }, (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode!, body, sent }));
-      });
+      const req = httpRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/websitepro/quote',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        },
+        (res) => {
+          let body = '';
+          res.on('data', (d) => (body += d));
+          res.on('end', () => resolve({ status: res.statusCode!, body, sent }));
+        },
+      );
       let sent = 0;
       req.on('error', (e) => (sent > 65536 ? resolve({ status: 413, body: '{"error":{"code":"payload_too_large"}}', sent }) : reject(e)));
       const chunk = Buffer.alloc(16 * 1024, 0x20);
@@ -159,7 +267,29 @@ t.test('error paths answer with the spec status and the error body', async (t) =
   });
 
   t.test('every error code has a status that matches the spec table', async (t) => {
-    const spec: Record<string, number> = { bad_request: 400, bad_url: 400, no_output: 400, unknown_browser: 400, bad_viewport: 400, bad_relay_url: 400, bad_port: 400, bad_webhook: 400, no_checks: 400, blocked_address: 400, unreachable: 400, unauthorized: 401, insufficient_funds: 402, not_found: 404, unknown_service: 404, not_ready: 409, expired: 410, rate_limited: 429, relay_busy: 429, service_unavailable: 503, busy: 503 };
+    const spec: Record<string, number> = {
+      bad_request: 400,
+      bad_url: 400,
+      no_output: 400,
+      unknown_browser: 400,
+      bad_viewport: 400,
+      bad_relay_url: 400,
+      bad_port: 400,
+      bad_webhook: 400,
+      no_checks: 400,
+      blocked_address: 400,
+      unreachable: 400,
+      unauthorized: 401,
+      insufficient_funds: 402,
+      not_found: 404,
+      unknown_service: 404,
+      not_ready: 409,
+      expired: 410,
+      rate_limited: 429,
+      relay_busy: 429,
+      service_unavailable: 503,
+      busy: 503,
+    };
     for (const [code, status] of Object.entries(spec)) t.equal(ERRORS[code as keyof typeof ERRORS].status, status, code);
   });
 });
@@ -171,8 +301,12 @@ t.test('job creation requests are limited per key (refused ones too): 429 rate_l
   const { key } = await p.newKey();
   const app = {
     async request(method: string, path: string, o: { key: string; body: unknown }) {
-      const res = await fetch(p.url + path, { method, headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json' }, body: JSON.stringify(o.body) });
-      return { status: res.status, headers: res.headers, json: await res.json() as any };
+      const res = await fetch(p.url + path, {
+        method,
+        headers: { authorization: `Bearer ${o.key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(o.body),
+      });
+      return { status: res.status, headers: res.headers, json: (await res.json()) as any };
     },
   };
   const codes: number[] = [];
@@ -181,7 +315,11 @@ t.test('job creation requests are limited per key (refused ones too): 429 rate_l
     last = await app.request('POST', '/v1/websitepro/jobs', { key, body: { url: 'not a url', outputs: ['metadata'] } });
     codes.push(last.status);
   }
-  t.same(codes.slice(0, 3).every((c) => c !== 429), true, 'the first three pass the limiter');
+  t.same(
+    codes.slice(0, 3).every((c) => c !== 429),
+    true,
+    'the first three pass the limiter',
+  );
   t.equal(codes[3], 429);
   t.equal(last!.json.error.code, 'rate_limited');
   t.ok(Number(last!.headers.get('retry-after')) >= 1, 'Retry-After set');

@@ -11,7 +11,8 @@ t.test('job creation', async (t) => {
   const s = await startJobsApi(t, { wallet: { orphanChargeGraceSeconds: 2 } });
   const { key, walletId } = await s.newWallet(1000);
   const body = { url: s.targetUrl, outputs: ['metadata', 'text'] };
-  const post = (b: unknown, idem?: string, k = key, q = '?wait=10') => s.request('POST', `/v1/websitepro/jobs${q}`, { key: k, body: b, headers: idem === undefined ? {} : { 'idempotency-key': idem } });
+  const post = (b: unknown, idem?: string, k = key, q = '?wait=10') =>
+    s.request('POST', `/v1/websitepro/jobs${q}`, { key: k, body: b, headers: idem === undefined ? {} : { 'idempotency-key': idem } });
   const charges = async (w = walletId) => (await wallet.transactions(s.nc, w)).entries.filter((e) => e.type === 'charge').length;
 
   t.test('the same key and body: the first answer again, charged once', async (t) => {
@@ -31,7 +32,11 @@ t.test('job creation', async (t) => {
     t.equal(r.status, 422, r.text);
     t.equal(r.json.error.code, 'idempotency_key_reused');
     t.equal(await charges(), 1);
-    const other = await s.request('POST', '/v1/shots/jobs', { key, body: { url: s.targetUrl, browsers: ['testbrowser'] }, headers: { 'idempotency-key': 'k-1' } });
+    const other = await s.request('POST', '/v1/shots/jobs', {
+      key,
+      body: { url: s.targetUrl, browsers: ['testbrowser'] },
+      headers: { 'idempotency-key': 'k-1' },
+    });
     t.equal(other.json?.error?.code, 'idempotency_key_reused', 'another path is another request');
   });
 
@@ -39,7 +44,7 @@ t.test('job creation', async (t) => {
     const b = await s.newWallet(1000);
     const r = await post(body, 'k-1', b.key);
     t.equal(r.status, 201, r.text);
-    t.equal(r.headers.get('idempotent-replayed'), null, 'not the other wallet\'s answer');
+    t.equal(r.headers.get('idempotent-replayed'), null, "not the other wallet's answer");
     t.equal(await charges(b.walletId), 1);
   });
 

@@ -12,8 +12,16 @@ t.test('shared limit: takes after the first read nothing (one write each)', asyn
   const kv = await new Kvm(tn.nc).open(BUCKETS.limits);
   const spy = await tn.connect('spy');
   let reads = 0;
-  spy.subscribe('$JS.API.STREAM.MSG.GET.KV_limits', { callback: () => { reads++; } });
-  spy.subscribe('$JS.API.DIRECT.GET.KV_limits.>', { callback: () => { reads++; } });
+  spy.subscribe('$JS.API.STREAM.MSG.GET.KV_limits', {
+    callback: () => {
+      reads++;
+    },
+  });
+  spy.subscribe('$JS.API.DIRECT.GET.KV_limits.>', {
+    callback: () => {
+      reads++;
+    },
+  });
   await spy.flush();
   for (let i = 0; i < 10; i++) t.ok((await takeToken(kv, 'jobs', 'k', 600, 3600_000)).allowed);
   await tn.nc.flush();

@@ -16,7 +16,10 @@ t.test('shared limit: a counter the server never lets us update answers 503 serv
   t.ok((await takeToken(kv, 'jobs', 'k', 10, 3600_000)).allowed, 'second take moves the counter past the stale revision');
   // every read answers the old revision, so the real server rejects every write (wrong last sequence)
   const staleKv: KV = Object.create(kv, { get: { value: async () => stale } });
-  const err = await takeToken(staleKv, 'jobs', 'k', 10, 3600_000).then(() => null, (e: unknown) => e);
+  const err = await takeToken(staleKv, 'jobs', 'k', 10, 3600_000).then(
+    () => null,
+    (e: unknown) => e,
+  );
   t.ok(err instanceof ApiError, 'an ApiError');
   t.equal((err as ApiError).code, 'service_unavailable');
   t.equal((err as ApiError).status, 503);

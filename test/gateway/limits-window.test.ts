@@ -23,7 +23,11 @@ function maxInWindow(times: number[], period: number): number {
 function rng(seed: number) {
   let x = seed >>> 0 || 1;
   return () => {
-    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
     return x / 2 ** 32;
   };
 }
@@ -48,7 +52,10 @@ t.test('property: 2000 random creations over simulated hours never exceed 600 in
       else if (!(d.retryAfter >= 1 && d.retryAfter <= 3600)) badRetry.push(d.retryAfter);
     }
     const worst = maxInWindow(accepted, HOUR);
-    t.ok(worst <= 600 && (accepted.length === 2000 || worst === 600), `seed ${seed}: at most 600 in any hour (worst ${worst}, ${accepted.length} accepted, ${bursty} in bursts)`);
+    t.ok(
+      worst <= 600 && (accepted.length === 2000 || worst === 600),
+      `seed ${seed}: at most 600 in any hour (worst ${worst}, ${accepted.length} accepted, ${bursty} in bursts)`,
+    );
     refusedTotal += 2000 - accepted.length;
   }
   t.ok(refusedTotal > 1000, `the schedules do reach the limit (${refusedTotal} refused)`);

@@ -12,7 +12,10 @@ t.test('shared limit: N at once, then refused with Retry-After until the first l
   const refused = await takeToken(kv, 's', 'k', 10, 3600_000, now);
   t.notOk(refused.allowed);
   t.equal(refused.retryAfter, 3600, 'one more once the burst is an hour old');
-  t.notOk((await takeToken(kv, 's', 'k', 10, 3600_000, now + 360_000)).allowed, 'not after period/N (GCRA would allow it: 2N in a rolling hour)');
+  t.notOk(
+    (await takeToken(kv, 's', 'k', 10, 3600_000, now + 360_000)).allowed,
+    'not after period/N (GCRA would allow it: 2N in a rolling hour)',
+  );
   t.ok((await takeToken(kv, 's', 'k', 10, 3600_000, now + 3600_000)).allowed, 'allowed again after the period');
 });
 
@@ -28,7 +31,10 @@ t.test('local limiter (GCRA in memory, per id)', async (t) => {
   const { LocalLimiter } = await import('../../shared/limits.ts');
   const l = new LocalLimiter(3, 60_000);
   const now = 5_000_000;
-  t.same([1, 2, 3, 4].map(() => l.take('a', now).allowed), [true, true, true, false]);
+  t.same(
+    [1, 2, 3, 4].map(() => l.take('a', now).allowed),
+    [true, true, true, false],
+  );
   t.equal(l.take('a', now).retryAfter, 20);
   t.ok(l.take('b', now).allowed, 'another id has its own budget');
   t.ok(l.take('a', now + 20_000).allowed, 'one more after period/N');

@@ -6,9 +6,25 @@ import type { Route } from '../../gateway/route.ts';
 
 t.test('one structured log line per request, with its request id, never the key', async (t) => {
   const lines: any[] = [];
-  const sink = new Writable({ write(chunk, _enc, cb) { for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l)); cb(); } });
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      for (const l of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
   const log = pino({ level: 'info' }, sink);
-  const routes: Route[] = [{ method: 'GET', path: '/v1/balance', auth: true, tags: [], summary: '', errors: [], responses: { 200: { description: '' } }, handler: async () => ({ json: { ok: 1 } }) }];
+  const routes: Route[] = [
+    {
+      method: 'GET',
+      path: '/v1/balance',
+      auth: true,
+      tags: [],
+      summary: '',
+      errors: [],
+      responses: { 200: { description: '' } },
+      handler: async () => ({ json: { ok: 1 } }),
+    },
+  ];
   const p = await startPipeline(t, routes, {}, log);
   const { key } = await p.newKey();
   const ok = await fetch(`${p.url}/v1/balance`, { headers: { authorization: `Bearer ${key}` } });
@@ -16,7 +32,13 @@ t.test('one structured log line per request, with its request id, never the key'
   await new Promise((r) => setTimeout(r, 100));
   const reqLines = lines.filter((l) => l.msg === 'request');
   t.equal(reqLines.length, 2, 'one line per request');
-  t.same(reqLines.map((l) => [l.status, l.route, l.method]), [[200, '/v1/balance', 'GET'], [401, '/v1/balance', 'GET']]);
+  t.same(
+    reqLines.map((l) => [l.status, l.route, l.method]),
+    [
+      [200, '/v1/balance', 'GET'],
+      [401, '/v1/balance', 'GET'],
+    ],
+  );
   t.equal(reqLines[0].reqId, ok.headers.get('x-request-id'));
   t.equal(reqLines[1].reqId, bad.headers.get('x-request-id'));
   t.type(reqLines[0].ms, 'number');

@@ -17,7 +17,10 @@ t.test('health, readiness, metrics and the errors page', async (t) => {
   t.test('metrics count requests by route and status, and job transitions from evt.job', async (t) => {
     await app.request('GET', '/v1/pricing');
     await app.request('GET', '/v1/services/nope');
-    await jetstream(app.nc).publish(subjects.evtJob('shots', 'job_x'), JSON.stringify({ v: 1, jobId: 'job_x', service: 'shots', status: 'completed', event: 'completed' }));
+    await jetstream(app.nc).publish(
+      subjects.evtJob('shots', 'job_x'),
+      JSON.stringify({ v: 1, jobId: 'job_x', service: 'shots', status: 'completed', event: 'completed' }),
+    );
     await new Promise((r) => setTimeout(r, 200));
     const m = await app.request('GET', '/metrics');
     t.equal(m.status, 200);

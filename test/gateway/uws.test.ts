@@ -3,12 +3,21 @@
 // the Node, its ABI, the C library, each package's version and the builds it has.
 import t from 'tap';
 import { createRequire } from 'node:module';
-import { loadNativeUws, MAX_REQUEST_HEAD_BYTES, NativeUwsError, packageDir, libcOf, runtimeInfo, UWS_CANDIDATES } from '../../gateway/uws.ts';
+import {
+  loadNativeUws,
+  MAX_REQUEST_HEAD_BYTES,
+  NativeUwsError,
+  packageDir,
+  libcOf,
+  runtimeInfo,
+  UWS_CANDIDATES,
+} from '../../gateway/uws.ts';
 import { createMetrics } from '../../gateway/metrics.ts';
 
 const require = createRequire(import.meta.url);
 const glibc = libcOf().match(/^glibc (\d+)\.(\d+)/);
-const glibcAtLeast = (maj: number, min: number) => Boolean(glibc && (Number(glibc[1]) > maj || (Number(glibc[1]) === maj && Number(glibc[2]) >= min)));
+const glibcAtLeast = (maj: number, min: number) =>
+  Boolean(glibc && (Number(glibc[1]) > maj || (Number(glibc[1]) === maj && Number(glibc[2]) >= min)));
 const triple = (abi: string) => `uws_${process.platform}_${process.arch}_${abi}.node`;
 
 t.test('the native uWebSockets.js binary for this Node loads', async (t) => {
@@ -19,8 +28,12 @@ t.test('the native uWebSockets.js binary for this Node loads', async (t) => {
   t.equal(pkg, glibcAtLeast(2, 38) ? '@btc-vision/uwebsockets.js' : '@based/uws');
   t.match(version, /^\d+\.\d+\.\d+$/);
   // a working server from it, on loopback
-  const app = uws.App().get('/*', (res) => { res.end('ok'); });
-  const port = await new Promise<number>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(uws.us_socket_local_port(s)) : reject(new Error('listen')))));
+  const app = uws.App().get('/*', (res) => {
+    res.end('ok');
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(uws.us_socket_local_port(s)) : reject(new Error('listen')))),
+  );
   t.equal(await (await fetch(`http://127.0.0.1:${port}/`)).text(), 'ok');
   app.close();
 });
@@ -52,17 +65,21 @@ t.test('no fitting build: the refusal names the runtime, each package version an
   t.match(msg, /no JS fallback/);
 });
 
-t.test('a build that needs a newer glibc is refused with the loader\'s reason', { skip: glibcAtLeast(2, 38) && 'glibc >= 2.38 here: every build loads' }, async (t) => {
-  try {
-    loadNativeUws([{ pkg: '@btc-vision/uwebsockets.js', binary: triple }]);
-    t.fail('loaded');
-  } catch (e) {
-    t.type(e, NativeUwsError);
-    t.match((e as Error).message, /@btc-vision\/uwebsockets\.js 20\.57\.0: .* does not load: .*GLIBC_2\.38/);
-  }
-});
+t.test(
+  "a build that needs a newer glibc is refused with the loader's reason",
+  { skip: glibcAtLeast(2, 38) && 'glibc >= 2.38 here: every build loads' },
+  async (t) => {
+    try {
+      loadNativeUws([{ pkg: '@btc-vision/uwebsockets.js', binary: triple }]);
+      t.fail('loaded');
+    } catch (e) {
+      t.type(e, NativeUwsError);
+      t.match((e as Error).message, /@btc-vision\/uwebsockets\.js 20\.57\.0: .* does not load: .*GLIBC_2\.38/);
+    }
+  },
+);
 
-t.test('the packages\' JS (and any fallback inside it) is never accepted as uWS', async (t) => {
+t.test("the packages' JS (and any fallback inside it) is never accepted as uWS", async (t) => {
   for (const { pkg } of UWS_CANDIDATES) {
     t.throws(() => loadNativeUws([{ pkg, binary: () => 'uws.js' }]), { name: 'NativeUwsError', message: /uws\.js is not a native addon/ });
   }
@@ -84,8 +101,12 @@ t.test('/metrics names the Node and uWS build in use', async (t) => {
 t.test('a long request head reaches the pipeline; one over MAX_REQUEST_HEAD_BYTES is answered 431 by uWS', async (t) => {
   const { uws } = loadNativeUws();
   t.equal(process.env.UWS_HTTP_MAX_HEADERS_SIZE, String(MAX_REQUEST_HEAD_BYTES));
-  const app = uws.App().any('/*', (res, req) => { res.end(String(req.getUrl().length)); });
-  const port = await new Promise<number>((resolve, reject) => app.listen('127.0.0.1', 0, (s) => (s ? resolve(uws.us_socket_local_port(s)) : reject(new Error('listen')))));
+  const app = uws.App().any('/*', (res, req) => {
+    res.end(String(req.getUrl().length));
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? resolve(uws.us_socket_local_port(s)) : reject(new Error('listen')))),
+  );
   // uWS's own default (4 KB) answered this 431 with its HTML page
   const long = await fetch(`http://127.0.0.1:${port}/${'a'.repeat(20_000)}`);
   t.equal(long.status, 200);

@@ -14,7 +14,11 @@ export interface TestApp extends TestNats {
   actors: Map<string, ActorHandle>;
   /** Start one more actor instance (its own connection). */
   startActor(name: ActorName, overrides?: Partial<TestNats['config']>): Promise<ActorHandle>;
-  request(method: string, path: string, opts?: { key?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> }): Promise<{ status: number; headers: Headers; json: any; text: string }>;
+  request(
+    method: string,
+    path: string,
+    opts?: { key?: string; body?: unknown; raw?: string | Buffer; headers?: Record<string, string> },
+  ): Promise<{ status: number; headers: Headers; json: any; text: string }>;
   newKey(): Promise<{ key: string; walletId: string }>;
 }
 
@@ -55,7 +59,11 @@ export async function startTestApp(t: Tap, opts: { actors?: ActorName[]; config?
       const res = await fetch(url + path, { method, headers, body: body as BodyInit | undefined });
       const text = await res.text();
       let json: any;
-      try { json = JSON.parse(text); } catch { json = undefined; }
+      try {
+        json = JSON.parse(text);
+      } catch {
+        json = undefined;
+      }
       return { status: res.status, headers: res.headers, json, text };
     },
   };

@@ -1,7 +1,14 @@
 // Helpers of the reliability tests: the distributed system (scripts/cluster-lib.ts, the same code as
 // `npm run cluster`) with test settings, HTTP against its gateway, and bounded waiting.
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startSystem, startNatsCluster, type NatsCluster, type System, type ProcessName, type SystemOptions } from '../../scripts/cluster-lib.ts';
+import {
+  startSystem,
+  startNatsCluster,
+  type NatsCluster,
+  type System,
+  type ProcessName,
+  type SystemOptions,
+} from '../../scripts/cluster-lib.ts';
 import { connectNats, type NatsConnection } from '../../shared/nats/connect.ts';
 import { provision } from '../../shared/nats/provision.ts';
 import type { Config } from '../../shared/config/index.ts';
@@ -94,7 +101,12 @@ export interface HttpAnswer {
   text: string;
 }
 
-export async function http(base: string, method: string, path: string, o: { key?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {}): Promise<HttpAnswer> {
+export async function http(
+  base: string,
+  method: string,
+  path: string,
+  o: { key?: string; body?: unknown; raw?: string | Uint8Array; headers?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<HttpAnswer> {
   const headers: Record<string, string> = { ...(o.headers ?? {}) };
   if (o.key) headers.authorization = `Bearer ${o.key}`;
   let body: string | Buffer | undefined = o.raw === undefined || typeof o.raw === 'string' ? o.raw : Buffer.from(o.raw);
@@ -102,9 +114,18 @@ export async function http(base: string, method: string, path: string, o: { key?
     body = JSON.stringify(o.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body: body as RequestInit['body'], signal: AbortSignal.timeout(o.timeoutMs ?? 40000) });
+  const res = await fetch(base + path, {
+    method,
+    headers,
+    body: body as RequestInit['body'],
+    signal: AbortSignal.timeout(o.timeoutMs ?? 40000),
+  });
   const text = await res.text();
   let json: any;
-  try { json = JSON.parse(text); } catch { json = undefined; }
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
   return { status: res.status, headers: res.headers, json, text };
 }

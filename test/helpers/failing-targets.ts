@@ -22,5 +22,11 @@ export const EXPECTED = { dead: 'unreachable', download: 'render_failed', endles
 
 export async function failingTargets(t: Tap): Promise<FailingTargets> {
   const fx = await startFixtures(t);
-  return { fx, dead: `http://127.0.0.1:${await closedPort()}/`, download: fx.url('/attachment'), endless: fx.url('/loop/inline'), dialog: fx.url('/dialog/load') };
+  return {
+    fx,
+    dead: `http://127.0.0.1:${await closedPort()}/`,
+    download: fx.url('/attachment'),
+    endless: fx.url('/loop/inline'),
+    dialog: fx.url('/dialog/load'),
+  };
 }

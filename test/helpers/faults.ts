@@ -40,7 +40,10 @@ export interface FaultBench {
   gated(): Promise<{ gate: Gate; id: string }>;
 }
 
-export async function startFaultBench(t: Tap, o: { pagesPort: number; name: string; config?: Record<string, unknown> }): Promise<FaultBench> {
+export async function startFaultBench(
+  t: Tap,
+  o: { pagesPort: number; name: string; config?: Record<string, unknown> },
+): Promise<FaultBench> {
   const opts = {
     dataDir: tempDir(`payloads-${o.name}-`),
     logLevel: process.env.TEST_LOG_LEVEL ?? 'warn',
@@ -56,12 +59,23 @@ export async function startFaultBench(t: Tap, o: { pagesPort: number; name: stri
   const { key, walletId } = await createKey(nc, 'admin');
   await wallet.grant(nc, walletId, FAULT_GRANT, 'fault test funds', o.name);
   const bench: FaultBench = {
-    sys, base: sys.gateway()!.url!, nc, key, walletId, opts,
+    sys,
+    base: sys.gateway()!.url!,
+    nc,
+    key,
+    walletId,
+    opts,
     create: (url) => http(bench.base, 'POST', '/v1/websitepro/jobs', { key, body: { url, outputs: ['metadata'] } }),
-    finished: (id, ms = 90000) => until(`job ${id} finished`, async () => {
-      const r = await http(bench.base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
-      return r.status === 200 && isFinished(r.json.job) ? r.json.job : null;
-    }, ms, 100),
+    finished: (id, ms = 90000) =>
+      until(
+        `job ${id} finished`,
+        async () => {
+          const r = await http(bench.base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
+          return r.status === 200 && isFinished(r.json.job) ? r.json.job : null;
+        },
+        ms,
+        100,
+      ),
     async clean(when) {
       const kv = await new Kvm(bench.nc).open(BUCKETS.jobs);
       const unfinished: string[] = [];

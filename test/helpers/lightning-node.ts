@@ -15,7 +15,18 @@ const nodeKey = secp256k1.utils.randomSecretKey();
 /** A real regtest invoice, signed by this fixture's node key, for a fresh payment hash. */
 export function makeInvoice(sats: number, description: string, expiry: number) {
   const hash = createHash('sha256').update(randomBytes(32)).digest();
-  const bolt11 = encodeInvoice({ network: 'bcrt', msat: BigInt(sats) * 1000n, timestamp: Math.floor(Date.now() / 1000), paymentHash: hash, paymentSecret: randomBytes(32), description, expirySeconds: expiry }, nodeKey);
+  const bolt11 = encodeInvoice(
+    {
+      network: 'bcrt',
+      msat: BigInt(sats) * 1000n,
+      timestamp: Math.floor(Date.now() / 1000),
+      paymentHash: hash,
+      paymentSecret: randomBytes(32),
+      description,
+      expirySeconds: expiry,
+    },
+    nodeKey,
+  );
   return { hash: hash.toString('hex'), bolt11 };
 }
 
@@ -33,11 +44,25 @@ export const send = (res: http.ServerResponse, status: number, body: unknown) =>
 
 /** Listen on a free loopback port (closed at teardown); answers the port. */
 export function listen(t: Tap, server: http.Server | https.Server): Promise<number> {
-  t.teardown(() => new Promise((r) => { server.closeAllConnections?.(); server.close(() => r(undefined)); }));
+  t.teardown(
+    () =>
+      new Promise((r) => {
+        server.closeAllConnections?.();
+        server.close(() => r(undefined));
+      }),
+  );
   return new Promise((r) => server.listen(0, '127.0.0.1', () => r((server.address() as { port: number }).port)));
 }
 
-export interface ClnInvoice { hash: string; bolt11: string; label: string; msat: number; status: 'unpaid' | 'paid' | 'expired'; expiresAt: number; index: number }
+export interface ClnInvoice {
+  hash: string;
+  bolt11: string;
+  label: string;
+  msat: number;
+  status: 'unpaid' | 'paid' | 'expired';
+  expiresAt: number;
+  index: number;
+}
 
 export interface ClnNode {
   /** wallet.lightning settings that point the cln backend at this node. */
@@ -64,7 +89,16 @@ export async function startClnNode(t: Tap): Promise<ClnNode> {
     expiresAt: (expiry) => Math.floor(Date.now() / 1000) + expiry,
     forgetful: false,
   };
-  const asCln = (i: ClnInvoice) => ({ label: i.label, payment_hash: i.hash, bolt11: i.bolt11, status: i.status, amount_msat: i.msat, created_index: i.index, expires_at: i.expiresAt, ...(i.status === 'paid' ? { amount_received_msat: i.msat, paid_at: Math.floor(Date.now() / 1000) } : {}) });
+  const asCln = (i: ClnInvoice) => ({
+    label: i.label,
+    payment_hash: i.hash,
+    bolt11: i.bolt11,
+    status: i.status,
+    amount_msat: i.msat,
+    created_index: i.index,
+    expires_at: i.expiresAt,
+    ...(i.status === 'paid' ? { amount_received_msat: i.msat, paid_at: Math.floor(Date.now() / 1000) } : {}),
+  });
   const server = http.createServer(async (req, res) => {
     if (req.headers.rune !== node.lightning.rune) return send(res, 401, { code: 1501, message: 'Not authorized: Not a valid rune' });
     const b = (await readJson(req)) ?? {};
@@ -72,9 +106,23 @@ export async function startClnNode(t: Tap): Promise<ClnNode> {
       if (node.labels.has(b.label)) return send(res, 500, { code: 900, message: 'Duplicate label' });
       node.labels.add(b.label);
       const { hash, bolt11 } = makeInvoice(b.amount_msat / 1000, b.description, b.expiry);
-      const inv: ClnInvoice = { hash, bolt11, label: b.label, msat: b.amount_msat, status: 'unpaid', expiresAt: node.expiresAt(b.expiry), index: node.invoices.size + 1 };
+      const inv: ClnInvoice = {
+        hash,
+        bolt11,
+        label: b.label,
+        msat: b.amount_msat,
+        status: 'unpaid',
+        expiresAt: node.expiresAt(b.expiry),
+        index: node.invoices.size + 1,
+      };
       node.invoices.set(hash, inv);
-      return send(res, 201, { payment_hash: hash, bolt11, expires_at: inv.expiresAt, payment_secret: randomBytes(32).toString('hex'), created_index: inv.index });
+      return send(res, 201, {
+        payment_hash: hash,
+        bolt11,
+        expires_at: inv.expiresAt,
+        payment_secret: randomBytes(32).toString('hex'),
+        created_index: inv.index,
+      });
     }
     if (req.method === 'POST' && req.url === '/v1/listinvoices') {
       const all = node.forgetful ? [] : [...node.invoices.values()];

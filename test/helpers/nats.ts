@@ -22,7 +22,11 @@ type Tap = { teardown(fn: () => unknown): void };
 const made: string[] = [];
 process.once('exit', () => {
   for (const d of made) {
-    try { rmSync(d, { recursive: true, force: true }); } catch { /* a process of the test may still write in it */ }
+    try {
+      rmSync(d, { recursive: true, force: true });
+    } catch {
+      /* a process of the test may still write in it */
+    }
   }
 });
 
@@ -38,13 +42,16 @@ export function testConfig(overrides: Record<string, unknown> = {}, natsUrl = ''
   return loadConfig({
     env: {},
     noDefaultFile: true,
-    overrides: deepMerge({
-      dataDir: tempDir('payloads-data-'),
-      server: { port: 0, logLevel: 'warn' },
-      nats: { url: natsUrl },
-      outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
-      jobs: { ackWaitSeconds: 5, maxDeliver: 3 },
-    }, overrides),
+    overrides: deepMerge(
+      {
+        dataDir: tempDir('payloads-data-'),
+        server: { port: 0, logLevel: 'warn' },
+        nats: { url: natsUrl },
+        outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
+        jobs: { ackWaitSeconds: 5, maxDeliver: 3 },
+      },
+      overrides,
+    ),
   });
 }
 
@@ -60,7 +67,12 @@ export async function startTestNats(t: Tap, overrides: Record<string, unknown> =
   // the server honours nats.syncInterval as main.ts does (default always: fsync before every ack)
   const syncInterval = (overrides.nats as { syncInterval?: string } | undefined)?.syncInterval;
   // a test's server that cannot start fails the test within a minute, not the 10 min a store may need
-  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, startTimeoutMs: 60_000, ...(syncInterval ? { syncInterval } : {}) });
+  const server = await startNatsServer({
+    storeDir: tempDir('payloads-nats-'),
+    port: -1,
+    startTimeoutMs: 60_000,
+    ...(syncInterval ? { syncInterval } : {}),
+  });
   const config = testConfig(overrides, server.url);
   const conns: NatsConnection[] = [];
   const connect = async (name = 'test') => {

@@ -81,8 +81,15 @@ process.on('disconnect',()=>process.exit(0));`;
         sockets.add(c);
         c.pipe(u);
         u.pipe(c);
-        const end = () => { c.destroy(); u.destroy(); sockets.delete(c); };
-        c.on('error', end); u.on('error', end); c.on('close', end); u.on('close', end);
+        const end = () => {
+          c.destroy();
+          u.destroy();
+          sockets.delete(c);
+        };
+        c.on('error', end);
+        u.on('error', end);
+        c.on('close', end);
+        u.on('close', end);
       });
       server.listen(0, '127.0.0.1', () => resolve({ server, inner, sockets }));
     });
@@ -98,17 +105,23 @@ export async function startNetnsCluster(dataDir: string): Promise<NetCluster> {
   const nodes: NetNode[] = [];
   const cleanup = async () => {
     for (const n of nodes) await n.handle?.stop('SIGKILL').catch(() => {});
-    for (const f of forwarders) { f.server.close(); for (const s of f.sockets) s.destroy(); f.inner.kill('SIGKILL'); }
+    for (const f of forwarders) {
+      f.server.close();
+      for (const s of f.sockets) s.destroy();
+      f.inner.kill('SIGKILL');
+    }
     for (const ns of made) await ip('netns', 'del', ns).catch(() => {});
   };
   try {
-    await ip('netns', 'add', hub); made.push(hub);
+    await ip('netns', 'add', hub);
+    made.push(hub);
     await ip('-n', hub, 'link', 'set', 'lo', 'up');
     await ip('-n', hub, 'link', 'add', 'br0', 'type', 'bridge');
     await ip('-n', hub, 'link', 'set', 'br0', 'up');
     for (let i = 1; i <= 3; i++) {
       const ns = `pl${id}n${i}`;
-      await ip('netns', 'add', ns); made.push(ns);
+      await ip('netns', 'add', ns);
+      made.push(ns);
       await ip('-n', ns, 'link', 'set', 'lo', 'up');
       // created in the hub with its peer straight in the node's namespace: never in the host's
       await ip('-n', hub, 'link', 'add', `v${i}`, 'type', 'veth', 'peer', 'name', 'eth0', 'netns', ns);
@@ -118,38 +131,59 @@ export async function startNetnsCluster(dataDir: string): Promise<NetCluster> {
       await ip('-n', ns, 'link', 'set', 'eth0', 'up');
       nodes.push({ name: `n${i}`, ns, hubDev: `v${i}`, addr: `10.199.0.${i}`, url: '', handle: null });
     }
-    await Promise.all(nodes.map(async (n) => {
-      const dir = join(dataDir, 'netns', n.name);
-      mkdirSync(join(dir, 'bin'), { recursive: true });
-      // named nats-server: startNatsServer finds the ports file by the binary's name
-      const wrapper = join(dir, 'bin', 'nats-server');
-      writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${n.ns} ${process.env.NATS_SERVER_BIN ?? 'nats-server'} "$@"\n`);
-      chmodSync(wrapper, 0o755);
-      const routes = nodes.filter((o) => o !== n).map((o) => `"nats-route://${o.addr}:6222"`).join(', ');
-      n.handle = await startNatsServer({
-        // ownProcessGroup: under setpriv --pdeathsig, so a test process killed hard takes its nodes along
-        storeDir: join(dir, 'store'), port: 4222, serverName: `payloads-${n.name}`, bin: wrapper, ownProcessGroup: true,
-        // no_advertise: clients must not learn 127.0.0.1:4222 of another namespace (on the host it is someone else's port)
-        extra: `cluster { name: "payloads", host: "${n.addr}", port: 6222, no_advertise: true, routes: [${routes}] }`,
-      });
-      const f = await forwarder(n.ns, join(dir, 'client.sock'), 4222);
-      forwarders.push(f);
-      n.url = `nats://127.0.0.1:${(f.server.address() as { port: number }).port}`;
-    }));
+    await Promise.all(
+      nodes.map(async (n) => {
+        const dir = join(dataDir, 'netns', n.name);
+        mkdirSync(join(dir, 'bin'), { recursive: true });
+        // named nats-server: startNatsServer finds the ports file by the binary's name
+        const wrapper = join(dir, 'bin', 'nats-server');
+        writeFileSync(wrapper, `#!/bin/sh\nexec ip netns exec ${n.ns} ${process.env.NATS_SERVER_BIN ?? 'nats-server'} "$@"\n`);
+        chmodSync(wrapper, 0o755);
+        const routes = nodes
+          .filter((o) => o !== n)
+          .map((o) => `"nats-route://${o.addr}:6222"`)
+          .join(', ');
+        n.handle = await startNatsServer({
+          // ownProcessGroup: under setpriv --pdeathsig, so a test process killed hard takes its nodes along
+          storeDir: join(dir, 'store'),
+          port: 4222,
+          serverName: `payloads-${n.name}`,
+          bin: wrapper,
+          ownProcessGroup: true,
+          // no_advertise: clients must not learn 127.0.0.1:4222 of another namespace (on the host it is someone else's port)
+          extra: `cluster { name: "payloads", host: "${n.addr}", port: 6222, no_advertise: true, routes: [${routes}] }`,
+        });
+        const f = await forwarder(n.ns, join(dir, 'client.sock'), 4222);
+        forwarders.push(f);
+        n.url = `nats://127.0.0.1:${(f.server.address() as { port: number }).port}`;
+      }),
+    );
     const url = nodes.map((n) => n.url).join(',');
     await waitForJetStream(url, 60_000);
     return {
-      nodes, url, hub,
-      cut: async (i) => { await ip('-n', hub, 'link', 'set', nodes[i]!.hubDev, 'down'); },
-      heal: async (i) => { await ip('-n', hub, 'link', 'set', nodes[i]!.hubDev, 'up'); },
+      nodes,
+      url,
+      hub,
+      cut: async (i) => {
+        await ip('-n', hub, 'link', 'set', nodes[i]!.hubDev, 'down');
+      },
+      heal: async (i) => {
+        await ip('-n', hub, 'link', 'set', nodes[i]!.hubDev, 'up');
+      },
       delay: async (i, ms) => {
         const n = nodes[i]!;
-        for (const [ns, dev] of [[hub, n.hubDev], [n.ns, 'eth0']] as const) {
+        for (const [ns, dev] of [
+          [hub, n.hubDev],
+          [n.ns, 'eth0'],
+        ] as const) {
           await run('ip', ['netns', 'exec', ns, 'tc', 'qdisc', 'del', 'dev', dev, 'root']).catch(() => {});
           if (ms > 0) await run('ip', ['netns', 'exec', ns, 'tc', 'qdisc', 'add', 'dev', dev, 'root', 'netem', 'delay', `${ms}ms`]);
         }
       },
-      stop: async () => { await cleanup(); rmSync(join(dataDir, 'netns'), { recursive: true, force: true }); },
+      stop: async () => {
+        await cleanup();
+        rmSync(join(dataDir, 'netns'), { recursive: true, force: true });
+      },
     };
   } catch (e) {
     await cleanup();

@@ -11,12 +11,17 @@ function parents(): Map<number, number[]> {
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       (kids.get(ppid) ?? kids.set(ppid, []).get(ppid)!).push(Number(p));
-    } catch { /* exited while listing */ }
+    } catch {
+      /* exited while listing */
+    }
   }
   return kids;
 }
 
-export interface Proc { pid: number; comm: string }
+export interface Proc {
+  pid: number;
+  comm: string;
+}
 
 /** Every descendant of `root`, with its command name. */
 export function descendants(root: number): Proc[] {

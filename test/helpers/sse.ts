@@ -37,7 +37,9 @@ export async function openSse(url: string, key: string, headers: Record<string, 
     const decoder = new TextDecoder();
     try {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-    } catch { /* closed by us */ }
+    } catch {
+      /* closed by us */
+    }
     done = true;
     notify();
   })();
@@ -55,7 +57,10 @@ export async function openSse(url: string, key: string, headers: Record<string, 
           if (hit) return resolve(hit);
           if (done) return reject(new Error(`stream ended without the event; got ${events.map((e) => e.event).join(', ')}`));
           const prev = notify;
-          notify = () => { prev(); check(); };
+          notify = () => {
+            prev();
+            check();
+          };
         };
         check();
       });

@@ -33,7 +33,9 @@ export function behaviourOf(task: Task): Behaviour {
       const q = new URL(target).searchParams;
       const b = q.get(`behave.${task.resultKey}`) ?? q.get('behave');
       if (b) return b as Behaviour;
-    } catch { /* not a URL */ }
+    } catch {
+      /* not a URL */
+    }
   }
   return 'succeed';
 }
@@ -41,10 +43,18 @@ export function behaviourOf(task: Task): Behaviour {
 /** The bytes the test worker stores for a result: tests compare downloads against this. */
 export const fileContent = (task: Pick<Task, 'jobId' | 'resultKey'>) => `result ${task.resultKey} of job ${task.jobId}\n`;
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  const t = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(t); reject(new Error('stopped')); }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(t);
+        reject(new Error('stopped'));
+      },
+      { once: true },
+    );
+  });
 
 export interface TestWorkerOptions {
   nc: NatsConnection;
@@ -72,7 +82,10 @@ export async function startTestWorker(o: TestWorkerOptions) {
       const ms = typeof task.params.ms === 'number' ? task.params.ms : undefined;
       switch (behaviourOf(task)) {
         case 'fail':
-          throw new TaskFailure(typeof task.params.error === 'string' ? task.params.error : 'unreachable', 'the test worker was told to fail');
+          throw new TaskFailure(
+            typeof task.params.error === 'string' ? task.params.error : 'unreachable',
+            'the test worker was told to fail',
+          );
         case 'crash':
           throw new Error('test worker crash');
         case 'crash-once':
@@ -102,7 +115,9 @@ export async function startTestWorker(o: TestWorkerOptions) {
       }
       if (task.service === 'shots') {
         // a real (tiny) PNG and WebP thumbnail, like the browser pool stores
-        const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#3366cc' } }).png().toBuffer();
+        const png = await sharp({ create: { width: 8, height: 6, channels: 3, background: '#3366cc' } })
+          .png()
+          .toBuffer();
         const file = await storeResultFile(o.nc, task, png, { contentType: 'image/png', filename: task.resultKey });
         file.thumb = await storeThumb(o.nc, task, await sharp(png).resize(4).webp().toBuffer());
         return { file, extra: { worker: 'test' } };
@@ -126,7 +141,11 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
   const nc = await connectNats(natsUrl!, 'test-worker-process');
   const config = testConfig({ jobs: { ackWaitSeconds: Number(ackWait), maxDeliver: Number(maxDeliver) } }, natsUrl);
   await startTestWorker({
-    nc, config, log: createLogger('test-worker', 'silent'), consumer, filterSubject,
+    nc,
+    config,
+    log: createLogger('test-worker', 'silent'),
+    consumer,
+    filterSubject,
     onTask: (ctx) => process.stdout.write(`working ${ctx.task.jobId} ${ctx.task.resultKey} ${ctx.deliveryCount}\n`),
   });
   process.stdout.write('ready\n');

@@ -8,7 +8,10 @@ import { STREAMS } from '../../shared/names.ts';
 t.test('create with wait: the finished job with every field, downloads, balance', async (t) => {
   const s = await startJobsApi(t);
   const { key, walletId } = await s.newWallet(1000);
-  const r = await s.request('POST', '/v1/websitepro/jobs?wait=20', { key, body: { url: `${s.targetUrl}/?behave.pdf=fail`, outputs: ['markdown', 'pdf'] } });
+  const r = await s.request('POST', '/v1/websitepro/jobs?wait=20', {
+    key,
+    body: { url: `${s.targetUrl}/?behave.pdf=fail`, outputs: ['markdown', 'pdf'] },
+  });
   t.equal(r.status, 201, r.text);
   const { job, balance } = r.json;
   t.equal(job.status, 'completed');
@@ -21,7 +24,15 @@ t.test('create with wait: the finished job with every field, downloads, balance'
   t.ok(job.createdAt <= job.finishedAt && job.finishedAt < job.expiresAt);
   t.equal(job.expiresAt - job.createdAt, s.config.retention.websitepro * 1000);
   const [md, pdf] = job.results;
-  t.match(md, { key: 'markdown', status: 'done', price: 30, refunded: false, contentType: 'text/plain; charset=utf-8', filename: 'markdown.txt', bytes: Buffer.byteLength(fileContent({ jobId: job.id, resultKey: 'markdown' })) });
+  t.match(md, {
+    key: 'markdown',
+    status: 'done',
+    price: 30,
+    refunded: false,
+    contentType: 'text/plain; charset=utf-8',
+    filename: 'markdown.txt',
+    bytes: Buffer.byteLength(fileContent({ jobId: job.id, resultKey: 'markdown' })),
+  });
   t.match(md.url, new RegExp(`^http://[^/]+/v1/jobs/${job.id}/results/markdown$`));
   t.match(pdf, { key: 'pdf', status: 'failed', price: 100, refunded: true, error: 'unreachable' });
   t.notOk(pdf.url);
@@ -51,7 +62,10 @@ t.test('wait: non-integer is 400, large values are capped, 0 answers at once', a
   }
   t.equal(await s.balance(walletId), 1000, 'rejected requests cost nothing');
   const t0 = Date.now();
-  const r = await s.request('POST', '/v1/websitepro/jobs?wait=25', { key, body: { url: `${s.targetUrl}/?behave=hang`, outputs: ['text'] } });
+  const r = await s.request('POST', '/v1/websitepro/jobs?wait=25', {
+    key,
+    body: { url: `${s.targetUrl}/?behave=hang`, outputs: ['text'] },
+  });
   const took = Date.now() - t0;
   t.equal(r.status, 201);
   t.equal(r.json.job.status, 'processing');

@@ -38,28 +38,51 @@ t.test('a job streams its status, progress and result as they happen, ending wit
   t.equal(job.id, id);
   t.equal(job.status, 'completed');
   t.equal(job.results[0].status, 'done');
-  t.ok(sse.events.every((e) => typeof e.id === 'string' && e.id.length > 0), 'every event has an id');
+  t.ok(
+    sse.events.every((e) => typeof e.id === 'string' && e.id.length > 0),
+    'every event has an id',
+  );
   t.equal(new Set(sse.events.map((e) => e.id)).size, sse.events.length, 'ids are distinct');
 });
 
 t.test('a finished job: its state at once, then the job; the end resumes as 204', async (t) => {
   const s = await startJobsApi(t);
   const { key } = await s.newWallet(1000);
-  const c = await s.request('POST', '/v1/websitepro/jobs?wait=20', { key, body: { url: `${s.targetUrl}/?behave.text=fail`, outputs: ['text', 'metadata'] } });
+  const c = await s.request('POST', '/v1/websitepro/jobs?wait=20', {
+    key,
+    body: { url: `${s.targetUrl}/?behave.text=fail`, outputs: ['text', 'metadata'] },
+  });
   t.equal(c.json.job.status, 'completed');
   const sse = await openSse(`${s.url}/v1/jobs/${c.json.job.id}/events`, key);
   await sse.ended;
-  t.same(sse.events.map((e) => e.event), ['result', 'result', 'status', 'job']);
-  t.same(sse.events.slice(0, 2).map((e) => [e.data.key, e.data.status]).sort(), [['metadata', 'done'], ['text', 'failed']]);
+  t.same(
+    sse.events.map((e) => e.event),
+    ['result', 'result', 'status', 'job'],
+  );
+  t.same(
+    sse.events
+      .slice(0, 2)
+      .map((e) => [e.data.key, e.data.status])
+      .sort(),
+    [
+      ['metadata', 'done'],
+      ['text', 'failed'],
+    ],
+  );
   t.equal(sse.events[1]!.data.refunded !== undefined, true);
-  const again = await fetch(`${s.url}/v1/jobs/${c.json.job.id}/events`, { headers: { authorization: `Bearer ${key}`, 'last-event-id': sse.events.at(-1)!.id! } });
+  const again = await fetch(`${s.url}/v1/jobs/${c.json.job.id}/events`, {
+    headers: { authorization: `Bearer ${key}`, 'last-event-id': sse.events.at(-1)!.id! },
+  });
   t.equal(again.status, 204, 'nothing more after the final job event');
 });
 
 t.test('Last-Event-ID resumes: nothing seen is repeated, nothing missed is lost', async (t) => {
   const s = await startJobsApi(t);
   const { key } = await s.newWallet(1000);
-  const c = await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: `${s.targetUrl}/?behave.text=slow&behave.html=progress`, outputs: ['text', 'html'] } });
+  const c = await s.request('POST', '/v1/websitepro/jobs', {
+    key,
+    body: { url: `${s.targetUrl}/?behave.text=slow&behave.html=progress`, outputs: ['text', 'html'] },
+  });
   const url = `${s.url}/v1/jobs/${c.json.job.id}/events`;
   const a = await openSse(url, key);
   const seen = await a.until((e) => e.event === 'status' && e.data.status === 'processing');
@@ -69,8 +92,18 @@ t.test('Last-Event-ID resumes: nothing seen is repeated, nothing missed is lost'
   const b = await openSse(url, key, { 'last-event-id': lastId });
   await b.ended;
   const names = b.events.map((e) => e.event);
-  t.notOk(b.events.some((e) => e.event === 'status' && e.data.status === 'processing'), `processing not repeated: ${names}`);
-  t.same(b.events.filter((e) => e.event === 'result').map((e) => e.data.key).sort(), ['html', 'text'], 'both results after the cut');
+  t.notOk(
+    b.events.some((e) => e.event === 'status' && e.data.status === 'processing'),
+    `processing not repeated: ${names}`,
+  );
+  t.same(
+    b.events
+      .filter((e) => e.event === 'result')
+      .map((e) => e.data.key)
+      .sort(),
+    ['html', 'text'],
+    'both results after the cut',
+  );
   t.same(names.slice(-2), ['status', 'job']);
   t.equal(b.events.at(-1)!.data.status, 'completed');
 
@@ -79,7 +112,10 @@ t.test('Last-Event-ID resumes: nothing seen is repeated, nothing missed is lost'
   const cut = b.events[firstResult]!;
   const d = await openSse(url, key, { 'last-event-id': cut.id! });
   await d.ended;
-  t.same(d.events.filter((e) => e.event === 'result').map((e) => e.data.key), b.events.filter((e, i) => e.event === 'result' && i > firstResult).map((e) => e.data.key));
+  t.same(
+    d.events.filter((e) => e.event === 'result').map((e) => e.data.key),
+    b.events.filter((e, i) => e.event === 'result' && i > firstResult).map((e) => e.data.key),
+  );
   t.same(d.events.map((e) => e.event).slice(-2), ['status', 'job']);
 });
 
@@ -90,10 +126,18 @@ t.test('heartbeat comments keep a quiet stream open', async (t) => {
   const sse = await openSse(`${s.url}/v1/jobs/${c.json.job.id}/events`, key);
   t.teardown(() => sse.close());
   await new Promise<void>((resolve) => {
-    const iv = setInterval(() => { if (sse.comments.length >= 2) { clearInterval(iv); resolve(); } }, 50);
+    const iv = setInterval(() => {
+      if (sse.comments.length >= 2) {
+        clearInterval(iv);
+        resolve();
+      }
+    }, 50);
   });
   t.same([...new Set(sse.comments)], ['heartbeat']);
-  t.notOk(sse.events.some((e) => e.event === 'job'), 'the hanging job has not ended');
+  t.notOk(
+    sse.events.some((e) => e.event === 'job'),
+    'the hanging job has not ended',
+  );
 });
 
 t.test('errors: no key, another key, unknown job, a Last-Event-ID that is not ours', async (t) => {

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
-import { OBJECT_STORES, } from '../../shared/names.ts';
+import { OBJECT_STORES } from '../../shared/names.ts';
 
 t.test('expiry: files really deleted, download 410, url gone', async (t) => {
   const s = await startJobsApi(t, { retention: { websitepro: 2, shots: 2, sweepSeconds: 0.3 } });

@@ -11,9 +11,23 @@ import { closedPort } from '../helpers/ports.ts';
 t.test('a quote is free: priced like the job, nothing charged, written or published', async (t) => {
   const s = await startJobsApi(t, {}, { workers: false });
   const { key, walletId } = await s.newWallet(1000);
-  const r = await s.request('POST', '/v1/websitepro/quote', { key, body: { url: `${s.targetUrl}/page`, outputs: ['markdown', 'pdf', 'markdown'] } });
+  const r = await s.request('POST', '/v1/websitepro/quote', {
+    key,
+    body: { url: `${s.targetUrl}/page`, outputs: ['markdown', 'pdf', 'markdown'] },
+  });
   t.equal(r.status, 200, r.text);
-  t.same(r.json, { service: 'websitepro', target: '127.0.0.1', cost: 130, eur: 0.013, balance: 1000, sufficient: true, items: [{ key: 'markdown', price: 30 }, { key: 'pdf', price: 100 }] });
+  t.same(r.json, {
+    service: 'websitepro',
+    target: '127.0.0.1',
+    cost: 130,
+    eur: 0.013,
+    balance: 1000,
+    sufficient: true,
+    items: [
+      { key: 'markdown', price: 30 },
+      { key: 'pdf', price: 100 },
+    ],
+  });
   const poor = await s.newWallet(10);
   const q2 = await s.request('POST', '/v1/websitepro/quote', { key: poor.key, body: { url: 'http://127.0.0.1:1/', outputs: ['pdf'] } });
   t.equal(q2.status, 200, 'a quote does not contact the target');
@@ -44,7 +58,14 @@ t.test('labs quote: the relay is not contacted, the dataset fee is listed until 
   const cat = await advertise(s.nc, 'labs', 'test-prober', () => ({
     checks: [
       { id: 'nip01.req', title: 'REQ', module: 'quick', needsDataset: false, selectable: true, basis: { nip: '01', level: 'required' } },
-      { id: 'nip01.filters', title: 'Filters', module: 'conformance', needsDataset: true, selectable: true, basis: { nip: '01', level: 'required' } },
+      {
+        id: 'nip01.filters',
+        title: 'Filters',
+        module: 'conformance',
+        needsDataset: true,
+        selectable: true,
+        basis: { nip: '01', level: 'required' },
+      },
     ],
   }));
   t.teardown(() => cat.stop());
@@ -53,11 +74,19 @@ t.test('labs quote: the relay is not contacted, the dataset fee is listed until 
   const q = await s.request('POST', '/v1/labs/quote', { key, body: { relay, modules: ['quick', 'conformance'] } });
   t.equal(q.status, 200, q.text);
   const p = s.config.pricing.labs;
-  t.same(q.json.items, [{ key: 'quick', price: p.quick }, { key: 'conformance', price: p.conformance }, { key: 'dataset', price: p.dataset, oneTime: true }]);
+  t.same(q.json.items, [
+    { key: 'quick', price: p.quick },
+    { key: 'conformance', price: p.conformance },
+    { key: 'dataset', price: p.dataset, oneTime: true },
+  ]);
   t.equal(q.json.cost, p.quick + p.conformance + p.dataset);
   t.equal(q.json.target, '127.0.0.1');
   const quick = await s.request('POST', '/v1/labs/quote', { key, body: { relay, checks: ['nip01.req', 'unknown.check'] } });
-  t.same(quick.json.items, [{ key: 'custom', price: Math.max(p.customMin, p.customPerCheck) }], 'unknown checks ignored, no dataset needed');
+  t.same(
+    quick.json.items,
+    [{ key: 'custom', price: Math.max(p.customMin, p.customPerCheck) }],
+    'unknown checks ignored, no dataset needed',
+  );
   const none = await s.request('POST', '/v1/labs/quote', { key, body: { relay } });
   t.equal(none.json.error.code, 'no_checks');
   const created = await s.request('POST', '/v1/labs/jobs', { key, body: { relay, modules: ['quick'] } });

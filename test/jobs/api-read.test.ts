@@ -36,7 +36,10 @@ t.test('results: 409 while pending; list: own jobs only, newest first, limit', a
   const b = await s.newWallet(5000);
   const ids: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = await s.request('POST', '/v1/websitepro/jobs', { key: a.key, body: { url: `${s.targetUrl}/?behave=hang&i=${i}`, outputs: ['text'] } });
+    const r = await s.request('POST', '/v1/websitepro/jobs', {
+      key: a.key,
+      body: { url: `${s.targetUrl}/?behave=hang&i=${i}`, outputs: ['text'] },
+    });
     ids.push(r.json.job.id);
   }
   await s.request('POST', '/v1/websitepro/jobs', { key: b.key, body: { url: s.targetUrl, outputs: ['text'] } });
@@ -45,9 +48,16 @@ t.test('results: 409 while pending; list: own jobs only, newest first, limit', a
   t.equal(pend.json.error.code, 'not_ready');
   // the list is a projection fed by a watch, synced with the bucket before it answers
   const list = await s.request('GET', '/v1/jobs', { key: a.key });
-  t.same(list.json.jobs.map((j: { id: string }) => j.id), [...ids].reverse(), 'newest first, only this key, the jobs just created included');
+  t.same(
+    list.json.jobs.map((j: { id: string }) => j.id),
+    [...ids].reverse(),
+    'newest first, only this key, the jobs just created included',
+  );
   const lim = await s.request('GET', '/v1/jobs?limit=2', { key: a.key });
-  t.same(lim.json.jobs.map((j: { id: string }) => j.id), [ids[2], ids[1]]);
+  t.same(
+    lim.json.jobs.map((j: { id: string }) => j.id),
+    [ids[2], ids[1]],
+  );
   for (const l of ['0', '101', 'x']) t.equal((await s.request('GET', `/v1/jobs?limit=${l}`, { key: a.key })).status, 400, `limit=${l}`);
   t.equal((await s.request('GET', '/v1/jobs')).status, 401);
 });

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { Objm } from '@nats-io/obj';
 import { startJobsApi } from './app.ts';
-import { OBJECT_STORES, } from '../../shared/names.ts';
+import { OBJECT_STORES } from '../../shared/names.ts';
 
 t.test('shots: thumbnails, zip of all screenshots, 409 before completion, 404 for other services', async (t) => {
   const s = await startJobsApi(t);
@@ -25,7 +25,12 @@ t.test('shots: thumbnails, zip of all screenshots, 409 before completion, 404 fo
   t.same([...pngBytes.subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG');
   const th = await fetch(s.url + new URL(first.thumbUrl).pathname + '?thumb=1', { headers: { authorization: `Bearer ${key}` } });
   t.equal(th.headers.get('content-type'), 'image/webp');
-  t.equal(Buffer.from(await th.arrayBuffer()).subarray(8, 12).toString(), 'WEBP');
+  t.equal(
+    Buffer.from(await th.arrayBuffer())
+      .subarray(8, 12)
+      .toString(),
+    'WEBP',
+  );
 
   const zip = await fetch(`${s.url}/v1/jobs/${job.id}/zip`, { headers: { authorization: `Bearer ${key}` } });
   t.equal(zip.status, 200);

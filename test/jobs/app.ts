@@ -20,7 +20,9 @@ export async function startJobsApi(t: Tap, config: Record<string, unknown> = {},
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
   const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}`;
   const stops: (() => Promise<unknown>)[] = [async () => new Promise((r) => target.close(r))];
-  t.teardown(async () => { for (const s of stops.reverse()) await s().catch(() => {}); });
+  t.teardown(async () => {
+    for (const s of stops.reverse()) await s().catch(() => {});
+  });
 
   const cat = await advertise(app.nc, 'shots', 'test-pool', () => ({
     browsers: [{ id: 'testbrowser', name: 'Test browser', engine: 'chromium', versions: ['2', '1'] }],
@@ -34,7 +36,10 @@ export async function startJobsApi(t: Tap, config: Record<string, unknown> = {},
 
   const workers = [];
   if (opts.workers !== false) {
-    for (const [consumer, filterSubject] of [['test-websitepro', subjects.taskWebsitepro], ['test-shots', subjects.taskShotsAll]] as const) {
+    for (const [consumer, filterSubject] of [
+      ['test-websitepro', subjects.taskWebsitepro],
+      ['test-shots', subjects.taskShotsAll],
+    ] as const) {
       const nc = await app.connect('test-worker');
       const w = await startTestWorker({ nc, config: app.config, log: testLog(), consumer, filterSubject });
       workers.push(w);
@@ -72,10 +77,13 @@ export function readZip(buf: Buffer): { name: string; data: Buffer; method: numb
     if (buf.readUInt32LE(p) !== 0x02014b50) throw new Error('bad central directory entry');
     const method = buf.readUInt16LE(p + 10);
     const size = buf.readUInt32LE(p + 20);
-    const n = buf.readUInt16LE(p + 28), e = buf.readUInt16LE(p + 30), c = buf.readUInt16LE(p + 32);
+    const n = buf.readUInt16LE(p + 28),
+      e = buf.readUInt16LE(p + 30),
+      c = buf.readUInt16LE(p + 32);
     const local = buf.readUInt32LE(p + 42);
     const name = buf.subarray(p + 46, p + 46 + n).toString('utf8');
-    const ln = buf.readUInt16LE(local + 26), le = buf.readUInt16LE(local + 28);
+    const ln = buf.readUInt16LE(local + 26),
+      le = buf.readUInt16LE(local + 28);
     const start = local + 30 + ln + le;
     out.push({ name, method, data: buf.subarray(start, start + size) });
     p += 46 + n + e + c;

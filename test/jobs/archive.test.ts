@@ -26,12 +26,13 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   t.equal(job.status, 'completed');
   const kv = await new Kvm(s.nc).open(BUCKETS.jobs);
   const jsm = await jetstreamManager(s.nc);
-  const subjectsOf = async () => (await jsm.streams.info(`KV_${BUCKETS.jobs}`, { subjects_filter: `$KV.${BUCKETS.jobs}.${job.id}` })).state.subjects ?? {};
+  const subjectsOf = async () =>
+    (await jsm.streams.info(`KV_${BUCKETS.jobs}`, { subjects_filter: `$KV.${BUCKETS.jobs}.${job.id}` })).state.subjects ?? {};
   t.same(Object.keys(await subjectsOf()), [`$KV.${BUCKETS.jobs}.${job.id}`], 'in the bucket while its results are kept');
   // results expire after 1 s; the purge deletes the files, the next sweep archives the document
   for (let i = 0; i < 100 && (await kv.get(job.id)) !== null; i++) await new Promise((r) => setTimeout(r, 200));
   t.equal(await kv.get(job.id), null, 'gone from the bucket');
-  t.same(await subjectsOf(), {}, 'no subject of it left in the bucket\'s stream (nor a delete marker)');
+  t.same(await subjectsOf(), {}, "no subject of it left in the bucket's stream (nor a delete marker)");
   t.equal((await jsm.streams.info(STREAMS.jobsArchive)).state.messages, 1, 'one document in the archive');
 
   const got = await s.request('GET', `/v1/jobs/${job.id}`, { key });
@@ -44,7 +45,10 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   t.equal((await s.request('GET', `/v1/jobs/${job.id}`, { key: other.key })).status, 404, 'another wallet does not see it');
   const list = await s.request('GET', '/v1/jobs', { key });
   t.equal(list.status, 200);
-  t.ok(list.json.jobs.some((j: { id: string }) => j.id === job.id), 'listed');
+  t.ok(
+    list.json.jobs.some((j: { id: string }) => j.id === job.id),
+    'listed',
+  );
   const report = await audit(s.nc, { keptMs: jobDocumentInBucketMs(s.config) });
   t.same(report.violations, [], 'the money adds up with the archived document');
   t.equal(report.jobs, 1, 'the audit read the archived job');
@@ -54,7 +58,16 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   // the answer, not a new one (fails against the replay that read the bucket only: charged twice)
   const body = { url: s.targetUrl, browsers: ['testbrowser'] };
   const idem = await new Kvm(s.nc).open(BUCKETS.idempotency);
-  await idem.put(recordKey(walletId, 'k-archived'), JSON.stringify({ v: 1, state: 'running', fp: fingerprintOf('POST', '/v1/shots/jobs', body), at: Date.now() - 10 * 60_000, jobId: job.id }));
+  await idem.put(
+    recordKey(walletId, 'k-archived'),
+    JSON.stringify({
+      v: 1,
+      state: 'running',
+      fp: fingerprintOf('POST', '/v1/shots/jobs', body),
+      at: Date.now() - 10 * 60_000,
+      jobId: job.id,
+    }),
+  );
   const again = await s.request('POST', '/v1/shots/jobs', { key, body, headers: { 'idempotency-key': 'k-archived' } });
   t.equal(again.status, 201, again.text);
   t.equal(again.json.job.id, job.id, 'the archived job is the answer');
@@ -68,7 +81,16 @@ t.test('an expired job moves to the archive and is still read, listed and audite
   t.equal(down.status, 503, down.text);
   t.equal(down.json.error.code, 'service_unavailable');
   t.equal((await s.request('GET', `/v1/jobs/${job.id}/results/${job.results[0].key}`, { key })).status, 503, 'its download too');
-  await idem.put(recordKey(walletId, 'k-archived-2'), JSON.stringify({ v: 1, state: 'running', fp: fingerprintOf('POST', '/v1/shots/jobs', body), at: Date.now() - 10 * 60_000, jobId: job.id }));
+  await idem.put(
+    recordKey(walletId, 'k-archived-2'),
+    JSON.stringify({
+      v: 1,
+      state: 'running',
+      fp: fingerprintOf('POST', '/v1/shots/jobs', body),
+      at: Date.now() - 10 * 60_000,
+      jobId: job.id,
+    }),
+  );
   const replayDown = await s.request('POST', '/v1/shots/jobs', { key, body, headers: { 'idempotency-key': 'k-archived-2' } });
   t.equal(replayDown.status, 503, replayDown.text);
   t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'nothing charged while the archived job could not be read');
@@ -79,7 +101,23 @@ t.test('a projection rebuilt from the streams finds archived jobs; a restart res
   const { nc } = await startTestNats(t);
   const kv = await new Kvm(nc).open(BUCKETS.jobs);
   const jsm = await jetstreamManager(nc);
-  const doc = (id: string, over: Partial<JobRecord> = {}) => ({ id, walletId: 'w1', service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: 1_000, finishedAt: 2_000, expiresAt: 3_000, purgedAt: 4_000, cost: 30, refunded: 0, results: [], ...over }) as JobRecord;
+  const doc = (id: string, over: Partial<JobRecord> = {}) =>
+    ({
+      id,
+      walletId: 'w1',
+      service: 'websitepro',
+      status: 'completed',
+      target: 'https://example.com/',
+      request: {},
+      createdAt: 1_000,
+      finishedAt: 2_000,
+      expiresAt: 3_000,
+      purgedAt: 4_000,
+      cost: 30,
+      refunded: 0,
+      results: [],
+      ...over,
+    }) as JobRecord;
   // two jobs archived as the supervisor does (copy, then delete by sequence), one still in the bucket
   for (const id of ['a1', 'a2']) {
     const rev = await kv.put(id, JSON.stringify(doc(id)));
@@ -125,7 +163,21 @@ t.test('a document written straight to the archive (revision 0) leaves the recor
   const { key, walletId } = await s.newWallet(100);
   const jsm = await jetstreamManager(s.nc);
   const now = Date.now();
-  const doc = { id: 'job_history0', walletId, service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: now - 10_000, finishedAt: now - 9_000, expiresAt: now - 2_000, purgedAt: now - 1_500, cost: 0, refunded: 0, results: [] } as unknown as JobRecord;
+  const doc = {
+    id: 'job_history0',
+    walletId,
+    service: 'websitepro',
+    status: 'completed',
+    target: 'https://example.com/',
+    request: {},
+    createdAt: now - 10_000,
+    finishedAt: now - 9_000,
+    expiresAt: now - 2_000,
+    purgedAt: now - 1_500,
+    cost: 0,
+    refunded: 0,
+    results: [],
+  } as unknown as JobRecord;
   // as scripts/history.ts writes history: no bucket revision (0)
   await archiveJob(jsm.jetstream(), doc, 0);
   let got = await s.request('GET', `/v1/jobs/${doc.id}`, { key });

@@ -16,7 +16,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 t.test('an outcome that arrives before its job document is recorded once the document is written', async (t) => {
   const s = await startJobsSystem(t);
   const { walletId } = await s.newWallet(1000);
-  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, {}, s.config);
+  const job = newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+    walletId,
+    {},
+    s.config,
+  );
   await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
   // the worker was faster than the gateway's write (or the write waited out a failover)
   await publishOutcome(s.nc, { v: 1, kind: 'done', jobId: job.id, resultKey: 'text', at: Date.now() });
@@ -65,7 +71,13 @@ t.test('a job created through commitJob publishes no job.submitted when its task
   const { walletId } = await s.newWallet(1000);
   const jsm = await jetstreamManager(s.nc);
   const before = (await jsm.streams.info(STREAMS.jobs)).state.last_seq;
-  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } }] }, walletId, {}, s.config);
+  const job = newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } }] },
+    walletId,
+    {},
+    s.config,
+  );
   await commitJob(s.deps, job);
   t.equal((await s.finished(job.id)).status, 'completed');
   t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, before, 'nothing written to JOBS');

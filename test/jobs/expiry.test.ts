@@ -9,7 +9,10 @@ t.test('expired jobs lose every stored object; other jobs keep theirs', async (t
   const s = await startJobsSystem(t, { retention: { websitepro: 2, sweepSeconds: 0.3 } });
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const { job } = await s.submit(walletId, [{ key: 'text', price: 20, params: { thumb: true } }, { key: 'html', price: 30 }]);
+  const { job } = await s.submit(walletId, [
+    { key: 'text', price: 20, params: { thumb: true } },
+    { key: 'html', price: 30 },
+  ]);
   const done = await s.finished(job.id);
   t.equal(done.status, 'completed');
   const os = await new Objm(s.nc).open(OBJECT_STORES.results);
@@ -18,7 +21,10 @@ t.test('expired jobs lose every stored object; other jobs keep theirs', async (t
   const s2 = await s.submit(walletId, [{ key: 'text', price: 20 }], 'labs');
   await s.finished(s2.job.id);
   const before = await s.objects(OBJECT_STORES.results);
-  t.same(before.filter((n) => n.startsWith(job.id)), [`${job.id}/_scratch`, `${job.id}/html`, `${job.id}/text`, `${job.id}/text.thumb.webp`]);
+  t.same(
+    before.filter((n) => n.startsWith(job.id)),
+    [`${job.id}/_scratch`, `${job.id}/html`, `${job.id}/text`, `${job.id}/text.thumb.webp`],
+  );
 
   let purged = await s.job(job.id);
   for (let i = 0; i < 50 && purged.purgedAt === undefined; i++) {
@@ -26,7 +32,11 @@ t.test('expired jobs lose every stored object; other jobs keep theirs', async (t
     purged = await s.job(job.id);
   }
   t.ok(purged.purgedAt! >= purged.expiresAt, 'marked purged after expiresAt');
-  t.same((await s.objects(OBJECT_STORES.results)).filter((n) => n.startsWith(job.id)), [], 'nothing of the job left in the store');
+  t.same(
+    (await s.objects(OBJECT_STORES.results)).filter((n) => n.startsWith(job.id)),
+    [],
+    'nothing of the job left in the store',
+  );
   t.equal(await os.getBlob(`${job.id}/text`), null);
   t.ok((await s.objects(OBJECT_STORES.reports)).includes(`${s2.job.id}/text`), 'the labs job (30 days, reports store) keeps its file');
   t.equal(purged.status, 'completed', 'the job document stays, for the list and the ledger');

@@ -18,16 +18,23 @@ async function setup(t: { teardown(fn: () => unknown): void }) {
   const kv = await openJobsKv(nc);
   const writer = await openJobsKv(await tn.connect('watch-writer'));
   const newJob = async () => {
-    const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, 'w_test', {}, tn.config);
+    const job = newJobRecord(
+      'websitepro',
+      { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+      'w_test',
+      {},
+      tn.config,
+    );
     await createJobRecord(writer, job);
     return job;
   };
-  const finish = (id: string) => updateJob(writer, id, (j) => {
-    j.status = 'completed';
-    j.finishedAt = Date.now();
-    for (const r of j.results) r.status = 'done';
-    return true;
-  });
+  const finish = (id: string) =>
+    updateJob(writer, id, (j) => {
+      j.status = 'completed';
+      j.finishedAt = Date.now();
+      for (const r of j.results) r.status = 'done';
+      return true;
+    });
   const consumers = async () => (await (await jetstreamManager(nc)).streams.info(`KV_${BUCKETS.jobs}`)).state.consumer_count;
   return { kv, newJob, finish, consumers };
 }
@@ -44,8 +51,15 @@ t.test('many polls, one watch consumer; each woken by its own finishing write', 
   t.equal(await consumers(), 1, 'one consumer on the bucket for five polls');
   for (const j of jobs) await finish(j.id);
   const got = await Promise.all(polls);
-  t.same(got.map((j) => j.status), jobs.map(() => 'completed'));
-  t.same(got.map((j) => j.id), jobs.map((j) => j.id), 'each poll got its own job');
+  t.same(
+    got.map((j) => j.status),
+    jobs.map(() => 'completed'),
+  );
+  t.same(
+    got.map((j) => j.id),
+    jobs.map((j) => j.id),
+    'each poll got its own job',
+  );
   t.ok(Date.now() - t0 < 9000, 'answered on the writes, not at the end of the wait');
   t.equal(watch.started, 1);
 });
@@ -94,7 +108,11 @@ t.test('no watch can be made (a failover): polls read the job until it is finish
   let watches = 0;
   const failing = new Proxy(kv, {
     get(target, prop, receiver) {
-      if (prop === 'watch') return async () => { watches++; throw Object.assign(new Error('timeout'), { name: 'TimeoutError' }); };
+      if (prop === 'watch')
+        return async () => {
+          watches++;
+          throw Object.assign(new Error('timeout'), { name: 'TimeoutError' });
+        };
       const v = Reflect.get(target, prop, receiver);
       return typeof v === 'function' ? v.bind(target) : v;
     },

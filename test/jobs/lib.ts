@@ -54,7 +54,10 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
 
   const kvm = new Kvm(tn.nc);
   const deps: JobDeps = {
-    nc: tn.nc, js: jetstream(tn.nc), config: tn.config, log,
+    nc: tn.nc,
+    js: jetstream(tn.nc),
+    config: tn.config,
+    log,
     kv: { jobs: await kvm.open(BUCKETS.jobs), catalogue: await kvm.open(BUCKETS.catalogue), datasets: await kvm.open(BUCKETS.datasets) },
   };
 
@@ -95,7 +98,9 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
         price: i.price,
         ...(i.oneTime ? { oneTime: true } : {}),
         ...(i.needsDataset !== undefined ? { needsDataset: i.needsDataset } : {}),
-        ...(i.task === false ? {} : { task: { subject: subjects.taskWebsitepro, params: { behave: i.behave ?? 'succeed', ...(i.params ?? {}) } } }),
+        ...(i.task === false
+          ? {}
+          : { task: { subject: subjects.taskWebsitepro, params: { behave: i.behave ?? 'succeed', ...(i.params ?? {}) } } }),
       }));
       const job = newJobRecord(service, { target: '127.0.0.1', items: planItems }, walletId, { test: true }, tn.config);
       walletOf.set(job.id, walletId);
@@ -114,7 +119,10 @@ export async function startJobsSystem(t: Tap, overrides: Record<string, unknown>
     },
     async objects(store: string): Promise<string[]> {
       const os = await new Objm(tn.nc).open(store);
-      return (await os.list()).filter((o) => !o.deleted).map((o) => o.name).sort();
+      return (await os.list())
+        .filter((o) => !o.deleted)
+        .map((o) => o.name)
+        .sort();
     },
     async violations() {
       return (await audit(tn.nc)).violations;

@@ -15,15 +15,27 @@ t.test('every result delivered: completed, charged in full, files stored', async
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const { job, balance } = await s.submit(walletId, [{ key: 'markdown', price: 30 }, { key: 'text', price: 20 }]);
+  const { job, balance } = await s.submit(walletId, [
+    { key: 'markdown', price: 30 },
+    { key: 'text', price: 20 },
+  ]);
   t.equal(balance, 950, 'charged at creation');
   t.equal(job.status, 'processing', 'written once, already dispatched');
-  t.ok(job.results.every((r) => r.taskSeq), 'with each task\'s stream sequence');
+  t.ok(
+    job.results.every((r) => r.taskSeq),
+    "with each task's stream sequence",
+  );
   const done = await s.finished(job.id);
   t.equal(done.status, 'completed');
   t.equal(done.refunded, 0);
   t.ok(done.finishedAt! >= done.createdAt);
-  t.same(done.results.map((r) => [r.key, r.status, r.refunded]), [['markdown', 'done', false], ['text', 'done', false]]);
+  t.same(
+    done.results.map((r) => [r.key, r.status, r.refunded]),
+    [
+      ['markdown', 'done', false],
+      ['text', 'done', false],
+    ],
+  );
   t.equal(done.results[0]!.file!.name, objectName(job.id, 'markdown'));
   t.same(await s.objects(OBJECT_STORES.results), [objectName(job.id, 'markdown'), objectName(job.id, 'text')].sort());
   t.equal(await s.balance(walletId), 950);
@@ -34,7 +46,10 @@ t.test('partial failure: completed, the failed result refunded once', async (t) 
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const { job } = await s.submit(walletId, [{ key: 'markdown', price: 30 }, { key: 'pdf', price: 100, behave: 'fail', params: { error: 'timeout' } }]);
+  const { job } = await s.submit(walletId, [
+    { key: 'markdown', price: 30 },
+    { key: 'pdf', price: 100, behave: 'fail', params: { error: 'timeout' } },
+  ]);
   const done = await s.finished(job.id);
   t.equal(done.status, 'completed');
   t.equal(done.refunded, 100);
@@ -51,7 +66,10 @@ t.test('total failure: failed, everything refunded, nothing charged', async (t) 
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const { job } = await s.submit(walletId, [{ key: 'a', price: 30, behave: 'fail' }, { key: 'b', price: 20, behave: 'fail' }]);
+  const { job } = await s.submit(walletId, [
+    { key: 'a', price: 30, behave: 'fail' },
+    { key: 'b', price: 20, behave: 'fail' },
+  ]);
   const done = await s.finished(job.id);
   t.equal(done.status, 'failed');
   t.equal(done.error, 'unreachable');
@@ -65,10 +83,23 @@ t.test('a result without work (dataset fee) is done at once and marks the wallet
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(2000);
-  const { job } = await s.submit(walletId, [{ key: 'quick', price: 500 }, { key: 'dataset', price: 300, task: false, oneTime: true }], 'labs');
+  const { job } = await s.submit(
+    walletId,
+    [
+      { key: 'quick', price: 500 },
+      { key: 'dataset', price: 300, task: false, oneTime: true },
+    ],
+    'labs',
+  );
   const done = await s.finished(job.id);
   t.equal(done.status, 'completed');
-  t.same(done.results.map((r) => [r.key, r.status, r.refunded]), [['quick', 'done', false], ['dataset', 'done', false]]);
+  t.same(
+    done.results.map((r) => [r.key, r.status, r.refunded]),
+    [
+      ['quick', 'done', false],
+      ['dataset', 'done', false],
+    ],
+  );
   t.equal(done.results[1]!.oneTime, true);
   const mark = await s.deps.kv.datasets.get(walletId);
   t.equal(mark?.json<{ jobId: string }>().jobId, job.id);
@@ -80,7 +111,14 @@ t.test('the dataset fee is refunded and the mark removed when nothing else was d
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(2000);
-  const { job } = await s.submit(walletId, [{ key: 'quick', price: 500, behave: 'fail', params: { error: 'not_a_relay' } }, { key: 'dataset', price: 300, task: false, oneTime: true }], 'labs');
+  const { job } = await s.submit(
+    walletId,
+    [
+      { key: 'quick', price: 500, behave: 'fail', params: { error: 'not_a_relay' } },
+      { key: 'dataset', price: 300, task: false, oneTime: true },
+    ],
+    'labs',
+  );
   const done = await s.finished(job.id);
   t.equal(done.status, 'failed');
   t.equal(done.error, 'not_a_relay');
@@ -131,11 +169,21 @@ t.test('compensation: a charge whose job cannot be written is refunded before an
   const s = await startJobsSystem(t);
   const { walletId } = await s.newWallet(1000);
   // a job document larger than the server's max payload: the write after the charge fails
-  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, { blob: 'x'.repeat(2 * 1024 * 1024) }, s.config);
+  const job = newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+    walletId,
+    { blob: 'x'.repeat(2 * 1024 * 1024) },
+    s.config,
+  );
   await t.rejects(commitJob(s.deps, job), { code: 'internal' });
   t.equal(await s.balance(walletId), 1000, 'charged and refunded');
   const mine = (await readLedger(s.nc)).filter((e) => e.walletId === walletId).map((e) => [e.type, e.amount]);
-  t.same(mine, [['grant', 1000], ['charge', -20], ['refund', 20]]);
+  t.same(mine, [
+    ['grant', 1000],
+    ['charge', -20],
+    ['refund', 20],
+  ]);
   const jsm = await jetstreamManager(s.nc);
   t.equal((await jsm.streams.info(STREAMS.tasks)).state.messages, 0, 'the task published before the failed write was taken back');
   t.same(await s.violations(), []);

@@ -9,7 +9,10 @@ t.test('a key over its job limit gets 429: no connection to the target, nothing 
   const s = await startJobsApi(t, { limits: { jobsPerHour: 2 } }, { workers: false });
   // a target that counts the connections made to it (the precheck connects and sends nothing)
   let connections = 0;
-  const target = createServer((sock) => { connections++; sock.destroy(); });
+  const target = createServer((sock) => {
+    connections++;
+    sock.destroy();
+  });
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise<void>((r) => target.close(() => r())));
   const url = `http://127.0.0.1:${(target.address() as AddressInfo).port}/`;

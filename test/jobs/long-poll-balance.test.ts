@@ -8,7 +8,9 @@ import { publishOutcome } from '../../shared/worker.ts';
 
 /** Requests the gateway's balance read makes to learn the ledger's last sequence (gateway/balances.ts). */
 const isLedgerFreshness = (subject: string) =>
-  subject === `$JS.API.DIRECT.GET.${STREAMS.ledger}` || subject.startsWith(`$JS.API.DIRECT.GET.${STREAMS.ledger}.`) || subject === `$JS.API.STREAM.INFO.${STREAMS.ledger}`;
+  subject === `$JS.API.DIRECT.GET.${STREAMS.ledger}` ||
+  subject.startsWith(`$JS.API.DIRECT.GET.${STREAMS.ledger}.`) ||
+  subject === `$JS.API.STREAM.INFO.${STREAMS.ledger}`;
 
 t.test('a long poll answered on a finish without refund reads no balance after the finish', async (t) => {
   const s = await startJobsApi(t);
@@ -22,7 +24,11 @@ t.test('a long poll answered on a finish without refund reads no balance after t
     callback: (_e, m) => {
       if (isLedgerFreshness(m.subject)) order.push('ledger');
       else if (m.subject.endsWith(`.${id}`) && m.subject.startsWith('$KV.') && m.data.length) {
-        try { if (/"status":"completed"/.test(new TextDecoder().decode(m.data))) order.push('finish'); } catch { /* not text */ }
+        try {
+          if (/"status":"completed"/.test(new TextDecoder().decode(m.data))) order.push('finish');
+        } catch {
+          /* not text */
+        }
       }
     },
   });
@@ -34,7 +40,11 @@ t.test('a long poll answered on a finish without refund reads no balance after t
   t.equal(r.json.balance, await s.balance(walletId), 'the balance after the charge');
   t.ok(order.includes('finish'), `the finish was seen on the wire (${order.join(',')})`);
   // fails against the route that read the balance after the wait: a ledger request after the finish
-  t.same(order.slice(order.indexOf('finish') + 1).filter((x) => x === 'ledger'), [], 'no ledger request after the finish');
+  t.same(
+    order.slice(order.indexOf('finish') + 1).filter((x) => x === 'ledger'),
+    [],
+    'no ledger request after the finish',
+  );
 });
 
 t.test('a long poll on a job refunded during the wait carries the balance after the refund', async (t) => {
@@ -47,7 +57,11 @@ t.test('a long poll on a job refunded during the wait carries the balance after 
   const polling = s.request('GET', `/v1/jobs/${c.json.job.id}?wait=20`, { key });
   // the result fails (and is refunded) while the poll waits
   await new Promise((r) => setTimeout(r, 500));
-  await publishOutcome(s.nc, { v: 1, kind: 'failed', jobId: c.json.job.id, resultKey: 'text', at: Date.now(), error: 'timeout', message: 'test' }, 'test');
+  await publishOutcome(
+    s.nc,
+    { v: 1, kind: 'failed', jobId: c.json.job.id, resultKey: 'text', at: Date.now(), error: 'timeout', message: 'test' },
+    'test',
+  );
   const r = await polling;
   t.equal(r.json.job.status, 'failed');
   t.ok(r.json.job.refunded > 0, 'refunded during the wait');

@@ -29,6 +29,16 @@ const secs = (performance.now() - t0) / 1000;
 lat.sort((a, b) => a - b);
 const p = (q: number) => Math.round(lat[Math.min(lat.length - 1, Math.floor(q * lat.length))]!);
 const v = await s.violations();
-console.log(JSON.stringify({ jobs, resultsPerJob: per, supervisors: sups, seconds: Math.round(secs * 10) / 10, jobsPerSecond: Math.round((jobs / secs) * 10) / 10, latencyMs: { p50: p(0.5), p90: p(0.9), p99: p(0.99) }, auditViolations: v.length }));
+console.log(
+  JSON.stringify({
+    jobs,
+    resultsPerJob: per,
+    supervisors: sups,
+    seconds: Math.round(secs * 10) / 10,
+    jobsPerSecond: Math.round((jobs / secs) * 10) / 10,
+    latencyMs: { p50: p(0.5), p90: p(0.9), p99: p(0.99) },
+    auditViolations: v.length,
+  }),
+);
 for (const fn of teardowns.reverse()) await fn();
 process.exit(0);

@@ -44,7 +44,10 @@ t.test('no job-supervisor alive: 503 before the charge', async (t) => {
 });
 
 t.test('every worker of the service gone after creation: worker_lost and refunded after noWorkerSeconds', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor'], config: { jobs: { noWorkerSeconds: 2 }, retention: { sweepSeconds: 0.3 } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor'],
+    config: { jobs: { noWorkerSeconds: 2 }, retention: { sweepSeconds: 0.3 } },
+  });
   const ad = await advertise(app.nc, 'websitepro', 'conv-1', () => ({ outputs: ['metadata'] }));
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 1000, 'test');
@@ -57,13 +60,21 @@ t.test('every worker of the service gone after creation: worker_lost and refunde
     job = (await app.request('GET', `/v1/jobs/${job.id}?wait=5`, { key: k.key })).json.job;
   }
   t.equal(job.status, 'failed');
-  t.ok(job.results.every((x: { status: string; error: string; refunded: boolean }) => x.status === 'failed' && x.error === 'worker_lost' && x.refunded), 'every result worker_lost, refunded');
+  t.ok(
+    job.results.every(
+      (x: { status: string; error: string; refunded: boolean }) => x.status === 'failed' && x.error === 'worker_lost' && x.refunded,
+    ),
+    'every result worker_lost, refunded',
+  );
   t.equal((await wallet.balance(app.nc, k.walletId)).balance, 1000, 'all refunded');
   t.same((await audit(app.nc)).violations, []);
 });
 
-t.test('shots: the pool of one browser gone while another pool runs: only that browser\'s results fail', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor'], config: { jobs: { noWorkerSeconds: 2 }, retention: { sweepSeconds: 0.3 } } });
+t.test("shots: the pool of one browser gone while another pool runs: only that browser's results fail", async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor'],
+    config: { jobs: { noWorkerSeconds: 2 }, retention: { sweepSeconds: 0.3 } },
+  });
   const offer = (id: string) => ({ browsers: [{ id, name: id, engine: 'chromium', versions: ['1'] }] });
   const poolA = await advertise(app.nc, 'shots', 'pool-a', () => offer('alpha'));
   t.teardown(() => poolA.stop());
@@ -80,11 +91,16 @@ t.test('shots: the pool of one browser gone while another pool runs: only that b
     job = (await app.request('GET', `/v1/jobs/${job.id}`, { key: k.key })).json.job;
   }
   t.match(beta(), { status: 'failed', error: 'worker_lost' }, 'beta failed (refunded when the job settles)');
-  t.match(job.results.find((x: { key: string }) => x.key.startsWith('alpha')), { status: 'pending' }, 'alpha still waits for its live pool');
+  t.match(
+    job.results.find((x: { key: string }) => x.key.startsWith('alpha')),
+    { status: 'pending' },
+    'alpha still waits for its live pool',
+  );
   t.equal(job.status, 'processing');
   await poolA.stop();
-  for (let i = 0; i < 10 && job.status === 'processing'; i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=5`, { key: k.key })).json.job;
-  t.match(job, { status: 'failed', charged: 0 }, 'alpha\'s pool gone too: the job fails and costs nothing');
+  for (let i = 0; i < 10 && job.status === 'processing'; i++)
+    job = (await app.request('GET', `/v1/jobs/${job.id}?wait=5`, { key: k.key })).json.job;
+  t.match(job, { status: 'failed', charged: 0 }, "alpha's pool gone too: the job fails and costs nothing");
   t.equal((await wallet.balance(app.nc, k.walletId)).balance, 1000);
   t.same((await audit(app.nc)).violations, []);
 });

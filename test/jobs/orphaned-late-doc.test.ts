@@ -33,7 +33,10 @@ t.test('a job written after its orphan refund ends failed, with no work and noth
   ];
   const job = newJobRecord('websitepro', { target: '127.0.0.1', items }, walletId, { test: true }, s.config, Date.now(), newId('job'));
   await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
-  t.ok(await until(async () => (await wallet.chargeOf(s.nc, walletId, job.id)).orphaned), 'the orphan sweep refunded the charge (no document yet)');
+  t.ok(
+    await until(async () => (await wallet.chargeOf(s.nc, walletId, job.id)).orphaned),
+    'the orphan sweep refunded the charge (no document yet)',
+  );
   t.equal(await s.balance(walletId), 1000);
 
   // the gateway's write lands now, long after it timed out: tasks out, document processing
@@ -43,15 +46,26 @@ t.test('a job written after its orphan refund ends failed, with no work and noth
 
   const ended = await s.finished(job.id, 30_000);
   t.match(ended, { status: 'failed', orphaned: true, refunded: 40, error: 'not_charged' });
-  t.ok(ended.results.every((r) => r.status === 'failed' && r.refunded), 'every result failed and refunded (by the orphan refund)');
+  t.ok(
+    ended.results.every((r) => r.status === 'failed' && r.refunded),
+    'every result failed and refunded (by the orphan refund)',
+  );
   const jsm = await jetstreamManager(s.nc);
-  for (const seq of seqs.values()) t.equal(await jsm.streams.getMessage(STREAMS.tasks, { seq }).catch(() => null), null, 'its tasks are taken back');
+  for (const seq of seqs.values())
+    t.equal(await jsm.streams.getMessage(STREAMS.tasks, { seq }).catch(() => null), null, 'its tasks are taken back');
   const w = await s.startWorker();
   await new Promise((r) => setTimeout(r, 500));
   t.equal(w.seen.filter((x) => x.jobId === job.id).length, 0, 'no work done');
   t.equal(await s.balance(walletId), 1000, 'nothing charged');
   const entries = (await wallet.transactions(s.nc, walletId)).entries.filter((e) => e.jobId === job.id);
-  t.same(entries.map((e) => [e.type, e.amount, e.resultKey ?? null]).sort(), [['charge', -40, null], ['refund', 40, '_orphan']], 'one charge, one refund');
+  t.same(
+    entries.map((e) => [e.type, e.amount, e.resultKey ?? null]).sort(),
+    [
+      ['charge', -40, null],
+      ['refund', 40, '_orphan'],
+    ],
+    'one charge, one refund',
+  );
   t.same(await s.violations(), []);
 });
 
@@ -63,5 +77,8 @@ t.test('admin audit reports a failed result not refunded', async (t) => {
   job.results[0]!.status = 'failed';
   await kv.put(job.id, JSON.stringify(job));
   const { violations } = await audit(tn.nc);
-  t.ok(violations.some((v) => v.includes(`job ${job.id}: result text failed and not refunded`)), violations.join('\n'));
+  t.ok(
+    violations.some((v) => v.includes(`job ${job.id}: result text failed and not refunded`)),
+    violations.join('\n'),
+  );
 });

@@ -19,8 +19,12 @@ t.test('the outcome is published once RESULTS is back; the task ran once', async
   // find the idle one
   for (const name of ['worker-a', 'worker-b']) {
     const worker = await runWorker({
-      nc: await tn.connect(name), config: tn.config, log: testLog(),
-      consumer: 'outcome-retry-test', filterSubject: subjects.taskLabs, concurrency: 1,
+      nc: await tn.connect(name),
+      config: tn.config,
+      log: testLog(),
+      consumer: 'outcome-retry-test',
+      filterSubject: subjects.taskLabs,
+      concurrency: 1,
       handle: async (ctx) => {
         deliveries.push(ctx.deliveryCount);
         return { extra: { ok: true } };
@@ -28,7 +32,17 @@ t.test('the outcome is published once RESULTS is back; the task ran once', async
     });
     t.teardown(() => worker.stop());
   }
-  const task: Task = { v: 1, jobId: 'job_r', service: 'labs', resultKey: 'quick', walletId: 'w', store: OBJECT_STORES.reports, objectName: 'job_r/quick', expiresAt: Date.now() + 60000, params: {} };
+  const task: Task = {
+    v: 1,
+    jobId: 'job_r',
+    service: 'labs',
+    resultKey: 'quick',
+    walletId: 'w',
+    store: OBJECT_STORES.reports,
+    objectName: 'job_r/quick',
+    expiresAt: Date.now() + 60000,
+    params: {},
+  };
   await jetstream(tn.nc).publish(subjects.taskLabs, JSON.stringify(task), { msgID: taskMsgId('job_r', 'quick') });
   for (let i = 0; i < 100 && deliveries.length === 0; i++) await new Promise((r) => setTimeout(r, 50));
   t.same(deliveries, [1], 'the worker did the task');

@@ -15,13 +15,28 @@ import { start as startSupervisor } from '../../actors/job-supervisor/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
 
 const jobOf = (id: string, over: Partial<JobRecord> = {}): JobRecord =>
-  ({ id, walletId: 'w1', service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt: 1_000, finishedAt: 2_000, expiresAt: Date.now() + 3600_000, cost: 30, refunded: 0, results: [], ...over }) as JobRecord;
+  ({
+    id,
+    walletId: 'w1',
+    service: 'websitepro',
+    status: 'completed',
+    target: 'https://example.com/',
+    request: {},
+    createdAt: 1_000,
+    finishedAt: 2_000,
+    expiresAt: Date.now() + 3600_000,
+    cost: 30,
+    refunded: 0,
+    results: [],
+    ...over,
+  }) as JobRecord;
 
 async function fill(nc: NatsConnection, from: number, n: number) {
   const kv = await new Kvm(nc).open(BUCKETS.jobs);
   for (let i = from; i < from + n; i += 100) {
     const ps: Promise<unknown>[] = [];
-    for (let j = i; j < Math.min(from + n, i + 100); j++) ps.push(kv.put(`job${j}`, JSON.stringify(jobOf(`job${j}`, { walletId: `w${j % 7}`, createdAt: 1_000 + j }))));
+    for (let j = i; j < Math.min(from + n, i + 100); j++)
+      ps.push(kv.put(`job${j}`, JSON.stringify(jobOf(`job${j}`, { walletId: `w${j % 7}`, createdAt: 1_000 + j }))));
     await Promise.all(ps);
   }
   return kv;
@@ -45,7 +60,11 @@ t.test('a restart applies only what was written since the checkpoint', async (t)
   await first.caughtUp;
   await first.sync();
   t.equal(first.count(), 2000);
-  t.same(first.list('w3', 3).map((r) => r.id), ['job1998', 'job1991', 'job1984'], 'a wallet\'s newest first');
+  t.same(
+    first.list('w3', 3).map((r) => r.id),
+    ['job1998', 'job1991', 'job1984'],
+    "a wallet's newest first",
+  );
   await first.stop();
 
   await fill(nc, 2000, 5);
@@ -97,14 +116,20 @@ t.test('a file of another store, or ahead of the stream, is rebuilt', async (t) 
 
   // a file of an older layout, left by a version before (without a column and a table this one reads)
   const old = new Database(q.file);
-  old.exec(`DROP TABLE docs; DROP INDEX jobs_unrefunded; ALTER TABLE jobs DROP COLUMN unrefunded; UPDATE meta SET v = '3' WHERE k = 'layout'`);
+  old.exec(
+    `DROP TABLE docs; DROP INDEX jobs_unrefunded; ALTER TABLE jobs DROP COLUMN unrefunded; UPDATE meta SET v = '3' WHERE k = 'layout'`,
+  );
   old.close();
   const r = await open(b.nc, dir);
   t.equal(r.startedAs.mode, 'rebuilt', 'rebuilt, not a start that fails on its table');
   t.match(r.startedAs.reason, /another layout \(3;/);
   await r.caughtUp;
   t.equal(r.count(), 3);
-  t.same(r.list('w2', 3).map((x) => [x.id, typeof x.doc]), [['job100', 'string']], 'with the documents this layout keeps');
+  t.same(
+    r.list('w2', 3).map((x) => [x.id, typeof x.doc]),
+    [['job100', 'string']],
+    'with the documents this layout keeps',
+  );
   await r.stop();
 });
 
@@ -119,13 +144,21 @@ t.test('a rebuild whose watch stops delivering is started again from its checkpo
     const w = await real.watch(opts);
     if (watches++ > 0) return w;
     let release!: () => void;
-    const stopped = new Promise<void>((r) => { release = r; });
+    const stopped = new Promise<void>((r) => {
+      release = r;
+    });
     return Object.assign(Object.create(w) as typeof w, {
-      stop() { w.stop(); release(); },
+      stop() {
+        w.stop();
+        release();
+      },
       async *[Symbol.asyncIterator]() {
         let n = 0;
         for await (const e of w) {
-          if (++n > 1200) { await stopped; return; }
+          if (++n > 1200) {
+            await stopped;
+            return;
+          }
           yield e;
         }
       },
@@ -139,7 +172,11 @@ t.test('a rebuild whose watch stops delivering is started again from its checkpo
   t.equal(p.count(), 3000, 'every job in the list');
   t.equal(p.complete, true);
   await p.sync();
-  t.same(p.list('w3', 2).map((r) => r.id), ['job2999', 'job2992'], 'the list answers');
+  t.same(
+    p.list('w3', 2).map((r) => r.id),
+    ['job2999', 'job2992'],
+    'the list answers',
+  );
   await p.stop();
 });
 
@@ -157,9 +194,17 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
   p.upsert(jobOf('unpurged', { expiresAt: now - 5000, finishedAt: now - 6000 }), 11);
   p.upsert(jobOf('running', { status: 'processing', expiresAt: now - 5000, purgedAt: now - 4000 }), 12);
   p.upsert(jobOf('fresh', { expiresAt: now - 500, purgedAt: now - 400 }), 13);
-  t.same(p.forgetDue(now).map((r) => r.id), ['old'], 'only finished, purged jobs past expiresAt + keep');
-  t.same(p.expired(now), ['unpurged', ], 'the purge list has the job whose files are not deleted yet');
-  t.same(p.archiveDue(now), ['old', 'fresh'], 'finished and purged jobs are due for the archive from their purge, oldest first; a running one is not');
+  t.same(
+    p.forgetDue(now).map((r) => r.id),
+    ['old'],
+    'only finished, purged jobs past expiresAt + keep',
+  );
+  t.same(p.expired(now), ['unpurged'], 'the purge list has the job whose files are not deleted yet');
+  t.same(
+    p.archiveDue(now),
+    ['old', 'fresh'],
+    'finished and purged jobs are due for the archive from their purge, oldest first; a running one is not',
+  );
   p.upsert(jobOf('old', { status: 'completed', expiresAt: now - 5000, purgedAt: now - 4000 }), 9);
   t.same(p.forgetDue(now)[0], { id: 'old', revision: 10 }, 'an older revision changes nothing');
   p.forgotten('old', 10);
@@ -177,7 +222,8 @@ t.test('the due lists are index searches; a finished, purged job is due for dele
 t.test('the supervisor restarted on a store with history catches up from its file', async (t) => {
   const tn = await startTestNats(t);
   await fill(tn.nc, 0, 1500);
-  const startOne = async (n: number) => startSupervisor({ nc: await tn.connect(`sup${n}`), config: tn.config, log: testLog(), instanceId: `supervisor-${n}` });
+  const startOne = async (n: number) =>
+    startSupervisor({ nc: await tn.connect(`sup${n}`), config: tn.config, log: testLog(), instanceId: `supervisor-${n}` });
   const a = await startOne(1);
   let st = await jobsService.stats(tn.nc, {});
   t.equal(st.projection.mode, 'rebuilt', 'first start: no file yet');
@@ -197,5 +243,9 @@ t.test('the supervisor restarted on a store with history catches up from its fil
   t.equal(st.projection.appliedSinceStart, 3, 'only the three jobs written while it was down');
   t.equal(st.total, 1503);
   const list = await jobsService.list(tn.nc, { walletId: 'w2', limit: 2 });
-  t.same(list.jobs.map((j) => j.id), ['job1500', 'job1493'], 'the list has the job written while it was down, newest first');
+  t.same(
+    list.jobs.map((j) => j.id),
+    ['job1500', 'job1493'],
+    'the list has the job written while it was down, newest first',
+  );
 });

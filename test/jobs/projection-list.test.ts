@@ -14,7 +14,21 @@ import { BUCKETS } from '../../shared/names.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 
 const jobOf = (id: string, createdAt: number, over: Partial<JobRecord> = {}): JobRecord =>
-  ({ id, walletId: 'w1', service: 'websitepro', status: 'completed', target: 'https://example.com/', request: {}, createdAt, finishedAt: createdAt + 1, expiresAt: Date.now() + 3600_000, cost: 30, refunded: 0, results: [], ...over }) as JobRecord;
+  ({
+    id,
+    walletId: 'w1',
+    service: 'websitepro',
+    status: 'completed',
+    target: 'https://example.com/',
+    request: {},
+    createdAt,
+    finishedAt: createdAt + 1,
+    expiresAt: Date.now() + 3600_000,
+    cost: 30,
+    refunded: 0,
+    results: [],
+    ...over,
+  }) as JobRecord;
 
 t.test('each wallet keeps the documents of its newest LIST_MAX jobs, no more', async (t) => {
   const { nc } = await startTestNats(t);
@@ -28,18 +42,25 @@ t.test('each wallet keeps the documents of its newest LIST_MAX jobs, no more', a
   t.equal(p.docsKept('w2'), 1, 'another wallet has its own window');
   const listed = p.list('w1', LIST_MAX);
   t.equal(listed[0]!.id, `j${1000 + LIST_MAX + 4}`, 'newest first');
-  t.ok(listed.every((r) => r.doc !== null), 'every job a full list shows has its document');
+  t.ok(
+    listed.every((r) => r.doc !== null),
+    'every job a full list shows has its document',
+  );
   t.equal(p.row('j1004')!.doc, null, 'the older ones keep their row without the document');
   t.equal(p.list('w1', LIST_MAX + 50).length, LIST_MAX, 'a list never asks for more than LIST_MAX');
   // a wallet's documents are one range of the docs table, read by its key: never a scan
   t.notMatch(p.plan('list'), /SCAN/, p.plan('list'));
-  t.equal(new Database(p.file, { readonly: true }).pragma('page_size', { simple: true }), 8192, '8 KB pages: a 1.5 KB document fits in its row');
+  t.equal(
+    new Database(p.file, { readonly: true }).pragma('page_size', { simple: true }),
+    8192,
+    '8 KB pages: a 1.5 KB document fits in its row',
+  );
 
   p.upsert(jobOf('ancient', 1), rev++);
   t.equal(p.row('ancient')!.doc, null, 'a job older than the window is added without its document');
   p.upsert(jobOf('middle', 1050), rev++);
   t.type(p.row('middle')!.doc, 'string', 'a job inside the window has its document');
-  t.equal(p.row('j1005')!.doc, null, 'and the window\'s oldest gave its place up');
+  t.equal(p.row('j1005')!.doc, null, "and the window's oldest gave its place up");
   t.equal(p.docsKept('w1'), LIST_MAX, 'still LIST_MAX');
 
   p.upsert(jobOf('j1004', 1004, { status: 'failed' }), rev++);
@@ -52,7 +73,11 @@ t.test('each wallet keeps the documents of its newest LIST_MAX jobs, no more', a
   p.forgotten(newest, rev);
   const after = p.list('w1', LIST_MAX);
   t.equal(after.length, LIST_MAX);
-  t.equal(after.at(-1)!.doc, null, 'a job that came back into the window after a deletion has no document: the list reads it from the bucket');
+  t.equal(
+    after.at(-1)!.doc,
+    null,
+    'a job that came back into the window after a deletion has no document: the list reads it from the bucket',
+  );
 });
 
 t.test('the supervisor answers a list from its projection, reading the bucket only for a job it does not keep', async (t) => {
@@ -67,14 +92,25 @@ t.test('the supervisor answers a list from its projection, reading the bucket on
   // every read of a job document from the bucket is a message get of its key's last value
   const spy = await tn.connect('spy');
   const gets: string[] = [];
-  const sub = spy.subscribe('$JS.API.>', { callback: (_e, m) => { if (m.subject.includes(`GET.KV_${BUCKETS.jobs}`)) gets.push(`${m.subject} ${m.string()}`); } });
+  const sub = spy.subscribe('$JS.API.>', {
+    callback: (_e, m) => {
+      if (m.subject.includes(`GET.KV_${BUCKETS.jobs}`)) gets.push(`${m.subject} ${m.string()}`);
+    },
+  });
   t.teardown(() => sub.unsubscribe());
   const docReads = () => gets.filter((g) => g.includes(`$KV.${BUCKETS.jobs}.job`) && !g.includes('next_by_subj'));
   await spy.flush();
 
   const list = await jobsService.list(tn.nc, { walletId: 'w1', limit: LIST_MAX });
   t.equal(list.jobs.length, LIST_MAX);
-  t.same(list.jobs.slice(0, 2).map((j) => [j.id, j.target]), [[`job${n - 1}`, `https://example.com/${n - 1}`], [`job${n - 2}`, `https://example.com/${n - 2}`]], 'whole documents, newest first');
+  t.same(
+    list.jobs.slice(0, 2).map((j) => [j.id, j.target]),
+    [
+      [`job${n - 1}`, `https://example.com/${n - 1}`],
+      [`job${n - 2}`, `https://example.com/${n - 2}`],
+    ],
+    'whole documents, newest first',
+  );
   await spy.flush();
   t.same(docReads(), [], 'no document was read from the bucket');
 

@@ -37,9 +37,16 @@ t.test('a finished job past its record retention answers 404 and is gone from th
   t.equal(await kv.get(job.id), null, 'no document, and no delete marker left behind');
   const list = await s.request('GET', '/v1/jobs', { key });
   t.equal(list.status, 200);
-  t.notOk(list.json.jobs.some((j: { id: string }) => j.id === job.id), 'not listed');
+  t.notOk(
+    list.json.jobs.some((j: { id: string }) => j.id === job.id),
+    'not listed',
+  );
   t.equal(await s.balance(walletId), 5000 - job.cost + job.refunded, 'nothing refunded for a deleted record');
-  t.same((await audit(s.nc, { keptMs: jobDocumentInBucketMs(s.config) })).violations, [], 'the audit takes the old charge without a document for a deleted record');
+  t.same(
+    (await audit(s.nc, { keptMs: jobDocumentInBucketMs(s.config) })).violations,
+    [],
+    'the audit takes the old charge without a document for a deleted record',
+  );
 });
 
 t.test('an audit past its deadline says how far it got and judges nothing', async (t) => {
@@ -55,7 +62,10 @@ t.test('the orphan sweep leaves a charge older than a job record is kept: its do
   // documents in the bucket 1 s at least (results kept 1 s, then archived), half of it the margin: charges
   // older than 0.5 s are past it; the orphan grace (3 s) is longer, so the sweep first sees this charge
   // when its document could be archived or deleted
-  const tn = await startTestNats(t, { wallet: { orphanChargeGraceSeconds: 3 }, retention: { websitepro: 1, shots: 1, labs: 1, jobRecords: 1 } });
+  const tn = await startTestNats(t, {
+    wallet: { orphanChargeGraceSeconds: 3 },
+    retention: { websitepro: 1, shots: 1, labs: 1, jobRecords: 1 },
+  });
   await startWallet(t, tn);
   const w = walletId();
   await fund(tn.nc, w, 1000);

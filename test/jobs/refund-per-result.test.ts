@@ -30,13 +30,16 @@ t.test('a failed result is refunded at once, while another result of the job is 
   t.equal(r.json.balance, 1000 - 40);
   const id = r.json.job.id;
   let seen: any;
-  t.ok(await until(async () => {
-    seen = (await s.request('GET', `/v1/jobs/${id}`, { key })).json;
-    return seen.job.results[0].refunded === true;
-  }), 'the failed result is marked refunded while the job still runs');
+  t.ok(
+    await until(async () => {
+      seen = (await s.request('GET', `/v1/jobs/${id}`, { key })).json;
+      return seen.job.results[0].refunded === true;
+    }),
+    'the failed result is marked refunded while the job still runs',
+  );
   t.match(seen.job, { status: 'processing', refunded: 20, charged: 20 });
   t.match(seen.job.results[1], { key: 'text', status: 'pending' });
-  t.equal(seen.balance, 1000 - 20, 'the job\'s answer carries the balance after the refund');
+  t.equal(seen.balance, 1000 - 20, "the job's answer carries the balance after the refund");
   t.equal((await s.request('GET', '/v1/balance', { key })).json.balance, 1000 - 20, 'GET /v1/balance shows it');
   const refunds = (await wallet.transactions(s.nc, walletId)).entries.filter((e) => e.type === 'refund');
   t.match(refunds, [{ jobId: id, resultKey: 'metadata', amount: 20 }]);

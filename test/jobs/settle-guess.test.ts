@@ -15,7 +15,16 @@ t.test('a failed job is refunded and finished without reading the jobs bucket', 
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'metadata', price: 30, task: { subject: subjects.taskWebsitepro, params: { behave: 'fail' } } }] }, walletId, {}, s.config);
+  const job = newJobRecord(
+    'websitepro',
+    {
+      target: '127.0.0.1',
+      items: [{ key: 'metadata', price: 30, task: { subject: subjects.taskWebsitepro, params: { behave: 'fail' } } }],
+    },
+    walletId,
+    {},
+    s.config,
+  );
   const watch = await s.deps.kv.jobs.watch({ key: job.id });
   // every write of the job's document (the creation, the outcome, the settle), each with its status
   const writes: string[] = [];
@@ -23,13 +32,24 @@ t.test('a failed job is refunded and finished without reading the jobs bucket', 
   // the test worker fails at once, and the outcome can reach the supervisor before its projection
   // has seen the document just created; that guess is not the settle's.)
   const reads: string[] = [];
-  const sub = s.nc.subscribe('$JS.API.>', { callback: (_e, m) => { if (writes.length >= 2 && m.subject.includes(KV_STREAM) && /GET/.test(m.subject)) reads.push(m.subject); } });
-  const wsub = s.nc.subscribe(`$KV.${BUCKETS.jobs}.${job.id}`, { callback: (_e, m) => { writes.push(m.json<JobRecord>().status + (m.json<JobRecord>().refunded ? '+refunded' : '')); } });
+  const sub = s.nc.subscribe('$JS.API.>', {
+    callback: (_e, m) => {
+      if (writes.length >= 2 && m.subject.includes(KV_STREAM) && /GET/.test(m.subject)) reads.push(m.subject);
+    },
+  });
+  const wsub = s.nc.subscribe(`$KV.${BUCKETS.jobs}.${job.id}`, {
+    callback: (_e, m) => {
+      writes.push(m.json<JobRecord>().status + (m.json<JobRecord>().refunded ? '+refunded' : ''));
+    },
+  });
   await commitJob(s.deps, job);
   let done: JobRecord | null = null;
   for await (const e of watch) {
     const j = e.json<JobRecord>();
-    if (isFinished(j)) { done = j; break; }
+    if (isFinished(j)) {
+      done = j;
+      break;
+    }
   }
   await s.nc.flush();
   sub.unsubscribe();

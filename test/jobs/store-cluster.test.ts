@@ -8,8 +8,16 @@ import { createJobRecord, readJob, updateJob } from '../../shared/jobs/store.ts'
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 
 const job = (id: string, keys: string[]): JobRecord => ({
-  id, service: 'shots', status: 'processing', walletId: 'w_store', target: '127.0.0.1', request: {}, cost: keys.length * 10, refunded: 0,
-  createdAt: Date.now(), expiresAt: Date.now() + 3600_000,
+  id,
+  service: 'shots',
+  status: 'processing',
+  walletId: 'w_store',
+  target: '127.0.0.1',
+  request: {},
+  cost: keys.length * 10,
+  refunded: 0,
+  createdAt: Date.now(),
+  expiresAt: Date.now() + 3600_000,
   results: keys.map((key) => ({ key, status: 'pending' as const, price: 10, refunded: false, subject: 'task.shots' })),
 });
 
@@ -21,22 +29,30 @@ t.test('24 concurrent updates of one job from three nodes: every one is kept', a
     const id = `job_store_${round}`;
     await createJobRecord(kvs[0]!, job(id, keys));
     // per result: its final outcome and two progress reports, each from another node, all at once
-    await Promise.all(keys.flatMap((key, i) => [
-      updateJob(kvs[i % 3]!, id, (j) => {
-        const r = j.results.find((x) => x.key === key)!;
-        if (r.status !== 'pending') return false;
-        r.status = 'done';
-        delete r.progress;
-        return true;
-      }),
-      ...[1, 2].map((n) => updateJob(kvs[(i + n) % 3]!, id, (j) => {
-        const r = j.results.find((x) => x.key === key)!;
-        if (r.status !== 'pending') return false;
-        r.progress = `step ${n}`;
-        return true;
-      })),
-    ]));
+    await Promise.all(
+      keys.flatMap((key, i) => [
+        updateJob(kvs[i % 3]!, id, (j) => {
+          const r = j.results.find((x) => x.key === key)!;
+          if (r.status !== 'pending') return false;
+          r.status = 'done';
+          delete r.progress;
+          return true;
+        }),
+        ...[1, 2].map((n) =>
+          updateJob(kvs[(i + n) % 3]!, id, (j) => {
+            const r = j.results.find((x) => x.key === key)!;
+            if (r.status !== 'pending') return false;
+            r.progress = `step ${n}`;
+            return true;
+          }),
+        ),
+      ]),
+    );
     const stored = (await readJob(kvs[0]!, id))!.job;
-    t.same(stored.results.filter((r) => r.status !== 'done').map((r) => r.key), [], `round ${round}: every result done, no outcome undone by a concurrent write`);
+    t.same(
+      stored.results.filter((r) => r.status !== 'done').map((r) => r.key),
+      [],
+      `round ${round}: every result done, no outcome undone by a concurrent write`,
+    );
   }
 });

@@ -20,7 +20,13 @@ const GRACE_S = 2;
 async function setup(t: Parameters<typeof startJobsSystem>[0]) {
   const s = await startJobsSystem(t, { wallet: { orphanChargeGraceSeconds: GRACE_S } });
   const { walletId } = await s.newWallet(1000);
-  const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, {}, s.config);
+  const job = newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+    walletId,
+    {},
+    s.config,
+  );
   const jsm = await jetstreamManager(s.nc);
   await jsm.streams.delete(`KV_${BUCKETS.jobs}`);
   const ledger = async () => (await readLedger(s.nc)).filter((e) => e.walletId === walletId).map((e) => [e.type, e.amount]);
@@ -33,7 +39,11 @@ t.test('nobody takes the write: refunded at once, 503', async (t) => {
   await t.rejects(commitJob(s.deps, job), { code: 'service_unavailable', message: /charge was refunded/ });
   t.ok(Date.now() - t0 >= 4000, 'the write was tried again through the failover window (5 s) first');
   t.equal(await s.balance(walletId), 1000, 'charged and refunded');
-  t.same(await ledger(), [['grant', 1000], ['charge', -20], ['refund', 20]]);
+  t.same(await ledger(), [
+    ['grant', 1000],
+    ['charge', -20],
+    ['refund', 20],
+  ]);
   await provision(s.nc, s.config);
   t.equal(await readJob(s.deps.kv.jobs, job.id), null, 'no document');
   t.same(await s.violations(), []);
@@ -44,17 +54,31 @@ t.test('the write times out: not refunded while it may still appear; the orphan 
   // takes every write to the bucket and never answers, like a leader that died mid-write
   const silent = s.nc.subscribe(`$KV.${BUCKETS.jobs}.>`);
   await s.nc.flush();
-  const e = await commitJob(s.deps, job).then(() => null, (err) => err);
+  const e = await commitJob(s.deps, job).then(
+    () => null,
+    (err) => err,
+  );
   silent.unsubscribe();
   t.equal(e?.code, 'service_unavailable');
   t.equal(e?.details?.jobId, job.id, 'the answer names the job to look for');
   t.match(e?.message, /may not have been created/);
-  t.same(await ledger(), [['grant', 1000], ['charge', -20]], 'the charge stands for now');
+  t.same(
+    await ledger(),
+    [
+      ['grant', 1000],
+      ['charge', -20],
+    ],
+    'the charge stands for now',
+  );
   await provision(s.nc, s.config);
   // no document appeared: after its grace the orphan sweep refunds the charge in full, once
   let balance = 0;
   for (let i = 0; i < 100 && (balance = await s.balance(walletId)) !== 1000; i++) await new Promise((r) => setTimeout(r, 100));
   t.equal(balance, 1000, 'refunded by the orphan sweep');
-  t.same(await ledger(), [['grant', 1000], ['charge', -20], ['refund', 20]]);
+  t.same(await ledger(), [
+    ['grant', 1000],
+    ['charge', -20],
+    ['refund', 20],
+  ]);
   t.same(await s.violations(), []);
 });

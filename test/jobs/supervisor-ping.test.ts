@@ -12,7 +12,12 @@ t.test('one ping for creations within a second; asked again after it', async (t)
   const supervisor = await tn.connect('fake-supervisor-ping');
   let pings = 0;
   // the micro service's ping subject, answered as a running instance would
-  const sub = supervisor.subscribe(`$SRV.PING.${MICRO.jobSupervisor}`, { callback: (_e, m) => { pings++; m.respond('{}'); } });
+  const sub = supervisor.subscribe(`$SRV.PING.${MICRO.jobSupervisor}`, {
+    callback: (_e, m) => {
+      pings++;
+      m.respond('{}');
+    },
+  });
   t.teardown(() => sub.unsubscribe());
   await supervisor.flush();
   const gateway = await tn.connect('gateway-ping');

@@ -23,7 +23,13 @@ t.test('outcomes pulled by a stopping supervisor reach the next one well before 
   // second later; with more of them than it works on at once, some wait pulled and unhandled.
   const jobs = [];
   for (let i = 0; i < 150; i++) {
-    const job = newJobRecord('websitepro', { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] }, walletId, {}, s.config);
+    const job = newJobRecord(
+      'websitepro',
+      { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+      walletId,
+      {},
+      s.config,
+    );
     await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
     jobs.push(job);
   }
@@ -68,7 +74,11 @@ t.test('a supervisor stopped while outcomes stream in leaves none of them waitin
     info = await jsm.consumers.info(STREAMS.results, CONSUMERS.supervisorResults);
   }
   // fails when the stopped supervisor dropped messages it had pulled: they stay pending an ack until the ack wait
-  t.same({ pending: info.num_pending, ackPending: info.num_ack_pending }, { pending: 0, ackPending: 0 }, `all handled ${Date.now() - t0} ms after the new supervisor started`);
+  t.same(
+    { pending: info.num_pending, ackPending: info.num_ack_pending },
+    { pending: 0, ackPending: 0 },
+    `all handled ${Date.now() - t0} ms after the new supervisor started`,
+  );
 });
 
 t.test('a supervisor stopped right after its start leaves no timer of its own keeping the process alive', async (t) => {
@@ -76,8 +86,12 @@ t.test('a supervisor stopped right after its start leaves no timer of its own ke
   // every timer made while the supervisor starts and stops, with where it was made
   const made = new Map<number, { where: string; timer: { hasRef?: () => boolean } }>();
   const hook = createHook({
-    init(id, type, _trigger, resource) { if (type === 'Timeout') made.set(id, { where: new Error().stack ?? '', timer: resource as { hasRef?: () => boolean } }); },
-    destroy(id) { made.delete(id); },
+    init(id, type, _trigger, resource) {
+      if (type === 'Timeout') made.set(id, { where: new Error().stack ?? '', timer: resource as { hasRef?: () => boolean } });
+    },
+    destroy(id) {
+      made.delete(id);
+    },
   }).enable();
   const h = await s.startSupervisor();
   await h.stop();
@@ -87,6 +101,18 @@ t.test('a supervisor stopped right after its start leaves no timer of its own ke
   // the supervisor's 15 s catch-up bound and its webhook sender's 5 s stop bound stayed behind
   // (a process stopped soon after a start lived on until they fired); the connection's own
   // heartbeats (nats-core) end with the connection, closed at teardown
-  const ours = [...made.values()].filter((m) => m.timer.hasRef?.() && /\/(actors|shared)\//.test(m.where) && !/node_modules/.test(m.where.split('\n').slice(1, 4).join('\n')));
-  t.same(ours.map((m) => m.where.split('\n').slice(2, 12).map((l) => l.trim()).join(' | ')), [], 'no timer of the supervisor left running');
+  const ours = [...made.values()].filter(
+    (m) => m.timer.hasRef?.() && /\/(actors|shared)\//.test(m.where) && !/node_modules/.test(m.where.split('\n').slice(1, 4).join('\n')),
+  );
+  t.same(
+    ours.map((m) =>
+      m.where
+        .split('\n')
+        .slice(2, 12)
+        .map((l) => l.trim())
+        .join(' | '),
+    ),
+    [],
+    'no timer of the supervisor left running',
+  );
 });

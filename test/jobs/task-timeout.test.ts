@@ -9,15 +9,39 @@ t.test('a task whose handler hangs while heartbeating fails as timeout at its bo
   const tn = await startTestNats(t, { jobs: { ackWaitSeconds: 1 } });
   let aborted = false;
   const worker = await runWorker({
-    nc: await tn.connect('worker'), config: tn.config, log: testLog(),
-    consumer: 'timeout-test', filterSubject: subjects.taskLabs, concurrency: 1, taskTimeoutMs: 1500,
-    handle: (ctx) => new Promise(() => { ctx.signal.addEventListener('abort', () => { aborted = true; }); }),
+    nc: await tn.connect('worker'),
+    config: tn.config,
+    log: testLog(),
+    consumer: 'timeout-test',
+    filterSubject: subjects.taskLabs,
+    concurrency: 1,
+    taskTimeoutMs: 1500,
+    handle: (ctx) =>
+      new Promise(() => {
+        ctx.signal.addEventListener('abort', () => {
+          aborted = true;
+        });
+      }),
   });
   t.teardown(() => worker.stop());
   const outcomes: Outcome[] = [];
-  const sub = tn.nc.subscribe(subjects.result('job_t'), { callback: (_e, m) => { outcomes.push(m.json<Outcome>()); } });
+  const sub = tn.nc.subscribe(subjects.result('job_t'), {
+    callback: (_e, m) => {
+      outcomes.push(m.json<Outcome>());
+    },
+  });
   t.teardown(() => sub.unsubscribe());
-  const task: Task = { v: 1, jobId: 'job_t', service: 'labs', resultKey: 'quick', walletId: 'w', store: OBJECT_STORES.reports, objectName: 'job_t/quick', expiresAt: Date.now() + 60000, params: {} };
+  const task: Task = {
+    v: 1,
+    jobId: 'job_t',
+    service: 'labs',
+    resultKey: 'quick',
+    walletId: 'w',
+    store: OBJECT_STORES.reports,
+    objectName: 'job_t/quick',
+    expiresAt: Date.now() + 60000,
+    params: {},
+  };
   const t0 = Date.now();
   await jetstream(tn.nc).publish(subjects.taskLabs, JSON.stringify(task), { msgID: taskMsgId('job_t', 'quick') });
   while (!outcomes.some((o) => o.kind === 'failed') && Date.now() - t0 < 15000) await new Promise((r) => setTimeout(r, 100));

@@ -10,13 +10,16 @@ const certs = makeCerts(30);
 t.teardown(() => certs.cleanup());
 const hooks = { labs: { extraCaFile: certs.caFile }, webhooks: { retries: 2, backoffMs: 100, timeoutMs: 3000 } };
 
-t.test('PORT=0, no BASE_URL: the webhook names the results at the gateway\'s real port', async (t) => {
+t.test("PORT=0, no BASE_URL: the webhook names the results at the gateway's real port", async (t) => {
   const s = await startJobsApi(t, hooks);
   t.equal(s.config.server.port, 0, 'the gateway picked its port');
   const rx = await startWebhookReceiver(certs, [200]);
   t.teardown(rx.close);
   const w = await s.newWallet(1000);
-  const c = await s.request('POST', '/v1/websitepro/jobs?wait=20', { key: w.key, body: { url: s.targetUrl, outputs: ['text'], webhook: rx.url } });
+  const c = await s.request('POST', '/v1/websitepro/jobs?wait=20', {
+    key: w.key,
+    body: { url: s.targetUrl, outputs: ['text'], webhook: rx.url },
+  });
   t.equal(c.status, 201);
   t.equal(c.json.job.status, 'completed');
   const end = Date.now() + 15_000;

@@ -23,25 +23,44 @@ const other = keyFromSeed('d4'.repeat(32));
 const body = JSON.stringify({ type: 'job.finished', job: { id: 'job_1', status: 'completed', note: 'ünïcode ✓' } });
 const cases = [
   { name: 'the real delivery', body, headers: signedHeaders(key, body, 'job_1', 1), pub: key.publicKeyHex, want: true },
-  { name: 'a tampered body', body: body.replace('completed', 'failed'), headers: signedHeaders(key, body, 'job_1', 1), pub: key.publicKeyHex, want: false },
+  {
+    name: 'a tampered body',
+    body: body.replace('completed', 'failed'),
+    headers: signedHeaders(key, body, 'job_1', 1),
+    pub: key.publicKeyHex,
+    want: false,
+  },
   { name: 'another key', body, headers: signedHeaders(other, body, 'job_1', 1), pub: key.publicKeyHex, want: false },
-  { name: 'an old timestamp', body, headers: signedHeaders(key, body, 'job_1', 1, Date.now() - 3600_000), pub: key.publicKeyHex, want: false },
+  {
+    name: 'an old timestamp',
+    body,
+    headers: signedHeaders(key, body, 'job_1', 1, Date.now() - 3600_000),
+    pub: key.publicKeyHex,
+    want: false,
+  },
 ];
 const lower = (h: Record<string, string>) => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
 
 t.test('the Node snippet', async (t) => {
   const file = join(dir, 'verify.mjs');
-  writeFileSync(file, `${snippet('node')}
+  writeFileSync(
+    file,
+    `${snippet('node')}
 const cases = JSON.parse(process.argv[2]);
 console.log(JSON.stringify(cases.map((c) => verifyPayloadsWebhook(Buffer.from(c.body, 'utf8'), c.headers, c.pub))));
-`);
-  const out = JSON.parse(execFileSync(process.execPath, [file, JSON.stringify(cases.map((c) => ({ ...c, headers: lower(c.headers) })))], { encoding: 'utf8' }));
+`,
+  );
+  const out = JSON.parse(
+    execFileSync(process.execPath, [file, JSON.stringify(cases.map((c) => ({ ...c, headers: lower(c.headers) })))], { encoding: 'utf8' }),
+  );
   cases.forEach((c, i) => t.equal(out[i], c.want, c.name));
 });
 
 t.test('the Python snippet', async (t) => {
   const file = join(dir, 'verify.py');
-  writeFileSync(file, `${snippet('python')}
+  writeFileSync(
+    file,
+    `${snippet('python')}
 
 import json, sys
 
@@ -54,7 +73,8 @@ class Headers(dict):
 
 cases = json.loads(sys.argv[1])
 print(json.dumps([verify_payloads_webhook(c["body"].encode("utf-8"), Headers(c["headers"]), c["pub"]) for c in cases]))
-`);
+`,
+  );
   const out = JSON.parse(execFileSync('python3', [file, JSON.stringify(cases)], { encoding: 'utf8' }));
   cases.forEach((c, i) => t.equal(out[i], c.want, c.name));
 });

@@ -13,26 +13,50 @@ t.test('a task whose handler ignores the stop goes to the next worker when the s
   const tn = await startTestNats(t, { jobs: { ackWaitSeconds: 120 } });
   const log = testLog();
   let release!: () => void;
-  const stuck = new Promise<void>((r) => { release = r; });
+  const stuck = new Promise<void>((r) => {
+    release = r;
+  });
   t.teardown(() => release());
   let started!: () => void;
-  const startedP = new Promise<void>((r) => { started = r; });
+  const startedP = new Promise<void>((r) => {
+    started = r;
+  });
   const first = await runWorker({
-    nc: await tn.connect('w1'), config: tn.config, log, consumer: 'stop-test', filterSubject: subjects.taskWebsitepro, concurrency: 1,
+    nc: await tn.connect('w1'),
+    config: tn.config,
+    log,
+    consumer: 'stop-test',
+    filterSubject: subjects.taskWebsitepro,
+    concurrency: 1,
     handle: async () => {
       started();
       await stuck; // deaf to ctx.signal
       return {};
     },
   });
-  const task: Task = { v: 1, jobId: 'job_stoptest', service: 'websitepro', resultKey: 'text', walletId: 'w', store: 'results', objectName: 'job_stoptest/text', expiresAt: Date.now() + 60_000, params: {} };
+  const task: Task = {
+    v: 1,
+    jobId: 'job_stoptest',
+    service: 'websitepro',
+    resultKey: 'text',
+    walletId: 'w',
+    store: 'results',
+    objectName: 'job_stoptest/text',
+    expiresAt: Date.now() + 60_000,
+    params: {},
+  };
   await jetstream(tn.nc).publish(subjects.taskWebsitepro, JSON.stringify(task));
   await startedP;
   await first.stop();
 
   let seenBySecond = 0;
   const second = await runWorker({
-    nc: await tn.connect('w2'), config: tn.config, log, consumer: 'stop-test', filterSubject: subjects.taskWebsitepro, concurrency: 1,
+    nc: await tn.connect('w2'),
+    config: tn.config,
+    log,
+    consumer: 'stop-test',
+    filterSubject: subjects.taskWebsitepro,
+    concurrency: 1,
     handle: async (ctx) => {
       seenBySecond = ctx.deliveryCount;
       return {};

@@ -32,7 +32,7 @@ t.test('a delivered job: created dispatched, then finished with its last outcome
   t.ok(done.finishedAt);
   t.equal(writes, 2, 'creation and finish (fails with a separate dispatch write, 3, or a separate finishing write)');
   t.equal(done.status, 'completed');
-  t.ok(done.results[0]!.taskSeq, 'the task\'s stream sequence is in the document written at creation');
+  t.ok(done.results[0]!.taskSeq, "the task's stream sequence is in the document written at creation");
   t.same(await s.violations(), []);
 });
 
@@ -40,7 +40,16 @@ t.test('a failed result still goes through settling: refunded once, then finishe
   const s = await startJobsSystem(t);
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
-  const { done } = await jobWrites(s, async () => (await s.submit(walletId, [{ key: 'markdown', price: 30 }, { key: 'pdf', price: 100, behave: 'fail', params: { error: 'timeout' } }])).job.id);
+  const { done } = await jobWrites(
+    s,
+    async () =>
+      (
+        await s.submit(walletId, [
+          { key: 'markdown', price: 30 },
+          { key: 'pdf', price: 100, behave: 'fail', params: { error: 'timeout' } },
+        ])
+      ).job.id,
+  );
   t.equal(done.status, 'completed');
   t.equal(done.refunded, 100);
   t.equal(await s.balance(walletId), 970);
@@ -52,7 +61,10 @@ t.test('progress of a task that finishes at once is not written to the document'
   await s.startWorker();
   const { walletId } = await s.newWallet(1000);
   // three progress lines 1 ms apart, then done: each used to be a write of its own (2 + 3, and a dispatch)
-  const { done, writes } = await jobWrites(s, async () => (await s.submit(walletId, [{ key: 'quick', price: 500, behave: 'progress', params: { ms: 1 } }], 'labs')).job.id);
+  const { done, writes } = await jobWrites(
+    s,
+    async () => (await s.submit(walletId, [{ key: 'quick', price: 500, behave: 'progress', params: { ms: 1 } }], 'labs')).job.id,
+  );
   t.equal(done.status, 'completed');
   t.notOk(done.results[0]!.progress);
   // a loaded machine may let one delayed line through before the outcome arrives

@@ -30,19 +30,36 @@ t.teardown(rx.close);
 const hooks = rx.got;
 const hookUrl = rx.url;
 
-const { nc, config } = await startTestNats(t, { labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port, silent.port] }, webhooks: fastWebhooks });
+const { nc, config } = await startTestNats(t, {
+  labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port, silent.port] },
+  webhooks: fastWebhooks,
+});
 const actor = await start({ nc, config, log: testLog(), instanceId: 'prober-test-1' });
 t.teardown(() => actor.stop());
 
 function task(jobId: string, resultKey: string, params: Record<string, unknown>): Task {
-  return { v: 1, jobId, service: 'labs', resultKey, walletId: 'w1', store: OBJECT_STORES.reports, objectName: objectName(jobId, resultKey), expiresAt: Date.now() + 86400_000, params };
+  return {
+    v: 1,
+    jobId,
+    service: 'labs',
+    resultKey,
+    walletId: 'w1',
+    store: OBJECT_STORES.reports,
+    objectName: objectName(jobId, resultKey),
+    expiresAt: Date.now() + 86400_000,
+    params,
+  };
 }
 
 async function runTask(tk: Task): Promise<{ final: Outcome; progress: string[] }> {
   const sub = nc.subscribe(subjects.result(tk.jobId));
   // progress lines are core messages on their own subject (shared/worker.ts)
   const progress: string[] = [];
-  const lines = nc.subscribe(subjects.progress(tk.jobId), { callback: (_e, m) => { progress.push(m.json<{ progress: string }>().progress); } });
+  const lines = nc.subscribe(subjects.progress(tk.jobId), {
+    callback: (_e, m) => {
+      progress.push(m.json<{ progress: string }>().progress);
+    },
+  });
   t.teardown(() => lines.unsubscribe());
   await jetstream(nc).publish(subjects.taskLabs, JSON.stringify(tk), { msgID: taskMsgId(tk.jobId, tk.resultKey) });
   for await (const m of sub) {
@@ -62,7 +79,10 @@ t.test('catalogue advertised', async (t) => {
   t.ok(entry, 'one live entry');
   const c = entry!.catalogue as Record<string, any>;
   t.equal(c.reportSchema, 'labs.report/1');
-  t.same(c.modules.map((m: { id: string }) => m.id), ['quick', 'conformance']);
+  t.same(
+    c.modules.map((m: { id: string }) => m.id),
+    ['quick', 'conformance'],
+  );
   t.ok(c.checks.length >= 50);
   t.ok(c.checks.every((x: any) => x.id && x.title && x.basis?.nip && x.basis?.level && typeof x.needsDataset === 'boolean'));
   t.ok(c.selectable.includes('filter-ids') && c.selectable.includes('dns'));
@@ -77,7 +97,10 @@ t.test('a quick module: report stored, progress reported, webhook delivered sign
   if (final.kind !== 'done') return;
   t.equal(final.file?.contentType, 'application/json');
   t.equal(final.file?.store, OBJECT_STORES.reports);
-  t.ok(progress.some((p) => /check \d+\/\d+/.test(p)), `progress: ${progress.slice(0, 3).join(' | ')}`);
+  t.ok(
+    progress.some((p) => /check \d+\/\d+/.test(p)),
+    `progress: ${progress.slice(0, 3).join(' | ')}`,
+  );
   const os = await new Objm(nc).open(OBJECT_STORES.reports);
   const data = await os.getBlob(objectName('job-q', 'quick'));
   const report = JSON.parse(new TextDecoder().decode(data!));
@@ -92,17 +115,28 @@ t.test('a quick module: report stored, progress reported, webhook delivered sign
   const hv = (n: string) => String(h.headers[n.toLowerCase()]);
   t.ok(verifyWebhook(pub, hv(WEBHOOK_HEADERS.timestamp), h.body, hv(WEBHOOK_HEADERS.signature)), 'verifies with the catalogue key');
   const payload = JSON.parse(h.body);
-  t.same({ type: payload.type, jobId: payload.jobId, resultKey: payload.resultKey }, { type: 'labs.report', jobId: 'job-q', resultKey: 'quick' });
+  t.same(
+    { type: payload.type, jobId: payload.jobId, resultKey: payload.resultKey },
+    { type: 'labs.report', jobId: 'job-q', resultKey: 'quick' },
+  );
   t.same(payload.report, report, 'the webhook carries the stored report');
 });
 
 t.test('a custom selection', async (t) => {
-  const { final } = await runTask(task('job-c', 'custom', { relay: relay.url, module: 'custom', checks: ['filter-ids', 'kind-replaceable', 'nope'] }));
+  const { final } = await runTask(
+    task('job-c', 'custom', { relay: relay.url, module: 'custom', checks: ['filter-ids', 'kind-replaceable', 'nope'] }),
+  );
   t.equal(final.kind, 'done');
   const os = await new Objm(nc).open(OBJECT_STORES.reports);
   const report = JSON.parse(new TextDecoder().decode((await os.getBlob(objectName('job-c', 'custom')))!));
-  t.same(report.checks.map((c: { id: string }) => c.id), ['filter-ids', 'kind-replaceable']);
-  t.same(report.checks.map((c: { status: string }) => c.status), ['pass', 'pass']);
+  t.same(
+    report.checks.map((c: { id: string }) => c.id),
+    ['filter-ids', 'kind-replaceable'],
+  );
+  t.same(
+    report.checks.map((c: { status: string }) => c.status),
+    ['pass', 'pass'],
+  );
 });
 
 t.test('a relay that never answers: failed with not_a_relay', async (t) => {

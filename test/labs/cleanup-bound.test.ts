@@ -15,13 +15,24 @@ t.test('a clean-up connection that opens after the bound is closed, not left beh
   let closed = 0;
   const server = createServer((_req, res) => res.end('{}'));
   server.on('upgrade', (req, socket, head) => {
-    setTimeout(() => wss.handleUpgrade(req, socket, head, (ws) => {
-      opened++;
-      ws.on('close', () => closed++);
-    }), 600);
+    setTimeout(
+      () =>
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          opened++;
+          ws.on('close', () => closed++);
+        }),
+      600,
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise((r) => { for (const c of wss.clients) c.terminate(); wss.close(); server.close(() => r(undefined)); }));
+  t.teardown(
+    () =>
+      new Promise((r) => {
+        for (const c of wss.clients) c.terminate();
+        wss.close();
+        server.close(() => r(undefined));
+      }),
+  );
 
   const p = new Probe(`ws://127.0.0.1:${(server.address() as AddressInfo).port}/`, fastConfig());
   const ev = p.sign({ kind: 1, content: 'a test note' });

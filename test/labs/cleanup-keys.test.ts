@@ -46,9 +46,19 @@ t.test('keys are kept from before the first event until the deletion is sent', a
   const kv = await new Kvm(tn.nc).open(BUCKETS.labsCleanups);
   const keepers = startCleanups({ kv, config: tn.config, log: testLog(), instanceId: 'p1', everyMs: 3600_000 });
   t.teardown(() => keepers.stop());
-  const entries = async () => { const out: string[] = []; for await (const k of await kv.keys()) out.push(k); return out; };
+  const entries = async () => {
+    const out: string[] = [];
+    for await (const k of await kv.keys()) out.push(k);
+    return out;
+  };
   let seenDuring = 0;
-  const keeper = { ...keepers.keeper, async record(p: Probe) { await keepers.keeper.record(p); seenDuring = (await entries()).length; } };
+  const keeper = {
+    ...keepers.keeper,
+    async record(p: Probe) {
+      await keepers.keeper.record(p);
+      seenDuring = (await entries()).length;
+    },
+  };
   await runModule({ url: relay.url, module: 'custom', checks: ['live-delivery'], config: tn.config, cleanups: keeper });
   t.equal(seenDuring, 1, 'written before the first event went out');
   t.same(await entries(), [], 'gone once the deletion was sent');
@@ -62,7 +72,10 @@ t.test('a prober deletes the test events a crashed prober left', async (t) => {
   // the crashed run: its keys written down, an event stored, no deletion ever sent
   const dead = new Probe(relay.url, tn.config);
   const kv = await new Kvm(tn.nc).open(BUCKETS.labsCleanups);
-  await kv.put('deadrun', JSON.stringify({ v: 1, relay: relay.url, keys: dead.keys.map((k) => bytesToHex(k.sk)), until: Date.now() - 1000, by: 'crashed' }));
+  await kv.put(
+    'deadrun',
+    JSON.stringify({ v: 1, relay: relay.url, keys: dead.keys.map((k) => bytesToHex(k.sk)), until: Date.now() - 1000, by: 'crashed' }),
+  );
   t.equal((await dead.publish(dead.sign({ kind: 1, content: 'left behind' }))).ok, true);
   t.equal((await dead.publish(dead.sign({ kind: 1, content: 'another' }, 1))).ok, true);
   dead.stop();
@@ -71,5 +84,11 @@ t.test('a prober deletes the test events a crashed prober left', async (t) => {
   const actor = await start({ nc: tn.nc, config: tn.config, log: testLog(), instanceId: 'prober-next' });
   t.teardown(() => actor.stop());
   t.ok(await until(() => testEvents(relay).length === 0), 'the next prober deleted them');
-  t.ok(await until(async () => { const e = await kv.get('deadrun'); return !e || e.operation !== 'PUT'; }), 'and dropped the keys');
+  t.ok(
+    await until(async () => {
+      const e = await kv.get('deadrun');
+      return !e || e.operation !== 'PUT';
+    }),
+    'and dropped the keys',
+  );
 });

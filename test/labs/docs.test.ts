@@ -18,10 +18,50 @@ t.test('catalogue sanity', async (t) => {
   t.equal(new Set(CHECKS.map((c) => c.id)).size, CHECKS.length, 'unique ids');
   t.ok(CHECKS.every((c) => (BASIS_LEVELS as readonly string[]).includes(c.basis.level)));
   const ids = new Set(CHECKS.map((c) => c.id));
-  for (const id of ['dns', 'tcp', 'websocket', 'tls', 'nip11-served', 'nip11-cors', 'nip11-fields', 'req-eose', 'publish-ok', 'read-back', 'live-delivery', 'latency', 'reconnect', 'idle', 'cleanup',
-    'ok-format', 'closed-prefix', 'event-subid', 'close-stops', 'subid-replace', 'subid-per-conn', 'bad-signature', 'bad-id', 'json-escapes', 'empty-tags', 'duplicate',
-    'filter-limit-zero', 'filter-order', 'filter-limit-live', 'filter-nonmatching', 'kind-replaceable', 'kind-addressable', 'kind-ephemeral', 'delete-e', 'delete-a', 'delete-others',
-    'nip40-expiration', 'nip42-auth', 'nip42-refusals', 'nip45-count', 'nip70-protected']) t.ok(ids.has(id), id);
+  for (const id of [
+    'dns',
+    'tcp',
+    'websocket',
+    'tls',
+    'nip11-served',
+    'nip11-cors',
+    'nip11-fields',
+    'req-eose',
+    'publish-ok',
+    'read-back',
+    'live-delivery',
+    'latency',
+    'reconnect',
+    'idle',
+    'cleanup',
+    'ok-format',
+    'closed-prefix',
+    'event-subid',
+    'close-stops',
+    'subid-replace',
+    'subid-per-conn',
+    'bad-signature',
+    'bad-id',
+    'json-escapes',
+    'empty-tags',
+    'duplicate',
+    'filter-limit-zero',
+    'filter-order',
+    'filter-limit-live',
+    'filter-nonmatching',
+    'kind-replaceable',
+    'kind-addressable',
+    'kind-ephemeral',
+    'delete-e',
+    'delete-a',
+    'delete-others',
+    'nip40-expiration',
+    'nip42-auth',
+    'nip42-refusals',
+    'nip45-count',
+    'nip70-protected',
+  ])
+    t.ok(ids.has(id), id);
 });
 
 // The severity model: every level is justified by the NIP's own words, quoted in the basis.
@@ -38,7 +78,10 @@ t.test('every rule quotes the words its level comes from', async (t) => {
     if (r.level !== 'required') t.notMatch(r.quote, /\bMUST\b/, `${name} (${r.level}) does not quote a MUST`);
   }
   for (const c of CHECKS) t.ok(c.basis.quote, `${c.id} has a quote`);
-  t.notOk(CHECKS.some((c) => c.basis.level === 'essential'), 'no check uses the retired level essential');
+  t.notOk(
+    CHECKS.some((c) => c.basis.level === 'essential'),
+    'no check uses the retired level essential',
+  );
 });
 
 t.test('the severity model is written down', async (t) => {

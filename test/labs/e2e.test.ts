@@ -12,12 +12,16 @@ t.teardown(() => relay.close());
 t.teardown(() => silent.close());
 
 t.test('labs end to end', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port], relayTestsPerHour: 4 }, webhooks: fastWebhooks } });
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'relay-prober'],
+    config: { labs: { ...fastLabs, allowedPorts: [relay.port, silent.port], relayTestsPerHour: 4 }, webhooks: fastWebhooks },
+  });
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const balance = async () => (await wallet.balance(app.nc, k.walletId)).balance;
   const finish = async (job: any) => {
-    for (let i = 0; i < 20 && (job.status === 'queued' || job.status === 'processing'); i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
+    for (let i = 0; i < 20 && (job.status === 'queued' || job.status === 'processing'); i++)
+      job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
     return job;
   };
 
@@ -26,9 +30,16 @@ t.test('labs end to end', async (t) => {
 
   const q = await app.request('POST', '/v1/labs/quote', { key: k.key, body: { relay: relay.url, modules: ['conformance'] } });
   t.equal(q.status, 200, q.text);
-  t.same(q.json.items.map((i: { key: string }) => i.key), ['conformance', 'dataset'], 'first job of the wallet: dataset fee listed');
+  t.same(
+    q.json.items.map((i: { key: string }) => i.key),
+    ['conformance', 'dataset'],
+    'first job of the wallet: dataset fee listed',
+  );
 
-  const r = await app.request('POST', '/v1/labs/jobs?wait=25', { key: k.key, body: { relay: relay.url, modules: ['quick', 'conformance'], checks: ['filter-ids', 'unknown'] } });
+  const r = await app.request('POST', '/v1/labs/jobs?wait=25', {
+    key: k.key,
+    body: { relay: relay.url, modules: ['quick', 'conformance'], checks: ['filter-ids', 'unknown'] },
+  });
   t.equal(r.status, 201, r.text);
   const job = await finish(r.json.job);
   t.equal(job.status, 'completed');
@@ -60,7 +71,11 @@ t.test('labs end to end', async (t) => {
   t.equal(badFormat.status, 400, 'an unknown format is refused');
 
   const q2 = await app.request('POST', '/v1/labs/quote', { key: k.key, body: { relay: relay.url, modules: ['conformance'] } });
-  t.same(q2.json.items.map((i: { key: string }) => i.key), ['conformance'], 'no second dataset fee');
+  t.same(
+    q2.json.items.map((i: { key: string }) => i.key),
+    ['conformance'],
+    'no second dataset fee',
+  );
 
   const before = await balance();
   const s = await app.request('POST', '/v1/labs/jobs?wait=25', { key: k.key, body: { relay: silent.url, modules: ['quick'] } });
@@ -70,16 +85,23 @@ t.test('labs end to end', async (t) => {
   t.match(sj.results[0], { error: 'not_a_relay', refunded: true });
   t.equal(await balance(), before, 'refunded');
 
-  const blocked = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: 'ws://10.0.0.1:' + relay.port + '/', modules: ['quick'] } });
+  const blocked = await app.request('POST', '/v1/labs/jobs', {
+    key: k.key,
+    body: { relay: 'ws://10.0.0.1:' + relay.port + '/', modules: ['quick'] },
+  });
   t.equal(blocked.json?.error?.code, 'blocked_address', blocked.text);
-  const badPort = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: 'wss://relay.example.com:22', modules: ['quick'] } });
+  const badPort = await app.request('POST', '/v1/labs/jobs', {
+    key: k.key,
+    body: { relay: 'wss://relay.example.com:22', modules: ['quick'] },
+  });
   t.equal(badPort.json?.error?.code, 'bad_port');
   const none = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: relay.url } });
   t.equal(none.json?.error?.code, 'no_checks');
 
   // relayTestsPerHour = 4 and one test of this relay was made: 3 more, then relay_busy
   let last;
-  for (let i = 0; i < 4; i++) last = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: relay.url, checks: ['dns'] } });
+  for (let i = 0; i < 4; i++)
+    last = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: relay.url, checks: ['dns'] } });
   t.equal(last!.status, 429, last!.text);
   t.equal(last!.json.error.code, 'relay_busy');
   t.ok(Number(last!.headers.get('retry-after')) > 0);

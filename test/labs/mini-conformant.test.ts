@@ -30,9 +30,18 @@ t.test('conformance: all pass on a conformant relay', async (t) => {
   const { report } = await probe(relay.url, 'conformance');
   const notPass = report.checks.filter((c) => c.status !== 'pass').map((c) => `${c.id}:${c.status}`);
   // max_limit 500 and no PoW cannot be observed with a handful of test events
-  t.same(notPass.sort(), ['limit-max-limit:skip', 'limit-pow:skip'], JSON.stringify(report.checks.filter((c) => c.status !== 'pass').map((c) => c.message)));
+  t.same(
+    notPass.sort(),
+    ['limit-max-limit:skip', 'limit-pow:skip'],
+    JSON.stringify(report.checks.filter((c) => c.status !== 'pass').map((c) => c.message)),
+  );
   t.equal(report.testData.deletionHonoured, true);
-  t.ok(report.usage.connections <= BOUNDS.connections && report.usage.subscriptions <= BOUNDS.subscriptions && report.testData.eventsSent <= BOUNDS.events, 'within the documented bounds');
+  t.ok(
+    report.usage.connections <= BOUNDS.connections &&
+      report.usage.subscriptions <= BOUNDS.subscriptions &&
+      report.testData.eventsSent <= BOUNDS.events,
+    'within the documented bounds',
+  );
   const rows = Object.fromEntries(report.advertisedVsObserved.map((r) => [r.claim, r]));
   t.equal(rows['supported_nips: 42']?.agrees, true);
   t.equal(rows['supported_nips: 45']?.agrees, true);
@@ -40,5 +49,8 @@ t.test('conformance: all pass on a conformant relay', async (t) => {
   t.equal(rows['supported_nips: 9']?.agrees, true);
   // only the kind-5 deletion requests (which NIP-09 says to keep serving) remain
   t.same([...new Set([...relay.events.values()].map((e) => e.kind))], [5]);
-  t.ok([...relay.events.values()].every((e) => e.tags.some((x) => x[0] === 't' && x[1] === 'labs-test')), 'every remaining test event carries the marker');
+  t.ok(
+    [...relay.events.values()].every((e) => e.tags.some((x) => x[0] === 't' && x[1] === 'labs-test')),
+    'every remaining test event carries the marker',
+  );
 });

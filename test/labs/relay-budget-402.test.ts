@@ -10,8 +10,11 @@ import { fastLabs } from './fixtures/probe.ts';
 const relay = await startMiniRelay({});
 t.teardown(() => relay.close());
 
-t.test('402s do not use up the relay\'s tests; a paying customer still gets one', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'relay-prober'], config: { labs: { ...fastLabs, allowedPorts: [relay.port], relayTestsPerHour: 2 } } });
+t.test("402s do not use up the relay's tests; a paying customer still gets one", async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'relay-prober'],
+    config: { labs: { ...fastLabs, allowedPorts: [relay.port], relayTestsPerHour: 2 } },
+  });
   const broke = await app.newKey();
   for (let i = 0; i < 3; i++) {
     const r = await app.request('POST', '/v1/labs/jobs', { key: broke.key, body: { relay: relay.url, modules: ['quick'] } });

@@ -14,7 +14,10 @@ t.test('a report as a page: summary, score, checks by NIP with quotes, latency c
   t.match(html, /^<!doctype html>/);
   t.match(html, new RegExp(`<span class="score">${report.score}</span>`));
   for (const h of ['Transport', 'NIP-01', 'NIP-11', 'NIP-40']) t.match(html, new RegExp(`<h3>${h}`), `group ${h}`);
-  t.ok(html.indexOf('<h3>NIP-01') < html.indexOf('<h3>NIP-11') && html.indexOf('<h3>NIP-11') < html.indexOf('<h3>NIP-40'), 'NIPs in number order');
+  t.ok(
+    html.indexOf('<h3>NIP-01') < html.indexOf('<h3>NIP-11') && html.indexOf('<h3>NIP-11') < html.indexOf('<h3>NIP-40'),
+    'NIPs in number order',
+  );
   t.match(html, /not expected to be stored by relays/, 'the quote behind kind-ephemeral');
   t.match(html, /<tr id="kind-ephemeral">[\s\S]*?s-warn/, 'its status');
   t.match(html, /<svg role="img" aria-label="latency percentiles/);
@@ -27,7 +30,9 @@ t.test('a report as a page: summary, score, checks by NIP with quotes, latency c
 });
 
 t.test('text from the relay is escaped', async (t) => {
-  const relay = await startTestRelay({ info: { ...defaultInfo(), name: '<script>alert(1)</script>', software: '"><img src=x onerror=alert(2)>' } });
+  const relay = await startTestRelay({
+    info: { ...defaultInfo(), name: '<script>alert(1)</script>', software: '"><img src=x onerror=alert(2)>' },
+  });
   t.teardown(() => relay.close());
   const { report } = await probe(relay.url, 'custom', ['nip11-fields', 'closed-prefix']);
   const html = renderLabsReportHtml(report);

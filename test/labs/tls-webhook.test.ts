@@ -39,7 +39,14 @@ t.test('webhook: retried after a 503, signature verifies', async (t) => {
   t.teardown(rx.close);
   const key = keyFromSeed(seed);
   const config = fastConfig({ webhookRetries: 3 });
-  const r = await deliverWebhook({ url: rx.url, payload: { type: 'labs.report', jobId: 'j1', resultKey: 'quick', report: { schema: 'labs.report/1' } }, deliveryId: 'j1:quick', key, config, ca: certs.ca });
+  const r = await deliverWebhook({
+    url: rx.url,
+    payload: { type: 'labs.report', jobId: 'j1', resultKey: 'quick', report: { schema: 'labs.report/1' } },
+    deliveryId: 'j1:quick',
+    key,
+    config,
+    ca: certs.ca,
+  });
   t.same({ delivered: r.delivered, attempts: r.attempts, status: r.status }, { delivered: true, attempts: 2, status: 200 });
   t.equal(rx.got.length, 2);
   const last = rx.got[1]!;
@@ -48,10 +55,19 @@ t.test('webhook: retried after a 503, signature verifies', async (t) => {
   t.equal(h(WEBHOOK_HEADERS.delivery), 'j1:quick');
   t.equal(h(WEBHOOK_HEADERS.attempt), '2');
   t.ok(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body, h(WEBHOOK_HEADERS.signature)), 'signature verifies');
-  t.notOk(verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body.replace('quick', 'quack'), h(WEBHOOK_HEADERS.signature)), 'a changed body does not verify');
+  t.notOk(
+    verifyWebhook(key.publicKeyHex, h(WEBHOOK_HEADERS.timestamp), last.body.replace('quick', 'quack'), h(WEBHOOK_HEADERS.signature)),
+    'a changed body does not verify',
+  );
   t.equal(JSON.parse(last.body).jobId, 'j1');
   // receivers written before every service had webhooks read the X-Labs-* names: still sent, same values
-  for (const [name, legacy] of [[WEBHOOK_HEADERS.signature, 'X-Labs-Signature'], [WEBHOOK_HEADERS.timestamp, 'X-Labs-Timestamp'], [WEBHOOK_HEADERS.publicKey, 'X-Labs-Key'], [WEBHOOK_HEADERS.delivery, 'X-Labs-Delivery'], [WEBHOOK_HEADERS.attempt, 'X-Labs-Attempt']]) {
+  for (const [name, legacy] of [
+    [WEBHOOK_HEADERS.signature, 'X-Labs-Signature'],
+    [WEBHOOK_HEADERS.timestamp, 'X-Labs-Timestamp'],
+    [WEBHOOK_HEADERS.publicKey, 'X-Labs-Key'],
+    [WEBHOOK_HEADERS.delivery, 'X-Labs-Delivery'],
+    [WEBHOOK_HEADERS.attempt, 'X-Labs-Attempt'],
+  ]) {
     t.equal(h(legacy!), h(name!), `${legacy} carries ${name}`);
   }
 });
@@ -59,7 +75,14 @@ t.test('webhook: retried after a 503, signature verifies', async (t) => {
 t.test('webhook: gives up after the configured retries', async (t) => {
   const rx = await receiver([500, 500, 500, 500]);
   t.teardown(rx.close);
-  const r = await deliverWebhook({ url: rx.url, payload: {}, deliveryId: 'x', key: keyFromSeed(seed), config: fastConfig({ webhookRetries: 2 }), ca: certs.ca });
+  const r = await deliverWebhook({
+    url: rx.url,
+    payload: {},
+    deliveryId: 'x',
+    key: keyFromSeed(seed),
+    config: fastConfig({ webhookRetries: 2 }),
+    ca: certs.ca,
+  });
   t.same({ delivered: r.delivered, attempts: r.attempts, status: r.status }, { delivered: false, attempts: 3, status: 500 });
   t.equal(rx.got.length, 3);
 });
@@ -67,9 +90,22 @@ t.test('webhook: gives up after the configured retries', async (t) => {
 t.test('webhook: a 4xx is not retried; TLS is verified', async (t) => {
   const rx = await receiver([404]);
   t.teardown(rx.close);
-  const r = await deliverWebhook({ url: rx.url, payload: {}, deliveryId: 'x', key: keyFromSeed(seed), config: fastConfig({ webhookRetries: 3 }), ca: certs.ca });
+  const r = await deliverWebhook({
+    url: rx.url,
+    payload: {},
+    deliveryId: 'x',
+    key: keyFromSeed(seed),
+    config: fastConfig({ webhookRetries: 3 }),
+    ca: certs.ca,
+  });
   t.equal(r.attempts, 1);
-  const noCa = await deliverWebhook({ url: rx.url, payload: {}, deliveryId: 'y', key: keyFromSeed(seed), config: fastConfig({ webhookRetries: 0 }) });
+  const noCa = await deliverWebhook({
+    url: rx.url,
+    payload: {},
+    deliveryId: 'y',
+    key: keyFromSeed(seed),
+    config: fastConfig({ webhookRetries: 0 }),
+  });
   t.equal(noCa.delivered, false);
   t.match(noCa.error, /certificate|self.signed|issuer/i);
 });
@@ -77,7 +113,14 @@ t.test('webhook: a 4xx is not retried; TLS is verified', async (t) => {
 t.test('webhook: private addresses are refused without the test allow-list', async (t) => {
   const rx = await receiver([200]);
   t.teardown(rx.close);
-  const r = await deliverWebhook({ url: rx.url, payload: {}, deliveryId: 'x', key: keyFromSeed(seed), config: fastConfig({ webhookRetries: 3 }, { outbound: { allowCidrs: [] } }), ca: certs.ca });
+  const r = await deliverWebhook({
+    url: rx.url,
+    payload: {},
+    deliveryId: 'x',
+    key: keyFromSeed(seed),
+    config: fastConfig({ webhookRetries: 3 }, { outbound: { allowCidrs: [] } }),
+    ca: certs.ca,
+  });
   t.equal(r.delivered, false);
   t.equal(r.attempts, 1, 'not retried');
   t.equal(rx.got.length, 0, 'nothing reached the receiver');

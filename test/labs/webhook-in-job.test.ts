@@ -27,13 +27,17 @@ async function settled(id: string, withWebhook = true) {
   for (;;) {
     const job = (await app.request('GET', `/v1/jobs/${id}?wait=5`, { key: k.key })).json.job;
     const hooks = job.results.filter((r: any) => r.key !== 'dataset').map((r: any) => r.webhook?.state);
-    if ((job.status === 'completed' || job.status === 'failed') && (!withWebhook || hooks.every((s: string) => s === 'delivered' || s === 'failed'))) return job;
+    if (
+      (job.status === 'completed' || job.status === 'failed') &&
+      (!withWebhook || hooks.every((s: string) => s === 'delivered' || s === 'failed'))
+    )
+      return job;
     if (Date.now() > end) return job;
     await new Promise((r) => setTimeout(r, 200));
   }
 }
 
-t.test('a report delivered after a 503: both attempts in the result\'s webhook', async (t) => {
+t.test("a report delivered after a 503: both attempts in the result's webhook", async (t) => {
   const rx = await startWebhookReceiver(certs, [503, 200]);
   t.teardown(rx.close);
   const c = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: relay.url, modules: ['quick'], webhook: rx.url } });
@@ -42,12 +46,19 @@ t.test('a report delivered after a 503: both attempts in the result\'s webhook',
   t.equal(job.status, 'completed');
   const quick = job.results.find((r: any) => r.key === 'quick');
   t.match(quick.webhook, { url: rx.url, state: 'delivered', tries: 2 });
-  t.same(quick.webhook.attempts.map((a: any) => a.status), [503, 200]);
+  t.same(
+    quick.webhook.attempts.map((a: any) => a.status),
+    [503, 200],
+  );
   t.ok(quick.webhook.attempts[1].at >= quick.webhook.attempts[0].at + fastWebhooks.backoffMs, 'the retry waited its backoff');
   t.notOk('nextAttemptAt' in quick.webhook, 'nothing more is due');
   t.notOk(job.webhook, 'no job-level webhook for labs: reports are sent per result');
   t.equal(rx.got.length, 2);
-  t.same(rx.got.map((g) => JSON.parse(g.body).type), ['labs.report', 'labs.report'], 'only the report, no job.finished');
+  t.same(
+    rx.got.map((g) => JSON.parse(g.body).type),
+    ['labs.report', 'labs.report'],
+    'only the report, no job.finished',
+  );
 });
 
 t.test('a report refused with a 4xx: failed after one attempt, seen in the job', async (t) => {

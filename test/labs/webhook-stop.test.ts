@@ -13,10 +13,13 @@ t.teardown(() => certs.cleanup());
 const relay = await startMiniRelay({});
 t.teardown(() => relay.close());
 
-t.test('stopped while waiting to retry: the result\'s webhook is failed with the one attempt made', async (t) => {
+t.test("stopped while waiting to retry: the result's webhook is failed with the one attempt made", async (t) => {
   const app = await startTestApp(t, {
     actors: ['wallet', 'job-supervisor'],
-    config: { labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port] }, webhooks: { ...fastWebhooks, retries: 3, backoffMs: 120_000 } },
+    config: {
+      labs: { ...fastLabs, extraCaFile: certs.caFile, allowedPorts: [relay.port] },
+      webhooks: { ...fastWebhooks, retries: 3, backoffMs: 120_000 },
+    },
   });
   const prober = await app.startActor('relay-prober');
   const k = await app.newKey();
@@ -25,13 +28,18 @@ t.test('stopped while waiting to retry: the result\'s webhook is failed with the
   t.teardown(rx.close);
   const c = await app.request('POST', '/v1/labs/jobs', { key: k.key, body: { relay: relay.url, modules: ['quick'], webhook: rx.url } });
   t.equal(c.status, 201, c.text);
-  const get = async () => (await app.request('GET', `/v1/jobs/${c.json.job.id}`, { key: k.key })).json.job.results.find((r: any) => r.key === 'quick');
+  const get = async () =>
+    (await app.request('GET', `/v1/jobs/${c.json.job.id}`, { key: k.key })).json.job.results.find((r: any) => r.key === 'quick');
   let quick = await get();
   for (let i = 0; i < 300 && !(quick.webhook?.tries === 1); i++) {
     await new Promise((r) => setTimeout(r, 100));
     quick = await get();
   }
-  t.match(quick.webhook, { state: 'pending', tries: 1, attempts: [{ status: 503 }] }, 'the first attempt got a 503; the next is two minutes away');
+  t.match(
+    quick.webhook,
+    { state: 'pending', tries: 1, attempts: [{ status: 503 }] },
+    'the first attempt got a 503; the next is two minutes away',
+  );
   t.ok(quick.webhook.nextAttemptAt > Date.now(), 'nextAttemptAt is ahead');
   await prober.stop();
   quick = await get();

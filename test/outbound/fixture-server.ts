@@ -14,17 +14,30 @@ export async function fixtureServer(t: { teardown(fn: () => unknown): void }, ro
     else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
   });
   const sockets = new Set<import('node:net').Socket>();
-  server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
   await new Promise<void>((r) => server.listen(0, host, () => r()));
   const port = (server.address() as AddressInfo).port;
-  t.teardown(() => new Promise<void>((r) => { for (const s of sockets) s.destroy(); server.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  );
   const h = host.includes(':') ? `[${host}]` : host;
   return { port, base: `http://${h}:${port}`, url: (p: string) => `http://${h}:${port}${p}`, hits };
 }
 
-export const html = (body: string, headers: Record<string, string> = {}): Route => (_req, res) => {
-  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers }).end(body);
-};
-export const redirect = (to: string, status = 302): Route => (_req, res) => {
-  res.writeHead(status, { location: to }).end();
-};
+export const html =
+  (body: string, headers: Record<string, string> = {}): Route =>
+  (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...headers }).end(body);
+  };
+export const redirect =
+  (to: string, status = 302): Route =>
+  (_req, res) => {
+    res.writeHead(status, { location: to }).end();
+  };

@@ -18,7 +18,11 @@ t.test('a live allowed target passes', async (t) => {
 });
 
 t.test('codes', async (t) => {
-  const codeOf = (p: Promise<unknown>) => p.then(() => 'ok', (e) => (e instanceof ApiError ? e.code : `not ApiError: ${e}`));
+  const codeOf = (p: Promise<unknown>) =>
+    p.then(
+      () => 'ok',
+      (e) => (e instanceof ApiError ? e.code : `not ApiError: ${e}`),
+    );
   t.equal(await codeOf(precheckTarget('ftp://example.com/', config)), 'bad_url');
   t.equal(await codeOf(precheckTarget('not a url', config)), 'bad_url');
   t.equal(await codeOf(precheckTarget('http://user:pw@example.com/', config)), 'bad_url');
@@ -31,7 +35,11 @@ t.test('codes', async (t) => {
   const port = (closed.address() as net.AddressInfo).port;
   await new Promise((r) => closed.close(r));
   t.equal(await codeOf(precheckTarget(`http://127.0.0.1:${port}/`, config)), 'unreachable', 'closed port');
-  t.equal(await codeOf(precheckTarget('http://no-such-host.invalid-tld-zz/', config)), 'unreachable', 'does not resolve (no network here either way)');
+  t.equal(
+    await codeOf(precheckTarget('http://no-such-host.invalid-tld-zz/', config)),
+    'unreachable',
+    'does not resolve (no network here either way)',
+  );
   t.equal(await codeOf(precheckTarget('http://x.example.com/', config, async () => [])), 'unreachable', 'no address');
 });
 
@@ -46,5 +54,7 @@ t.test('websitepro.precheck is wired to it', async (t) => {
   const s = await fixtureServer(t, { '/': html('x') });
   const ctx = { config } as never;
   await websitepro.precheck!({ url: s.url('/'), outputs: ['markdown'] }, { target: '127.0.0.1', items: [] }, ctx);
-  await t.rejects(websitepro.precheck!({ url: 'http://192.168.1.1/', outputs: ['markdown'] }, { target: '192.168.1.1', items: [] }, ctx), { code: 'blocked_address' });
+  await t.rejects(websitepro.precheck!({ url: 'http://192.168.1.1/', outputs: ['markdown'] }, { target: '192.168.1.1', items: [] }, ctx), {
+    code: 'blocked_address',
+  });
 });

@@ -21,7 +21,15 @@ t.test('chromium through the proxy', { skip: existsSync(CHROMIUM) ? false : 'no 
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync', ...chromiumProxyArgs(proxy)],
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-sync',
+      ...chromiumProxyArgs(proxy),
+    ],
   });
   t.teardown(() => browser.close());
   const page = await browser.newPage();

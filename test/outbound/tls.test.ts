@@ -11,8 +11,29 @@ import { tempDir } from '../helpers/nats.ts';
 
 t.test('https with a pinned address', async (t) => {
   const dir = tempDir('payloads-tls-');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', '-subj', '/CN=secure.example.com',
-    '-addext', 'subjectAltName=DNS:secure.example.com,IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=secure.example.com',
+      '-addext',
+      'subjectAltName=DNS:secure.example.com,IP:127.0.0.1',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
+    ],
+    { stdio: 'ignore' },
+  );
   const cert = readFileSync(join(dir, 'cert.pem'));
   const server = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => res.end(`tls ok ${req.headers.host}`));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -21,10 +42,18 @@ t.test('https with a pinned address', async (t) => {
   const allow = ['127.0.0.1/32'];
   const toLoopback = async () => [{ address: '127.0.0.1', family: 4 }];
 
-  await t.rejects(guardedFetch(`https://127.0.0.1:${port}/`, { allowCidrs: allow }), { code: 'unreachable', message: /TLS|CERT|self.signed/i }, 'an untrusted certificate is refused');
+  await t.rejects(
+    guardedFetch(`https://127.0.0.1:${port}/`, { allowCidrs: allow }),
+    { code: 'unreachable', message: /TLS|CERT|self.signed/i },
+    'an untrusted certificate is refused',
+  );
   const ip = await guardedFetch(`https://127.0.0.1:${port}/`, { allowCidrs: allow, ca: cert });
   t.equal(ip.body.toString(), `tls ok 127.0.0.1:${port}`);
   const named = await guardedFetch(`https://secure.example.com:${port}/`, { allowCidrs: allow, ca: cert, resolver: toLoopback });
   t.equal(named.body.toString(), `tls ok secure.example.com:${port}`, 'name verified, pinned address used');
-  await t.rejects(guardedFetch(`https://other.example.com:${port}/`, { allowCidrs: allow, ca: cert, resolver: toLoopback }), { code: 'unreachable' }, 'a certificate for another name is refused');
+  await t.rejects(
+    guardedFetch(`https://other.example.com:${port}/`, { allowCidrs: allow, ca: cert, resolver: toLoopback }),
+    { code: 'unreachable' },
+    'a certificate for another name is refused',
+  );
 });

@@ -9,7 +9,9 @@ const run = promisify(execFile);
 
 t.test('admin key create prints a key stored only as a hash', async (t) => {
   const { nc, server, config } = await startTestNats(t);
-  const { stdout } = await run(process.execPath, ['admin/main.ts', 'key', 'create'], { env: { ...process.env, NATS_URL: server.url, DATA_DIR: config.dataDir } });
+  const { stdout } = await run(process.execPath, ['admin/main.ts', 'key', 'create'], {
+    env: { ...process.env, NATS_URL: server.url, DATA_DIR: config.dataDir },
+  });
   const key = stdout.trim();
   t.match(key, /^pk_[A-Za-z0-9_-]{43}$/);
   const kv = await keysBucket(nc);

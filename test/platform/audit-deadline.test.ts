@@ -19,7 +19,11 @@ type Tap = { teardown(fn: () => unknown): void };
 async function stopped(pid: number): Promise<void> {
   for (;;) {
     const states = readdirSync(`/proc/${pid}/task`).map((tid) => {
-      try { return readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '')[0]; } catch { return 'T'; }
+      try {
+        return readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '')[0];
+      } catch {
+        return 'T';
+      }
     });
     if (states.every((st) => st === 'T')) return;
     await new Promise((res) => setTimeout(res, 10));
@@ -50,7 +54,11 @@ const js = jetstream(tn.nc);
 t.test('consumer, leader gets, and a consumer given up mid-way read the same entries and values', async (t) => {
   const viaConsumer = await readLedger(tn.nc);
   t.equal(viaConsumer.length, ENTRIES, 'every entry');
-  t.same(viaConsumer.map((e) => e.seq), Array.from({ length: ENTRIES }, (_, i) => i + 1), 'in sequence order');
+  t.same(
+    viaConsumer.map((e) => e.seq),
+    Array.from({ length: ENTRIES }, (_, i) => i + 1),
+    'in sequence order',
+  );
   t.same(await readLedger(tn.nc, Infinity, { consumer: false }), viaConsumer, 'leader gets: the same');
   // a consumer allowed 1 ms without a delivery is given up at once: the gets go on after what it delivered
   t.same(await readLedger(tn.nc, Infinity, { stallMs: 1 }), viaConsumer, 'consumer given up for leader gets: the same');
@@ -66,7 +74,11 @@ t.test('consumer, leader gets, and a consumer given up mid-way read the same ent
   const sorted = (m: Map<string, unknown>) => [...m].sort(([a], [b]) => a.localeCompare(b));
   t.same(sorted(await readBucket(tn.nc, 'audit_read_test', undefined, { consumer: false })), sorted(values), 'leader gets: the same');
   t.same(sorted(await readBucket(tn.nc, 'audit_read_test', undefined, { stallMs: 1 })), sorted(values), 'consumer given up: the same');
-  t.same([...(await readBucket(tn.nc, 'audit_read_test', (k) => k.endsWith('1'))).keys()].sort(), [...values.keys()].filter((k) => k.endsWith('1')).sort(), 'a filter keeps its keys only');
+  t.same(
+    [...(await readBucket(tn.nc, 'audit_read_test', (k) => k.endsWith('1'))).keys()].sort(),
+    [...values.keys()].filter((k) => k.endsWith('1')).sort(),
+    'a filter keeps its keys only',
+  );
 
   const full = await audit(tn.nc);
   t.equal(full.complete, true);
@@ -79,10 +91,20 @@ t.test('consumer, leader gets, and a consumer given up mid-way read the same ent
 async function ledgerReads(t: Tap) {
   const spy = await tn.connect('spy');
   let n = 0;
-  const sub = spy.subscribe('$JS.API.>', { callback: (_e, m) => { if (m.subject.includes(`.${STREAMS.ledger}`)) n++; } });
+  const sub = spy.subscribe('$JS.API.>', {
+    callback: (_e, m) => {
+      if (m.subject.includes(`.${STREAMS.ledger}`)) n++;
+    },
+  });
   t.teardown(() => sub.unsubscribe());
   await spy.flush();
-  return { count: async () => { await tn.nc.flush(); await spy.flush(); return n; } };
+  return {
+    count: async () => {
+      await tn.nc.flush();
+      await spy.flush();
+      return n;
+    },
+  };
 }
 
 for (const consumer of [true, false]) {
@@ -105,7 +127,13 @@ t.test('a server that does not answer: the audit answers at its deadline, saying
   const other = await startTestNats(t);
   const nc = await other.connect('paused');
   process.kill(other.server.pid, 'SIGSTOP');
-  t.teardown(() => { try { process.kill(other.server.pid, 'SIGCONT'); } catch { /* already gone */ } });
+  t.teardown(() => {
+    try {
+      process.kill(other.server.pid, 'SIGCONT');
+    } catch {
+      /* already gone */
+    }
+  });
   // kill() returns before every thread of the server has stopped: one still running answered the
   // first reads once (under load), and the audit stopped at a later bucket. Wait until all have.
   await stopped(other.server.pid);
@@ -121,7 +149,9 @@ t.test('a server that does not answer: the audit answers at its deadline, saying
 t.test('admin audit: --within reports the partial read (exit 4); the default reads the whole small store', async (t) => {
   const part = await admin(tn.server.url, ['audit', '--within', '0.001']);
   t.equal(part.code, 4, part.err);
-  const m = /audit not finished within 0\.001 s: read (\d+) of (\d+|an unknown number of) ledger entries before the deadline/.exec(part.out);
+  const m = /audit not finished within 0\.001 s: read (\d+) of (\d+|an unknown number of) ledger entries before the deadline/.exec(
+    part.out,
+  );
   t.ok(m, part.out);
   t.ok(Number(m?.[1]) < ENTRIES, 'a part of the entries');
   t.notMatch(part.out, /VIOLATION|ok: no violation/, 'nothing judged');

@@ -13,7 +13,11 @@ t.test('one server: create on 0, update on the current revision, conflicts on an
   const kv = await new Kvm(tn.nc).create('cas-r1', { history: 1 });
   const r1 = await kvCasPut(kv, 'a', 'one', 0);
   t.equal((await kv.get('a'))?.string(), 'one', 'created');
-  const conflict = (p: Promise<unknown>) => p.then(() => false, (e: unknown) => isCasConflict(e));
+  const conflict = (p: Promise<unknown>) =>
+    p.then(
+      () => false,
+      (e: unknown) => isCasConflict(e),
+    );
   t.ok(await conflict(kvCasPut(kv, 'a', 'again', 0)), 'a second create conflicts');
   const r2 = await kvCasPut(kv, 'a', 'two', r1);
   t.ok(r2 > r1, 'updated on the current revision');
@@ -48,11 +52,13 @@ t.test('3-node cluster: of six concurrent writers on one revision exactly one is
 
 t.test('kvUpdate: 3-node cluster, 30 concurrent increments of one counter from every node: none lost', async (t) => {
   const tc = await startTestCluster(t);
-  const kvs = await Promise.all([0, 1, 2].map(async (i) => {
-    const nc = await tc.connect(i);
-    await new Kvm(nc).create('counter', { replicas: 3, history: 1 }).catch(() => {});
-    return new Kvm(nc).open('counter');
-  }));
+  const kvs = await Promise.all(
+    [0, 1, 2].map(async (i) => {
+      const nc = await tc.connect(i);
+      await new Kvm(nc).create('counter', { replicas: 3, history: 1 }).catch(() => {});
+      return new Kvm(nc).open('counter');
+    }),
+  );
   await Promise.all(Array.from({ length: 30 }, (_, i) => kvUpdate(kvs[i % 3]!, 'n', (e) => String(Number(e?.string() || 0) + 1))));
   t.equal((await kvs[0]!.get('n'))?.string(), '30', 'the counter is 30');
   t.equal(await kvUpdate(kvs[1]!, 'n', () => undefined), undefined, 'nothing to write: nothing written');

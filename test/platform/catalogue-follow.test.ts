@@ -11,7 +11,11 @@ import { BUCKETS, catalogueKey } from '../../shared/names.ts';
 function nextChange(calls: { wake?: () => void }, ms = 5000): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no change reported in ${ms} ms`)), ms);
-    calls.wake = () => { clearTimeout(timer); calls.wake = undefined; resolve(); };
+    calls.wake = () => {
+      clearTimeout(timer);
+      calls.wake = undefined;
+      resolve();
+    };
   });
 }
 
@@ -19,13 +23,20 @@ t.test('a follower hears of advertisements, stops and entries that age out', asy
   const tn = await startTestNats(t);
   const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
   const calls: { n: number; wake?: () => void } = { n: 0 };
-  const stop = followCatalogue(kv, () => { calls.n++; calls.wake?.(); });
+  const stop = followCatalogue(kv, () => {
+    calls.n++;
+    calls.wake?.();
+  });
   t.teardown(stop);
 
   let change = nextChange(calls);
   const a = await advertise(await tn.connect('a'), 'shots', 'a', () => ({}));
   await change;
-  t.same((await readCatalogue(kv, 'shots')).map((e) => e.instanceId), ['a'], 'the catalogue holds the instance when the follower is told');
+  t.same(
+    (await readCatalogue(kv, 'shots')).map((e) => e.instanceId),
+    ['a'],
+    'the catalogue holds the instance when the follower is told',
+  );
 
   change = nextChange(calls);
   await a.stop();
@@ -33,7 +44,10 @@ t.test('a follower hears of advertisements, stops and entries that age out', asy
   t.same(await readCatalogue(kv, 'shots'), [], 'told of the stop');
 
   // an entry 29.5 s old is live now and ages out within a second, with no KV notification
-  await kv.put(catalogueKey('labs', 'dying'), JSON.stringify({ service: 'labs', instanceId: 'dying', at: Date.now() - 29_500, catalogue: {} }));
+  await kv.put(
+    catalogueKey('labs', 'dying'),
+    JSON.stringify({ service: 'labs', instanceId: 'dying', at: Date.now() - 29_500, catalogue: {} }),
+  );
   await nextChange(calls); // the put itself
   const before = calls.n;
   await nextChange(calls, 4000);

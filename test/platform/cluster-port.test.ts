@@ -17,8 +17,17 @@ t.test('a route port already taken: the start fails with "address already in use
   const dir = mkdtempSync(join(tmpdir(), 'payloads-cluster-port-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; i < 5; i++) {
-    const err = await startNatsServer({ storeDir: join(dir, `n${i}`), serverName: `cp-${i}`, cluster: { name: 'cp', port, routes: ['nats-route://127.0.0.1:1'] } })
-      .then(async (h) => { await h.destroy(); return null; }, (e: unknown) => e as Error);
+    const err = await startNatsServer({
+      storeDir: join(dir, `n${i}`),
+      serverName: `cp-${i}`,
+      cluster: { name: 'cp', port, routes: ['nats-route://127.0.0.1:1'] },
+    }).then(
+      async (h) => {
+        await h.destroy();
+        return null;
+      },
+      (e: unknown) => e as Error,
+    );
     t.ok(err, `start ${i + 1} failed`);
     t.match(err?.message ?? '', /address already in use/);
   }
@@ -31,9 +40,20 @@ t.test('a free route port: the node starts and listens for routes', async (t) =>
   await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
   const port = (probe.address() as net.AddressInfo).port;
   await new Promise<void>((r) => probe.close(() => r()));
-  const h = await startNatsServer({ storeDir: join(dir, 'n'), serverName: 'cp-ok', cluster: { name: 'cp', port, routes: ['nats-route://127.0.0.1:1'] } });
+  const h = await startNatsServer({
+    storeDir: join(dir, 'n'),
+    serverName: 'cp-ok',
+    cluster: { name: 'cp', port, routes: ['nats-route://127.0.0.1:1'] },
+  });
   t.teardown(() => h.destroy());
   t.equal(h.process.exitCode, null, 'running');
-  const ok = await new Promise<boolean>((r) => { const c = net.connect(port, '127.0.0.1'); c.once('connect', () => { c.destroy(); r(true); }); c.once('error', () => r(false)); });
+  const ok = await new Promise<boolean>((r) => {
+    const c = net.connect(port, '127.0.0.1');
+    c.once('connect', () => {
+      c.destroy();
+      r(true);
+    });
+    c.once('error', () => r(false));
+  });
   t.ok(ok, 'the route port answers');
 });

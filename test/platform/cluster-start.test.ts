@@ -26,11 +26,25 @@ for (const n of [1, 2]) {
     for await (const s of jsm.streams.names()) names.push(s);
     t.same(names, ['R3_AT_ONCE'], 'the placement probe left no stream behind');
     // each node's log is kept beside its store, from its first line
-    for (const node of cluster.nodes) t.match(readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8'), /Starting nats-server[\s\S]*Server is ready/, `${node.name}: its log on disk`);
+    for (const node of cluster.nodes)
+      t.match(
+        readFileSync(join(node.storeDir, 'nats-server.log'), 'utf8'),
+        /Starting nats-server[\s\S]*Server is ready/,
+        `${node.name}: its log on disk`,
+      );
     // each node serves its monitoring on loopback, and its /jsz counts every node in the meta group
     // (how a start formed without one is told at once: test/platform/meta-group.test.ts)
-    for (const node of cluster.nodes) t.match(node.handle?.monitorUrl, /^http:\/\/127\.0\.0\.1:\d+$/, `${node.name}: monitoring on loopback`);
-    t.equal(await waitForMetaGroup(cluster.nodes.map((n) => n.handle!.monitorUrl!), 3, 5000), 'complete', 'every node counts 3 members and names one leader');
+    for (const node of cluster.nodes)
+      t.match(node.handle?.monitorUrl, /^http:\/\/127\.0\.0\.1:\d+$/, `${node.name}: monitoring on loopback`);
+    t.equal(
+      await waitForMetaGroup(
+        cluster.nodes.map((n) => n.handle!.monitorUrl!),
+        3,
+        5000,
+      ),
+      'complete',
+      'every node counts 3 members and names one leader',
+    );
     if (n === 2) {
       // a placement that cannot be made is reported with what could not be done, not waited on for good
       await t.rejects(waitForPlacement(cluster.url, 5, 2000), /could not place a 5-replica stream within 2000 ms: .*no suitable peers/);

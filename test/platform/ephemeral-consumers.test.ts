@@ -23,7 +23,8 @@ t.test('the consumers a closed client left: ephemeral ones dropped, durable ones
   const names = async () => {
     const j = await jetstreamManager(tn.nc);
     const out = { durable: [] as string[], ephemeral: [] as string[] };
-    for (const stream of ['S', 'KV_b']) for (const c of await j.consumers.list(stream).next()) (c.config.durable_name ? out.durable : out.ephemeral).push(c.name);
+    for (const stream of ['S', 'KV_b'])
+      for (const c of await j.consumers.list(stream).next()) (c.config.durable_name ? out.durable : out.ephemeral).push(c.name);
     return out;
   };
   const before = await names();

@@ -6,7 +6,10 @@ import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
 function controlled() {
   const sent: { n: number; resolve: (v: number) => void }[] = [];
   let n = 0;
-  const fetch = () => new Promise<number>((resolve) => { sent.push({ n: ++n, resolve }); });
+  const fetch = () =>
+    new Promise<number>((resolve) => {
+      sent.push({ n: ++n, resolve });
+    });
   return { sent, fetch };
 }
 const tick = () => new Promise((r) => setImmediate(r));

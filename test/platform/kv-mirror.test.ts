@@ -13,12 +13,16 @@ import { BUCKETS } from '../../shared/names.ts';
 function mapMirror(kv: ConstructorParameters<typeof KvMirror>[0], o: ConstructorParameters<typeof KvMirror>[2] = {}, applyMs = 0) {
   const map = new Map<string, string>();
   let applied = 0;
-  const mirror = new KvMirror(kv, (e: KvWatchEntry) => {
-    applied++;
-    for (const until = performance.now() + applyMs; performance.now() < until;); // a slow consumer
-    if (e.operation === 'PUT') map.set(e.key, e.string());
-    else map.delete(e.key);
-  }, o);
+  const mirror = new KvMirror(
+    kv,
+    (e: KvWatchEntry) => {
+      applied++;
+      for (const until = performance.now() + applyMs; performance.now() < until; ); // a slow consumer
+      if (e.operation === 'PUT') map.set(e.key, e.string());
+      else map.delete(e.key);
+    },
+    o,
+  );
   return { map, mirror, applied: () => applied };
 }
 
@@ -61,11 +65,18 @@ t.test('a watch that lost its server-side consumer is replaced and delivers agai
   const jsm = await jetstreamManager(tn.nc);
   const consumers = async () => (await jsm.consumers.list(`KV_${BUCKETS.jobs}`).next()).map((c) => c.name);
   const [old] = await consumers();
-  t.ok(old, 'the watch is the bucket\'s consumer');
+  t.ok(old, "the watch is the bucket's consumer");
   await jsm.consumers.delete(`KV_${BUCKETS.jobs}`, old!);
   await kv.put('b', '2');
   t.ok(await m.mirror.sync(5000), 'the sync replaces the silent watch and the fresh one catches up');
-  t.same([...m.map].sort(), [['a', '1'], ['b', '2']], 'both values, the old one applied again harmlessly');
+  t.same(
+    [...m.map].sort(),
+    [
+      ['a', '1'],
+      ['b', '2'],
+    ],
+    'both values, the old one applied again harmlessly',
+  );
   const now = await consumers();
   t.equal(now.length, 1, 'one consumer again');
   t.not(now[0], old, 'a new one');
@@ -81,7 +92,11 @@ t.test('a slow copy catching up on 2000 writes keeps its watch', async (t) => {
   const kv = await new Kvm(tn.nc).open(BUCKETS.jobs);
   const writer = await new Kvm(await tn.connect('writer')).open(BUCKETS.jobs);
   const warnings: string[] = [];
-  const log = { warn: (...a: unknown[]) => { warnings.push(String(a.at(-1))); } } as unknown as Logger;
+  const log = {
+    warn: (...a: unknown[]) => {
+      warnings.push(String(a.at(-1)));
+    },
+  } as unknown as Logger;
   // 1 ms per entry: 2000 entries keep the copy behind for about 2 s, far past the 300 ms stall bound.
   // (The status answer shares the watch's connection, so a sync here mostly sees the copy caught up;
   // the rule "replace only a silent watch" itself is not isolated by this test.)
@@ -99,7 +114,11 @@ t.test('a slow copy catching up on 2000 writes keeps its watch', async (t) => {
   t.ok(await m.mirror.sync(20_000), 'caught up');
   t.ok(Date.now() - started > 300, `the copy was behind for longer than the stall bound (${Date.now() - started} ms)`);
   t.equal(m.map.get('last'), 'x');
-  t.same((await jsm.consumers.list(`KV_${BUCKETS.jobs}`).next()).map((c) => c.name), [watch], 'the same watch throughout');
+  t.same(
+    (await jsm.consumers.list(`KV_${BUCKETS.jobs}`).next()).map((c) => c.name),
+    [watch],
+    'the same watch throughout',
+  );
   t.same(warnings, [], 'no replacement');
 });
 

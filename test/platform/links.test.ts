@@ -24,7 +24,10 @@ export function anchorsOf(md: string): Set<string> {
   const out = new Set<string>();
   for (const m of md.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const text = m[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/<[^>]+>/g, '');
-    const slug = text.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = text
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const n = seen.get(slug) ?? 0;
     seen.set(slug, n + 1);
     out.add(n ? `${slug}-${n}` : slug);
@@ -42,7 +45,8 @@ const anchors = (file: string) => {
 };
 
 t.test('every relative link in README.md and docs/ resolves, anchors included', async (t) => {
-  let checked = 0, outside = 0;
+  let checked = 0,
+    outside = 0;
   const broken: string[] = [];
   for (const file of files) {
     const text = prose(fs.readFileSync(file, 'utf8'));
@@ -59,7 +63,8 @@ t.test('every relative link in README.md and docs/ resolves, anchors included', 
       }
       checked++;
       if (!fs.existsSync(target)) broken.push(`${where} (no such file)`);
-      else if (anchor && target.endsWith('.md') && !anchors(target).has(decodeURIComponent(anchor).toLowerCase())) broken.push(`${where} (no such heading)`);
+      else if (anchor && target.endsWith('.md') && !anchors(target).has(decodeURIComponent(anchor).toLowerCase()))
+        broken.push(`${where} (no such heading)`);
     }
   }
   t.same(broken, [], 'broken links');
@@ -67,6 +72,11 @@ t.test('every relative link in README.md and docs/ resolves, anchors included', 
 });
 
 t.test('anchors are made the way GitHub makes them', async (t) => {
-  const a = anchorsOf('# Decisions where the spec is silent\n## HTTP\n## What `npm start` does\n## Errors beyond the spec\'s list\n## HTTP\n```\n# not a heading\n```\n<a id="own"></a>');
-  t.same([...a].sort(), ['decisions-where-the-spec-is-silent', 'errors-beyond-the-specs-list', 'http', 'http-1', 'own', 'what-npm-start-does'].sort());
+  const a = anchorsOf(
+    '# Decisions where the spec is silent\n## HTTP\n## What `npm start` does\n## Errors beyond the spec\'s list\n## HTTP\n```\n# not a heading\n```\n<a id="own"></a>',
+  );
+  t.same(
+    [...a].sort(),
+    ['decisions-where-the-spec-is-silent', 'errors-beyond-the-specs-list', 'http', 'http-1', 'own', 'what-npm-start-does'].sort(),
+  );
 });

@@ -22,7 +22,11 @@ t.test('nodes that do not agree yet decide nothing', async (t) => {
   t.equal(metaGroupState([view('payloads-n1', 3), view('', 0), view('payloads-n1', 3)], 3), undefined, 'a node without a leader yet');
   t.equal(metaGroupState([view('payloads-n1', 2), view('payloads-n2', 2), view('payloads-n1', 2)], 3), undefined, 'two leaders named');
   t.equal(metaGroupState([view('payloads-n1', 3), null, view('payloads-n1', 3)], 3), undefined, 'a node that did not answer');
-  t.equal(metaGroupState([view('payloads-n1', 3), view('payloads-n1', 2), view('payloads-n1', 3)], 3), undefined, 'views that differ in size');
+  t.equal(
+    metaGroupState([view('payloads-n1', 3), view('payloads-n1', 2), view('payloads-n1', 3)], 3),
+    undefined,
+    'views that differ in size',
+  );
 });
 
 t.test('nodes that never answer: undecided after the bound, not an error', async (t) => {
@@ -36,10 +40,16 @@ t.test('a placement that fails says what the nodes showed of the meta group mean
   // one JetStream node can never place 3 replicas; its /jsz is read while the wait fails
   const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, monitor: true, startTimeoutMs: 60_000 });
   t.teardown(() => server.destroy());
-  const err = await waitForPlacement(server.url, 3, 2500, [server.monitorUrl!]).then(() => null, (e: Error) => e);
+  const err = await waitForPlacement(server.url, 3, 2500, [server.monitorUrl!]).then(
+    () => null,
+    (e: Error) => e,
+  );
   t.ok(err, 'it could not place');
   t.match(err!.message, /could not place a 3-replica stream within 2500 ms/);
-  t.match(err!.message, /the nodes' \/jsz meta_cluster meanwhile:\n\d{4}-\d\d-\d\dT[^ ]+ \[/, 'with each node\'s view, timed');
-  const without = await waitForPlacement(server.url, 3, 300).then(() => null, (e: Error) => e);
+  t.match(err!.message, /the nodes' \/jsz meta_cluster meanwhile:\n\d{4}-\d\d-\d\dT[^ ]+ \[/, "with each node's view, timed");
+  const without = await waitForPlacement(server.url, 3, 300).then(
+    () => null,
+    (e: Error) => e,
+  );
   t.notMatch(without!.message, /meta_cluster/, 'without monitoring URLs: the reason only');
 });

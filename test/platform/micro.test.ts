@@ -11,21 +11,43 @@ import { ApiError } from '../../shared/errors.ts';
 t.test('endpoint errors keep their meaning across NATS', async (t) => {
   const tn = await startTestNats(t);
   const nc = await tn.connect('micro-service');
-  const svc = await addService(nc, {
-    api: { service: 'micro-test', description: 'error answers', endpoints: ['failover', 'bug', 'refused'].map((n) => ({ subject: `micro.test.${n}`, summary: n, request: T.Object({}), reply: T.Object({}), timeoutMs: 1000 })) },
-    version: '1.0.0',
-    endpoints: {
-      'micro.test.failover': async () => {
-        await nc.request('micro.test.nobody.listens', '', { timeout: 500 });
-        return {};
+  const svc = await addService(
+    nc,
+    {
+      api: {
+        service: 'micro-test',
+        description: 'error answers',
+        endpoints: ['failover', 'bug', 'refused'].map((n) => ({
+          subject: `micro.test.${n}`,
+          summary: n,
+          request: T.Object({}),
+          reply: T.Object({}),
+          timeoutMs: 1000,
+        })),
       },
-      'micro.test.bug': () => { throw new TypeError('a bug'); },
-      'micro.test.refused': () => { throw new ApiError('bad_request', 'walletId is required'); },
+      version: '1.0.0',
+      endpoints: {
+        'micro.test.failover': async () => {
+          await nc.request('micro.test.nobody.listens', '', { timeout: 500 });
+          return {};
+        },
+        'micro.test.bug': () => {
+          throw new TypeError('a bug');
+        },
+        'micro.test.refused': () => {
+          throw new ApiError('bad_request', 'walletId is required');
+        },
+      },
     },
-  }, testLog());
+    testLog(),
+  );
   t.teardown(() => svc.stop());
   const client = await tn.connect('micro-client');
-  const failed = (subject: string) => call(client, subject, {}).then(() => null, (e: unknown) => e as ApiError);
+  const failed = (subject: string) =>
+    call(client, subject, {}).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
 
   const f = await failed('micro.test.failover');
   t.equal(f?.code, 'service_unavailable', 'a NATS step without an answer: retry later');
@@ -40,18 +62,35 @@ t.test('requests are validated with the declared schema before the handler runs'
   const tn = await startTestNats(t);
   const nc = await tn.connect('micro-service');
   const reached: unknown[] = [];
-  const echo = endpoint({ subject: 'micro.test.echo', summary: 'echo', request: T.Object({ walletId: T.String({ minLength: 1 }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 10 })) }), reply: T.Object({ got: T.Unknown() }) });
-  const svc = await addService(nc, {
-    api: { service: 'micro-echo', description: 'echo', endpoints: [echo] },
-    version: '1.0.0',
-    endpoints: { [echo.subject]: (req) => { reached.push(req); return { got: req }; } },
-  }, testLog());
+  const echo = endpoint({
+    subject: 'micro.test.echo',
+    summary: 'echo',
+    request: T.Object({ walletId: T.String({ minLength: 1 }), limit: T.Optional(T.Integer({ minimum: 1, maximum: 10 })) }),
+    reply: T.Object({ got: T.Unknown() }),
+  });
+  const svc = await addService(
+    nc,
+    {
+      api: { service: 'micro-echo', description: 'echo', endpoints: [echo] },
+      version: '1.0.0',
+      endpoints: {
+        [echo.subject]: (req) => {
+          reached.push(req);
+          return { got: req };
+        },
+      },
+    },
+    testLog(),
+  );
   t.teardown(() => svc.stop());
   const c = await tn.connect('micro-client');
   const typed = client(echo);
   t.same(await typed(c, { walletId: 'w1', limit: 3 }), { got: { walletId: 'w1', limit: 3 } }, 'the typed client reaches the handler');
   for (const bad of [{}, { walletId: '' }, { walletId: 5 }, { walletId: 'w', limit: 11 }, { walletId: 'w', limit: '3' }]) {
-    const e = await call(c, echo.subject, bad).then(() => null, (e: unknown) => e as ApiError);
+    const e = await call(c, echo.subject, bad).then(
+      () => null,
+      (e: unknown) => e as ApiError,
+    );
     t.equal(e?.code, 'bad_request', JSON.stringify(bad));
   }
   const notJson = await c.request(echo.subject, '{nope', { timeout: 2000 });
@@ -64,5 +103,12 @@ t.test('requests are validated with the declared schema before the handler runs'
 t.test('a service must serve exactly what it declares', async (t) => {
   const tn = await startTestNats(t);
   const ep = endpoint({ subject: 'micro.test.declared', summary: '', request: T.Object({}), reply: T.Object({}) });
-  await t.rejects(addService(tn.nc, { api: { service: 'micro-a', description: '', endpoints: [ep] }, version: '1.0.0', endpoints: { 'micro.test.other': () => ({}) } }, testLog()), /without a declaration \(micro.test.other\).*not served \(micro.test.declared\)/);
+  await t.rejects(
+    addService(
+      tn.nc,
+      { api: { service: 'micro-a', description: '', endpoints: [ep] }, version: '1.0.0', endpoints: { 'micro.test.other': () => ({}) } },
+      testLog(),
+    ),
+    /without a declaration \(micro.test.other\).*not served \(micro.test.declared\)/,
+  );
 });

@@ -24,6 +24,9 @@ t.test('rotated at its bound, one previous file kept', async (t) => {
 t.test('a file that cannot be opened is no error', async (t) => {
   const file = join(tempDir('payloads-natslog-'), 'no-such-dir', 'nats-server.log');
   const log = rotatingFile(file, 10);
-  t.doesNotThrow(() => { log.write(Buffer.from('x\n')); log.close(); });
+  t.doesNotThrow(() => {
+    log.write(Buffer.from('x\n'));
+    log.close();
+  });
   t.notOk(existsSync(file));
 });

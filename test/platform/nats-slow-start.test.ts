@@ -26,14 +26,27 @@ t.test('the default bound is minutes, not seconds', async (t) => {
 t.test('a server that listens after 2 s is waited for, and the wait is reported while it lasts', async (t) => {
   const slow: number[] = [];
   const t0 = Date.now();
-  const server = await startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, bin: slowServer(2), startTimeoutMs: 30_000, slowEveryMs: 500, onSlowStart: (ms) => slow.push(ms) });
+  const server = await startNatsServer({
+    storeDir: tempDir('payloads-nats-'),
+    port: -1,
+    bin: slowServer(2),
+    startTimeoutMs: 30_000,
+    slowEveryMs: 500,
+    onSlowStart: (ms) => slow.push(ms),
+  });
   t.teardown(() => server.destroy());
   t.ok(Date.now() - t0 >= 2000, `it took ${Date.now() - t0} ms`);
   t.ok(slow.length >= 2, `reported ${slow.length} times while waiting (${slow.join(', ')} ms)`);
-  t.ok(slow.every((ms, i) => i === 0 || ms > slow[i - 1]!), 'with the time waited so far');
+  t.ok(
+    slow.every((ms, i) => i === 0 || ms > slow[i - 1]!),
+    'with the time waited so far',
+  );
   t.match(server.url, /^nats:\/\/127\.0\.0\.1:\d+$/, 'and it is up');
 });
 
 t.test('one still silent past its bound is stopped, and the error says how long it was given', async (t) => {
-  await t.rejects(startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, bin: slowServer(3), startTimeoutMs: 1000 }), /nats-server did not start within 1 s/);
+  await t.rejects(
+    startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, bin: slowServer(3), startTimeoutMs: 1000 }),
+    /nats-server did not start within 1 s/,
+  );
 });

@@ -21,7 +21,10 @@ t.test('the installed nats-server is new enough', async (t) => {
 
 t.test('an older server is refused with a message that says why and what to do', async (t) => {
   const bin = fakeServer('2.9.10');
-  await t.rejects(startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, bin }), /2\.9\.10 .* older than 2\.10\.27.*fsync.*npm run setup/);
+  await t.rejects(
+    startNatsServer({ storeDir: tempDir('payloads-nats-'), port: -1, bin }),
+    /2\.9\.10 .* older than 2\.10\.27.*fsync.*npm run setup/,
+  );
   t.throws(() => checkNatsServerVersion(fakeServer('2.10.26')), /older than 2\.10\.27/);
   t.equal(compareVersions('2.10.27', '2.10.9'), 18, 'numeric, not text, comparison');
   t.ok(compareVersions('2.11.0', NATS_SERVER_MIN) > 0);

@@ -16,8 +16,15 @@ const bytesOf = (n: number, seed = 1) => {
 };
 /** The meta fields a put decides (not the ones that differ per put by design). */
 const fields = (i: ObjectInfo) => ({
-  name: i.name, size: i.size, chunks: i.chunks, digest: i.digest, description: i.description,
-  options: i.options, metadata: i.metadata, headers: Object.fromEntries(i.headers ? i.headers.keys().map((k) => [k, i.headers!.values(k)]) : []), deleted: i.deleted,
+  name: i.name,
+  size: i.size,
+  chunks: i.chunks,
+  digest: i.digest,
+  description: i.description,
+  options: i.options,
+  metadata: i.metadata,
+  headers: Object.fromEntries(i.headers ? i.headers.keys().map((k) => [k, i.headers!.values(k)]) : []),
+  deleted: i.deleted,
 });
 
 const tn = await startTestNats(t);
@@ -25,14 +32,26 @@ const objm = new Objm(tn.nc);
 const ours = await objm.create('put-ours');
 const lib = await objm.create('put-lib');
 
-const sizes: [string, number][] = [['empty', 0], ['small', 11], ['exactly one chunk', CHUNK], ['one chunk and a byte', CHUNK + 1], ['multi-chunk', 3 * CHUNK + 5], ['multi-MB', 5 * 1024 * KiB + 3]];
+const sizes: [string, number][] = [
+  ['empty', 0],
+  ['small', 11],
+  ['exactly one chunk', CHUNK],
+  ['one chunk and a byte', CHUNK + 1],
+  ['multi-chunk', 3 * CHUNK + 5],
+  ['multi-MB', 5 * 1024 * KiB + 3],
+];
 
 t.test('round trip through the library: the same meta putBlob writes, the same bytes back', async (t) => {
   for (const [what, n] of sizes) {
     const data = bytesOf(n, n);
     const h = headers();
     h.set('X-Kind', what);
-    const meta = () => ({ name: `obj/${what}`, description: 'application/octet-stream', metadata: { filename: `${what}.bin` }, headers: h });
+    const meta = () => ({
+      name: `obj/${what}`,
+      description: 'application/octet-stream',
+      metadata: { filename: `${what}.bin` },
+      headers: h,
+    });
     const put = await putObject(tn.nc, 'put-ours', meta(), data);
     await lib.putBlob(meta(), data);
     const [a, b] = [await ours.info(`obj/${what}`), await lib.info(`obj/${what}`)];
@@ -52,7 +71,11 @@ t.test('round trip through the library: the same meta putBlob writes, the same b
 t.test('meta without options: max_chunk_size filled in as the library does; a given chunk size is used', async (t) => {
   await putObject(tn.nc, 'put-ours', { name: 'plain' }, bytesOf(10));
   await lib.putBlob({ name: 'plain' }, bytesOf(10));
-  t.same(fields((await ours.info('plain'))!), fields((await lib.info('plain'))!), 'same meta (description "", options.max_chunk_size 131072, no metadata)');
+  t.same(
+    fields((await ours.info('plain'))!),
+    fields((await lib.info('plain'))!),
+    'same meta (description "", options.max_chunk_size 131072, no metadata)',
+  );
   const data = bytesOf(100 * KiB + 1);
   await putObject(tn.nc, 'put-ours', { name: 'small-chunks', options: { max_chunk_size: 10 * KiB } }, data);
   await lib.putBlob({ name: 'small-chunks', options: { max_chunk_size: 10 * KiB } }, data);
@@ -127,7 +150,10 @@ t.test('a refused put throws', async (t) => {
     t.ok(info === null || info.deleted, 'no live meta for the refused object');
     t.equal(await st.get('big'), null, 'get finds nothing (not a corrupt object)');
     t.ok((await st.status()).size < KiB, 'its chunks purged (at most a deletion marker left)');
-    await t.rejects(putObject(tn.nc, 'put-tiny', { name: 'huge' }, bytesOf(300 * KiB), { windowBytes: CHUNK }), 'refused with one chunk in flight');
+    await t.rejects(
+      putObject(tn.nc, 'put-tiny', { name: 'huge' }, bytesOf(300 * KiB), { windowBytes: CHUNK }),
+      'refused with one chunk in flight',
+    );
     t.equal(await st.get('huge'), null, 'nothing stored');
     const ok = await putObject(tn.nc, 'put-tiny', { name: 'fits' }, bytesOf(20 * KiB));
     t.ok(ok.revision > 0, 'a put that fits still works');

@@ -28,7 +28,8 @@ t.test('changed retention is applied to an existing store on the next start', as
 t.test('buckets are read from their leader, also a bucket made earlier with direct gets', async (t) => {
   const { nc, config } = await startTestNats(t);
   const jsm = await jetstreamManager(nc);
-  for (const b of bucketConfigs(config)) t.equal((await jsm.streams.info(`KV_${b.name}`)).config.allow_direct, false, `${b.name}: no direct gets`);
+  for (const b of bucketConfigs(config))
+    t.equal((await jsm.streams.info(`KV_${b.name}`)).config.allow_direct, false, `${b.name}: no direct gets`);
   // an installation provisioned before this rule: its bucket allowed direct gets
   const { Kvm } = await import('@nats-io/kv');
   await jsm.streams.delete('KV_jobs');

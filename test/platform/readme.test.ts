@@ -6,7 +6,10 @@ const readme = readFileSync('README.md', 'utf8');
 t.test('the README names the two commands and the Procfile processes', async (t) => {
   t.match(readme, /```sh\nnpm start\n```/);
   t.match(readme, /```sh\nnpm test\n```/);
-  const procs = readFileSync('Procfile', 'utf8').trim().split('\n').map((l) => l.split(':')[0]);
+  const procs = readFileSync('Procfile', 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => l.split(':')[0]);
   t.same(procs, ['nats', 'gateway', 'wallet', 'job-supervisor', 'browser-pool', 'converter', 'relay-prober']);
 });
 

@@ -26,7 +26,11 @@ t.test('a second start on the same data folder finds everything that was there',
   nc = await connectNats(server.url, 'second');
   t.teardown(() => nc.close());
   await provision(nc, config);
-  t.same(await lookupKey(await keysBucket(nc), key), { walletId, createdAt: (await lookupKey(await keysBucket(nc), key))!.createdAt, via: 'admin' });
+  t.same(await lookupKey(await keysBucket(nc), key), {
+    walletId,
+    createdAt: (await lookupKey(await keysBucket(nc), key))!.createdAt,
+    via: 'admin',
+  });
   const job = await (await new Kvm(nc).open(BUCKETS.jobs)).get('job_1');
   t.equal(job?.json<{ walletId: string }>().walletId, walletId);
   const ack = await jetstream(nc).publish(subjects.ledger(walletId), JSON.stringify({ type: 'grant', amount: 5 }), { msgID: 'grant:1' });

@@ -6,7 +6,17 @@
 // node_modules of another Node, fetch the wanted Node through `npm exec` and run npm on it.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../shared/config/index.ts';
 import { tempDir } from '../helpers/nats.ts';
@@ -17,7 +27,12 @@ const want = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).optio
 const projectNode = join(ROOT, 'node_modules', pkg, 'bin/node');
 /** an older Node on this machine, to play the machine's (the bootstrap's) Node */
 const machineNode = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => existsSync(p) && realpathSync(p) !== realpathSync(projectNode));
-const skip = !arch || !want || !existsSync(projectNode) ? 'no node-linux build for this machine' : !machineNode ? 'no other Node on this machine to start npm with' : false;
+const skip =
+  !arch || !want || !existsSync(projectNode)
+    ? 'no node-linux build for this machine'
+    : !machineNode
+      ? 'no other Node on this machine to start npm with'
+      : false;
 
 function project(o: { binNode: string | null; stale: boolean }) {
   const dir = tempDir('payloads-npm-install-');
@@ -39,10 +54,13 @@ function project(o: { binNode: string | null; stale: boolean }) {
   const calls = join(dir, 'npm-calls');
   const cli = join(dir, 'fake-npm', 'npm-cli.js');
   mkdirSync(join(dir, 'fake-npm'));
-  writeFileSync(cli, `const fs = require('node:fs'), path = require('node:path');
+  writeFileSync(
+    cli,
+    `const fs = require('node:fs'), path = require('node:path');
 fs.appendFileSync(${JSON.stringify(calls)}, JSON.stringify({ node: process.version, args: process.argv.slice(2), nodedir: process.env.npm_config_nodedir }) + '\\n');
 const bin = path.join(${JSON.stringify(dir)}, 'node_modules/.bin/node');
-fs.rmSync(bin, { force: true }); fs.symlinkSync(${JSON.stringify(projectNode)}, bin);\n`);
+fs.rmSync(bin, { force: true }); fs.symlinkSync(${JSON.stringify(projectNode)}, bin);\n`,
+  );
   // the machine: its Node first on PATH, and an npm whose only use here is \`npm exec --package=<node> -- node ...\`
   const bin = join(dir, 'machine-bin');
   mkdirSync(bin);
@@ -51,14 +69,23 @@ fs.rmSync(bin, { force: true }); fs.symlinkSync(${JSON.stringify(projectNode)}, 
   // Node never sees it outside the tests, so the stand-in starts it without.
   writeFileSync(join(bin, 'node'), `#!/bin/sh\nunset NODE_OPTIONS\nexec '${machineNode}' "$@"\n`);
   chmodSync(join(bin, 'node'), 0o755);
-  writeFileSync(join(bin, 'npm'), `#!/bin/bash\necho "npm $*" >> '${calls}.exec'\nwhile [ "$1" != "--" ]; do shift; done; shift; [ "$1" = node ] && shift\nexec '${projectNode}' "$@"\n`);
+  writeFileSync(
+    join(bin, 'npm'),
+    `#!/bin/bash\necho "npm $*" >> '${calls}.exec'\nwhile [ "$1" != "--" ]; do shift; done; shift; [ "$1" = node ] && shift\nexec '${projectNode}' "$@"\n`,
+  );
   chmodSync(join(bin, 'npm'), 0o755);
   const r = spawnSync('bash', [join(dir, 'scripts/npm-install.sh')], {
     encoding: 'utf8',
     env: { PATH: `${bin}:/usr/bin:/bin`, HOME: process.env.HOME, PAYLOADS_NPM_CLI: cli },
   });
   const lines = (f: string) => (existsSync(f) ? readFileSync(f, 'utf8').trim().split('\n').filter(Boolean) : []);
-  return { dir, code: r.status, err: r.stderr, npm: lines(calls).map((l) => JSON.parse(l) as { node: string; args: string[]; nodedir?: string }), exec: lines(`${calls}.exec`) };
+  return {
+    dir,
+    code: r.status,
+    err: r.stderr,
+    npm: lines(calls).map((l) => JSON.parse(l) as { node: string; args: string[]; nodedir?: string }),
+    exec: lines(`${calls}.exec`),
+  };
 }
 
 t.test('up to date, with the wanted Node: npm is not run', { skip }, async (t) => {
@@ -68,13 +95,13 @@ t.test('up to date, with the wanted Node: npm is not run', { skip }, async (t) =
   t.same(r.exec, []);
 });
 
-t.test('lockfile newer than node_modules: npm ci runs on the project\'s Node, not the machine\'s', { skip }, async (t) => {
+t.test("lockfile newer than node_modules: npm ci runs on the project's Node, not the machine's", { skip }, async (t) => {
   const r = project({ binNode: projectNode, stale: true });
   t.equal(r.code, 0, r.err);
   t.equal(r.npm.length, 1);
   t.equal(r.npm[0]!.node, `v${want}`);
   t.match(r.npm[0]!.args, ['ci', '--no-audit', '--no-fund', '--prefix', r.dir]);
-  t.equal(r.npm[0]!.nodedir, join(r.dir, 'node_modules', pkg), 'native builds get the project Node\'s headers');
+  t.equal(r.npm[0]!.nodedir, join(r.dir, 'node_modules', pkg), "native builds get the project Node's headers");
   t.same(r.exec, [], 'no fetch: the wanted Node is there');
   t.match(r.err, new RegExp(`installing npm packages on Node ${want!.replace(/\./g, '\\.')} \\(machine: v\\d+`));
 });
@@ -97,7 +124,12 @@ t.test('a node_modules of another Node (up to date otherwise) is installed again
 
 t.test('main.ts started by hand on an older Node stops and says which Node to use', { skip }, async (t) => {
   // without the tests' NODE_OPTIONS (see above); tsx: the machine's older Node cannot strip types itself
-  const r = spawnSync('sh', ['-c', 'unset NODE_OPTIONS; exec "$@"', 'sh', machineNode!, '--import', 'tsx', 'main.ts', 'wallet'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, NATS_URL: 'nats://127.0.0.1:1' }, timeout: 120_000 });
+  const r = spawnSync('sh', ['-c', 'unset NODE_OPTIONS; exec "$@"', 'sh', machineNode!, '--import', 'tsx', 'main.ts', 'wallet'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, NATS_URL: 'nats://127.0.0.1:1' },
+    timeout: 120_000,
+  });
   t.equal(r.status, 1, r.stderr);
   t.match(r.stderr, /payloads needs Node >= 22\.18; this is v\d+/);
   t.match(r.stderr, /npm start|node_modules\/\.bin\/node/);

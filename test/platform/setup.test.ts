@@ -35,7 +35,10 @@ function run(o: { installed: string | null; installBrings: string | null; codena
   if (o.installed) writeFileSync(state, o.installed);
   // nats-server exists only once a version is in the state file, as after an install
   writeFileSync(join(bin, 'nats-server'), `#!/bin/sh\n[ -f '${state}' ] || exit 127\necho "nats-server: v$(cat '${state}')"\n`);
-  writeFileSync(join(bin, 'apt-get'), `#!/bin/sh\necho "$*" >> '${calls}'\ncase "$*" in *install*nats-server*) ${o.installBrings ? `echo '${o.installBrings}' > '${state}'` : 'true'};; esac\n`);
+  writeFileSync(
+    join(bin, 'apt-get'),
+    `#!/bin/sh\necho "$*" >> '${calls}'\ncase "$*" in *install*nats-server*) ${o.installBrings ? `echo '${o.installBrings}' > '${state}'` : 'true'};; esac\n`,
+  );
   chmodSync(join(bin, 'nats-server'), 0o755);
   chmodSync(join(bin, 'apt-get'), 0o755);
   const r = spawnSync('bash', [join(dir, 'scripts/setup.sh')], {

@@ -18,38 +18,70 @@ function startMain(dataDir: string): Promise<{ child: ChildProcess; api: string;
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`main did not start in 120 s:\n${out}`)); }, 120_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`main did not start in 120 s:\n${out}`));
+    }, 120_000);
     const check = setInterval(() => {
       const m = /API:\s+(\S+)\/v1/.exec(out);
       if (m) {
-        clearInterval(check); clearTimeout(timer);
+        clearInterval(check);
+        clearTimeout(timer);
         resolve({ child, api: m[1]!, out: () => out });
       }
     }, 100);
-    child.once('exit', (code) => { clearInterval(check); clearTimeout(timer); reject(new Error(`main exited with ${code}:\n${out}`)); });
+    child.once('exit', (code) => {
+      clearInterval(check);
+      clearTimeout(timer);
+      reject(new Error(`main exited with ${code}:\n${out}`));
+    });
   });
 }
 
-const alive = (pid: number) => { try { process.kill(pid, 0); return true; } catch { return false; } };
-const stop = (child: ChildProcess) => new Promise<number | null>((r) => { child.once('exit', (c) => r(c)); child.kill('SIGINT'); });
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+const stop = (child: ChildProcess) =>
+  new Promise<number | null>((r) => {
+    child.once('exit', (c) => r(c));
+    child.kill('SIGINT');
+  });
 
 t.test('main.ts: starts everything, stops cleanly, restarts on the same data', async (t) => {
   const dataDir = tempDir('payloads-main-');
   const first = await startMain(dataDir);
-  t.teardown(() => { first.child.kill('SIGKILL'); });
+  t.teardown(() => {
+    first.child.kill('SIGKILL');
+  });
   t.match(first.out(), /Account:\s+http:\/\/localhost:\d+\/account/);
   t.match(first.out(), /Errors:\s+http:\/\/localhost:\d+\/docs\/errors/);
   const ready = await fetch(`${first.api}/readyz`);
   t.equal(ready.status, 200, 'ready');
   const services = (await (await fetch(`${first.api}/v1/services`)).json()) as { services: { name: string; available: boolean }[] };
-  t.same(services.services.map((s) => [s.name, s.available]), [['websitepro', true], ['shots', true], ['labs', true]], 'every actor advertises');
+  t.same(
+    services.services.map((s) => [s.name, s.available]),
+    [
+      ['websitepro', true],
+      ['shots', true],
+      ['labs', true],
+    ],
+    'every actor advertises',
+  );
 
   const natsUrl = readFileSync(join(dataDir, 'nats.url'), 'utf8').trim();
   const portsFile = readdirSync(join(dataDir, 'nats', 'ports'))[0]!;
   const natsPid = Number(/_(\d+)\.ports$/.exec(portsFile)![1]);
   t.ok(alive(natsPid), `embedded nats-server runs (${natsUrl})`);
   const keyOut = await new Promise<string>((resolve, reject) => {
-    const c = spawn(process.execPath, ['admin/main.ts', 'key', 'create'], { env: { ...process.env, DATA_DIR: dataDir, NATS_URL: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const c = spawn(process.execPath, ['admin/main.ts', 'key', 'create'], {
+      env: { ...process.env, DATA_DIR: dataDir, NATS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let o = '';
     c.stdout.on('data', (d) => (o += d));
     c.once('exit', (code) => (code === 0 ? resolve(o.trim()) : reject(new Error(`admin exited ${code}`))));
@@ -67,14 +99,18 @@ t.test('main.ts: starts everything, stops cleanly, restarts on the same data', a
   const nc = await connectNats(bare.url, 'start-test');
   const jsm = await jetstreamManager(nc);
   const left = { durable: [] as string[], ephemeral: [] as string[] };
-  for await (const si of jsm.streams.list()) for await (const c of jsm.consumers.list(si.config.name)) (c.config.durable_name ? left.durable : left.ephemeral).push(`${si.config.name}/${c.name}`);
+  for await (const si of jsm.streams.list())
+    for await (const c of jsm.consumers.list(si.config.name))
+      (c.config.durable_name ? left.durable : left.ephemeral).push(`${si.config.name}/${c.name}`);
   await nc.close();
   await bare.stop();
   t.same(left.ephemeral, [], 'no ephemeral consumer left in the store');
   t.ok(left.durable.includes('JOBS/job-supervisor'), `the durable consumers stay (${left.durable.length})`);
 
   const second = await startMain(dataDir);
-  t.teardown(() => { second.child.kill('SIGKILL'); });
+  t.teardown(() => {
+    second.child.kill('SIGKILL');
+  });
   const r = await fetch(`${second.api}/v1/balance`, { headers: { authorization: `Bearer ${keyOut}` } });
   t.equal(r.status, 200, 'the key made before the restart still works');
   t.equal(await stop(second.child), 0);

@@ -10,7 +10,10 @@ const PROCESSINFO = Symbol.for('@tapjs/processinfo.ProcessInfoNodeData');
 const REPORT = `console.log(JSON.stringify({ nodeOptions: process.env.NODE_OPTIONS ?? null, processinfo: Symbol.for('@tapjs/processinfo.ProcessInfoNodeData') in globalThis }))`;
 
 t.test('the test process itself still runs under processinfo (tap adds it to the command line)', async (t) => {
-  t.ok(PROCESSINFO in globalThis, 'processinfo registered in this process: if not, tap changed how it starts tests; see test/helpers/tap-children.ts');
+  t.ok(
+    PROCESSINFO in globalThis,
+    'processinfo registered in this process: if not, tap changed how it starts tests; see test/helpers/tap-children.ts',
+  );
   t.notMatch(process.env.NODE_OPTIONS ?? '', /@tapjs\/processinfo/, 'NODE_OPTIONS cleaned for children');
 });
 
@@ -18,7 +21,7 @@ t.test('a child started with the environment inherited does not load processinfo
   const r = JSON.parse(execFileSync(process.execPath, ['-e', REPORT], { encoding: 'utf8' }));
   t.equal(r.processinfo, false, 'processinfo not loaded in the child');
   t.notMatch(r.nodeOptions ?? '', /@tapjs\/processinfo/, 'nor in its NODE_OPTIONS');
-  t.notMatch(r.nodeOptions ?? '', /tap-no-hooks/, 'nor scripts/tap.sh\'s preload (children start as in production)');
+  t.notMatch(r.nodeOptions ?? '', /tap-no-hooks/, "nor scripts/tap.sh's preload (children start as in production)");
 });
 
 t.test('nor one started with an environment of its own, sync or async', async (t) => {
@@ -27,7 +30,9 @@ t.test('nor one started with an environment of its own, sync or async', async (t
   t.equal(sync.processinfo, false, 'spawnSync: processinfo not loaded');
   const child = spawn(process.execPath, ['-e', REPORT], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  child.stdout.on('data', (d) => { out += d; });
+  child.stdout.on('data', (d) => {
+    out += d;
+  });
   await new Promise((resolve) => child.once('close', resolve));
   const r = JSON.parse(out);
   t.equal(r.processinfo, false, 'spawn: processinfo not loaded');

@@ -19,7 +19,10 @@ console.log(JSON.stringify({ skipped: globalThis[Symbol.for('payloads.tapHooksSk
 t.test('a test file started as tap starts one loads neither processinfo’s nor mock’s module hooks; other hooks still work', async (t) => {
   // tap's --import flags for a test file are on this process's command line
   const tapImports = process.execArgv.filter((a) => a.startsWith('--import=') && a.includes('@tapjs/'));
-  t.ok(tapImports.some((a) => a.includes('@tapjs/processinfo')), 'tap put processinfo on the test’s command line');
+  t.ok(
+    tapImports.some((a) => a.includes('@tapjs/processinfo')),
+    'tap put processinfo on the test’s command line',
+  );
   const out = execFileSync(process.execPath, [...tapImports, '--input-type=module', '-e', REPORT], {
     cwd: ROOT,
     encoding: 'utf8',
@@ -27,8 +30,14 @@ t.test('a test file started as tap starts one loads neither processinfo’s nor 
   });
   const r = JSON.parse(out.trim().split('\n').at(-1)!);
   t.ok(Array.isArray(r.skipped), 'the preload ran before tap’s imports');
-  t.ok(r.skipped.some((u: string) => u.includes('@tapjs/processinfo')), 'processinfo’s loader dropped');
-  t.ok(r.skipped.some((u: string) => u.includes('@tapjs/mock')), 'mock’s loader dropped');
+  t.ok(
+    r.skipped.some((u: string) => u.includes('@tapjs/processinfo')),
+    'processinfo’s loader dropped',
+  );
+  t.ok(
+    r.skipped.some((u: string) => u.includes('@tapjs/mock')),
+    'mock’s loader dropped',
+  );
   t.equal(r.skipped.length, 2, 'and nothing else');
   t.equal(r.probe, 42, 'a module hook of anyone else is registered as usual');
 });
@@ -42,7 +51,16 @@ t.test('every npm script that runs tap goes through scripts/tap.sh', async (t) =
 });
 
 t.test('no test uses tap’s module mocking (its loader is dropped)', async (t) => {
-  const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8' }).filter((f) => /\.(ts|mjs)$/.test(f) && !f.includes('node_modules'));
-  const users = files.filter((f) => /\.mock(Import|Require)\(|\.createMock\(/.test(readFileSync(join(ROOT, 'test', f), 'utf8')) && !f.endsWith('tap-no-hooks.test.ts'));
-  t.same(users, [], 'test files calling t.mockImport/t.mockRequire/t.createMock: drop @tapjs/mock from test/helpers/tap-no-hooks.mjs first');
+  const files = readdirSync(join(ROOT, 'test'), { recursive: true, encoding: 'utf8' }).filter(
+    (f) => /\.(ts|mjs)$/.test(f) && !f.includes('node_modules'),
+  );
+  const users = files.filter(
+    (f) =>
+      /\.mock(Import|Require)\(|\.createMock\(/.test(readFileSync(join(ROOT, 'test', f), 'utf8')) && !f.endsWith('tap-no-hooks.test.ts'),
+  );
+  t.same(
+    users,
+    [],
+    'test files calling t.mockImport/t.mockRequire/t.createMock: drop @tapjs/mock from test/helpers/tap-no-hooks.mjs first',
+  );
 });

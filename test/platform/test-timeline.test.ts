@@ -20,12 +20,18 @@ t.test('a test file process: one line with its pid, phases in order; another pro
   const env = { ...rest, TEST_TIMELINE: out };
   const printed = execFileSync(process.execPath, [`--import=${recorder}`, join(dir, 'test', 'x.test.ts')], { env, encoding: 'utf8' });
   execFileSync(process.execPath, [`--import=${recorder}`, join(dir, 'other.ts')], { env, encoding: 'utf8' });
-  const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const lines = readFileSync(out, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   t.equal(lines.length, 1, 'only the test file wrote');
   const [l] = lines;
   t.equal(l.file, 'test/x.test.ts');
   t.equal(l.pid, Number(printed.trim().split('\n')[1]), 'the pid of the test file process');
-  t.ok(l.origin <= l.pre && l.pre <= l.first && l.first <= l.last && l.last <= l.end, 'start, preload, first and last output, exit in order');
+  t.ok(
+    l.origin <= l.pre && l.pre <= l.first && l.first <= l.last && l.last <= l.end,
+    'start, preload, first and last output, exit in order',
+  );
   t.ok(l.cpu > 0, 'its CPU');
   const summary = execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/test-timeline.ts'), out], { encoding: 'utf8' });
   t.match(summary, /^1 files in \d+ s; summed over files: boot \d+ s, imports \d+ s, tests \d+ s, after \d+ s/);

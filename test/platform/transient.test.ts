@@ -5,7 +5,13 @@ import { jetstream, jetstreamManager, JetStreamApiError } from '@nats-io/jetstre
 import { startTestNats } from '../helpers/nats.ts';
 import { isTransientNatsError, transientKind } from '../../shared/nats/transient.ts';
 
-const caught = async (p: Promise<unknown>) => p.then(() => { throw new Error('expected a rejection'); }, (e: unknown) => e);
+const caught = async (p: Promise<unknown>) =>
+  p.then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (e: unknown) => e,
+  );
 
 t.test('no responders and timeouts are transient; a missing stream or a bad request is not', async (t) => {
   const tn = await startTestNats(t);
@@ -14,7 +20,11 @@ t.test('no responders and timeouts are transient; a missing stream or a bad requ
   const silent = nc.subscribe('listens.never.answers');
   t.teardown(() => silent.unsubscribe());
   await nc.flush();
-  t.equal(transientKind(await caught(nc.request('listens.never.answers', '', { timeout: 200 }))), 'timeout', 'a timeout: it may have had its effect');
+  t.equal(
+    transientKind(await caught(nc.request('listens.never.answers', '', { timeout: 200 }))),
+    'timeout',
+    'a timeout: it may have had its effect',
+  );
   const jsm = await jetstreamManager(nc);
   const missing = await caught(jsm.streams.info('NO_SUCH_STREAM'));
   t.type(missing, JetStreamApiError);
@@ -39,10 +49,17 @@ t.test('JetStream "temporarily unavailable" (10008) is transient', async (t) => 
   // the server sends it while a stream or consumer elects a leader; the class is the client's own
   const e = new JetStreamApiError({ code: 503, err_code: 10008, description: 'JetStream system temporarily unavailable' });
   t.equal(transientKind(e), 'unanswered');
-  t.notOk(isTransientNatsError(new JetStreamApiError({ code: 400, err_code: 10058, description: 'stream name already in use with a different configuration' })));
+  t.notOk(
+    isTransientNatsError(
+      new JetStreamApiError({ code: 400, err_code: 10058, description: 'stream name already in use with a different configuration' }),
+    ),
+  );
   // 503 is also the status of lasting faults: a full stream, JetStream off for the account
   t.notOk(isTransientNatsError(new JetStreamApiError({ code: 503, err_code: 10077, description: 'maximum bytes exceeded' })));
   const off = new JetStreamApiError({ code: 503, err_code: 10039, description: 'jetstream not enabled for account' });
   // the client throws its JetStreamNotEnabled (not exported by the package) with the 10039 answer as cause
-  t.notOk(isTransientNatsError(Object.assign(new Error(off.message, { cause: off }), { name: 'JetStreamNotEnabled' })), 'JetStream not enabled for the account');
+  t.notOk(
+    isTransientNatsError(Object.assign(new Error(off.message, { cause: off }), { name: 'JetStreamNotEnabled' })),
+    'JetStream not enabled for the account',
+  );
 });

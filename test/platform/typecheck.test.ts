@@ -10,7 +10,11 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 t.test('tsc --noEmit reports no error', async (t) => {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const r = spawnSync(process.execPath, [tsc, '--noEmit', '-p', join(root, 'tsconfig.json')], { cwd: root, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, [tsc, '--noEmit', '-p', join(root, 'tsconfig.json')], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   t.equal(r.status, 0, `tsc exited ${r.status}${r.signal ? ` (${r.signal})` : ''}`);
   t.equal(r.stdout.trim(), '', r.stdout.split('\n').slice(0, 30).join('\n') || 'no diagnostics');
 });

@@ -13,7 +13,9 @@ export const TRACED_CALLS = 'write,writev,pwrite64,fsync,fdatasync,sendto,sendms
  * strace ends with it (a strace that is signalled detaches and would leave the server running).
  */
 export async function attachStrace(pid: number, logFile: string): Promise<{ exited: Promise<unknown> }> {
-  const child = spawn('strace', ['-f', '-tt', '-s', '4096', '-yy', '-e', `trace=${TRACED_CALLS}`, '-o', logFile, '-p', String(pid)], { stdio: 'ignore' });
+  const child = spawn('strace', ['-f', '-tt', '-s', '4096', '-yy', '-e', `trace=${TRACED_CALLS}`, '-o', logFile, '-p', String(pid)], {
+    stdio: 'ignore',
+  });
   const exited = new Promise((r) => child.once('exit', r));
   const tracedBy = (tid: string) => /TracerPid:\s*(\d+)/.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1];
   for (let i = 0; i < 400; i++) {
@@ -47,7 +49,11 @@ export function parseTrace(log: string): Call[] {
     const r = RESUMED.exec(line);
     if (r) {
       const c = open.get(`${r[1]} ${r[2]}`);
-      if (c) { c.end = i; c.text += line; open.delete(`${r[1]} ${r[2]}`); }
+      if (c) {
+        c.end = i;
+        c.text += line;
+        open.delete(`${r[1]} ${r[2]}`);
+      }
       return;
     }
     const m = CALL.exec(line);

@@ -16,13 +16,14 @@ import { ROOT, loadConfig } from '../../shared/config/index.ts';
 import { tempDir, testConfig } from '../helpers/nats.ts';
 import { retry } from '../helpers/cluster.ts';
 
-t.test('config/cluster: three valid node files with the launcher\'s ports, and cluster.json asks for 3 replicas', async (t) => {
+t.test("config/cluster: three valid node files with the launcher's ports, and cluster.json asks for 3 replicas", async (t) => {
   for (let i = 0; i < 3; i++) {
     const file = join(ROOT, 'config', 'cluster', `n${i + 1}.conf`);
     const text = readFileSync(file, 'utf8');
     t.match(text, new RegExp(`\\nport: ${DEFAULT_CLIENT_PORTS[i]}\\n`), `n${i + 1} client port`);
     t.match(text, new RegExp(`port: ${DEFAULT_CLUSTER_PORTS[i]}\\n`), `n${i + 1} cluster port`);
-    for (const [j, p] of DEFAULT_CLUSTER_PORTS.entries()) if (j !== i) t.match(text, `nats-route://127.0.0.1:${p}`, `n${i + 1} routes to n${j + 1}`);
+    for (const [j, p] of DEFAULT_CLUSTER_PORTS.entries())
+      if (j !== i) t.match(text, `nats-route://127.0.0.1:${p}`, `n${i + 1} routes to n${j + 1}`);
     // nats-server's own check of the file
     const r = spawnSync('nats-server', ['-c', file, '-t'], { encoding: 'utf8' });
     t.equal(r.status, 0, `nats-server -t accepts n${i + 1}.conf`);

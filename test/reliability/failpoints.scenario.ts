@@ -31,7 +31,8 @@ import { newId } from '../../shared/ids.ts';
 
 const skip = process.env.FAILPOINT_TESTS === '1' ? false : 'long walk: run it with `npm run test:failpoints`';
 type Unit = 'wallet' | 'job-supervisor' | 'gateway';
-const unitOf = (f: FailpointName): Unit => (f.startsWith('wallet.') ? 'wallet' : f.startsWith('supervisor.') ? 'job-supervisor' : 'gateway');
+const unitOf = (f: FailpointName): Unit =>
+  f.startsWith('wallet.') ? 'wallet' : f.startsWith('supervisor.') ? 'job-supervisor' : 'gateway';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const until = async (f: () => Promise<boolean>, ms: number) => {
   const end = Date.now() + ms;
@@ -48,7 +49,13 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
   await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise((r) => target.close(r)));
   const port = (target.address() as AddressInfo).port;
-  const gwPort = await new Promise<number>((r) => { const s = createServer(); s.listen(0, '127.0.0.1', () => { const p = (s.address() as AddressInfo).port; s.close(() => r(p)); }); });
+  const gwPort = await new Promise<number>((r) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const p = (s.address() as AddressInfo).port;
+      s.close(() => r(p));
+    });
+  });
   const overrides = {
     server: { port: gwPort, logLevel: 'error' },
     outbound: { allowCidrs: ['127.0.0.0/8'] },
@@ -64,11 +71,20 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
   const base = `http://127.0.0.1:${gwPort}`;
 
   const procs = new Map<Unit, ChildProcess>();
-  t.teardown(() => { for (const c of procs.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL'); });
+  t.teardown(() => {
+    for (const c of procs.values()) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  });
   async function startUnit(u: Unit, failpoint = ''): Promise<ChildProcess> {
     const child = spawn(process.execPath, ['main.ts', u], {
       cwd: ROOT,
-      env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: dataDir, CONFIG_FILE: configFile, LOG_LEVEL: 'error', PAYLOADS_FAILPOINTS: failpoint },
+      env: {
+        ...process.env,
+        NATS_URL: tn.server.url,
+        DATA_DIR: dataDir,
+        CONFIG_FILE: configFile,
+        LOG_LEVEL: 'error',
+        PAYLOADS_FAILPOINTS: failpoint,
+      },
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     procs.set(u, child);
@@ -91,18 +107,33 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
   // the workers and the catalogue live in this process (no failpoint is theirs)
   const log = testLog();
   const stops: (() => Promise<unknown>)[] = [];
-  t.teardown(async () => { for (const s of stops) await s().catch(() => {}); });
-  for (const [consumer, filterSubject] of [['fp-websitepro', subjects.taskWebsitepro], ['fp-labs', subjects.taskLabs]] as const) {
+  t.teardown(async () => {
+    for (const s of stops) await s().catch(() => {});
+  });
+  for (const [consumer, filterSubject] of [
+    ['fp-websitepro', subjects.taskWebsitepro],
+    ['fp-labs', subjects.taskLabs],
+  ] as const) {
     const w = await startTestWorker({ nc: await tn.connect('worker'), config: tn.config, log, consumer, filterSubject });
     stops.push(() => w.stop());
   }
   const web = await advertise(tn.nc, 'websitepro', 'fp-converter', () => ({ outputs: ['metadata', 'text'] }));
-  const lab = await advertise(tn.nc, 'labs', 'fp-prober', () => ({ checks: [{ id: 'fp-check', title: 'x', module: 'conformance', needsDataset: true, selectable: true }] }));
-  stops.push(() => web.stop(), () => lab.stop());
+  const lab = await advertise(tn.nc, 'labs', 'fp-prober', () => ({
+    checks: [{ id: 'fp-check', title: 'x', module: 'conformance', needsDataset: true, selectable: true }],
+  }));
+  stops.push(
+    () => web.stop(),
+    () => lab.stop(),
+  );
 
   const post = async (key: string, path: string, body: unknown) => {
-    const res = await fetch(base + path, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(20_000) });
-    return { status: res.status, json: await res.json().catch(() => null) as any };
+    const res = await fetch(base + path, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20_000),
+    });
+    return { status: res.status, json: (await res.json().catch(() => null)) as any };
   };
   const jobsKv = await new Kvm(tn.nc).open(BUCKETS.jobs);
   const results = await new Objm(tn.nc).open(OBJECT_STORES.results);
@@ -110,18 +141,25 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
   /** One pass over every money path; each step tolerates the crash (the process may die in it). */
   async function workload(key: string, walletId: string) {
     const steps: Promise<unknown>[] = [];
-    steps.push((async () => {
-      const r = await post(key, '/v1/topups', { eur: 1 });
-      if (r.status === 201) await wallet.topupPay(tn.nc, r.json.topup.id);
-    })());
-    steps.push((async () => {
-      const r = await post(key, '/v1/websitepro/jobs?wait=15', { url: `http://127.0.0.1:${port}/?behave.metadata=fail&behave.text=slow`, outputs: ['metadata', 'text'] });
-      if (r.status !== 201) return;
-      const id = r.json.job.id;
-      await until(async () => (await jobsKv.get(id))?.json<JobRecord>().results.find((x) => x.key === 'text')?.status === 'done', 15_000);
-      await results.delete(`${id}/text`);
-      await reportLostFile(tn.nc, id, 'text', 'failpoint walk: the file is gone');
-    })());
+    steps.push(
+      (async () => {
+        const r = await post(key, '/v1/topups', { eur: 1 });
+        if (r.status === 201) await wallet.topupPay(tn.nc, r.json.topup.id);
+      })(),
+    );
+    steps.push(
+      (async () => {
+        const r = await post(key, '/v1/websitepro/jobs?wait=15', {
+          url: `http://127.0.0.1:${port}/?behave.metadata=fail&behave.text=slow`,
+          outputs: ['metadata', 'text'],
+        });
+        if (r.status !== 201) return;
+        const id = r.json.job.id;
+        await until(async () => (await jobsKv.get(id))?.json<JobRecord>().results.find((x) => x.key === 'text')?.status === 'done', 15_000);
+        await results.delete(`${id}/text`);
+        await reportLostFile(tn.nc, id, 'text', 'failpoint walk: the file is gone');
+      })(),
+    );
     steps.push(post(key, '/v1/labs/jobs?wait=15', { relay: `ws://127.0.0.1:${port}/?behave=fail`, checks: ['fp-check'] }));
     steps.push(wallet.charge(tn.nc, { walletId, jobId: newId('job'), amount: 7 }));
     await Promise.allSettled(steps);

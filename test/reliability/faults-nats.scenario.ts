@@ -31,10 +31,15 @@ t.test('NATS faults on the cluster', async (t) => {
     await b.sys.cluster.kill(victim);
     const t0 = Date.now();
     // a failover window is allowed (retry for a few seconds), then every request must be served
-    const first = await until('a job created after the node loss', async () => {
-      const r = await create(`${pages.url}after-kill`);
-      return r.status === 201 ? r : null;
-    }, 30000, 250);
+    const first = await until(
+      'a job created after the node loss',
+      async () => {
+        const r = await create(`${pages.url}after-kill`);
+        return r.status === 201 ? r : null;
+      },
+      30000,
+      250,
+    );
     t.comment(`first job accepted ${Date.now() - t0} ms after the node died`);
     const ids = [first.json.job.id];
     for (let i = 0; i < 5; i++) {
@@ -46,14 +51,19 @@ t.test('NATS faults on the cluster', async (t) => {
     t.equal((await http(b.base, 'GET', '/v1/balance', { key })).status, 200, 'balance served');
 
     await b.sys.cluster.restart(victim);
-    const caughtUp = await until('the restarted node current on every stream', async () => {
-      for (const s of [STREAMS.ledger, STREAMS.jobs, STREAMS.tasks, `KV_${BUCKETS.jobs}`]) {
-        const info = await jsm.streams.info(s);
-        const reps = info.cluster?.replicas ?? [];
-        if (reps.length !== 2 || !reps.every((r) => r.current && !r.offline)) return false;
-      }
-      return true;
-    }, 60000, 500);
+    const caughtUp = await until(
+      'the restarted node current on every stream',
+      async () => {
+        for (const s of [STREAMS.ledger, STREAMS.jobs, STREAMS.tasks, `KV_${BUCKETS.jobs}`]) {
+          const info = await jsm.streams.info(s);
+          const reps = info.cluster?.replicas ?? [];
+          if (reps.length !== 2 || !reps.every((r) => r.current && !r.offline)) return false;
+        }
+        return true;
+      },
+      60000,
+      500,
+    );
     t.ok(caughtUp, 'the restarted node is a current replica of the ledger, jobs and tasks');
     const r = await create(`${pages.url}after-restart`);
     t.equal(r.status, 201, 'jobs are created after the node came back');
@@ -66,7 +76,10 @@ t.test('NATS faults on the cluster', async (t) => {
     const balance = (await http(b.base, 'GET', '/v1/balance', { key })).json.balance as number;
     const ledgerBefore = (await readLedger(b.nc)).length;
     const jobsBefore = (await audit(b.nc)).jobs;
-    const ports = { clientPorts: b.sys.cluster.nodes.map((n) => n.clientPort), clusterPorts: b.sys.cluster.nodes.map((n) => n.clusterPort) };
+    const ports = {
+      clientPorts: b.sys.cluster.nodes.map((n) => n.clientPort),
+      clusterPorts: b.sys.cluster.nodes.map((n) => n.clusterPort),
+    };
     await b.nc.close();
     await b.sys.stop();
     await gate.close();
@@ -78,8 +91,15 @@ t.test('NATS faults on the cluster', async (t) => {
     // the job in flight: its worker was stopped mid-task; the task is redelivered and fails cleanly
     // (the gate is gone: nothing answers there now) or completes; either way it finishes and is settled
     const job = await finished(id, 150000);
-    t.ok(isFinished(job), `the job in flight finished after the restart (${job.status}, ${job.results.map((r: any) => r.error ?? r.status).join(',')})`);
-    t.equal((await http(b.base, 'GET', '/v1/balance', { key })).json?.balance, balance + job.refunded, 'the balance survived (plus the refund of what the job in flight did not deliver)');
+    t.ok(
+      isFinished(job),
+      `the job in flight finished after the restart (${job.status}, ${job.results.map((r: any) => r.error ?? r.status).join(',')})`,
+    );
+    t.equal(
+      (await http(b.base, 'GET', '/v1/balance', { key })).json?.balance,
+      balance + job.refunded,
+      'the balance survived (plus the refund of what the job in flight did not deliver)',
+    );
     const r = await create(`${pages.url}after-full-restart`);
     t.equal(r.status, 201, 'new jobs are taken');
     t.equal((await finished(r.json.job.id)).status, 'completed', 'and completed');

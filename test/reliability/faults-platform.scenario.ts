@@ -21,7 +21,11 @@ t.teardown(() => pages.close());
 const ORPHAN_GRACE_SECONDS = 10;
 
 t.test('actor faults on the cluster', async (t) => {
-  const b = await startFaultBench(t, { pagesPort: pages.port, name: 'faults-platform', config: { wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } } });
+  const b = await startFaultBench(t, {
+    pagesPort: pages.port,
+    name: 'faults-platform',
+    config: { wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } },
+  });
   const { key, walletId, create, finished, clean, gated } = b;
 
   await t.test('job-supervisor SIGKILLed mid-job: a new one resumes it', async (t) => {
@@ -64,8 +68,14 @@ t.test('actor faults on the cluster', async (t) => {
     b.base = g2.url!;
     gate.open();
     const results = await Promise.all(polls);
-    t.ok(results.every((r) => r.job.id === id && r.job.status === 'completed'), 'every client got the completed job');
-    t.ok(results.every((r) => r.errors >= 1), 'every client saw the gateway go away and retried');
+    t.ok(
+      results.every((r) => r.job.id === id && r.job.status === 'completed'),
+      'every client got the completed job',
+    );
+    t.ok(
+      results.every((r) => r.errors >= 1),
+      'every client saw the gateway go away and retried',
+    );
     await clean('after the gateway restart');
   });
 
@@ -88,15 +98,23 @@ t.test('actor faults on the cluster', async (t) => {
     // settle: whatever the gateway answered, the ledger must agree with it. A refused creation's
     // charge comes back through the orphan sweep (its grace and a sweep): awaited, not slept for
     if (r.status === 201) await sleep(2 * ORPHAN_GRACE_SECONDS * 1000 + 2000);
-    else await until('the charge written before the crash given back', async () => (await http(b.base, 'GET', '/v1/balance', { key })).json.balance === before, 2 * ORPHAN_GRACE_SECONDS * 1000 + 30000, 500).catch(() => undefined);
+    else
+      await until(
+        'the charge written before the crash given back',
+        async () => (await http(b.base, 'GET', '/v1/balance', { key })).json.balance === before,
+        2 * ORPHAN_GRACE_SECONDS * 1000 + 30000,
+        500,
+      ).catch(() => undefined);
     const report = await clean('after the wallet crash');
     const after = (await http(b.base, 'GET', '/v1/balance', { key })).json.balance as number;
     const charges = (await readLedger(b.nc)).filter((e) => e.walletId === walletId && e.type === 'charge');
     const byJob = new Map<string, number>();
     for (const c of charges) byJob.set(c.jobId!, (byJob.get(c.jobId!) ?? 0) + 1);
-    t.ok([...byJob.values()].every((n) => n === 1), 'no job charged twice');
+    t.ok(
+      [...byJob.values()].every((n) => n === 1),
+      'no job charged twice',
+    );
     if (r.status !== 201) t.equal(after, before, 'a refused creation cost nothing (the charge written before the crash was given back)');
-    t.equal(report.balances[walletId], after, 'the balance the API shows is the ledger\'s');
+    t.equal(report.balances[walletId], after, "the balance the API shows is the ledger's");
   });
-
 });

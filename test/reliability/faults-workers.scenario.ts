@@ -26,15 +26,30 @@ t.teardown(() => pages.close());
 t.teardown(() => relay.close());
 
 t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered, completed, audit clean', async (t) => {
-  const gates = { converter: await startGate(pages.port), 'relay-prober': await startGate(relay.port), 'browser-pool': await startGate(pages.port) };
+  const gates = {
+    converter: await startGate(pages.port),
+    'relay-prober': await startGate(relay.port),
+    'browser-pool': await startGate(pages.port),
+  };
   t.teardown(() => Promise.all(Object.values(gates).map((g) => g.close())));
 
   const sys = await startTestSystem(t, {
-    processes: ['wallet', 'job-supervisor', 'converter', 'converter', 'relay-prober', 'relay-prober', 'browser-pool', 'browser-pool', 'gateway'],
+    processes: [
+      'wallet',
+      'job-supervisor',
+      'converter',
+      'converter',
+      'relay-prober',
+      'relay-prober',
+      'browser-pool',
+      'browser-pool',
+      'gateway',
+    ],
     env: { BROWSERS: 'chromium' },
     config: {
       // a held connection must outlast the second instance's start
-      labs: { ...fastLabs, replyTimeoutMs: 90000, moduleTimeoutMs: 180000, allowedPorts: [gates['relay-prober'].port] }, webhooks: fastWebhooks,
+      labs: { ...fastLabs, replyTimeoutMs: 90000, moduleTimeoutMs: 180000, allowedPorts: [gates['relay-prober'].port] },
+      webhooks: fastWebhooks,
       shots: { pageTimeoutMs: 120000 },
       websitepro: { fetchTimeoutMs: 120000 },
     },
@@ -52,7 +67,14 @@ t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered
   };
   const names = Object.keys(bodies) as (keyof typeof gates)[];
   // every catalogue is advertised once its instance runs (a service without one answers 503)
-  await until('the catalogues', async () => (await Promise.all(['websitepro', 'shots', 'labs'].map((x) => http(base, 'GET', `/v1/services/${x}`)))).every((r) => r.status === 200), 60000);
+  await until(
+    'the catalogues',
+    async () =>
+      (await Promise.all(['websitepro', 'shots', 'labs'].map((x) => http(base, 'GET', `/v1/services/${x}`)))).every(
+        (r) => r.status === 200,
+      ),
+    60000,
+  );
 
   const jobs: Record<string, string> = {};
   for (const n of names) {
@@ -66,7 +88,11 @@ t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered
   for (const n of names) {
     const instances = sys.procs.filter((p) => p.name === n);
     const port = gates[n].workingPorts()[0]!;
-    const pid = ownerOf(port, gates[n].port, instances.map((p) => p.pid));
+    const pid = ownerOf(
+      port,
+      gates[n].port,
+      instances.map((p) => p.pid),
+    );
     const owner = instances.find((p) => p.pid === pid);
     if (!owner) {
       t.fail(`${n}: no instance owns the held connection from port ${port}`);
@@ -79,12 +105,24 @@ t.test('converter, relay-prober and browser-pool SIGKILLed mid-task: redelivered
 
   for (const n of names) {
     const id = jobs[n]!;
-    const job = await until(`job ${id} (${n}) finished`, async () => {
-      const r = await http(base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
-      return r.status === 200 && (r.json.job.status === 'completed' || r.json.job.status === 'failed') ? r.json.job : null;
-    }, 150000, 100);
-    t.equal(job.status, 'completed', `${n}: the job completed after the redelivery (${JSON.stringify(job.results.map((x: any) => [x.key, x.status, x.error]))})`);
-    t.ok(job.results.every((x: any) => x.status === 'done'), `${n}: every result delivered`);
+    const job = await until(
+      `job ${id} (${n}) finished`,
+      async () => {
+        const r = await http(base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
+        return r.status === 200 && (r.json.job.status === 'completed' || r.json.job.status === 'failed') ? r.json.job : null;
+      },
+      150000,
+      100,
+    );
+    t.equal(
+      job.status,
+      'completed',
+      `${n}: the job completed after the redelivery (${JSON.stringify(job.results.map((x: any) => [x.key, x.status, x.error]))})`,
+    );
+    t.ok(
+      job.results.every((x: any) => x.status === 'done'),
+      `${n}: every result delivered`,
+    );
     if (job.status !== 'completed') {
       const rec = await (await new Kvm(nc).open(BUCKETS.jobs)).get(id);
       t.comment(`job document: ${rec?.string()}`);

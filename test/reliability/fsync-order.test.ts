@@ -59,7 +59,11 @@ t.test('sync_interval always: every acknowledged ledger entry and job document w
   for (const [what, checks] of Object.entries(r)) {
     t.equal(checks.filter((c) => c.written).length, N, `${what}: the ${N} writes are in the trace`);
     t.equal(checks.filter((c) => c.acked).length, N, `${what}: the ${N} acknowledgements are in the trace`);
-    t.same(checks.filter((c) => !c.syncedBeforeAck).map((c) => c.seq), [], `${what}: no acknowledgement before its fsync`);
+    t.same(
+      checks.filter((c) => !c.syncedBeforeAck).map((c) => c.seq),
+      [],
+      `${what}: no acknowledgement before its fsync`,
+    );
   }
 });
 
@@ -67,6 +71,10 @@ t.test('the nats-server default (sync_interval 2m): acknowledgements with no fsy
   const r = await run(t, '2m');
   for (const [what, checks] of Object.entries(r)) {
     t.equal(checks.filter((c) => c.written && c.acked).length, N, `${what}: writes and acknowledgements found`);
-    t.equal(checks.filter((c) => !c.syncedBeforeAck).length, N, `${what}: all ${N} acknowledged before any fsync (the check above can fail)`);
+    t.equal(
+      checks.filter((c) => !c.syncedBeforeAck).length,
+      N,
+      `${what}: all ${N} acknowledged before any fsync (the check above can fail)`,
+    );
   }
 });

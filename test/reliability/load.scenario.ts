@@ -33,9 +33,19 @@ t.test('bounded load on the cluster: nothing lost, no unexpected 5xx, audit clea
     await wallet.grant(nc, k.walletId, 10_000_000, 'load test', `load-test-${i}`);
     keys.push(k.key);
   }
-  const report = await runLoad({ base: sys.gateway()!.url!, keys, bodies: loadBodies(pages.url, relay.url), clients: 8, durationMs: SECONDS * 1000, drainMs: 120000 });
+  const report = await runLoad({
+    base: sys.gateway()!.url!,
+    keys,
+    bodies: loadBodies(pages.url, relay.url),
+    clients: 8,
+    durationMs: SECONDS * 1000,
+    drainMs: 120000,
+  });
   t.comment(JSON.stringify(report));
-  t.ok(report.created > 0, `${report.created} jobs created (${report.jobsPerSecond}/s, p50 ${report.latencyMs.p50} ms, p99 ${report.latencyMs.p99} ms)`);
+  t.ok(
+    report.created > 0,
+    `${report.created} jobs created (${report.jobsPerSecond}/s, p50 ${report.latencyMs.p50} ms, p99 ${report.latencyMs.p99} ms)`,
+  );
   for (const s of ['websitepro', 'labs', 'shots']) t.ok((report.byService[s] ?? 0) > 0, `${s} jobs among them`);
   t.equal(report.unexpected5xx, 0, `no 5xx other than 503 busy ${JSON.stringify(report.unexpected)}`);
   t.same(report.unfinished, [], 'every created job finished (none lost)');

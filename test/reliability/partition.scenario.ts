@@ -38,11 +38,22 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   t.teardown(() => cluster.stop());
   const configFile = join(dataDir, 'config.json');
   // a generous job limit: the three clients create several hundred jobs an hour's limit would refuse
-  writeFileSync(configFile, JSON.stringify(testSystemConfig({ websitepro: { fetchTimeoutMs: 120000 }, limits: { jobsPerHour: 100000, jobRequestsPerMinute: 100000 }, outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'], checksPerKeyPerMinute: 100000, checksPerTargetPerMinute: 100000 } })));
+  writeFileSync(
+    configFile,
+    JSON.stringify(
+      testSystemConfig({
+        websitepro: { fetchTimeoutMs: 120000 },
+        limits: { jobsPerHour: 100000, jobRequestsPerMinute: 100000 },
+        outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'], checksPerKeyPerMinute: 100000, checksPerTargetPerMinute: 100000 },
+      }),
+    ),
+  );
   const procs: ActorProcess[] = [];
   t.teardown(() => Promise.all(procs.map((p) => p.stop())));
   for (const name of ['wallet', 'job-supervisor', 'converter', 'gateway'] as ProcessName[]) {
-    procs.push(await spawnActor(name, { natsUrl: cluster.url, dataDir, replicas: 3, configFile, logLevel: process.env.TEST_LOG_LEVEL ?? 'warn' }));
+    procs.push(
+      await spawnActor(name, { natsUrl: cluster.url, dataDir, replicas: 3, configFile, logLevel: process.env.TEST_LOG_LEVEL ?? 'warn' }),
+    );
   }
   const base = procs.at(-1)!.url!;
   const nc: NatsConnection = await connectNats(cluster.url, 'partition-test');
@@ -51,12 +62,13 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   await wallet.grant(nc, walletId, 1_000_000, 'partition test funds', 'partition-funds');
   const jsm = await jetstreamManager(nc);
   // right after a heal the stream may have no leader yet: wait until one of the three is named
-  const ledgerLeader = async () => retry(async () => {
-    const leader = (await jsm.streams.info(STREAMS.ledger)).cluster?.leader;
-    const i = cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
-    if (i < 0) throw new Error(`no LEDGER leader among the nodes yet (${leader ?? 'none'})`);
-    return i;
-  }, 30000);
+  const ledgerLeader = async () =>
+    retry(async () => {
+      const leader = (await jsm.streams.info(STREAMS.ledger)).cluster?.leader;
+      const i = cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
+      if (i < 0) throw new Error(`no LEDGER leader among the nodes yet (${leader ?? 'none'})`);
+      return i;
+    }, 30000);
 
   const created: string[] = [];
   const paid: string[] = [];
@@ -70,39 +82,71 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
     let slowestMs = 0;
     let stop = false;
     // three clients: one stuck on a request that hangs does not stop the others from trying
-    const loop = Promise.all([0, 1, 2].map((c) => (async () => {
-      for (let i = c * 100_000; !stop; i++) {
-        const asked = Date.now();
-        const r = await http(base, 'POST', '/v1/websitepro/jobs', { key, body: { url: `${pages.url}${name}-${i}`, outputs: ['metadata'] }, timeoutMs: 60000 })
-          .catch((e: Error) => ({ status: 0, json: { error: { code: `client: ${e.name}` } } }));
-        slowestMs = Math.max(slowestMs, Date.now() - asked);
-        if (r.status === 201) {
-          ok++;
-          created.push(r.json.job.id);
-        } else {
-          const code = `${r.status} ${r.json?.error?.code ?? ''}`.trim();
-          codes[code] = (codes[code] ?? 0) + 1;
-          lastFailureAt = Date.now();
-        }
-        if (c === 0 && i % 5 === 0) {
-          // a top-up made and paid: an acknowledged payment must be credited exactly once
-          await wallet.topupCreate(nc, walletId, 1).then((c) => wallet.topupPay(nc, c.topup.id)).then((p) => { paid.push(p.topup.id); }, () => {});
-        }
-        await sleep(250);
-      }
-    })()));
+    const loop = Promise.all(
+      [0, 1, 2].map((c) =>
+        (async () => {
+          for (let i = c * 100_000; !stop; i++) {
+            const asked = Date.now();
+            const r = await http(base, 'POST', '/v1/websitepro/jobs', {
+              key,
+              body: { url: `${pages.url}${name}-${i}`, outputs: ['metadata'] },
+              timeoutMs: 60000,
+            }).catch((e: Error) => ({ status: 0, json: { error: { code: `client: ${e.name}` } } }));
+            slowestMs = Math.max(slowestMs, Date.now() - asked);
+            if (r.status === 201) {
+              ok++;
+              created.push(r.json.job.id);
+            } else {
+              const code = `${r.status} ${r.json?.error?.code ?? ''}`.trim();
+              codes[code] = (codes[code] ?? 0) + 1;
+              lastFailureAt = Date.now();
+            }
+            if (c === 0 && i % 5 === 0) {
+              // a top-up made and paid: an acknowledged payment must be credited exactly once
+              await wallet
+                .topupCreate(nc, walletId, 1)
+                .then((c) => wallet.topupPay(nc, c.topup.id))
+                .then(
+                  (p) => {
+                    paid.push(p.topup.id);
+                  },
+                  () => {},
+                );
+            }
+            await sleep(250);
+          }
+        })(),
+      ),
+    );
     const t0 = Date.now();
     await fault();
     const healedAt = Date.now();
     // recovered: a job created after the heal
-    const recovered = await until(`a job created after ${name} healed`, async () => {
-      const r = await http(base, 'POST', '/v1/websitepro/jobs', { key, body: { url: `${pages.url}${name}-after`, outputs: ['metadata'] }, timeoutMs: 30000 });
-      if (r.status === 201) created.push(r.json.job.id);
-      return r.status === 201 ? Date.now() : null;
-    }, 90_000, 250);
+    const recovered = await until(
+      `a job created after ${name} healed`,
+      async () => {
+        const r = await http(base, 'POST', '/v1/websitepro/jobs', {
+          key,
+          body: { url: `${pages.url}${name}-after`, outputs: ['metadata'] },
+          timeoutMs: 30000,
+        });
+        if (r.status === 201) created.push(r.json.job.id);
+        return r.status === 201 ? Date.now() : null;
+      },
+      90_000,
+      250,
+    );
     stop = true;
     await loop;
-    const f = { scenario: name, faultSeconds: Math.round((healedAt - t0) / 1000), created: ok, failedCreations: codes, recoverSeconds: +((recovered - healedAt) / 1000).toFixed(1), slowestCreationSeconds: +(slowestMs / 1000).toFixed(1), failuresAfterHealSeconds: lastFailureAt > healedAt ? +((lastFailureAt - healedAt) / 1000).toFixed(1) : 0 };
+    const f = {
+      scenario: name,
+      faultSeconds: Math.round((healedAt - t0) / 1000),
+      created: ok,
+      failedCreations: codes,
+      recoverSeconds: +((recovered - healedAt) / 1000).toFixed(1),
+      slowestCreationSeconds: +(slowestMs / 1000).toFixed(1),
+      failuresAfterHealSeconds: lastFailureAt > healedAt ? +((lastFailureAt - healedAt) / 1000).toFixed(1) : 0,
+    };
     figures.push(f);
     t.comment(JSON.stringify(f));
     return f;
@@ -111,10 +155,15 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   /** Nothing lost: every created job finished, every acknowledged charge and credit in the ledger once, the audit clean. */
   async function nothingLost(when: string) {
     for (const id of created) {
-      await until(`job ${id} finished (${when})`, async () => {
-        const r = await http(base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
-        return r.status === 200 && isFinished(r.json.job);
-      }, 180_000, 200);
+      await until(
+        `job ${id} finished (${when})`,
+        async () => {
+          const r = await http(base, 'GET', `/v1/jobs/${id}?wait=20`, { key, timeoutMs: 30000 });
+          return r.status === 200 && isFinished(r.json.job);
+        },
+        180_000,
+        200,
+      );
     }
     const jobs = await retry(() => readBucket<JobRecord>(nc, BUCKETS.jobs));
     const ledger = await retry(() => readLedger(nc));
@@ -122,10 +171,17 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
     for (const e of ledger) if (e.type === 'charge' && e.jobId) charges.set(e.jobId, (charges.get(e.jobId) ?? 0) + 1);
     const missing = created.filter((id) => !jobs.has(id) || charges.get(id) !== 1);
     t.same(missing, [], `${when}: every created job (${created.length}) has its document and exactly one charge`);
-    const failedNotRefunded = created.map((id) => jobs.get(id)!).filter((j) => j && j.status === 'failed' && j.refunded !== j.cost).map((j) => j.id);
+    const failedNotRefunded = created
+      .map((id) => jobs.get(id)!)
+      .filter((j) => j && j.status === 'failed' && j.refunded !== j.cost)
+      .map((j) => j.id);
     t.same(failedNotRefunded, [], `${when}: every failed job refunded`);
     const credits = new Set(ledger.filter((e) => e.type === 'topup').map((e) => e.topupId));
-    t.same(paid.filter((id) => !credits.has(id)), [], `${when}: every acknowledged top-up (${paid.length}) credited`);
+    t.same(
+      paid.filter((id) => !credits.has(id)),
+      [],
+      `${when}: every acknowledged top-up (${paid.length}) credited`,
+    );
     const report = await retry(() => audit(nc));
     t.same(report.violations, [], `${when}: money audit clean (no double charge, refund or credit)`);
   }
@@ -163,7 +219,10 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
       // its meta leadership): a shorter fault is held until it moved, for at most 45 s
       const watch = (async () => {
         while (Date.now() - cutAt < 45_000) {
-          if (onMinority.getServer() !== minorityServer) { movedAfterMs = Date.now() - cutAt; return; }
+          if (onMinority.getServer() !== minorityServer) {
+            movedAfterMs = Date.now() - cutAt;
+            return;
+          }
           await sleep(250);
         }
       })();

@@ -19,22 +19,34 @@ const pages = await startPages();
 t.teardown(() => pages.close());
 
 t.test('the wallet paused for 20 s while charges arrive, then resumed', async (t) => {
-  const b = await startFaultBench(t, { pagesPort: pages.port, name: 'pause', config: { wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } } });
+  const b = await startFaultBench(t, {
+    pagesPort: pages.port,
+    name: 'pause',
+    config: { wallet: { orphanChargeGraceSeconds: ORPHAN_GRACE_SECONDS } },
+  });
   const w = b.sys.procs.find((p) => p.name === 'wallet')!;
-  t.teardown(() => { try { process.kill(w.pid, 'SIGCONT'); } catch { /* gone */ } });
+  t.teardown(() => {
+    try {
+      process.kill(w.pid, 'SIGCONT');
+    } catch {
+      /* gone */
+    }
+  });
 
   const created: string[] = [];
   const codes: Record<string, number> = {};
   let stop = false;
   // four clients creating jobs without pause, as a busy API would see
-  const clients = Array.from({ length: 4 }, (_, c) => (async () => {
-    for (let i = 0; !stop; i++) {
-      const r = await b.create(`${pages.url}pause-${c}-${i}`).catch(() => ({ status: 0, json: { error: { code: 'client_error' } } }));
-      if (r.status === 201) created.push(r.json.job.id);
-      else codes[`${r.status} ${r.json?.error?.code ?? ''}`] = (codes[`${r.status} ${r.json?.error?.code ?? ''}`] ?? 0) + 1;
-      await sleep(200);
-    }
-  })());
+  const clients = Array.from({ length: 4 }, (_, c) =>
+    (async () => {
+      for (let i = 0; !stop; i++) {
+        const r = await b.create(`${pages.url}pause-${c}-${i}`).catch(() => ({ status: 0, json: { error: { code: 'client_error' } } }));
+        if (r.status === 201) created.push(r.json.job.id);
+        else codes[`${r.status} ${r.json?.error?.code ?? ''}`] = (codes[`${r.status} ${r.json?.error?.code ?? ''}`] ?? 0) + 1;
+        await sleep(200);
+      }
+    })(),
+  );
   await sleep(2000);
   const before = created.length;
   process.kill(w.pid, 'SIGSTOP');
@@ -48,8 +60,19 @@ t.test('the wallet paused for 20 s while charges arrive, then resumed', async (t
   const recoverMs = Date.now() - resumedAt;
   stop = true;
   await Promise.all(clients);
-  t.comment(JSON.stringify({ pausedSeconds: Math.round((resumedAt - pausedAt) / 1000), createdBeforeAndAfter: created.length - duringPause, createdDuringPause: duringPause, failedCreations: codes, recoverSeconds: +(recoverMs / 1000).toFixed(1) }));
-  t.ok(Object.keys(codes).every((c) => c.startsWith('503 service_unavailable')), `every failed creation is a 503 service_unavailable (${JSON.stringify(codes)})`);
+  t.comment(
+    JSON.stringify({
+      pausedSeconds: Math.round((resumedAt - pausedAt) / 1000),
+      createdBeforeAndAfter: created.length - duringPause,
+      createdDuringPause: duringPause,
+      failedCreations: codes,
+      recoverSeconds: +(recoverMs / 1000).toFixed(1),
+    }),
+  );
+  t.ok(
+    Object.keys(codes).every((c) => c.startsWith('503 service_unavailable')),
+    `every failed creation is a 503 service_unavailable (${JSON.stringify(codes)})`,
+  );
 
   for (const id of created) await b.finished(id, 180_000);
 
@@ -59,7 +82,10 @@ t.test('the wallet paused for 20 s while charges arrive, then resumed', async (t
     const ledger = await retry(() => readLedger(b.nc));
     const mine = ledger.filter((e) => e.walletId === b.walletId);
     const charged = mine.filter((e) => e.type === 'charge' && e.jobId && !createdSet.has(e.jobId));
-    return charged.map((c) => ({ jobId: c.jobId!, net: c.amount + mine.filter((e) => e.type === 'refund' && e.jobId === c.jobId).reduce((s, e) => s + e.amount, 0) }));
+    return charged.map((c) => ({
+      jobId: c.jobId!,
+      net: c.amount + mine.filter((e) => e.type === 'refund' && e.jobId === c.jobId).reduce((s, e) => s + e.amount, 0),
+    }));
   };
   // The gateway's charge request says until when it waits (answerBy): the resumed wallet refuses
   // the stale ones. Before that, every creation answered 503 during the pause was charged on
@@ -72,8 +98,17 @@ t.test('the wallet paused for 20 s while charges arrive, then resumed', async (t
   let late = await orphans();
   t.comment(`charges applied after their creation was answered 503: ${late.length} of ${failed}`);
   if (failed > 0) t.ok(late.length < failed, `the resumed wallet refused stale charges (${late.length} of ${failed} applied)`);
-  await until('every late charge refunded whole by the orphan sweep', async () => (late = await orphans()).every((c) => c.net === 0), (ORPHAN_GRACE_SECONDS + 60) * 1000, 1000);
-  t.same(late.filter((c) => c.net !== 0), [], 'no charge kept for a creation answered as failed');
+  await until(
+    'every late charge refunded whole by the orphan sweep',
+    async () => (late = await orphans()).every((c) => c.net === 0),
+    (ORPHAN_GRACE_SECONDS + 60) * 1000,
+    1000,
+  );
+  t.same(
+    late.filter((c) => c.net !== 0),
+    [],
+    'no charge kept for a creation answered as failed',
+  );
 
   const ledger = await readLedger(b.nc);
   const mine = ledger.filter((e) => e.walletId === b.walletId);
@@ -85,6 +120,10 @@ t.test('the wallet paused for 20 s while charges arrive, then resumed', async (t
   const report = await retry(() => audit(b.nc));
   t.same(report.violations, [], 'money audit clean: no double charge, no lost refund');
   const balance = (await retry(() => wallet.balance(b.nc, b.walletId))).balance;
-  t.equal(balance, FAULT_GRANT + mine.filter((e) => e.type !== 'grant').reduce((s, e) => s + e.amount, 0), 'the balance is the grant plus every entry');
+  t.equal(
+    balance,
+    FAULT_GRANT + mine.filter((e) => e.type !== 'grant').reduce((s, e) => s + e.amount, 0),
+    'the balance is the grant plus every entry',
+  );
   await b.clean('after the pause');
 });

@@ -8,10 +8,14 @@ import { runEgress, startEgressEnv } from './browser-egress.ts';
 
 const root = process.getuid?.() === 0;
 
-t.test('chromium-143 in a network namespace: no packet of a hostile page reaches a forbidden address, shots and pdf', { skip: !root && 'needs root for a network namespace' }, async (t) => {
-  const env = await startEgressEnv(t, { browserNetns: 'required' });
-  await runEgress(t, env, ['chromium-143'], { pdf: true, netns: true });
-});
+t.test(
+  'chromium-143 in a network namespace: no packet of a hostile page reaches a forbidden address, shots and pdf',
+  { skip: !root && 'needs root for a network namespace' },
+  async (t) => {
+    const env = await startEgressEnv(t, { browserNetns: 'required' });
+    await runEgress(t, env, ['chromium-143'], { pdf: true, netns: true });
+  },
+);
 
 t.test('chromium-131 with flags only: no packet of a hostile page reaches a forbidden address, shots and pdf', async (t) => {
   const env = await startEgressEnv(t, { browserNetns: 'off' });

@@ -32,7 +32,10 @@ async function startSink(t: Tap, host: string): Promise<Sink> {
   const tcp = net.createServer((s) => {
     const entry = { from: `${s.remoteAddress}:${s.remotePort}`, first: '' };
     sink.tcp.push(entry);
-    s.once('data', (d) => { entry.first = d.subarray(0, 60).toString('latin1'); s.destroy(); });
+    s.once('data', (d) => {
+      entry.first = d.subarray(0, 60).toString('latin1');
+      s.destroy();
+    });
     s.on('error', () => {});
     setTimeout(() => s.destroy(), 2000).unref();
   });
@@ -41,8 +44,14 @@ async function startSink(t: Tap, host: string): Promise<Sink> {
   // UDP on the same port number: STUN, TURN over UDP, QUIC and WebTransport all aim at it
   const udp = dgram.createSocket('udp4');
   udp.on('message', (m, r) => sink.udp.push({ from: `${r.address}:${r.port}`, bytes: m.length }));
-  await new Promise<void>((r, j) => { udp.once('error', j); udp.bind(sink.port, host, r); });
-  t.teardown(() => { tcp.close(); udp.close(); });
+  await new Promise<void>((r, j) => {
+    udp.once('error', j);
+    udp.bind(sink.port, host, r);
+  });
+  t.teardown(() => {
+    tcp.close();
+    udp.close();
+  });
   return sink;
 }
 
@@ -123,22 +132,45 @@ export async function startEgressEnv(t: Tap, outbound: Partial<Config['outbound'
   const worker = workerScript(`${a.host}:${a.port}`, `${b.host}:${b.port}`);
   const server = http.createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://x');
-    if (u.pathname === '/ran') { ran.push(decodeURIComponent(u.search.slice(1))); res.end('ok'); return; }
-    if (u.pathname === '/nav') { res.end('ok'); return; }
-    if (u.pathname === '/hold') { setTimeout(() => res.end('ok'), 3000).unref(); return; }
-    if (u.pathname === '/worker.js' || u.pathname === '/sw.js') { res.writeHead(200, { 'content-type': 'text/javascript' }).end(worker); return; }
+    if (u.pathname === '/ran') {
+      ran.push(decodeURIComponent(u.search.slice(1)));
+      res.end('ok');
+      return;
+    }
+    if (u.pathname === '/nav') {
+      res.end('ok');
+      return;
+    }
+    if (u.pathname === '/hold') {
+      setTimeout(() => res.end('ok'), 3000).unref();
+      return;
+    }
+    if (u.pathname === '/worker.js' || u.pathname === '/sw.js') {
+      res.writeHead(200, { 'content-type': 'text/javascript' }).end(worker);
+      return;
+    }
     res.writeHead(200, { 'content-type': 'text/html' }).end(page);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  t.teardown(() => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }));
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  );
   const tn = await startTestNats(t, { outbound: { allowCidrs: ['127.0.0.1/32'], ...outbound } });
   return {
-    tn, a, b, ran,
+    tn,
+    a,
+    b,
+    ran,
     page: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hostile`,
-    leaks: () => [a, b].flatMap((s) => [
-      ...s.udp.map((u) => `udp ${u.from} -> ${s.host}:${s.port} (${u.bytes} B)`),
-      ...s.tcp.map((c) => `tcp ${c.from} -> ${s.host}:${s.port} ${JSON.stringify(c.first)}`),
-    ]),
+    leaks: () =>
+      [a, b].flatMap((s) => [
+        ...s.udp.map((u) => `udp ${u.from} -> ${s.host}:${s.port} (${u.bytes} B)`),
+        ...s.tcp.map((c) => `tcp ${c.from} -> ${s.host}:${s.port} ${JSON.stringify(c.first)}`),
+      ]),
   };
 }
 
@@ -148,11 +180,20 @@ export async function checkSinksWork(t: Tap, env: EgressEnv) {
     const u = dgram.createSocket('udp4');
     await new Promise<void>((r) => u.send('probe', s.port, s.host, () => r()));
     u.close();
-    await new Promise<void>((r, j) => { const c = net.connect(s.port, s.host, () => { c.end('probe'); r(); }); c.on('error', j); });
+    await new Promise<void>((r, j) => {
+      const c = net.connect(s.port, s.host, () => {
+        c.end('probe');
+        r();
+      });
+      c.on('error', j);
+    });
   }
   await sleep(300);
   t.equal(env.leaks().length, 4, 'the listeners receive what reaches them');
-  for (const s of [env.a, env.b]) { s.udp.length = 0; s.tcp.length = 0; }
+  for (const s of [env.a, env.b]) {
+    s.udp.length = 0;
+    s.tcp.length = 0;
+  }
 }
 
 /** Network namespace of every browser process under this one (renderers, content processes too). */
@@ -163,16 +204,24 @@ export function browserNamespaces(): { pid: number; exe: string; ns: string; mai
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
       parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
-  const under = (pid: number): boolean => { for (let p = parent.get(pid); p; p = parent.get(p)) if (p === process.pid) return true; return false; };
+  const under = (pid: number): boolean => {
+    for (let p = parent.get(pid); p; p = parent.get(p)) if (p === process.pid) return true;
+    return false;
+  };
   const out: { pid: number; exe: string; ns: string; main: boolean }[] = [];
   for (const pid of parent.keys()) {
     if (!under(pid)) continue;
     try {
       const exe = readlinkSync(`/proc/${pid}/exe`);
-      if (/chrom|firefox|headless/.test(exe)) out.push({ pid, exe, ns: readlinkSync(`/proc/${pid}/ns/net`), main: parent.get(pid) === process.pid });
-    } catch { /* gone */ }
+      if (/chrom|firefox|headless/.test(exe))
+        out.push({ pid, exe, ns: readlinkSync(`/proc/${pid}/ns/net`), main: parent.get(pid) === process.pid });
+    } catch {
+      /* gone */
+    }
   }
   return out;
 }
@@ -189,8 +238,19 @@ export async function runEgress(t: Tap, env: EgressEnv, browsers: string[], opts
   const offers = mergeOffers(await readCatalogue(await new Kvm(env.tn.nc).open(BUCKETS.catalogue), 'shots'));
   const jobId = newJobId();
   const outcomes = watchOutcomes(env.tn.nc, jobId);
-  const tasks = offers.flatMap((o) => o.versions.flatMap((version) => (['light', 'dark'] as const).map((scheme) =>
-    shotTask(jobId, { url: env.page, browser: o.id, version, viewport: o.mobile ? { w: o.mobile.w, h: o.mobile.h } : { w: 800, h: 600 }, scheme }))));
+  const tasks = offers.flatMap((o) =>
+    o.versions.flatMap((version) =>
+      (['light', 'dark'] as const).map((scheme) =>
+        shotTask(jobId, {
+          url: env.page,
+          browser: o.id,
+          version,
+          viewport: o.mobile ? { w: o.mobile.w, h: o.mobile.h } : { w: 800, h: 600 },
+          scheme,
+        }),
+      ),
+    ),
+  );
   t.equal(tasks.length, browsers.length * 2, `shots of ${offers.map((o) => `${o.id}:${o.versions}`).join(' ')}`);
   for (const task of tasks) await publishTask(env.tn.nc, task);
   const got = await outcomes.waitFor(tasks.length, 120000);
@@ -200,19 +260,32 @@ export async function runEgress(t: Tap, env: EgressEnv, browsers: string[], opts
   const own = readlinkSync('/proc/self/ns/net');
   t.ok(procs.length > 0, `${procs.length} browser processes`);
   if (opts.netns === true) {
-    t.same(procs.filter((p) => p.ns === own).map((p) => p.exe), [], 'every browser process runs outside this network namespace');
+    t.same(
+      procs.filter((p) => p.ns === own).map((p) => p.exe),
+      [],
+      'every browser process runs outside this network namespace',
+    );
     // one per browser: Firefox's light and dark processes, Chromium and the phone, each its own
     const mains = procs.filter((p) => p.main);
     t.equal(new Set(mains.map((p) => p.ns)).size, mains.length, `${mains.length} browsers, each in a namespace of its own`);
   } else if (opts.netns === false) {
-    t.same(procs.filter((p) => p.ns !== own).map((p) => p.exe), [], 'flags and prefs only: the browsers share this network namespace');
+    t.same(
+      procs.filter((p) => p.ns !== own).map((p) => p.exe),
+      [],
+      'flags and prefs only: the browsers share this network namespace',
+    );
   }
   await sleep(1500); // stragglers (ICE retransmits, TURN retries)
   t.same(env.leaks(), [], 'shots: nothing reached a forbidden address');
   t.equal(env.ran.length, tasks.length, `the hostile page ran in every shot: ${env.ran.join(' | ')}`);
   if (!opts.pdf) return;
   const ranBefore = env.ran.length;
-  const pdf = await call<{ bytes: number }>(env.tn.nc, subjects.browser.renderPdf, { url: env.page, store: OBJECT_STORES.results, objectName: `${jobId}/pdf` }, 60000);
+  const pdf = await call<{ bytes: number }>(
+    env.tn.nc,
+    subjects.browser.renderPdf,
+    { url: env.page, store: OBJECT_STORES.results, objectName: `${jobId}/pdf` },
+    60000,
+  );
   t.ok(pdf.bytes > 0, 'the PDF was printed');
   await sleep(1500);
   t.same(env.leaks(), [], 'pdf: nothing reached a forbidden address');

@@ -10,7 +10,8 @@ import { startGateway } from '../../gateway/index.ts';
 import { devTopupGuard, isLoopbackHost } from '../../gateway/dev-guard.ts';
 import { loadConfig } from '../../shared/config/index.ts';
 
-const cfg = (server: Record<string, unknown>, wallet: Record<string, unknown> = {}) => loadConfig({ env: {}, noDefaultFile: true, overrides: { server, wallet } });
+const cfg = (server: Record<string, unknown>, wallet: Record<string, unknown> = {}) =>
+  loadConfig({ env: {}, noDefaultFile: true, overrides: { server, wallet } });
 
 t.test('which hosts are loopback', async (t) => {
   for (const h of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', 'localhost', '::ffff:127.0.0.1']) t.ok(isLoopbackHost(h), h);
@@ -24,7 +25,11 @@ t.test('the guard: refuse, warn or say nothing', async (t) => {
   t.notOk(optIn.refuse, 'the explicit opt-in starts');
   t.match(optIn.warn, /^UNSAFE: .*for free/, 'and says so loudly');
   t.match(devTopupGuard(cfg({ host: '127.0.0.1' })).warn, /for free; listening on loopback/, 'on loopback it starts and says so');
-  t.same(devTopupGuard(cfg({ host: '0.0.0.0' }, { lightning: { backend: 'lnd', url: 'https://127.0.0.1:1' } })), {}, 'a real backend: nothing to say');
+  t.same(
+    devTopupGuard(cfg({ host: '0.0.0.0' }, { lightning: { backend: 'lnd', url: 'https://127.0.0.1:1' } })),
+    {},
+    'a real backend: nothing to say',
+  );
   const env = loadConfig({ env: { HOST: '0.0.0.0', UNSAFE_DEV_TOPUPS_ON_PUBLIC_ADDRESS: '1' }, noDefaultFile: true });
   t.equal(env.server.unsafeDevTopupsOnPublicAddress, true, 'the environment variable sets it');
 });
@@ -32,15 +37,29 @@ t.test('the guard: refuse, warn or say nothing', async (t) => {
 t.test('the gateway does not start on a public address with the dev backend', async (t) => {
   const tn = await startTestNats(t);
   const config = { ...tn.config, server: { ...tn.config.server, host: '0.0.0.0' } };
-  const err = await startGateway({ nc: tn.nc, config, log: pino({ level: 'silent' }), instanceId: 'gw-dev' }).then((g) => g.stop().then(() => null), (e: Error) => e);
+  const err = await startGateway({ nc: tn.nc, config, log: pino({ level: 'silent' }), instanceId: 'gw-dev' }).then(
+    (g) => g.stop().then(() => null),
+    (e: Error) => e,
+  );
   t.match(err?.message, /refusing to listen on 0\.0\.0\.0/, 'refused before listening');
 });
 
 t.test('on loopback it starts and warns at start', async (t) => {
   const tn = await startTestNats(t);
   const lines: string[] = [];
-  const log = pino({ level: 'warn' }, new Writable({ write(c, _e, cb) { lines.push(String(c)); cb(); } }));
+  const log = pino(
+    { level: 'warn' },
+    new Writable({
+      write(c, _e, cb) {
+        lines.push(String(c));
+        cb();
+      },
+    }),
+  );
   const g = await startGateway({ nc: tn.nc, config: tn.config, log, instanceId: 'gw-dev-2' });
   t.teardown(() => g.stop());
-  t.ok(lines.some((l) => /dev-pay settles any top-up for free/.test(l)), 'the start says free top-ups are on');
+  t.ok(
+    lines.some((l) => /dev-pay settles any top-up for free/.test(l)),
+    'the start says free top-ups are on',
+  );
 });

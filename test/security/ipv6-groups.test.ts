@@ -7,7 +7,9 @@ import { startTestApp } from '../helpers/app.ts';
 import { createClientAddress } from '../../gateway/pipeline/address.ts';
 import { powBits } from '../../gateway/routes/account.ts';
 
-const solve = (id: string, bits: number) => { for (let n = 0; ; n++) if (powBits(id, String(n)) >= bits) return String(n); };
+const solve = (id: string, bits: number) => {
+  for (let n = 0; ; n++) if (powBits(id, String(n)) >= bits) return String(n);
+};
 
 t.test('the group of an address', async (t) => {
   const of = (prefix: number) => createClientAddress({ trustedProxies: [], trustProxy: false, ipv6PrefixLength: prefix });
@@ -23,13 +25,21 @@ t.test('the group of an address', async (t) => {
 t.test('public requests: one limit for a whole /64', async (t) => {
   const app = await startTestApp(t, { config: { server: { trustedProxies: ['loopback'], publicRequestsPerMinute: 3 } } });
   const statuses: number[] = [];
-  for (let i = 1; i <= 5; i++) statuses.push((await app.request('GET', '/v1/pricing', { headers: { 'x-forwarded-for': `2001:db8:5:6::${i.toString(16)}` } })).status);
+  for (let i = 1; i <= 5; i++)
+    statuses.push((await app.request('GET', '/v1/pricing', { headers: { 'x-forwarded-for': `2001:db8:5:6::${i.toString(16)}` } })).status);
   t.same(statuses, [200, 200, 200, 429, 429], 'five addresses of one /64 share three requests');
-  t.equal((await app.request('GET', '/v1/pricing', { headers: { 'x-forwarded-for': '2001:db8:5:7::1' } })).status, 200, 'the next /64 is another client');
+  t.equal(
+    (await app.request('GET', '/v1/pricing', { headers: { 'x-forwarded-for': '2001:db8:5:7::1' } })).status,
+    200,
+    'the next /64 is another client',
+  );
 });
 
 t.test('keys per address and day: one count for a whole /64', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet'], config: { wallet: { keyPowBits: 4, keysPerAddressPerDay: 2 }, server: { trustedProxies: ['loopback'] } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet'],
+    config: { wallet: { keyPowBits: 4, keysPerAddressPerDay: 2 }, server: { trustedProxies: ['loopback'] } },
+  });
   const makeKey = async (ip: string) => {
     const h = { 'x-forwarded-for': ip };
     const ch = (await app.request('GET', '/account/challenge', { headers: h })).json;

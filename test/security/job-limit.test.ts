@@ -13,9 +13,11 @@ const valid = (url: string) => ({ url, outputs: ['metadata'] });
 t.test('refused creations (400, 402) do not use up the hourly job limit', async (t) => {
   const s = await startJobsApi(t, { limits: { jobsPerHour: 5 } }, { workers: false });
   const { key, walletId } = await s.newWallet(100);
-  for (let i = 0; i < 10; i++) t.equal((await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: 'not a url', outputs: ['metadata'] } })).status, 400);
+  for (let i = 0; i < 10; i++)
+    t.equal((await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: 'not a url', outputs: ['metadata'] } })).status, 400);
   const poor = await s.newWallet(0);
-  for (let i = 0; i < 3; i++) t.equal((await s.request('POST', '/v1/websitepro/jobs', { key: poor.key, body: valid(s.targetUrl) })).status, 402);
+  for (let i = 0; i < 3; i++)
+    t.equal((await s.request('POST', '/v1/websitepro/jobs', { key: poor.key, body: valid(s.targetUrl) })).status, 402);
   const statuses: number[] = [];
   for (let i = 0; i < 5; i++) statuses.push((await s.request('POST', '/v1/websitepro/jobs', { key, body: valid(s.targetUrl) })).status);
   t.same(statuses, [201, 201, 201, 201, 201], 'the five jobs of the hour are still there');
@@ -31,14 +33,21 @@ t.test('refused creations (400, 402) do not use up the hourly job limit', async 
 t.test('concurrent creations never pass the limit', async (t) => {
   const s = await startJobsApi(t, { limits: { jobsPerHour: 3 } }, { workers: false });
   const { key, walletId } = await s.newWallet(1000);
-  const bodies = [...Array.from({ length: 8 }, () => valid(s.targetUrl)), ...Array.from({ length: 4 }, () => ({ url: 'not a url', outputs: ['metadata'] }))];
+  const bodies = [
+    ...Array.from({ length: 8 }, () => valid(s.targetUrl)),
+    ...Array.from({ length: 4 }, () => ({ url: 'not a url', outputs: ['metadata'] })),
+  ];
   const answers = await Promise.all(bodies.map((body) => s.request('POST', '/v1/websitepro/jobs', { key, body })));
   const created = answers.filter((a) => a.status === 201).length;
   t.ok(created <= 3 && created >= 1, `${created} created of 8 valid requests sent at once (limit 3)`);
-  t.ok(answers.every((a) => [201, 400, 429].includes(a.status)), answers.map((a) => a.status).join(' '));
+  t.ok(
+    answers.every((a) => [201, 400, 429].includes(a.status)),
+    answers.map((a) => a.status).join(' '),
+  );
   // whatever raced, the hour's jobs can be filled up to the limit and not past it
   let more = 0;
-  for (let i = 0; i < 4; i++) if ((await s.request('POST', '/v1/websitepro/jobs', { key, body: valid(s.targetUrl) })).status === 201) more++;
+  for (let i = 0; i < 4; i++)
+    if ((await s.request('POST', '/v1/websitepro/jobs', { key, body: valid(s.targetUrl) })).status === 201) more++;
   t.equal(created + more, 3, 'exactly three jobs in the hour');
   t.equal(await s.balance(walletId), 1000 - 3 * 20);
 });
@@ -64,7 +73,8 @@ t.test('every creation request counts against the looser per-minute bound', asyn
   const s = await startJobsApi(t, { limits: { jobsPerHour: 100, jobRequestsPerMinute: 4 } }, { workers: false });
   const { key } = await s.newWallet(1000);
   const statuses: number[] = [];
-  for (let i = 0; i < 6; i++) statuses.push((await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: 'not a url', outputs: ['metadata'] } })).status);
+  for (let i = 0; i < 6; i++)
+    statuses.push((await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: 'not a url', outputs: ['metadata'] } })).status);
   t.same(statuses, [400, 400, 400, 400, 429, 429]);
   const other = await s.newWallet(1000);
   t.equal((await s.request('POST', '/v1/websitepro/jobs', { key: other.key, body: valid(s.targetUrl) })).status, 201, 'per key');

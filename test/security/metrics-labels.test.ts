@@ -53,15 +53,26 @@ t.test('10,000 wrong-method requests on made-up paths leave /metrics and the hea
   const beforeText = await metricsText();
   const before = beforeText.length;
   const statuses = await hammer(app.url, 10_000, wrong);
-  t.equal([...statuses.values()].reduce((a, b) => a + b, 0), 10_000);
+  t.equal(
+    [...statuses.values()].reduce((a, b) => a + b, 0),
+    10_000,
+  );
   t.ok((statuses.get(429) ?? 0) >= 9_000, `nearly all refused by the address limit (${JSON.stringify([...statuses])})`);
   const heapAfter = heapAfterGc();
   const text = await metricsText();
   if (!t.ok(Math.abs(text.length - before) <= 1024, `/metrics ${before} → ${text.length} bytes (within 1 KB)`)) {
     const old = new Set(beforeText.split('\n').map((l) => l.replace(/ [\d.e+-]+$/, '')));
-    t.comment(text.split('\n').filter((l) => !old.has(l.replace(/ [\d.e+-]+$/, ''))).join('\n'));
+    t.comment(
+      text
+        .split('\n')
+        .filter((l) => !old.has(l.replace(/ [\d.e+-]+$/, '')))
+        .join('\n'),
+    );
   }
-  t.ok(heapAfter - heapBefore < 8 * 1024 * 1024, `heap after GC ${(heapBefore / 1e6).toFixed(1)} → ${(heapAfter / 1e6).toFixed(1)} MB (less than 8 MB more)`);
+  t.ok(
+    heapAfter - heapBefore < 8 * 1024 * 1024,
+    `heap after GC ${(heapBefore / 1e6).toFixed(1)} → ${(heapAfter / 1e6).toFixed(1)} MB (less than 8 MB more)`,
+  );
   t.notMatch(text, /route="\/v1\/jobs\/[0-9a-f]{24}"/, 'no raw path is a label');
   t.match(text, /payloads_http_requests_total\{route="method_not_allowed",method="PUT",status="405"\}/);
   t.match(text, /payloads_http_requests_total\{route="method_not_allowed",method="PUT",status="429"\}/);
@@ -69,11 +80,15 @@ t.test('10,000 wrong-method requests on made-up paths leave /metrics and the hea
 
 t.test('labels are route templates or fixed words; unknown methods are OTHER; 404 and 401 are limited per address', async (t) => {
   const app = await startTestApp(t, { config: { server: { publicRequestsPerMinute: 5 } } });
-  const raw = (method: string, path: string, headers: Record<string, string> = {}) => new Promise<number>((resolve, reject) => {
-    const q = http.request(app.url + path, { method, headers }, (res) => { res.resume(); res.on('end', () => resolve(res.statusCode ?? 0)); });
-    q.on('error', reject);
-    q.end();
-  });
+  const raw = (method: string, path: string, headers: Record<string, string> = {}) =>
+    new Promise<number>((resolve, reject) => {
+      const q = http.request(app.url + path, { method, headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      q.on('error', reject);
+      q.end();
+    });
   const s404: number[] = [];
   for (let i = 0; i < 7; i++) s404.push(await raw('GET', `/nothing/${i}`));
   t.same(s404.slice(0, 5), [404, 404, 404, 404, 404]);

@@ -9,7 +9,10 @@ import { firefoxPrefs } from '../../actors/browser-pool/launchers/firefox.ts';
 import { loadConfig } from '../../shared/config/index.ts';
 
 // the older majors ship as brotli-packed headless-shell binaries in npm packages
-for (const [id, major] of [['chromium-143', '143'], ['chromium-131', '131']] as const) {
+for (const [id, major] of [
+  ['chromium-143', '143'],
+  ['chromium-131', '131'],
+] as const) {
   t.test(`${id}: unpacks, launches headless and reports its real version`, async (t) => {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
@@ -22,15 +25,26 @@ for (const [id, major] of [['chromium-143', '143'], ['chromium-131', '131']] as 
 }
 
 t.test('sparticuz flags: the unsafe and crashing ones are dropped', async (t) => {
-  const flags = sparticuzFlags(['--single-process', '--disable-web-security', '--no-zygote', '--headless=\'shell\'', '--use-gl=angle', '--no-pings']);
+  const flags = sparticuzFlags([
+    '--single-process',
+    '--disable-web-security',
+    '--no-zygote',
+    "--headless='shell'",
+    '--use-gl=angle',
+    '--no-pings',
+  ]);
   t.same(flags, ['--no-zygote', '--no-pings']);
 });
 
-t.test('the page heap: config.shots.pageHeapMb (1024 by default) is every launch\'s script heap limit', async (t) => {
+t.test("the page heap: config.shots.pageHeapMb (1024 by default) is every launch's script heap limit", async (t) => {
   const cfg = loadConfig({ env: {}, noDefaultFile: true });
   t.equal(cfg.shots.pageHeapMb, 1024, 'the default');
   t.equal(loadConfig({ env: {}, noDefaultFile: true, overrides: { shots: { pageHeapMb: 300 } } }).shots.pageHeapMb, 300);
-  t.throws(() => loadConfig({ env: {}, noDefaultFile: true, overrides: { shots: { pageHeapMb: 10 } } }), /pageHeapMb/, 'below 64 MB refused');
+  t.throws(
+    () => loadConfig({ env: {}, noDefaultFile: true, overrides: { shots: { pageHeapMb: 10 } } }),
+    /pageHeapMb/,
+    'below 64 MB refused',
+  );
   t.equal(chromiumHeapFlag({}), '--js-flags=--max-old-space-size=1024', 'Chromium, not given');
   t.equal(chromiumHeapFlag({ pageHeapMb: 300 }), '--js-flags=--max-old-space-size=300', 'Chromium');
   t.equal(firefoxPrefs({ pageHeapMb: 300 })['javascript.options.mem.max'], 300, 'Firefox');
@@ -47,7 +61,9 @@ t.test('chromium: restarted after restartAfter pages, and after a crash', async 
   await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
   t.equal(mb.launches, 2, 'a new browser after 2 pages');
   // kill the running browser behind the pool's back
-  await mb.withContext(5000, async (_ctx, browser) => { browser.process()?.kill('SIGKILL'); });
+  await mb.withContext(5000, async (_ctx, browser) => {
+    browser.process()?.kill('SIGKILL');
+  });
   await new Promise((r) => setTimeout(r, 300));
   const shot = await b.shoot(fx.url('/plain'), { viewport: { w: 320, h: 320 } });
   t.equal(shot.width, 320);
@@ -57,7 +73,9 @@ t.test('chromium: restarted after restartAfter pages, and after a crash', async 
 t.test('chromium: an error on the DevTools pipe after puppeteer let go of it does not end the process', async (t) => {
   const b = await testBrowser(t, 'chromium');
   let browser: Browser | undefined;
-  await b.managed().withContext(30000, async (_ctx, br) => { browser = br; });
+  await b.managed().withContext(30000, async (_ctx, br) => {
+    browser = br;
+  });
   const child = browser!.process()!;
   const pipes = [child.stdio[3], child.stdio[4]].filter((s) => s !== null && s !== undefined);
   t.equal(pipes.length, 2, 'launched over a pipe (stdio 3 and 4)');

@@ -11,26 +11,44 @@ type Tap = { teardown(fn: () => unknown): void };
 export interface TestBrowser {
   version: string;
   /** One capture; `timeoutMs` and `settle`: this shot's page timeout and settle caps (the browser's unless given). */
-  shoot(url: string, p?: Partial<Omit<ShotParams, 'options'>> & { options?: Partial<ShotParams['options']>; timeoutMs?: number; settle?: Partial<Settle> }): Promise<Shot>;
+  shoot(
+    url: string,
+    p?: Partial<Omit<ShotParams, 'options'>> & { options?: Partial<ShotParams['options']>; timeoutMs?: number; settle?: Partial<Settle> },
+  ): Promise<Shot>;
 }
 
 /**
  * `settle`: settle caps other than the production ones (SETTLE), for tests whose behaviour is
  * "stops at the cap", not the cap's value.
  */
-export async function testBrowser(t: Tap, configId: string, opts: { proxy?: string; restartAfter?: number; timeoutMs?: number; settle?: Partial<Settle>; pageHeapMb?: number } = {}): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
+export async function testBrowser(
+  t: Tap,
+  configId: string,
+  opts: { proxy?: string; restartAfter?: number; timeoutMs?: number; settle?: Partial<Settle>; pageHeapMb?: number } = {},
+): Promise<TestBrowser & { managed(scheme?: Scheme): ManagedBrowser }> {
   const launcher = launcherFor(configId);
   const all = new Map<string, ManagedBrowser>();
   const managed = (scheme: Scheme = 'light') => {
     const k = launcher.schemePerBrowser ? scheme : 'any';
     let b = all.get(k);
     if (!b) {
-      b = new ManagedBrowser(launcher, { proxy: opts.proxy, ...(opts.pageHeapMb ? { pageHeapMb: opts.pageHeapMb } : {}), ...(launcher.schemePerBrowser ? { scheme } : {}) }, opts.restartAfter ?? 100, testLog());
+      b = new ManagedBrowser(
+        launcher,
+        {
+          proxy: opts.proxy,
+          ...(opts.pageHeapMb ? { pageHeapMb: opts.pageHeapMb } : {}),
+          ...(launcher.schemePerBrowser ? { scheme } : {}),
+        },
+        opts.restartAfter ?? 100,
+        testLog(),
+      );
       all.set(k, b);
     }
     return b;
   };
-  t.teardown(async () => { await Promise.all([...all.values()].map((b) => b.close())); });
+  t.teardown(async () => {
+    await Promise.all([...all.values()].map((b) => b.close()));
+  });
   const version = await managed().warm();
   const defaultTimeoutMs = opts.timeoutMs ?? 30000;
   const settle: Settle = { ...SETTLE, ...(opts.settle ?? {}) };
@@ -47,7 +65,16 @@ export async function testBrowser(t: Tap, configId: string, opts: { proxy?: stri
         scheme: p.scheme ?? 'light',
         options: { fullPage: false, retina: false, hideCookieBanner: false, delay: 0, ...(p.options ?? {}) },
       };
-      return managed(params.scheme).withPage(timeoutMs, (page, _ctx, _browser, ahead) => captureShot(page, params, { launcher, version, navTimeoutMs: timeoutMs - 2000, settle: { ...settle, ...(p.settle ?? {}) }, progress: async () => {}, ahead }));
+      return managed(params.scheme).withPage(timeoutMs, (page, _ctx, _browser, ahead) =>
+        captureShot(page, params, {
+          launcher,
+          version,
+          navTimeoutMs: timeoutMs - 2000,
+          settle: { ...settle, ...(p.settle ?? {}) },
+          progress: async () => {},
+          ahead,
+        }),
+      );
     },
   };
 }
@@ -62,19 +89,29 @@ export function sharedBrowsers(t: Tap): (id: string) => ReturnType<typeof testBr
   const browsers = new Map<string, ReturnType<typeof testBrowser>>();
   return (id) => {
     let b = browsers.get(id);
-    if (!b) browsers.set(id, b = testBrowser(t, id));
+    if (!b) browsers.set(id, (b = testBrowser(t, id)));
     return b;
   };
 }
 
-export async function failureOf(p: Promise<unknown>): Promise<{ error: string; message: string; by: 'page timeout' | 'navigation deadline' | 'stuck main thread' | 'other' } | null> {
-  return p.then(() => null, (e: unknown) => {
-    const f = e instanceof PageTimeout ? { error: 'timeout', message: e.message } : e as { error: string; message: string };
-    const by = e instanceof PageTimeout ? 'page timeout' as const
-      : /main thread stopped answering/.test(f.message) ? 'stuck main thread' as const
-        : f.error === 'timeout' && /timeout of \d+ ms exceeded|timed out|timeout/i.test(f.message) ? 'navigation deadline' as const : 'other' as const;
-    return { error: f.error, message: f.message, by }; // an Error's message is not enumerable: named, not spread
-  });
+export async function failureOf(
+  p: Promise<unknown>,
+): Promise<{ error: string; message: string; by: 'page timeout' | 'navigation deadline' | 'stuck main thread' | 'other' } | null> {
+  return p.then(
+    () => null,
+    (e: unknown) => {
+      const f = e instanceof PageTimeout ? { error: 'timeout', message: e.message } : (e as { error: string; message: string });
+      const by =
+        e instanceof PageTimeout
+          ? ('page timeout' as const)
+          : /main thread stopped answering/.test(f.message)
+            ? ('stuck main thread' as const)
+            : f.error === 'timeout' && /timeout of \d+ ms exceeded|timed out|timeout/i.test(f.message)
+              ? ('navigation deadline' as const)
+              : ('other' as const);
+      return { error: f.error, message: f.message, by }; // an Error's message is not enumerable: named, not spread
+    },
+  );
 }
 
 /** Milliseconds `fn` took, with its result. */

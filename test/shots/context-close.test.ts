@@ -67,7 +67,9 @@ for (const id of ['chromium', 'firefox']) {
         made.set(asyncId, { where: new Error().stack ?? '', due: Date.now() + (timer._idleTimeout ?? 0), timer });
         Error.stackTraceLimit = limit;
       },
-      destroy(asyncId) { made.delete(asyncId); },
+      destroy(asyncId) {
+        made.delete(asyncId);
+      },
     }).enable();
     try {
       for (const path of ['/plain', '/js', '/delayed']) await b.shoot(fx.url(path), { viewport: { w: 400, h: 300 } });
@@ -79,8 +81,17 @@ for (const id of ['chromium', 'firefox']) {
     // cleared or fired (`_destroyed`; the destroy hook runs later), or unref'd: not keeping
     // anything. puppeteer's protocol requests in flight (the next task's context made ahead, this
     // one's close) each have a timer until the browser answers: requests, not leftovers.
-    const late = [...made.values()].filter((m) => !m.timer._destroyed && m.timer.hasRef?.() && m.due - end > SOON_MS && !/CallbackRegistry/.test(m.where));
-    const where = (m: { where: string; due: number }) => `due in ${m.due - end} ms: ${m.where.split('\n').slice(1).map((l) => l.trim()).filter((l) => !/rxjs|node:internal|AsyncHook|setTimeout \(node:/.test(l)).slice(0, 4).join(' | ')}`;
+    const late = [...made.values()].filter(
+      (m) => !m.timer._destroyed && m.timer.hasRef?.() && m.due - end > SOON_MS && !/CallbackRegistry/.test(m.where),
+    );
+    const where = (m: { where: string; due: number }) =>
+      `due in ${m.due - end} ms: ${m.where
+        .split('\n')
+        .slice(1)
+        .map((l) => l.trim())
+        .filter((l) => !/rxjs|node:internal|AsyncHook|setTimeout \(node:/.test(l))
+        .slice(0, 4)
+        .join(' | ')}`;
     t.same(late.map(where), [], `no timer due more than ${SOON_MS} ms after the last shot`);
   });
 }

@@ -13,11 +13,19 @@ function renderers(root: number): number[] {
     if (!/^\d+$/.test(d)) continue;
     try {
       const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
-      rows.push({ pid: Number(d), ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]), cmd: readFileSync(`/proc/${d}/cmdline`, 'utf8') });
-    } catch { /* exited meanwhile */ }
+      rows.push({
+        pid: Number(d),
+        ppid: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]),
+        cmd: readFileSync(`/proc/${d}/cmdline`, 'utf8'),
+      });
+    } catch {
+      /* exited meanwhile */
+    }
   }
   const below = (p: number): typeof rows => rows.filter((r) => r.ppid === p).flatMap((r) => [r, ...below(r.pid)]);
-  return below(root).filter((r) => r.cmd.includes('--type=renderer')).map((r) => r.pid);
+  return below(root)
+    .filter((r) => r.cmd.includes('--type=renderer'))
+    .map((r) => r.pid);
 }
 
 for (const id of ['chromium', 'chromium-143']) {
@@ -32,8 +40,15 @@ for (const id of ['chromium', 'chromium-143']) {
         const ctxId = (ctx as unknown as { id?: string }).id;
         t.ok(ctxId, 'the context has an id');
         const inCtx = targetInfos.filter((x) => x.browserContextId === ctxId);
-        t.same(inCtx.map((x) => x.type), ['page'], `targets of the context: ${JSON.stringify(inCtx.map((x) => [x.type, x.url]))}`);
-        t.notOk(targetInfos.some((x) => x.type === 'browser_ui'), 'no browser UI pages anywhere in the browser');
+        t.same(
+          inCtx.map((x) => x.type),
+          ['page'],
+          `targets of the context: ${JSON.stringify(inCtx.map((x) => [x.type, x.url]))}`,
+        );
+        t.notOk(
+          targetInfos.some((x) => x.type === 'browser_ui'),
+          'no browser UI pages anywhere in the browser',
+        );
       } finally {
         await session.detach().catch(() => {});
       }
@@ -47,18 +62,20 @@ t.test('chromium: a context with a page adds one renderer process, not two', asy
   await b.managed().withPage(30000, async (_page, _ctx, browser) => {
     const pid = browser.process()!.pid!;
     const before = renderers(pid).length;
-    const contexts = await Promise.all([0, 1, 2, 3].map(async () => {
-      const c = await browser.createBrowserContext();
-      const p = await c.newPage();
-      await p.goto(fx.url('/plain'), { waitUntil: 'load' });
-      return c;
-    }));
+    const contexts = await Promise.all(
+      [0, 1, 2, 3].map(async () => {
+        const c = await browser.createBrowserContext();
+        const p = await c.newPage();
+        await p.goto(fx.url('/plain'), { waitUntil: 'load' });
+        return c;
+      }),
+    );
     // 4 pages, and Chromium's one spare renderer that moves to the newest context; with the
     // omnibox popup preloaded per context this was 8 or 9. Read until it is at most 5 (for up to
     // 5 s): a whole-suite run under load counted 6 once, at once after the pages loaded (a renderer
     // on its way out, or a second spare: not established); 8 or 9 that stay still fail
     let after = renderers(pid).length;
-    for (const until = Date.now() + 5000; after - before > 4 + 1 && Date.now() < until;) {
+    for (const until = Date.now() + 5000; after - before > 4 + 1 && Date.now() < until; ) {
       await new Promise((r) => setTimeout(r, 250));
       after = renderers(pid).length;
     }

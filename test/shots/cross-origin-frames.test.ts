@@ -19,8 +19,11 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     const b = await shared(id);
     // the delay keeps the page open past the frame's later confirm, after which the frame turns green
     const shot = await b.shoot(fx.url('/xframe?frame=/frame/alert'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } });
-    t.notOk(shot.extra.loadCapped, 'the frame\'s alert did not hold the page: its load event came');
-    t.same(shot.extra.dialogs, [{ type: 'alert', message: 'from the frame' }, { type: 'confirm', message: 'frame later?' }]);
+    t.notOk(shot.extra.loadCapped, "the frame's alert did not hold the page: its load event came");
+    t.same(shot.extra.dialogs, [
+      { type: 'alert', message: 'from the frame' },
+      { type: 'confirm', message: 'frame later?' },
+    ]);
     t.same(await pixel(shot.png, 5, 5), [0, 160, 0], 'the frame ran on after its later dialog');
     t.same(await pixel(shot.png, 5, 390), [0, 0, 160], 'the page around it');
     t.equal(fx.hits.get('/frame/alert'), 1, 'the frame was fetched from the other site');
@@ -31,7 +34,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     const fx = await startFixtures(t);
     const b = await shared(id);
     const shot = await b.shoot(fx.url('/xframe?frame=/frame/popup'), { viewport: { w: 400, h: 400 } });
-    t.notOk(shot.extra.loadCapped, 'the frame\'s popups did not hold the page: its load event came');
+    t.notOk(shot.extra.loadCapped, "the frame's popups did not hold the page: its load event came");
     t.same(await pixel(shot.png, 5, 390), [0, 0, 160], 'the page, not a popup');
     t.same(await pixel(shot.png, 5, 5), [0, 160, 0], 'its frame');
     t.equal(new URL(shot.extra.finalUrl!).pathname, '/xframe');
@@ -55,7 +58,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
       t.notOk(watch.failure, `the opener was not held: its main thread answered every check (${watch.failure?.message})`);
       t.equal(background, 'rgb(0, 160, 0)', 'the frame ran on past window.open');
       t.equal(watch.report.popupsClosed, 1, 'the popup was closed');
-      t.same(watch.report.dialogs, [], 'the popup\'s dialog is not the page\'s');
+      t.same(watch.report.dialogs, [], "the popup's dialog is not the page's");
       t.equal((await ctx.pages()).length, 1, 'no window left open');
     });
   });
@@ -68,6 +71,9 @@ t.test('chromium: the frame of another site is out of process (what this file is
     await page.goto(fx.url('/xframe?frame=/plain'), { waitUntil: 'load' });
     const cdp = await page.createCDPSession();
     const { targetInfos } = await cdp.send('Target.getTargets');
-    t.ok(targetInfos.some((ti) => ti.type === 'iframe' && ti.url.startsWith(`http://localhost:${fx.port}/plain`)), 'an iframe target of its own');
+    t.ok(
+      targetInfos.some((ti) => ti.type === 'iframe' && ti.url.startsWith(`http://localhost:${fx.port}/plain`)),
+      'an iframe target of its own',
+    );
   });
 });

@@ -27,8 +27,14 @@ for (const id of ['chromium', 'firefox']) {
     const shot = await b.shoot(fx.url('/dialog/all'), { viewport: { w: 400, h: 400 }, options: { delay: 2 } });
     t.notOk(shot.extra.loadCapped, 'the dialogs did not hold the page: its load event came');
     t.same(await pixel(shot.png, 5, 390), [0, 160, 0], 'the script after the late alert ran');
-    t.same(shot.extra.dialogs?.map((d) => d.type), ['alert', 'confirm', 'prompt', 'alert']);
-    t.same(shot.extra.dialogs?.map((d) => d.message), ['first', 'sure?', 'name?', 'later']);
+    t.same(
+      shot.extra.dialogs?.map((d) => d.type),
+      ['alert', 'confirm', 'prompt', 'alert'],
+    );
+    t.same(
+      shot.extra.dialogs?.map((d) => d.message),
+      ['first', 'sure?', 'name?', 'later'],
+    );
   });
 
   t.test(`${id}: a beforeunload prompt does not keep the page from leaving`, async (t) => {
@@ -42,9 +48,12 @@ for (const id of ['chromium', 'firefox']) {
       await page.click('p');
       // an unanswered prompt keeps the page: the navigation would end in its timeout, not in /plain's answer
       const resp = await watch.race(page.goto(fx.url('/plain'), { waitUntil: 'load', timeout: 20000 }));
-      t.equal(resp?.status(), 200, 'the navigation ended in the next page\'s answer');
+      t.equal(resp?.status(), 200, "the navigation ended in the next page's answer");
       t.equal(new URL(page.url()).pathname, '/plain', 'left the page');
-      t.same(watch.report.dialogs.map((d) => d.type), ['beforeunload']);
+      t.same(
+        watch.report.dialogs.map((d) => d.type),
+        ['beforeunload'],
+      );
     });
   });
 }

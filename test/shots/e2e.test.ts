@@ -7,7 +7,10 @@ import { wallet } from '../../shared/protocol/wallet.ts';
 import { startFixtures } from './fixtures.ts';
 
 t.test('shots end to end', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet', 'job-supervisor', 'browser-pool'], config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, shots: { browsers: ['chromium', 'mobile'] } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'browser-pool'],
+    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, shots: { browsers: ['chromium', 'mobile'] } },
+  });
   const fx = await startFixtures(t);
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 10_000, 'test');
@@ -27,7 +30,8 @@ t.test('shots end to end', async (t) => {
   const r = await app.request('POST', '/v1/shots/jobs?wait=25', { key: k.key, body });
   t.equal(r.status, 201, r.text);
   let job = r.json.job;
-  for (let i = 0; i < 10 && (job.status === 'queued' || job.status === 'processing'); i++) job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
+  for (let i = 0; i < 10 && (job.status === 'queued' || job.status === 'processing'); i++)
+    job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
   t.equal(job.status, 'completed');
   t.equal(job.charged, q.json.cost);
   const byKey = Object.fromEntries(job.results.map((x: { key: string }) => [x.key, x]));
@@ -38,7 +42,9 @@ t.test('shots end to end', async (t) => {
   const png = await app.request('GET', new URL(dark.url).pathname, { key: k.key });
   t.equal(png.status, 200);
   t.match(png.headers.get('content-type'), 'image/png');
-  const pngBuf = Buffer.from(await (await fetch(dark.url.replace(/^https?:\/\/[^/]+/, app.url), { headers: { authorization: `Bearer ${k.key}` } })).arrayBuffer());
+  const pngBuf = Buffer.from(
+    await (await fetch(dark.url.replace(/^https?:\/\/[^/]+/, app.url), { headers: { authorization: `Bearer ${k.key}` } })).arrayBuffer(),
+  );
   t.match(await sharp(pngBuf).metadata(), { format: 'png', width: 800, height: 600 });
   const { data } = await sharp(pngBuf).removeAlpha().raw().toBuffer({ resolveWithObject: true });
   t.same([...data.subarray(0, 3)], [0, 0, 0], 'dark scheme applied');
@@ -48,10 +54,14 @@ t.test('shots end to end', async (t) => {
 
   // a redirect to a private address fails in the browser (the precheck saw a public target) and is refunded
   const before = await balance();
-  const red = await app.request('POST', '/v1/shots/jobs?wait=25', { key: k.key, body: { url: fx.url(`/redirect?to=${encodeURIComponent(`http://127.0.0.2:${fx.port}/plain`)}`), browsers: ['chromium'] } });
+  const red = await app.request('POST', '/v1/shots/jobs?wait=25', {
+    key: k.key,
+    body: { url: fx.url(`/redirect?to=${encodeURIComponent(`http://127.0.0.2:${fx.port}/plain`)}`), browsers: ['chromium'] },
+  });
   t.equal(red.status, 201, red.text);
   let rj = red.json.job;
-  for (let i = 0; i < 10 && (rj.status === 'queued' || rj.status === 'processing'); i++) rj = (await app.request('GET', `/v1/jobs/${rj.id}?wait=25`, { key: k.key })).json.job;
+  for (let i = 0; i < 10 && (rj.status === 'queued' || rj.status === 'processing'); i++)
+    rj = (await app.request('GET', `/v1/jobs/${rj.id}?wait=25`, { key: k.key })).json.job;
   t.match(rj, { status: 'failed', charged: 0 });
   t.match(rj.results[0], { error: 'blocked_address', refunded: true });
   t.equal(await balance(), before);

@@ -4,11 +4,28 @@
 // folder that is not ours is never used, and copies a killed pool left behind are cleaned up.
 // The template is made in this file's own temporary folder (TMPDIR), not the machine's.
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync, chmodSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+  chmodSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { firefox, DEBIAN_FIREFOX } from '../../actors/browser-pool/launchers/firefox.ts';
-import { firefoxBuildId, profileCopy, removeLeftCopies, templateDir, trustedTemplate } from '../../actors/browser-pool/launchers/firefox-profile.ts';
+import {
+  firefoxBuildId,
+  profileCopy,
+  removeLeftCopies,
+  templateDir,
+  trustedTemplate,
+} from '../../actors/browser-pool/launchers/firefox-profile.ts';
 
 const own = mkdtempSync(join(tmpdir(), 'payloads-ffprofile-test-'));
 process.env.TMPDIR = own; // os.tmpdir() reads it at each call
@@ -19,7 +36,8 @@ t.teardown(() => {
 
 /** The profile folder a launched Firefox runs on (its `--profile` argument). */
 const profileOf = (args: string[]) => args[args.indexOf('--profile') + 1] ?? '';
-const exited = (p: { exitCode: number | null; once(e: 'exit', f: () => void): void }) => new Promise<void>((r) => (p.exitCode !== null ? r() : p.once('exit', () => r())));
+const exited = (p: { exitCode: number | null; once(e: 'exit', f: () => void): void }) =>
+  new Promise<void>((r) => (p.exitCode !== null ? r() : p.once('exit', () => r())));
 
 t.test('the first launch makes the template; every launch runs on a copy removed after its exit', async (t) => {
   const build = firefoxBuildId(DEBIAN_FIREFOX);
@@ -29,7 +47,8 @@ t.test('the first launch makes the template; every launch runs on a copy removed
   t.ok(trustedTemplate(dir), 'the template exists, ours, 0700');
   t.equal(statSync(dir).mode & 0o777, 0o700);
   const inTemplate = readdirSync(dir);
-  for (const name of ['prefs.js', 'user.js', 'lock', 'sessionstore.jsonlz4', 'cache2']) t.notOk(inTemplate.includes(name), `no ${name} in the template`);
+  for (const name of ['prefs.js', 'user.js', 'lock', 'sessionstore.jsonlz4', 'cache2'])
+    t.notOk(inTemplate.includes(name), `no ${name} in the template`);
   t.ok(inTemplate.includes('startupCache'), 'the startup cache is (what makes a copy start faster)');
   const p1 = b1.process()!;
   const copy1 = profileOf(p1.spawnargs);
@@ -43,7 +62,9 @@ t.test('the first launch makes the template; every launch runs on a copy removed
   // every launch takes its copy from profileCopy (launchers/firefox.ts): two copies are two folders,
   // each with the template's files (without a second Firefox launch, ~5 s of CPU)
   const [c2, c3] = [profileCopy(dir), profileCopy(dir)];
-  t.teardown(() => { for (const c of [c2, c3]) rmSync(c, { recursive: true, force: true }); });
+  t.teardown(() => {
+    for (const c of [c2, c3]) rmSync(c, { recursive: true, force: true });
+  });
   t.ok(c2 !== c3 && c2 !== copy1 && c3 !== copy1, 'the next launch gets a copy of its own');
   t.same(readdirSync(c2).sort(), [...inTemplate].sort(), 'a copy holds what the template holds');
   t.equal(readdirSync(own).filter((n) => n.startsWith('payloads-firefox-profile-new-')).length, 0, 'no half-made template left');
@@ -71,7 +92,7 @@ t.test('a template folder that others could have written is not used', async (t)
   chmodSync(taken, 0o755);
   const b = await firefox().launch({ scheme: 'light' });
   const p = b.process()!;
-  t.notMatch(profileOf(p.spawnargs), /payloads-firefox-profile-use-/, 'a new profile of puppeteer\'s, not a copy of the folder');
+  t.notMatch(profileOf(p.spawnargs), /payloads-firefox-profile-use-/, "a new profile of puppeteer's, not a copy of the folder");
   t.equal(readdirSync(own).filter((n) => n.startsWith('payloads-firefox-profile-new-')).length, 0, 'and no template made');
   await b.close();
   await exited(p);

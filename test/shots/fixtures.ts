@@ -8,8 +8,10 @@ import { HOSTILE_PAGES, hostileRoute } from './hostile-fixtures.ts';
 type Tap = { teardown(fn: () => unknown): void };
 
 export const PAGES: Record<string, string> = {
-  '/plain': '<!doctype html><html><head><style>html,body{margin:0;background:#3366cc}</style></head><body><h1 style="color:#fff">plain</h1></body></html>',
-  '/scheme': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)} @media (prefers-color-scheme: dark){html,body{background:rgb(0,0,0)}}</style></head><body></body></html>',
+  '/plain':
+    '<!doctype html><html><head><style>html,body{margin:0;background:#3366cc}</style></head><body><h1 style="color:#fff">plain</h1></body></html>',
+  '/scheme':
+    '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)} @media (prefers-color-scheme: dark){html,body{background:rgb(0,0,0)}}</style></head><body></body></html>',
   '/tall': `<!doctype html><html><head><style>html,body{margin:0;background:#eee} .block{height:1000px} img{display:block;width:300px;height:200px}</style></head><body>
     <div class="block">top</div><div class="block">middle</div>
     <img id="lazy1" loading="lazy" src="/img/a.png"><div class="block">more</div><img id="lazy2" loading="lazy" src="/img/b.png">
@@ -19,7 +21,8 @@ export const PAGES: Record<string, string> = {
       const io = new IntersectionObserver((es) => { if (es.some((e) => e.isIntersecting)) { document.getElementById('late').style.height = '700px'; io.disconnect(); } });
       io.observe(document.getElementById('late'));
     </script></body></html>`,
-  '/delayed': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><p style="margin:200px">text</p><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1800)</script></body></html>',
+  '/delayed':
+    '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,0,0)}</style></head><body><p style="margin:200px">text</p><script>setTimeout(() => { document.body.style.background = "rgb(0,255,0)"; document.documentElement.style.background = "rgb(0,255,0)"; }, 1800)</script></body></html>',
   '/cookies': `<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(255,255,255)}
     #cookie-notice{position:fixed;left:0;right:0;bottom:0;height:300px;background:rgb(200,0,0);color:#fff;z-index:9999}</style></head>
     <body><p>content</p><div id="cookie-notice">We use cookies to improve your experience. <button>Accept all cookies</button></div></body></html>`,
@@ -33,7 +36,8 @@ export const PAGES: Record<string, string> = {
       document.getElementById('adroll_consent_container').remove(); fetch('/rejected'); });</script></body></html>`,
   '/rejected': 'ok',
   '/blank': '<!doctype html><html><head><style>html,body{margin:0;height:100%;background:rgb(10,20,30)}</style></head><body></body></html>',
-  '/js': '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
+  '/js':
+    '<!doctype html><html><head><title>js</title></head><body><div id="app"></div><script>document.getElementById("app").textContent = "rendered by script"</script></body></html>',
   '/slow': '<!doctype html><html><body>slow</body></html>',
   '/held': '<!doctype html><html><body>held</body></html>',
   ...HOSTILE_PAGES,
@@ -59,8 +63,12 @@ let pngs: Record<string, Buffer> | undefined;
 
 export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixtures> {
   pngs ??= {
-    '/img/a.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 0, g: 128, b: 0 } } }).png().toBuffer(),
-    '/img/b.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 0, b: 128 } } }).png().toBuffer(),
+    '/img/a.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 0, g: 128, b: 0 } } })
+      .png()
+      .toBuffer(),
+    '/img/b.png': await sharp({ create: { width: 300, height: 200, channels: 3, background: { r: 128, g: 0, b: 128 } } })
+      .png()
+      .toBuffer(),
   };
   const hits = new Map<string, number>();
   const agents = new Map<string, string>();
@@ -78,7 +86,13 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
       return;
     }
     if (u.pathname === '/slow') {
-      setTimeout(() => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(PAGES['/slow']); }, Number(u.searchParams.get('ms') ?? 60000)).unref();
+      setTimeout(
+        () => {
+          res.writeHead(200, { 'content-type': 'text/html' });
+          res.end(PAGES['/slow']);
+        },
+        Number(u.searchParams.get('ms') ?? 60000),
+      ).unref();
       return;
     }
     if (u.pathname === '/held') {
@@ -111,22 +125,42 @@ export async function startFixtures(t: Tap, host = '127.0.0.1'): Promise<Fixture
     socket.on('close', () => upgraded.delete(socket));
     const key = String(req.headers['sec-websocket-key'] ?? '');
     const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`,
+    );
     hits.set('/ws', (hits.get('/ws') ?? 0) + 1);
     socket.on('error', () => {});
   });
   await new Promise<void>((r) => server.listen(0, host, r));
   const port = (server.address() as AddressInfo).port;
   // upgraded sockets no longer belong to the server: closeAllConnections does not see them
-  t.teardown(() => new Promise<void>((r) => { upgraded.forEach((s) => s.destroy()); server.closeAllConnections(); server.close(() => r()); }));
-  return {
-    url: (p) => `http://${host}:${port}${p}`, port, hits, agents, server,
-    held: {
-      arrived: (n, ms = 120000) => new Promise<void>((resolve, reject) => {
-        if ((hits.get('/held') ?? 0) >= n) return resolve();
-        const bound = setTimeout(() => reject(new Error(`${hits.get('/held') ?? 0} of ${n} requests for /held in ${ms} ms`)), ms);
-        held.waiters.push({ n, wake: () => { clearTimeout(bound); resolve(); } });
+  t.teardown(
+    () =>
+      new Promise<void>((r) => {
+        upgraded.forEach((s) => s.destroy());
+        server.closeAllConnections();
+        server.close(() => r());
       }),
+  );
+  return {
+    url: (p) => `http://${host}:${port}${p}`,
+    port,
+    hits,
+    agents,
+    server,
+    held: {
+      arrived: (n, ms = 120000) =>
+        new Promise<void>((resolve, reject) => {
+          if ((hits.get('/held') ?? 0) >= n) return resolve();
+          const bound = setTimeout(() => reject(new Error(`${hits.get('/held') ?? 0} of ${n} requests for /held in ${ms} ms`)), ms);
+          held.waiters.push({
+            n,
+            wake: () => {
+              clearTimeout(bound);
+              resolve();
+            },
+          });
+        }),
       release: () => {
         held.released = true;
         held.waiting.splice(0).forEach(answerHeld);

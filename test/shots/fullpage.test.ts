@@ -9,7 +9,7 @@ for (const id of ['chromium', 'firefox']) {
     const fx = await startFixtures(t);
     const b = await testBrowser(t, id);
     const shot = await b.shoot(fx.url('/tall'), { viewport: { w: 1000, h: 700 }, options: { fullPage: true } });
-    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, 'settled by the page\'s own events, no cap');
+    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, "settled by the page's own events, no cap");
     t.equal(shot.width, 1000);
     t.equal(shot.height, 4100);
     t.equal(fx.hits.get('/img/a.png'), 1, 'first lazy image fetched');

@@ -27,7 +27,10 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
       const err = await failureOf(b.shoot(fx.url(path), { viewport: { w: 400, h: 400 }, timeoutMs: ENDLESS_TIMEOUT_MS }));
       t.equal(err?.error, 'timeout', `${path}: ${err?.message}`);
       // while parsing: the navigation's deadline or the page timeout; after load also the watch
-      t.ok(path === '/loop/inline' ? ['navigation deadline', 'page timeout'].includes(err?.by ?? '') : err?.by !== 'other', `${path}: ended by the page's limits (${err?.by})`);
+      t.ok(
+        path === '/loop/inline' ? ['navigation deadline', 'page timeout'].includes(err?.by ?? '') : err?.by !== 'other',
+        `${path}: ended by the page's limits (${err?.by})`,
+      );
       const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
       t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], `after ${path}: the next page works`);
     }
@@ -49,16 +52,22 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: a page that allocates without end is stopped at its heap limit; the browser survives`, async (t) => {
     const fx = await startFixtures(t);
     const b = await shared();
-    const result = await b.shoot(fx.url('/memory'), { viewport: { w: 400, h: 400 }, timeoutMs: HOG_TIMEOUT_MS[id] ?? 10000 }).then((s) => ({ shot: s, err: null }), async (e: unknown) => ({ shot: null, err: await failureOf(Promise.reject(e)) }));
+    const result = await b.shoot(fx.url('/memory'), { viewport: { w: 400, h: 400 }, timeoutMs: HOG_TIMEOUT_MS[id] ?? 10000 }).then(
+      (s) => ({ shot: s, err: null }),
+      async (e: unknown) => ({ shot: null, err: await failureOf(Promise.reject(e)) }),
+    );
     if (id === 'chromium') {
       // V8 past --max-old-space-size kills the renderer: the page crashed
       t.equal(result.err?.error, 'render_failed', result.err?.message ?? 'delivered');
-      t.match(result.err?.message, /crashed/, 'ended by the renderer\'s heap limit, not by the page timeout');
+      t.match(result.err?.message, /crashed/, "ended by the renderer's heap limit, not by the page timeout");
     } else {
       // Gecko past javascript.options.mem.max throws "out of memory" into the script, which ends;
       // the page itself lives on and is captured
       t.ok(result.shot || result.err?.error === 'render_failed' || result.err?.error === 'timeout', JSON.stringify(result.err));
-      t.ok(result.shot || result.err?.error === 'render_failed' || result.err?.by !== 'other', `given up by the page's limits if not captured: ${JSON.stringify(result.err)}`);
+      t.ok(
+        result.shot || result.err?.error === 'render_failed' || result.err?.by !== 'other',
+        `given up by the page's limits if not captured: ${JSON.stringify(result.err)}`,
+      );
     }
     const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
     t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');

@@ -12,7 +12,10 @@ for (const id of ['chromium', 'firefox']) {
     await mb.withPage(20000, async (page) => {
       t.equal(page.url(), 'about:blank');
       await page.goto(fx.url('/plain'));
-      await page.evaluate(() => { document.cookie = 'seen=1; max-age=3600'; localStorage.setItem('seen', '1'); });
+      await page.evaluate(() => {
+        document.cookie = 'seen=1; max-age=3600';
+        localStorage.setItem('seen', '1');
+      });
       t.equal(await page.evaluate(() => document.cookie), 'seen=1');
     });
     for (let i = 0; i < 2; i++) {
@@ -20,7 +23,11 @@ for (const id of ['chromium', 'firefox']) {
         t.equal(page.url(), 'about:blank', 'a blank page');
         t.same(ctx.pages ? (await ctx.pages()).length : 1, 1, 'one page in its context');
         await page.goto(fx.url('/plain'));
-        t.same(await page.evaluate(() => [document.cookie, localStorage.getItem('seen')]), ['', null], `task ${i + 2} sees nothing of task 1`);
+        t.same(
+          await page.evaluate(() => [document.cookie, localStorage.getItem('seen')]),
+          ['', null],
+          `task ${i + 2} sees nothing of task 1`,
+        );
       });
     }
   });

@@ -25,10 +25,16 @@ t.test('chromium: delay waits before the capture', async (t) => {
 t.test('chromium: a page that runs out of time names the step it was at', async (t) => {
   const fx = await startFixtures(t);
   const b = await shared('chromium');
-  const late = await b.managed().withPage(1500, async (_page, _ctx, _browser, hooks) => {
-    hooks.step('a wait that never ends');
-    await new Promise(() => {});
-  }).then(() => null, (e: unknown) => e);
+  const late = await b
+    .managed()
+    .withPage(1500, async (_page, _ctx, _browser, hooks) => {
+      hooks.step('a wait that never ends');
+      await new Promise(() => {});
+    })
+    .then(
+      () => null,
+      (e: unknown) => e,
+    );
   t.type(late, PageTimeout);
   t.equal((late as PageTimeout).step, 'a wait that never ends');
   t.equal((late as PageTimeout).message, 'page did not finish within 1500 ms (it was at: a wait that never ends)');
@@ -36,7 +42,11 @@ t.test('chromium: a page that runs out of time names the step it was at', async 
   // on a machine so loaded that the page took the 4 s to settle, in an earlier step it names)
   const err = await failureOf(b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 }, options: { delay: 5 }, timeoutMs: 4000 }));
   t.equal(err?.by, 'page timeout', err?.message ?? 'delivered');
-  t.match(err?.message, /^page did not finish within 4000 ms \(it was at: (the 5 s delay|navigation|the load event|a quiet network|the main thread)/, 'the step named');
+  t.match(
+    err?.message,
+    /^page did not finish within 4000 ms \(it was at: (the 5 s delay|navigation|the load event|a quiet network|the main thread)/,
+    'the step named',
+  );
   t.comment(err?.message);
 });
 
@@ -63,7 +73,11 @@ for (const id of ['chromium', 'firefox']) {
     t.same(await pixel(shown.png, 400, 200), [0, 0, 200], 'without the option the banner is on the shot');
     const hidden = await b.shoot(fx.url('/cmp'), { viewport: { w: 800, h: 600 }, options: { hideCookieBanner: true } });
     t.same(await pixel(hidden.png, 400, 200), [255, 255, 255], 'banner gone');
-    t.match(hidden.extra.cookieBanner, { found: true, hidden: true, method: 'autoconsent:Adroll' }, JSON.stringify(hidden.extra.cookieBanner));
+    t.match(
+      hidden.extra.cookieBanner,
+      { found: true, hidden: true, method: 'autoconsent:Adroll' },
+      JSON.stringify(hidden.extra.cookieBanner),
+    );
     t.equal(fx.hits.get('/rejected'), 1, 'the reject button was clicked');
   });
 }
@@ -75,7 +89,10 @@ for (const id of ['chromium', 'firefox']) {
     // this shot's page timeout is 5 s (the behaviour is "gives up at the timeout"); the next page has the default
     const err = await failureOf(b.shoot(fx.url('/slow?ms=20000'), { timeoutMs: 5000 }));
     t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
-    t.ok(['navigation deadline', 'page timeout'].includes(err?.by ?? ''), `given up by the page's time limit (${err?.by}), the target never answered`);
+    t.ok(
+      ['navigation deadline', 'page timeout'].includes(err?.by ?? ''),
+      `given up by the page's time limit (${err?.by}), the target never answered`,
+    );
     // the browser still works afterwards
     const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
     t.equal(ok.width, 400);

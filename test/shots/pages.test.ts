@@ -29,7 +29,11 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
   t.test(`${id}: a download or a type a browser does not show fails as render_failed at once`, async (t) => {
     const fx = await startFixtures(t);
     const b = await shared(id);
-    for (const [path, says] of [['/attachment', /download/], ['/octet', /application\/octet-stream/], ['/zip', /application\/zip/]] as const) {
+    for (const [path, says] of [
+      ['/attachment', /download/],
+      ['/octet', /application\/octet-stream/],
+      ['/zip', /application\/zip/],
+    ] as const) {
       const err = await failureOf(b.shoot(fx.url(path), { viewport: { w: 400, h: 400 }, timeoutMs: 8000 }));
       t.equal(err?.error, 'render_failed', `${path}: ${err?.message}`);
       t.match(err?.message, says);

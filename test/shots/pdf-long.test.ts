@@ -22,15 +22,27 @@ const ROWS = 5000;
 
 t.test('pdf of a long document: printed, not failed as a stuck page', async (t) => {
   const tn = await startTestNats(t);
-  const rows = Array.from({ length: ROWS }, (_, i) => `<tr><td>${i}</td><td style="background:#eee">row ${i} ${'lorem ipsum '.repeat(5)}</td></tr>`).join('');
+  const rows = Array.from(
+    { length: ROWS },
+    (_, i) => `<tr><td>${i}</td><td style="background:#eee">row ${i} ${'lorem ipsum '.repeat(5)}</td></tr>`,
+  ).join('');
   const html = `<!doctype html><html><body><table>${rows}</table></body></html>`;
-  const server = createServer((_req, res) => { res.writeHead(200, { 'content-type': 'text/html' }); res.end(html); });
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(html);
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.teardown(() => new Promise((r) => server.close(r)));
   const url = `http://127.0.0.1:${(server.address() as { port: number }).port}/`;
 
   const b = await testBrowser(t, 'chromium', { timeoutMs: PAGE_TIMEOUT_MS });
-  const render = renderEndpoints({ browser: b.managed(), slots: new Slots(1), stores: new Stores(tn.nc), pageTimeoutMs: PAGE_TIMEOUT_MS, settle: SETTLE_HERE });
+  const render = renderEndpoints({
+    browser: b.managed(),
+    slots: new Slots(1),
+    stores: new Stores(tn.nc),
+    pageTimeoutMs: PAGE_TIMEOUT_MS,
+    settle: SETTLE_HERE,
+  });
   const reply = await render.renderPdf({ url, store: OBJECT_STORES.results, objectName: 'long/pdf' }).catch((e: Error) => e);
   t.notOk(reply instanceof Error, reply instanceof Error ? reply.message : 'printed');
   if (reply instanceof Error) return;

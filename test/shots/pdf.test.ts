@@ -20,7 +20,12 @@ t.test('pdf: dialogs answered, endless scripts time out, downloads fail as rende
   const [alert, ms] = await timed(() => c.runJob(on.dialog, ['pdf'], 120000));
   t.equal(alert.pdf?.kind, 'done', JSON.stringify(alert.pdf));
   t.ok(ms < PAGE_TIMEOUT_MS - 5000, `printed in ${ms} ms, well before the ${PAGE_TIMEOUT_MS} ms page timeout`);
-  t.equal(Buffer.from((await c.store.getBlob(alert.pdf!.kind === 'done' ? alert.pdf!.file!.name : ''))!).subarray(0, 5).toString(), '%PDF-');
+  t.equal(
+    Buffer.from((await c.store.getBlob(alert.pdf!.kind === 'done' ? alert.pdf!.file!.name : ''))!)
+      .subarray(0, 5)
+      .toString(),
+    '%PDF-',
+  );
 
   const loop = await c.runJob(on.endless, ['pdf'], 120000);
   t.match(loop.pdf, { kind: 'failed', error: EXPECTED.endless }, 'reached but never finished: timeout, not unreachable');

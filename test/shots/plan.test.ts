@@ -8,37 +8,61 @@ import { BUCKETS, subjects } from '../../shared/names.ts';
 import { shots, parseViewport, ShotsBody, type ShotsRequest } from '../../shared/services/shots.ts';
 import { ApiError } from '../../shared/errors.ts';
 
-const code = async (p: Promise<unknown>) => p.then(() => 'ok', (e: unknown) => (e instanceof ApiError ? e.code : String(e)));
+const code = async (p: Promise<unknown>) =>
+  p.then(
+    () => 'ok',
+    (e: unknown) => (e instanceof ApiError ? e.code : String(e)),
+  );
 
 t.test('plan: browsers and versions from the live catalogue, viewports, schemes, prices', async (t) => {
   const tn = await startTestNats(t);
   const kv = await new Kvm(tn.nc).open(BUCKETS.catalogue);
   const ctx = { config: tn.config, nc: tn.nc, walletId: 'w', catalogueKv: kv, datasetsKv: kv };
-  const plan = (b: Partial<ShotsRequest>) => shots.plan({ url: 'https://example.com/x', browsers: ['chromium'], ...b } as ShotsRequest, ctx);
+  const plan = (b: Partial<ShotsRequest>) =>
+    shots.plan({ url: 'https://example.com/x', browsers: ['chromium'], ...b } as ShotsRequest, ctx);
 
   t.equal(await code(plan({})), 'service_unavailable', 'no instance running: 503');
 
   // two instances with different version sets: the catalogue is their union
-  const a = await advertise(tn.nc, 'shots', 'a', () => ({ browsers: [{ id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['156', '131'] }] }));
-  const b = await advertise(tn.nc, 'shots', 'b', () => ({ browsers: [
-    { id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['143'] },
-    { id: 'mobile', name: 'Phone', engine: 'chromium', versions: ['156'], mobile: { w: 412, h: 915, deviceScaleFactor: 2.625 } },
-  ] }));
-  t.teardown(async () => { await a.stop(); await b.stop(); });
+  const a = await advertise(tn.nc, 'shots', 'a', () => ({
+    browsers: [{ id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['156', '131'] }],
+  }));
+  const b = await advertise(tn.nc, 'shots', 'b', () => ({
+    browsers: [
+      { id: 'chromium', name: 'Chromium', engine: 'chromium', versions: ['143'] },
+      { id: 'mobile', name: 'Phone', engine: 'chromium', versions: ['156'], mobile: { w: 412, h: 915, deviceScaleFactor: 2.625 } },
+    ],
+  }));
+  t.teardown(async () => {
+    await a.stop();
+    await b.stop();
+  });
 
   const p1 = await plan({});
-  t.same(p1.items.map((i) => i.key), ['chromium-156_1920x1080_light.png'], 'string id: newest version, default viewport and scheme');
+  t.same(
+    p1.items.map((i) => i.key),
+    ['chromium-156_1920x1080_light.png'],
+    'string id: newest version, default viewport and scheme',
+  );
   t.equal(p1.target, 'example.com');
   t.equal(p1.items[0]!.price, tn.config.pricing.shots.screenshot);
   t.equal(p1.items[0]!.task!.subject, subjects.taskShots('chromium', '156'));
 
-  const p2 = await plan({ browsers: [{ id: 'chromium', versions: ['143', '131'] }], viewports: ['hd', '800x600', { w: 320, h: 2400 }], schemes: ['light', 'dark'] });
+  const p2 = await plan({
+    browsers: [{ id: 'chromium', versions: ['143', '131'] }],
+    viewports: ['hd', '800x600', { w: 320, h: 2400 }],
+    schemes: ['light', 'dark'],
+  });
   t.equal(p2.items.length, 2 * 3 * 2, 'versions x viewports x schemes');
   t.ok(p2.items.some((i) => i.key === 'chromium-131_320x2400_dark.png'));
   t.ok(p2.items.some((i) => i.key === 'chromium-143_1280x720_light.png'));
 
   const p3 = await plan({ browsers: ['mobile'], viewports: ['fhd', 'qhd'], options: { retina: true, fullPage: true } });
-  t.same(p3.items.map((i) => i.key), ['mobile-156_412x915_light.png'], 'a phone ignores request viewports');
+  t.same(
+    p3.items.map((i) => i.key),
+    ['mobile-156_412x915_light.png'],
+    'a phone ignores request viewports',
+  );
   t.equal(p3.items[0]!.price, tn.config.pricing.shots.screenshot + tn.config.pricing.shots.fullPage, 'no retina charge on a phone');
   t.match(p3.items[0]!.task!.params, { options: { retina: false, fullPage: true } });
 
@@ -83,5 +107,8 @@ t.test('precheck: private targets and dead ports are refused before any charge',
   const open = testConfig();
   t.equal(await code(shots.precheck!(body(`http://127.0.0.1:${port}/`), { target: '', items: [] }, { config: open } as never)), 'ok');
   await new Promise((r) => s.close(r));
-  t.equal(await code(shots.precheck!(body(`http://127.0.0.1:${port}/`), { target: '', items: [] }, { config: open } as never)), 'unreachable');
+  t.equal(
+    await code(shots.precheck!(body(`http://127.0.0.1:${port}/`), { target: '', items: [] }, { config: open } as never)),
+    'unreachable',
+  );
 });

@@ -12,13 +12,25 @@ import type { Config } from '../../shared/config/index.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
-export async function startPool(t: Tap, tn: TestNats, browsers: string[], instanceId: string, shots: Partial<Config['shots']> = {}): Promise<BrowserPoolHandle> {
+export async function startPool(
+  t: Tap,
+  tn: TestNats,
+  browsers: string[],
+  instanceId: string,
+  shots: Partial<Config['shots']> = {},
+): Promise<BrowserPoolHandle> {
   const config: Config = { ...tn.config, shots: { ...tn.config.shots, browsers, ...shots } };
   const nc = await tn.connect(instanceId);
   const h = await start({ nc, config, log: testLog(), instanceId });
   let stopped = false;
   t.teardown(() => (stopped ? undefined : h.stop()));
-  return { ...h, stop: async () => { stopped = true; await h.stop(); } };
+  return {
+    ...h,
+    stop: async () => {
+      stopped = true;
+      await h.stop();
+    },
+  };
 }
 
 let seq = 0;
@@ -40,7 +52,9 @@ export function shotTask(jobId: string, p: Omit<ShotParams, 'options'> & { optio
 
 export async function publishTask(nc: NatsConnection, task: Task) {
   const p = task.params as unknown as ShotParams;
-  await jetstream(nc).publish(subjects.taskShots(p.browser, p.version), JSON.stringify(task), { msgID: taskMsgId(task.jobId, task.resultKey) });
+  await jetstream(nc).publish(subjects.taskShots(p.browser, p.version), JSON.stringify(task), {
+    msgID: taskMsgId(task.jobId, task.resultKey),
+  });
 }
 
 export const newJobId = () => `job_test${Date.now().toString(36)}${seq++}`;
@@ -63,7 +77,10 @@ export function watchOutcomes(nc: NatsConnection, jobId: string) {
       const deadline = Date.now() + ms;
       while (got.size < n) {
         if (Date.now() > deadline) throw new Error(`only ${got.size} of ${n} outcomes after ${ms} ms`);
-        await new Promise<void>((r) => { waiters.push(r); setTimeout(r, 500); });
+        await new Promise<void>((r) => {
+          waiters.push(r);
+          setTimeout(r, 500);
+        });
       }
       return got;
     },

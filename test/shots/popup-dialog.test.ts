@@ -22,7 +22,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
       t.notOk(watch.failure, `the opener was not held: its main thread answered every check (${watch.failure?.message})`);
       t.same(await pixel(png, 5, 390), [0, 160, 0], 'the opener ran on past window.open');
       t.equal(watch.report.popupsClosed, 1, 'the popup was closed');
-      t.same(watch.report.dialogs, [], 'the popup\'s dialog is not the page\'s');
+      t.same(watch.report.dialogs, [], "the popup's dialog is not the page's");
       t.equal((await ctx.pages()).length, 1, 'no window left open');
     });
   });

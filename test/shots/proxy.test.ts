@@ -18,10 +18,18 @@ for (const id of ['chromium', 'firefox']) {
     t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'allowed page rendered');
 
     const t0 = Date.now();
-    const redirected = await b.shoot(fx.url(`/redirect?to=${encodeURIComponent(priv.url('/plain'))}`), { viewport: { w: 400, h: 400 } }).then(() => null, (e: unknown) => e as { error?: string });
+    const redirected = await b
+      .shoot(fx.url(`/redirect?to=${encodeURIComponent(priv.url('/plain'))}`), { viewport: { w: 400, h: 400 } })
+      .then(
+        () => null,
+        (e: unknown) => e as { error?: string },
+      );
     t.equal(redirected?.error, 'blocked_address', 'redirect hop refused');
     t.ok(proxy.blockedSince(t0));
-    const direct = await b.shoot(priv.url('/plain'), { viewport: { w: 400, h: 400 } }).then(() => null, (e: unknown) => e as { error?: string });
+    const direct = await b.shoot(priv.url('/plain'), { viewport: { w: 400, h: 400 } }).then(
+      () => null,
+      (e: unknown) => e as { error?: string },
+    );
     t.equal(direct?.error, 'blocked_address', 'loopback is not bypassed');
     t.equal(priv.hits.get('/plain'), undefined, 'the private server never saw a request');
   });

@@ -21,11 +21,18 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     t.teardown(() => proxy.stop());
     const b = await testBrowser(t, id, { proxy: proxy.address }); // the page timeout is 30 s
     for (const kind of ['meta', 'js']) {
-      const shot = await b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(fx.url('/plain'))}`), { viewport: { w: 400, h: 400 } });
+      const shot = await b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(fx.url('/plain'))}`), {
+        viewport: { w: 400, h: 400 },
+      });
       t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, `${kind} to an allowed page: settled by the page's own events, no cap`);
       t.equal(new URL(shot.extra.finalUrl!).pathname, '/plain', `${kind}: followed`);
       t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${kind}: the destination captured`);
-      const err = await failureOf(b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(priv.url('/plain'))}`), { viewport: { w: 400, h: 400 }, timeoutMs: 10000 }));
+      const err = await failureOf(
+        b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(priv.url('/plain'))}`), {
+          viewport: { w: 400, h: 400 },
+          timeoutMs: 10000,
+        }),
+      );
       t.equal(err?.error, 'blocked_address', `${kind} to a private address: ${err?.message ?? 'delivered'}`);
       t.equal(err?.by, 'other', `${kind} to a private address: refused as it happened, not given up at a time limit`);
     }
@@ -41,16 +48,22 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     t.equal(alert.extra.dialogs?.length, 1, 'an alerting page through the proxy is delivered');
   });
 
-  t.test(`${id}: without the proxy: a dead target is unreachable, a target that never answers is a timeout; the browser works afterwards`, async (t) => {
-    const fx = await startFixtures(t);
-    const b = await testBrowser(t, id);
-    const dead = await failureOf(b.shoot(`http://127.0.0.1:${await closedPort()}/`));
-    t.equal(dead?.error, 'unreachable', dead?.message ?? 'delivered');
-    const err = await failureOf(b.shoot(fx.url('/slow?ms=20000'), { timeoutMs: 5000 }));
-    t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
-    t.ok(['navigation deadline', 'page timeout'].includes(err?.by ?? ''), `given up by the page's time limit (${err?.by}), the target never answered`);
-    t.equal(fx.hits.get('/slow'), 1, 'the target was reached');
-    const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
-    t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');
-  });
+  t.test(
+    `${id}: without the proxy: a dead target is unreachable, a target that never answers is a timeout; the browser works afterwards`,
+    async (t) => {
+      const fx = await startFixtures(t);
+      const b = await testBrowser(t, id);
+      const dead = await failureOf(b.shoot(`http://127.0.0.1:${await closedPort()}/`));
+      t.equal(dead?.error, 'unreachable', dead?.message ?? 'delivered');
+      const err = await failureOf(b.shoot(fx.url('/slow?ms=20000'), { timeoutMs: 5000 }));
+      t.equal(err?.error, 'timeout', err?.message ?? 'delivered');
+      t.ok(
+        ['navigation deadline', 'page timeout'].includes(err?.by ?? ''),
+        `given up by the page's time limit (${err?.by}), the target never answered`,
+      );
+      t.equal(fx.hits.get('/slow'), 1, 'the target was reached');
+      const ok = await b.shoot(fx.url('/plain'), { viewport: { w: 400, h: 400 } });
+      t.same(await pixel(ok.png, 5, 390), [0x33, 0x66, 0xcc], 'the next page works');
+    },
+  );
 }

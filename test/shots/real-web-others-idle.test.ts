@@ -19,7 +19,11 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     for (const path of ['/idle/ws', '/idle/fetchloop', '/idle/video']) {
       const shot = await b.shoot(fx.url(path), { viewport: { w: 400, h: 400 } });
       t.same(await pixel(shot.png, 5, 390), [0, 128, 128], `${path} captured`);
-      t.equal(!!shot.extra.networkCapped, CAPPED[path], `${path}: the network wait ended ${CAPPED[path] ? 'by its cap' : 'quiet'} (${JSON.stringify(shot.extra)})`);
+      t.equal(
+        !!shot.extra.networkCapped,
+        CAPPED[path],
+        `${path}: the network wait ended ${CAPPED[path] ? 'by its cap' : 'quiet'} (${JSON.stringify(shot.extra)})`,
+      );
     }
     t.ok((fx.hits.get('/tick') ?? 0) > 0, 'the fetch loop ran');
     t.ok((fx.hits.get('/ws') ?? 0) > 0, 'the socket opened');

@@ -23,7 +23,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     const fx = await startFixtures(t);
     const b = await shared(id);
     const shot = await b.shoot(fx.url('/tall'), { viewport: { w: 1000, h: 700 }, options: { fullPage: true } });
-    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, 'settled by the page\'s own events, no cap');
+    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, "settled by the page's own events, no cap");
     // the phone lays out a page without a viewport meta tag 980 px wide, as a phone does
     if (phone) t.ok(shot.width >= px(980), `phone layout width: ${shot.width}`);
     else t.equal(shot.width, 1000);
@@ -38,7 +38,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     const fx = await startFixtures(t);
     const b = await shared(id);
     const shot = await b.shoot(fx.url('/late-font'), { viewport: { w: 800, h: 300 } });
-    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, 'late font: settled by the page\'s own events, no cap');
+    t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, "late font: settled by the page's own events, no cap");
     t.equal(fx.hits.get('/font.ttf'), 1, 'the font was fetched');
     // font-display: block hides the text until the font arrives (1.5 s after it is asked for); the
     // text is in the top band of the shot (the phone shows the 980 px layout scaled to its screen)
@@ -49,7 +49,7 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium-143,chromium-131,mobile'
     }
     t.ok(dark > 10, `text painted in the late font (${dark} dark samples)`);
     const self = await b.shoot(fx.url('/self-dark'), { viewport: { w: 400, h: 400 }, scheme: 'light' });
-    t.notOk(self.extra.loadCapped || self.extra.networkCapped, 'self-dark: settled by the page\'s own events, no cap');
+    t.notOk(self.extra.loadCapped || self.extra.networkCapped, "self-dark: settled by the page's own events, no cap");
     const [r, g, bl] = await pixel(self.png, 5, 390);
     t.ok(r < 60 && g < 60 && bl < 60, `dark canvas in a light browser: ${[r, g, bl]}`);
   });

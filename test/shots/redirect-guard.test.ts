@@ -19,12 +19,19 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     t.teardown(() => proxy.stop());
     const b = await testBrowser(t, id, { proxy: proxy.address });
     for (const kind of ['meta', 'js']) {
-      const shot = await b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(fx.url('/plain'))}`), { viewport: { w: 400, h: 400 } });
+      const shot = await b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(fx.url('/plain'))}`), {
+        viewport: { w: 400, h: 400 },
+      });
       t.notOk(shot.extra.loadCapped || shot.extra.networkCapped, `${kind} to an allowed page: settled by the page's own events, no cap`);
       t.equal(new URL(shot.extra.finalUrl!).pathname, '/plain', `${kind}: followed`);
       t.same(await pixel(shot.png, 5, 390), [0x33, 0x66, 0xcc], `${kind}: the destination captured`);
 
-      const err = await failureOf(b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(priv.url('/plain'))}`), { viewport: { w: 400, h: 400 }, timeoutMs: 10000 }));
+      const err = await failureOf(
+        b.shoot(fx.url(`/redirect/${kind}-to?to=${encodeURIComponent(priv.url('/plain'))}`), {
+          viewport: { w: 400, h: 400 },
+          timeoutMs: 10000,
+        }),
+      );
       t.equal(err?.error, 'blocked_address', `${kind} to a private address: ${err?.message ?? 'delivered'}`);
       t.equal(err?.by, 'other', `${kind} to a private address: refused as it happened, not given up at a time limit`);
     }

@@ -28,11 +28,19 @@ for (const id of (process.env.ONLY_BROWSER ?? 'chromium,firefox').split(',')) {
     t.same(await pixel(shot.png, 5, 390), [0, 128, 128]);
     // a burst of 60 history changes: Firefox refuses past 50 in 10 s (SecurityError), Chromium past 200
     const burst = await b.shoot(fx.url('/pushstate-burst'), { viewport: { w: 400, h: 400 } });
-    t.same(await pixel(burst.png, 5, 390), id === 'firefox' ? [200, 0, 0] : [0, 160, 0], `${id}: 60 history changes at once ${id === 'firefox' ? 'refused past the limit' : 'allowed'}`);
+    t.same(
+      await pixel(burst.png, 5, 390),
+      id === 'firefox' ? [200, 0, 0] : [0, 160, 0],
+      `${id}: 60 history changes at once ${id === 'firefox' ? 'refused past the limit' : 'allowed'}`,
+    );
     // 300 at once: past each browser's limit (puppeteer's default flags switch Chromium's off; the
     // launchers keep it on, CHROMIUM_IGNORED_DEFAULTS)
     const flood = await b.shoot(fx.url('/pushstate-flood'), { viewport: { w: 400, h: 400 } });
-    t.same(await pixel(flood.png, 5, 390), id === 'firefox' ? [200, 0, 0] : [0, 160, 0], `${id}: 300 history changes at once: ${id === 'firefox' ? 'refused past 50' : 'ignored past 200'}`);
+    t.same(
+      await pixel(flood.png, 5, 390),
+      id === 'firefox' ? [200, 0, 0] : [0, 160, 0],
+      `${id}: 300 history changes at once: ${id === 'firefox' ? 'refused past 50' : 'ignored past 200'}`,
+    );
   });
 
   t.test(`${id}: a late web font is waited for; a page that is dark by itself is captured dark`, async (t) => {

@@ -18,10 +18,23 @@ t.test('two instances holding the same version share its consumer; one holding o
   const n = 6;
   for (let i = 0; i < n; i++) {
     // delay 2: each shot keeps its instance busy, so the other one must pull the next
-    await publishTask(tn.nc, shotTask(jobId, { url: fx.url('/plain'), browser: 'chromium', version, viewport: { w: 400 + i, h: 400 }, scheme: 'light', options: { delay: 2 } }));
+    await publishTask(
+      tn.nc,
+      shotTask(jobId, {
+        url: fx.url('/plain'),
+        browser: 'chromium',
+        version,
+        viewport: { w: 400 + i, h: 400 },
+        scheme: 'light',
+        options: { delay: 2 },
+      }),
+    );
   }
   const got = await outcomes.waitFor(n, 90000);
-  t.ok([...got.values()].every((o) => o.kind === 'done'), 'all done');
+  t.ok(
+    [...got.values()].every((o) => o.kind === 'done'),
+    'all done',
+  );
   const sa = a.stats().shots;
   const sb = b.stats().shots;
   t.equal(sa + sb, n, `each task done once (a ${sa}, b ${sb})`);
@@ -39,7 +52,14 @@ t.test('an instance killed mid-task: the other finishes it after the redelivery'
   // fixture until the test releases it, so its page timeout only has to outlast pool-b's start on
   // a loaded machine (the task's own bound, jobs.taskTimeoutSeconds, is 300 s)
   writeFileSync(configFile, JSON.stringify({ outbound: tn.config.outbound, jobs: tn.config.jobs, shots: { pageTimeoutMs: 240000 } }));
-  const child = await spawnActor('browser-pool', { natsUrl: tn.server.url, dataDir: dir, replicas: 1, configFile, env: { BROWSERS: 'chromium' }, logLevel: 'warn' });
+  const child = await spawnActor('browser-pool', {
+    natsUrl: tn.server.url,
+    dataDir: dir,
+    replicas: 1,
+    configFile,
+    env: { BROWSERS: 'chromium' },
+    logLevel: 'warn',
+  });
   t.teardown(() => child.kill('SIGKILL'));
 
   const jobId = newJobId();

@@ -13,7 +13,9 @@ t.test('a stored shot and its thumbnail read back intact, hashed natively', asyn
   t.equal(getSha256Backend(), 'native');
   const tn = await startTestNats(t);
   // noise does not compress: a PNG of a few MB, as a full-page shot of a real site is
-  const png = await sharp(randomBytes(900 * 900 * 3), { raw: { width: 900, height: 900, channels: 3 } }).png().toBuffer();
+  const png = await sharp(randomBytes(900 * 900 * 3), { raw: { width: 900, height: 900, channels: 3 } })
+    .png()
+    .toBuffer();
   t.ok(png.length > 2 * 1024 * 1024, `PNG of ${png.length} bytes`);
   await new Objm(tn.nc).create('shots-store-test');
   const task = { store: 'shots-store-test', objectName: 'job1/a.png', jobId: 'job1', resultKey: 'a.png' };
@@ -23,7 +25,11 @@ t.test('a stored shot and its thumbnail read back intact, hashed natively', asyn
   const back = await os.getBlob('job1/a.png');
   t.ok(back && Buffer.from(back).equals(png), 'the PNG, byte for byte, its digest checked by the client');
   const info = await os.info('job1/a.png');
-  t.equal(Buffer.from(info!.digest.slice('SHA-256='.length), 'base64url').toString('hex'), createHash('sha256').update(png).digest('hex'), 'the stored digest is the SHA-256 of the PNG');
+  t.equal(
+    Buffer.from(info!.digest.slice('SHA-256='.length), 'base64url').toString('hex'),
+    createHash('sha256').update(png).digest('hex'),
+    'the stored digest is the SHA-256 of the PNG',
+  );
   const thumb = await os.getBlob(thumbName('job1', 'a.png'));
   t.match(await sharp(Buffer.from(thumb!)).metadata(), { format: 'webp', width: 400 });
 });

@@ -10,10 +10,25 @@ const launcher = launcherFor(id!);
 const mb = new ManagedBrowser(launcher, launcher.schemePerBrowser ? { scheme: 'light' } : {}, 100, testLog());
 const version = await mb.warm();
 for (const url of urls) {
-  const out = await mb.withPage(30000, (page) => captureShot(page, {
-    url, browser: launcher.browserId, version, viewport: { w: 800, h: 600 }, scheme: 'light',
-    options: { fullPage: true, retina: false, hideCookieBanner: true, delay: 0 },
-  }, { launcher, version, navTimeoutMs: 28000, progress: async () => {} })).then((s) => s.extra, (e: unknown) => ({ failed: String(e) }));
+  const out = await mb
+    .withPage(30000, (page) =>
+      captureShot(
+        page,
+        {
+          url,
+          browser: launcher.browserId,
+          version,
+          viewport: { w: 800, h: 600 },
+          scheme: 'light',
+          options: { fullPage: true, retina: false, hideCookieBanner: true, delay: 0 },
+        },
+        { launcher, version, navTimeoutMs: 28000, progress: async () => {} },
+      ),
+    )
+    .then(
+      (s) => s.extra,
+      (e: unknown) => ({ failed: String(e) }),
+    );
   console.log(JSON.stringify(out));
 }
 await mb.close();

@@ -10,8 +10,15 @@ import { startFixtures } from './fixtures.ts';
 for (const id of ['chromium', 'firefox']) {
   t.test(`${id}: a capture under tsx settles once and hides the banner`, async (t) => {
     const fx = await startFixtures(t);
-    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/shots/tsx-capture.ts', id, fx.url('/cookies'), fx.url('/redirect/meta')], { timeout: 120000 });
-    const [cookies, meta] = stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'test/shots/tsx-capture.ts', id, fx.url('/cookies'), fx.url('/redirect/meta')],
+      { timeout: 120000 },
+    );
+    const [cookies, meta] = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     t.notOk(cookies!.failed, String(cookies!.failed ?? ''));
     t.equal(cookies!.hops, undefined, 'one document, settled once');
     t.match(cookies!.cookieBanner, { found: true, hidden: true });

@@ -13,7 +13,9 @@ export async function spawnWallet(t: Tap, tn: TestNats, dataDir: string, fault =
     env: { ...process.env, NATS_URL: tn.server.url, DATA_DIR: dataDir, LOG_LEVEL: 'warn', WALLET_FAULT: fault, CONFIG_FILE: '' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
-  t.teardown(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`wallet process exited early (${code})`)));
@@ -21,7 +23,10 @@ export async function spawnWallet(t: Tap, tn: TestNats, dataDir: string, fault =
   return child;
 }
 
-export const exited = (c: ChildProcess) => new Promise<NodeJS.Signals | null>((r) => (c.exitCode !== null || c.signalCode !== null ? r(c.signalCode) : c.once('exit', (_code, sig) => r(sig))));
+export const exited = (c: ChildProcess) =>
+  new Promise<NodeJS.Signals | null>((r) =>
+    c.exitCode !== null || c.signalCode !== null ? r(c.signalCode) : c.once('exit', (_code, sig) => r(sig)),
+  );
 
 /** A client that retries a wallet call until some instance answers it, as the gateway and supervisor do. */
 export async function retry<T>(fn: () => Promise<T>): Promise<T> {
@@ -34,4 +39,3 @@ export async function retry<T>(fn: () => Promise<T>): Promise<T> {
     }
   }
 }
-

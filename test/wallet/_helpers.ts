@@ -14,7 +14,12 @@ type Tap = { teardown(fn: () => unknown): void };
 
 export async function startWallet(t: Tap, tn: TestNats, opts: { nc?: NatsConnection; config?: Config } = {}) {
   const nc = opts.nc ?? (await tn.connect('wallet'));
-  const handle = await start({ nc, config: opts.config ?? tn.config, log: testLog(), instanceId: `wallet-test-${randomBytes(4).toString('hex')}` });
+  const handle = await start({
+    nc,
+    config: opts.config ?? tn.config,
+    log: testLog(),
+    instanceId: `wallet-test-${randomBytes(4).toString('hex')}`,
+  });
   let stopped = false;
   const stop = async () => {
     if (stopped) return;
@@ -58,8 +63,16 @@ export async function putJob(nc: NatsConnection, w: string, id: string, results:
   const cost = results.reduce((s, r) => s + r.price, 0);
   const refunded = results.filter((r) => r.refunded).reduce((s, r) => s + r.price, 0);
   const job = {
-    id, service: 'websitepro', status: 'completed', walletId: w, target: 'example.org', request: {}, cost, refunded,
-    createdAt: Date.now(), expiresAt: Date.now() + 3600_000,
+    id,
+    service: 'websitepro',
+    status: 'completed',
+    walletId: w,
+    target: 'example.org',
+    request: {},
+    cost,
+    refunded,
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 3600_000,
     results: results.map((r) => ({ key: r.key, status: r.refunded ? 'failed' : 'done', price: r.price, refunded: !!r.refunded })),
   };
   await kv.put(id, JSON.stringify(job));

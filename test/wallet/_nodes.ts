@@ -23,7 +23,14 @@ export interface FakeNode {
   hashes(): string[];
 }
 
-interface Inv { hash: string; msat: number; paid: boolean; bolt11: string; label: string; index: number }
+interface Inv {
+  hash: string;
+  msat: number;
+  paid: boolean;
+  bolt11: string;
+  label: string;
+  index: number;
+}
 
 export { makeInvoice, readJson, send, listen } from '../helpers/lightning-node.ts';
 
@@ -40,8 +47,12 @@ function store() {
     node(lightning: Record<string, unknown>): FakeNode {
       return {
         lightning,
-        pay: (h) => { invoices.get(h)!.paid = true; },
-        unpay: (h) => { invoices.get(h)!.paid = false; },
+        pay: (h) => {
+          invoices.get(h)!.paid = true;
+        },
+        unpay: (h) => {
+          invoices.get(h)!.paid = false;
+        },
         hashes: () => [...invoices.keys()],
       };
     },
@@ -53,7 +64,29 @@ export function selfSignedCert(): { key: string; cert: string; certPath: string 
   const dir = tempDir('payloads-tls-');
   const keyPath = join(dir, 'tls.key');
   const certPath = join(dir, 'tls.cert');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', keyPath, '-out', certPath, '-days', '1', '-subj', '/CN=localhost', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-keyout',
+      keyPath,
+      '-out',
+      certPath,
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+    ],
+    { stdio: 'ignore' },
+  );
   return { key: readFileSync(keyPath, 'utf8'), cert: readFileSync(certPath, 'utf8'), certPath };
 }
 
@@ -62,9 +95,18 @@ export async function fakeLnd(t: Tap): Promise<FakeNode> {
   const tls = selfSignedCert();
   const macaroon = randomBytes(32).toString('hex');
   const s = store();
-  const asLnd = (i: Inv) => ({ r_hash: Buffer.from(i.hash, 'hex').toString('base64'), payment_request: i.bolt11, value: String(i.msat / 1000), add_index: String(i.index), state: i.paid ? 'SETTLED' : 'OPEN', settled: i.paid, amt_paid_msat: i.paid ? String(i.msat) : '0' });
+  const asLnd = (i: Inv) => ({
+    r_hash: Buffer.from(i.hash, 'hex').toString('base64'),
+    payment_request: i.bolt11,
+    value: String(i.msat / 1000),
+    add_index: String(i.index),
+    state: i.paid ? 'SETTLED' : 'OPEN',
+    settled: i.paid,
+    amt_paid_msat: i.paid ? String(i.msat) : '0',
+  });
   const server = https.createServer({ key: tls.key, cert: tls.cert }, async (req, res) => {
-    if (req.headers['grpc-metadata-macaroon'] !== macaroon) return send(res, 401, { code: 2, message: 'verification failed: signature mismatch after caveat verification', details: [] });
+    if (req.headers['grpc-metadata-macaroon'] !== macaroon)
+      return send(res, 401, { code: 2, message: 'verification failed: signature mismatch after caveat verification', details: [] });
     const url = new URL(req.url!, 'https://x');
     if (req.method === 'POST' && url.pathname === '/v1/invoices') {
       const b = await readJson(req);
@@ -76,14 +118,21 @@ export async function fakeLnd(t: Tap): Promise<FakeNode> {
       const max = Math.min(2, Number(url.searchParams.get('num_max_invoices') ?? 100));
       if (url.searchParams.get('reversed') !== 'false') return send(res, 400, { code: 3, message: 'this fixture pages forwards only' });
       const page = [...s.invoices.values()].filter((i) => i.index > offset).slice(0, max);
-      return send(res, 200, { invoices: page.map(asLnd), first_index_offset: String(page[0]?.index ?? 0), last_index_offset: String(page.at(-1)?.index ?? 0) });
+      return send(res, 200, {
+        invoices: page.map(asLnd),
+        first_index_offset: String(page[0]?.index ?? 0),
+        last_index_offset: String(page.at(-1)?.index ?? 0),
+      });
     }
     const m = /^\/v1\/invoice\/([0-9a-f]{64})$/.exec(url.pathname);
     if (req.method === 'GET' && m) {
       const inv = s.invoices.get(m[1]!);
       return inv ? send(res, 200, asLnd(inv)) : send(res, 404, { code: 5, message: 'unable to locate invoice', details: [] });
     }
-    if (url.pathname === '/v1/invoices/subscribe') { res.writeHead(200); return; } // held open, never pushes: polling and reconciliation do the work
+    if (url.pathname === '/v1/invoices/subscribe') {
+      res.writeHead(200);
+      return;
+    } // held open, never pushes: polling and reconciliation do the work
     send(res, 404, { code: 5, message: 'Not Found' });
   });
   const port = await listen(t, server);
@@ -106,7 +155,16 @@ export async function fakeLnbits(t: Tap): Promise<FakeNode> {
       const offset = Number(url.searchParams.get('offset') ?? 0);
       // an outgoing payment of the same wallet: negative amount, never a top-up
       const out = { payment_hash: 'ff'.repeat(32), amount: -5000, status: 'success', pending: false };
-      const all = [out, ...[...s.invoices.values()].reverse().map((i) => ({ payment_hash: i.hash, bolt11: i.bolt11, amount: i.msat, status: i.paid ? 'success' : 'pending', pending: !i.paid }))];
+      const all = [
+        out,
+        ...[...s.invoices.values()].reverse().map((i) => ({
+          payment_hash: i.hash,
+          bolt11: i.bolt11,
+          amount: i.msat,
+          status: i.paid ? 'success' : 'pending',
+          pending: !i.paid,
+        })),
+      ];
       return send(res, 200, all.slice(offset, offset + limit));
     }
     const m = /^\/api\/v1\/payments\/([0-9a-f]{64})$/.exec(url.pathname);
@@ -126,8 +184,12 @@ export async function fakeCln(t: Tap): Promise<FakeNode> {
   const n = await startClnNode(t);
   return {
     lightning: n.lightning,
-    pay: (h) => { n.invoices.get(h)!.status = 'paid'; },
-    unpay: (h) => { n.invoices.get(h)!.status = 'unpaid'; },
+    pay: (h) => {
+      n.invoices.get(h)!.status = 'paid';
+    },
+    unpay: (h) => {
+      n.invoices.get(h)!.status = 'unpaid';
+    },
     hashes: () => [...n.invoices.keys()],
   };
 }

@@ -26,7 +26,10 @@ t.test('a challenge is spent only from the address it was issued to', async (t) 
 });
 
 t.test('per-address limit: keysPerAddressPerDay, then 429 with Retry-After; other addresses unaffected', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet'], config: { wallet: { keyPowBits: 4, keysPerAddressPerDay: 2 }, server: { trustProxy: true } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet'],
+    config: { wallet: { keyPowBits: 4, keysPerAddressPerDay: 2 }, server: { trustProxy: true } },
+  });
   t.equal((await makeKey(app, '198.51.100.2')).status, 201);
   t.equal((await makeKey(app, '198.51.100.2')).status, 201);
   const third = await makeKey(app, '198.51.100.2');
@@ -38,7 +41,10 @@ t.test('per-address limit: keysPerAddressPerDay, then 429 with Retry-After; othe
 });
 
 t.test('invite codes: required when configured, each makes one key; the page asks for one', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet'], config: { wallet: { keyPowBits: 4, keyInviteCodes: ['welcome-alpha', 'welcome-beta'] } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet'],
+    config: { wallet: { keyPowBits: 4, keyInviteCodes: ['welcome-alpha', 'welcome-beta'] } },
+  });
   t.match((await app.request('GET', '/account/config')).json, { inviteRequired: true });
   const none = await makeKey(app, '127.0.0.1');
   t.equal(none.status, 400);

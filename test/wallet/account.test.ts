@@ -10,7 +10,14 @@ import { powBits } from '../../gateway/routes/account.ts';
 import { audit } from '../../shared/audit.ts';
 
 const OUT = join(ROOT, 'test-output', 'account');
-const FLAGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', '--disable-sync'];
+const FLAGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+];
 
 function solve(id: string, bits: number): string {
   for (let n = 0; ; n++) if (powBits(id, String(n)) >= bits) return String(n);
@@ -22,7 +29,11 @@ t.test('key creation needs a solved, unused, unexpired challenge', async (t) => 
   t.match(ch, { id: /^[0-9a-f]{32}$/, bits: 10, expiresAt: Number });
   let wrong = 0;
   while (powBits(ch.id, String(wrong)) >= 10) wrong++;
-  t.equal((await app.request('POST', '/account/keys', { body: { id: ch.id, nonce: String(wrong) } })).status, 400, 'a nonce that does not solve it');
+  t.equal(
+    (await app.request('POST', '/account/keys', { body: { id: ch.id, nonce: String(wrong) } })).status,
+    400,
+    'a nonce that does not solve it',
+  );
   t.equal((await app.request('POST', '/account/keys', { body: { id: 'f'.repeat(32), nonce: '1' } })).status, 400, 'an unknown challenge');
   const nonce = solve(ch.id, 10);
   const made = await app.request('POST', '/account/keys', { body: { id: ch.id, nonce } });
@@ -33,8 +44,14 @@ t.test('key creation needs a solved, unused, unexpired challenge', async (t) => 
   t.equal(again.status, 400, 'a challenge is spent once');
   t.match(again.json.error.message, /used already/);
   const spec = (await app.request('GET', '/openapi.json')).json;
-  t.notOk(Object.keys(spec.paths).some((p) => p.startsWith('/account')), 'not part of the API description');
-  t.notOk(Object.keys(spec.paths).some((p) => /\/keys?(\/|$)/i.test(p)), 'no /v1 endpoint makes keys');
+  t.notOk(
+    Object.keys(spec.paths).some((p) => p.startsWith('/account')),
+    'not part of the API description',
+  );
+  t.notOk(
+    Object.keys(spec.paths).some((p) => /\/keys?(\/|$)/i.test(p)),
+    'no /v1 endpoint makes keys',
+  );
   const qr = await app.request('GET', '/account/qr.svg?data=lightning:lnbcrt1abc');
   t.equal(qr.status, 200);
   t.match(qr.headers.get('content-type'), /image\/svg\+xml/);
@@ -44,7 +61,11 @@ t.test('key creation needs a solved, unused, unexpired challenge', async (t) => 
   // dev pay: only the key's own top-ups
   const other = await app.newKey();
   const top = await app.request('POST', '/v1/topups', { key: made.json.key, body: { eur: 1 } });
-  t.equal((await app.request('POST', '/account/dev-pay', { key: other.key, body: { topupId: top.json.topup.id } })).status, 404, 'another key cannot pay it');
+  t.equal(
+    (await app.request('POST', '/account/dev-pay', { key: other.key, body: { topupId: top.json.topup.id } })).status,
+    404,
+    'another key cannot pay it',
+  );
   t.equal((await app.request('POST', '/account/dev-pay', { body: { topupId: top.json.topup.id } })).status, 401);
   const paid = await app.request('POST', '/account/dev-pay', { key: made.json.key, body: { topupId: top.json.topup.id } });
   t.equal(paid.status, 200);
@@ -59,7 +80,9 @@ t.test('the account page in Chromium: key, top-up, dev pay, new balance, at desk
   const page = await browser.newPage();
   const errors: string[] = [];
   page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('response', (r) => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`); });
+  page.on('response', (r) => {
+    if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`);
+  });
   await page.setViewport({ width: 1280, height: 900 });
   const res = await page.goto(`${app.url}/account`, { waitUntil: 'networkidle0' });
   t.equal(res!.status(), 200);
@@ -74,7 +97,9 @@ t.test('the account page in Chromium: key, top-up, dev pay, new balance, at desk
   t.same(bal.json, { balance: 0, unit: 'payloads', eur: 0 }, 'and works on the API');
   await page.waitForSelector('#wallet:not([hidden])');
 
-  await page.$eval('#eur', (e) => { (e as HTMLInputElement).value = ''; });
+  await page.$eval('#eur', (e) => {
+    (e as HTMLInputElement).value = '';
+  });
   await page.type('#eur', '25');
   await page.click('#topup-form button[type=submit]');
   await page.waitForFunction(() => (document.getElementById('inv-text') as HTMLTextAreaElement).value.startsWith('lnbcrt'));
@@ -97,7 +122,9 @@ t.test('the account page in Chromium: key, top-up, dev pay, new balance, at desk
   // A second top-up, paid by the operator (admin path), shown live by the page's polling.
   // (isMobile would reload the page and forget the key held in memory; the width is what the layout reacts to)
   await page.setViewport({ width: 390, height: 844 });
-  await page.$eval('#eur', (e) => { (e as HTMLInputElement).value = '1'; });
+  await page.$eval('#eur', (e) => {
+    (e as HTMLInputElement).value = '1';
+  });
   await page.click('#topup-form button[type=submit]');
   await page.waitForFunction(() => document.getElementById('inv-status')!.textContent === 'pending');
   t.equal((await app.request('GET', '/v1/transactions', { key })).json.entries.length, 1, 'nothing credited before payment');

@@ -16,7 +16,10 @@ t.test('admin audit: clean, then a forged ledger entry', async (t) => {
   t.match(a.out, /ok: no violation/);
 
   // Somebody writes to the ledger behind the wallet's back: a balance that does not add up.
-  await jetstream(tn.nc).publish(subjects.ledger(walletId), JSON.stringify({ v: 1, type: 'grant', amount: 1, balanceAfter: 99999, at: Date.now(), ref: 'grant:forged', reason: 'x' }));
+  await jetstream(tn.nc).publish(
+    subjects.ledger(walletId),
+    JSON.stringify({ v: 1, type: 'grant', amount: 1, balanceAfter: 99999, at: Date.now(), ref: 'grant:forged', reason: 'x' }),
+  );
   const bad = await admin(tn.server.url, ['audit']);
   t.equal(bad.code, 1);
   t.match(bad.out, /VIOLATION wallet .* says balanceAfter 99999, but 15000 \+ 1 = 15001/);

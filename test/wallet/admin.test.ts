@@ -19,7 +19,6 @@ t.test('admin: wallet grant by key, topup pay', async (t) => {
   const p = await admin(tn.server.url, ['topup', 'pay', topup.id]);
   t.equal(p.code, 0, p.err);
   t.match(p.out, new RegExp(`${topup.id} paid; wallet balance 15000`));
-  t.match((await wallet.topupPay(tn.nc, topup.id)), { alreadyPaid: true, balance: 15000 });
+  t.match(await wallet.topupPay(tn.nc, topup.id), { alreadyPaid: true, balance: 15000 });
   t.equal((await admin(tn.server.url, ['topup', 'pay', topup.id], { LIGHTNING_BACKEND: 'lnd' })).code, 2, 'refused with a real backend');
-
 });

@@ -24,25 +24,50 @@ async function waitPaid(nc: Parameters<typeof wallet.topupGet>[0], w: string, id
 
 // ---------------------------------------------------------------- LND REST (TLS, macaroon, subscribe)
 function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
-  const invoices = new Map<string, { state: string; value: number; r_hash: string; payment_request: string; creation_date: string; expiry: string }>();
+  const invoices = new Map<
+    string,
+    { state: string; value: number; r_hash: string; payment_request: string; creation_date: string; expiry: string }
+  >();
   const subscribers = new Set<http.ServerResponse>();
   let failCreate = false;
   const server = https.createServer(tls, async (req, res) => {
-    if (req.headers['grpc-metadata-macaroon'] !== macaroon) return send(res, 401, { code: 2, message: 'verification failed: signature mismatch after caveat verification', details: [] });
+    if (req.headers['grpc-metadata-macaroon'] !== macaroon)
+      return send(res, 401, { code: 2, message: 'verification failed: signature mismatch after caveat verification', details: [] });
     const url = new URL(req.url!, 'https://x');
     if (req.method === 'POST' && url.pathname === '/v1/invoices') {
       const body = await readJson(req);
       if (failCreate) return send(res, 500, { code: 2, message: 'unable to create invoice', details: [] });
       const { hash, bolt11 } = makeInvoice(Number(body.value), body.memo, Number(body.expiry));
       const r_hash = Buffer.from(hash, 'hex').toString('base64');
-      invoices.set(hash, { state: 'OPEN', value: Number(body.value), r_hash, payment_request: bolt11, creation_date: String(Math.floor(Date.now() / 1000)), expiry: String(body.expiry) });
-      return send(res, 200, { r_hash, payment_request: bolt11, add_index: String(invoices.size), payment_addr: randomBytes(32).toString('base64') });
+      invoices.set(hash, {
+        state: 'OPEN',
+        value: Number(body.value),
+        r_hash,
+        payment_request: bolt11,
+        creation_date: String(Math.floor(Date.now() / 1000)),
+        expiry: String(body.expiry),
+      });
+      return send(res, 200, {
+        r_hash,
+        payment_request: bolt11,
+        add_index: String(invoices.size),
+        payment_addr: randomBytes(32).toString('base64'),
+      });
     }
     const m = /^\/v1\/invoice\/([0-9a-f]{64})$/.exec(url.pathname);
     if (req.method === 'GET' && m) {
       const inv = invoices.get(m[1]!);
       if (!inv) return send(res, 404, { code: 5, message: 'unable to locate invoice', details: [] });
-      return send(res, 200, { memo: '', r_hash: inv.r_hash, value: String(inv.value), state: inv.state, creation_date: inv.creation_date, expiry: inv.expiry, settled: inv.state === 'SETTLED', amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0' });
+      return send(res, 200, {
+        memo: '',
+        r_hash: inv.r_hash,
+        value: String(inv.value),
+        state: inv.state,
+        creation_date: inv.creation_date,
+        expiry: inv.expiry,
+        settled: inv.state === 'SETTLED',
+        amt_paid_msat: inv.state === 'SETTLED' ? String(inv.value * 1000) : '0',
+      });
     }
     if (req.method === 'GET' && url.pathname === '/v1/invoices/subscribe') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -55,11 +80,15 @@ function fakeLnd(macaroon: string, tls: { key: string; cert: string }) {
   return {
     server,
     invoices,
-    setFailCreate: (v: boolean) => { failCreate = v; },
+    setFailCreate: (v: boolean) => {
+      failCreate = v;
+    },
     settle(hash: string, times = 1) {
       const inv = invoices.get(hash)!;
       inv.state = 'SETTLED';
-      for (let i = 0; i < times; i++) for (const s of subscribers) s.write(JSON.stringify({ result: { ...inv, settled: true, amt_paid_msat: String(inv.value * 1000) } }) + '\n');
+      for (let i = 0; i < times; i++)
+        for (const s of subscribers)
+          s.write(JSON.stringify({ result: { ...inv, settled: true, amt_paid_msat: String(inv.value * 1000) } }) + '\n');
     },
     subscribers,
   };
@@ -70,11 +99,15 @@ t.test('lnd: TLS + macaroon, invoice settled and pushed through the subscription
   const macaroon = randomBytes(32).toString('hex');
   const lnd = fakeLnd(macaroon, tls);
   const port = await listen(t, lnd.server);
-  const tn = await startTestNats(t, { wallet: { lightning: { backend: 'lnd', url: `https://127.0.0.1:${port}`, macaroonHex: macaroon, tlsCertPath: tls.certPath, pollMs: 60000 } } });
+  const tn = await startTestNats(t, {
+    wallet: {
+      lightning: { backend: 'lnd', url: `https://127.0.0.1:${port}`, macaroonHex: macaroon, tlsCertPath: tls.certPath, pollMs: 60000 },
+    },
+  });
   await startWallet(t, tn);
   const w = walletId();
   const { topup } = await wallet.topupCreate(tn.nc, w, 3);
-  t.match(topup, { status: 'pending', bolt11: /^lnbcrt/, sats: Math.ceil(3 / 90000 * 1e8) });
+  t.match(topup, { status: 'pending', bolt11: /^lnbcrt/, sats: Math.ceil((3 / 90000) * 1e8) });
   const hash = [...lnd.invoices.keys()][0]!;
   t.equal(lnd.invoices.get(hash)!.payment_request, topup.bolt11);
   for (let i = 0; i < 50 && lnd.subscribers.size === 0; i++) await sleep(50);
@@ -97,11 +130,23 @@ t.test('lnd: wrong macaroon or untrusted certificate are errors, not silent', as
   const port = await listen(t, lnd.server);
   const tn = await startTestNats(t);
   const base = { backend: 'lnd', url: `https://127.0.0.1:${port}`, tlsCertPath: tls.certPath };
-  const wrongMac = await createBackend({ nc: tn.nc, log: testLog(), config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'bb' } } }) });
+  const wrongMac = await createBackend({
+    nc: tn.nc,
+    log: testLog(),
+    config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'bb' } } }),
+  });
   await t.rejects(wrongMac.createInvoice(100, 'x', 600), LightningError);
-  const noCa = await createBackend({ nc: tn.nc, log: testLog(), config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'aa', tlsCertPath: '' } } }) });
+  const noCa = await createBackend({
+    nc: tn.nc,
+    log: testLog(),
+    config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'aa', tlsCertPath: '' } } }),
+  });
   await t.rejects(noCa.createInvoice(100, 'x', 600), /certificate/i);
-  const good = await createBackend({ nc: tn.nc, log: testLog(), config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'aa' } } }) });
+  const good = await createBackend({
+    nc: tn.nc,
+    log: testLog(),
+    config: testConfig({ wallet: { lightning: { ...base, macaroonHex: 'aa' } } }),
+  });
   const inv = await good.createInvoice(100, 'x', 600);
   t.same(await good.lookupInvoice(inv.paymentHash), { state: 'open' });
   lnd.invoices.get(inv.paymentHash)!.state = 'CANCELED';
@@ -132,12 +177,18 @@ t.test('lnbits: invoice paid while the wallet polls; a failed payment makes the 
       const inv = invoices.get(m[1]!);
       if (!inv) return send(res, 404, { detail: 'Payment does not exist.' });
       lookups++;
-      return send(res, 200, { paid: inv.paid, preimage: inv.paid ? '00'.repeat(32) : null, details: { status: inv.status, amount: inv.amount * 1000 } });
+      return send(res, 200, {
+        paid: inv.paid,
+        preimage: inv.paid ? '00'.repeat(32) : null,
+        details: { status: inv.status, amount: inv.amount * 1000 },
+      });
     }
     send(res, 404, { detail: 'Not Found' });
   });
   const port = await listen(t, server);
-  const tn = await startTestNats(t, { wallet: { lightning: { backend: 'lnbits', url: `http://127.0.0.1:${port}/`, apiKey: 'invoice-key', pollMs: 100, maxPollMs: 200 } } });
+  const tn = await startTestNats(t, {
+    wallet: { lightning: { backend: 'lnbits', url: `http://127.0.0.1:${port}/`, apiKey: 'invoice-key', pollMs: 100, maxPollMs: 200 } },
+  });
   await startWallet(t, tn);
   const w = walletId();
   const a = await wallet.topupCreate(tn.nc, w, 2);
@@ -195,6 +246,10 @@ t.test('cln: invoice, listinvoices; paid while polling; expired stays uncredited
 t.test('backends refuse to start without their credentials', async (t) => {
   const tn = await startTestNats(t);
   for (const backend of ['lnd', 'lnbits', 'cln']) {
-    await t.rejects(createBackend({ nc: tn.nc, log: testLog(), config: testConfig({ wallet: { lightning: { backend, url: 'http://127.0.0.1:1' } } }) }), LightningError, backend);
+    await t.rejects(
+      createBackend({ nc: tn.nc, log: testLog(), config: testConfig({ wallet: { lightning: { backend, url: 'http://127.0.0.1:1' } } }) }),
+      LightningError,
+      backend,
+    );
   }
 });

@@ -33,5 +33,9 @@ t.test('a charge whose turn comes after its answerBy is refused and writes nothi
   t.equal(again.duplicate, true, 'the same charge asked again late answers as written');
   t.equal(again.balance, 900);
   const charges = (await readLedger(tn.nc)).filter((e) => e.walletId === w && e.type === 'charge');
-  t.same(charges.map((e) => e.jobId), ['job-ok'], 'only the charge in time is in the ledger');
+  t.same(
+    charges.map((e) => e.jobId),
+    ['job-ok'],
+    'only the charge in time is in the ledger',
+  );
 });

@@ -20,14 +20,28 @@ t.test('charge, refund and balance; retries count once', async (t) => {
   t.equal(r1.balance, 800);
   const r2 = await wallet.refund(tn.nc, { walletId: w, jobId: 'j1', resultKey: 'pdf', amount: 100 });
   t.equal(r2.balance, 800, 'a retried refund is not refunded again');
-  await t.rejects(wallet.refund(tn.nc, { walletId: w, jobId: 'j1', resultKey: 'x', amount: 201 }), { code: 'bad_request' }, 'never more back than charged');
-  await t.rejects(wallet.refund(tn.nc, { walletId: w, jobId: 'nope', resultKey: 'x', amount: 1 }), { code: 'bad_request' }, 'no refund without a charge');
+  await t.rejects(
+    wallet.refund(tn.nc, { walletId: w, jobId: 'j1', resultKey: 'x', amount: 201 }),
+    { code: 'bad_request' },
+    'never more back than charged',
+  );
+  await t.rejects(
+    wallet.refund(tn.nc, { walletId: w, jobId: 'nope', resultKey: 'x', amount: 1 }),
+    { code: 'bad_request' },
+    'no refund without a charge',
+  );
   t.same(await wallet.balance(tn.nc, w), { balance: 800 });
   const before = await audit(tn.nc);
   t.match(before.violations, [/charge .* of job j1 .* no job document/], 'the audit sees a charge nobody accounts for');
-  await putJob(tn.nc, w, 'j1', [{ key: 'pdf', price: 100, refunded: true }, { key: 'x', price: 200 }]);
+  await putJob(tn.nc, w, 'j1', [
+    { key: 'pdf', price: 100, refunded: true },
+    { key: 'x', price: 200 },
+  ]);
   t.same((await audit(tn.nc)).violations, []);
-  await putJob(tn.nc, w, 'j1', [{ key: 'pdf', price: 100 }, { key: 'x', price: 200, refunded: true }]);
+  await putJob(tn.nc, w, 'j1', [
+    { key: 'pdf', price: 100 },
+    { key: 'x', price: 200, refunded: true },
+  ]);
   t.ok((await audit(tn.nc)).violations.length >= 2, 'the audit sees a job that disagrees with the ledger');
 });
 

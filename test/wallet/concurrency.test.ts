@@ -13,7 +13,9 @@ async function race(nc: Parameters<typeof wallet.charge>[0][], w: string, n: num
   // The job documents the gateway would write for the accepted ones, so the audit can match them.
   for (let i = 0; i < n; i++) if (outcomes[i]!.status === 'fulfilled') await putJob(nc[0]!, w, `${prefix}-${i}`, [{ key: 'r', price }]);
   const ok = outcomes.filter((o) => o.status === 'fulfilled').length;
-  const refused = outcomes.filter((o) => o.status === 'rejected' && o.reason instanceof ApiError && o.reason.code === 'insufficient_funds').length;
+  const refused = outcomes.filter(
+    (o) => o.status === 'rejected' && o.reason instanceof ApiError && o.reason.code === 'insufficient_funds',
+  ).length;
   return { ok, refused, other: n - ok - refused };
 }
 
@@ -28,7 +30,11 @@ async function checkWallet(t: { ok: Function; equal: Function; same: Function },
     if (page.next === null) break;
     before = page.next;
   }
-  t.equal(all.reduce((s, e) => s + e.amount, 0), balance, 'balance = sum of entries');
+  t.equal(
+    all.reduce((s, e) => s + e.amount, 0),
+    balance,
+    'balance = sum of entries',
+  );
   t.same((await audit(nc)).violations, [], 'audit clean');
   return { balance, entries: all.length };
 }

@@ -25,5 +25,8 @@ t.test('charges in flight when the process dies: every retried job is charged ex
   const entries = (await wallet.transactions(tn.nc, w)).entries;
   t.equal(entries.filter((e) => e.type === 'charge').length, 40, 'one charge per job');
   const r = await audit(tn.nc);
-  t.same(r.violations.filter((v) => !/no job document/.test(v)), []);
+  t.same(
+    r.violations.filter((v) => !/no job document/.test(v)),
+    [],
+  );
 });

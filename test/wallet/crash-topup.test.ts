@@ -5,11 +5,11 @@ import { Kvm } from '@nats-io/kv';
 import { decode } from 'light-bolt11-decoder';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTestNats, tempDir } from '../helpers/nats.ts';
-import { walletId, } from './_helpers.ts';
+import { walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
 import { BUCKETS } from '../../shared/names.ts';
-import { spawnWallet, exited, } from './_crash.ts';
+import { spawnWallet, exited } from './_crash.ts';
 
 t.test('killed between crediting a top-up and marking it paid: the restart finishes it, credited once', async (t) => {
   const tn = await startTestNats(t);

@@ -2,7 +2,7 @@
 // the work: nothing lost, nothing counted twice.
 import t from 'tap';
 import { startTestNats, tempDir } from '../helpers/nats.ts';
-import { walletId, } from './_helpers.ts';
+import { walletId } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { spawnWallet, exited, retry } from './_crash.ts';

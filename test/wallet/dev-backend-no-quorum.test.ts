@@ -20,7 +20,14 @@ t.test('the dev backend waits for a meta leader, then creates its bucket', async
   const t0 = Date.now();
   let settled = false;
   // the outcome, not a rejection left pending while the nodes come back
-  const starting = createDevBackend({ config: tc.config, nc, log: testLog() }).then((d) => d, (e: Error) => e).finally(() => { settled = true; });
+  const starting = createDevBackend({ config: tc.config, nc, log: testLog() })
+    .then(
+      (d) => d,
+      (e: Error) => e,
+    )
+    .finally(() => {
+      settled = true;
+    });
   await new Promise((r) => setTimeout(r, 6000));
   t.notOk(settled, 'still waiting past a request timeout (5 s), not failed');
   await tc.cluster.restart(1);

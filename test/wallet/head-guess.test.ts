@@ -47,7 +47,11 @@ async function ledgerOn(t: Tap, nc: NatsConnection, name: string) {
   return ledger;
 }
 
-const refusal = (p: Promise<unknown>) => p.then(() => null, (e) => (e instanceof ApiError ? e.code : String(e)));
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => null,
+    (e) => (e instanceof ApiError ? e.code : String(e)),
+  );
 
 t.test('consecutive charges on one wallet: the head is read from the stream once, not per charge', async (t) => {
   const tn = await startTestNats(t);
@@ -79,7 +83,7 @@ t.test('two writers alternating on one wallet: each stale guess is refused and r
   const w = walletId();
 
   t.equal((await grant(a, w, 100, 'start', 'g-0')).balance, 100);
-  t.equal((await charge(b, w, 'j-1', 30)).balance, 70, 'b decides on a head read, after a\'s write');
+  t.equal((await charge(b, w, 'j-1', 30)).balance, 70, "b decides on a head read, after a's write");
   // a's guess (100) is stale: the compare-and-set refuses it and a decides again on 70
   t.equal((await charge(a, w, 'j-2', 30)).balance, 40);
   // b's guess says 70: a charge of 50 must be refused on the real 40
@@ -109,13 +113,23 @@ t.test('two writers alternating on one wallet: each stale guess is refused and r
   const both = await Promise.allSettled(Array.from({ length: 30 }, (_, i) => charge(i % 2 ? a : b, w, `p-${i}`, 20)));
   const ok = both.filter((o) => o.status === 'fulfilled').length;
   t.equal(ok, Math.floor(expected / 20), 'parallel charges on both writers: exactly what the balance covers');
-  t.ok(both.every((o) => o.status === 'fulfilled' || (o.reason instanceof ApiError && o.reason.code === 'insufficient_funds')), 'the others refused for lack of funds');
+  t.ok(
+    both.every((o) => o.status === 'fulfilled' || (o.reason instanceof ApiError && o.reason.code === 'insufficient_funds')),
+    'the others refused for lack of funds',
+  );
   expected -= ok * 20;
 
   const entries = (await readLedger(tn.nc)).filter((e) => e.walletId === w);
-  t.equal(entries.reduce((s, e) => s + e.amount, 0), expected, 'balance = sum of entries');
+  t.equal(
+    entries.reduce((s, e) => s + e.amount, 0),
+    expected,
+    'balance = sum of entries',
+  );
   t.equal(entries.at(-1)!.balanceAfter, expected);
-  t.ok(entries.every((e) => e.balanceAfter >= 0), 'never negative');
+  t.ok(
+    entries.every((e) => e.balanceAfter >= 0),
+    'never negative',
+  );
   t.equal(new Set(entries.map((e) => e.ref)).size, entries.length, 'every ref written once');
 });
 

@@ -21,7 +21,10 @@ t.test('wallet over HTTP: balance, top-up, dev pay, transactions, 404 for anothe
   const created = await app.request('POST', '/v1/topups', { key, body: { eur: 25 } });
   t.equal(created.status, 201);
   const topup = created.json.topup;
-  t.match(created.json, { balance: 0, topup: { status: 'pending', eur: 25, eurCents: 2500, payloads: 262_500, bonusPayloads: 12_500, bolt11: /^lnbcrt/, sats: Number } });
+  t.match(created.json, {
+    balance: 0,
+    topup: { status: 'pending', eur: 25, eurCents: 2500, payloads: 262_500, bonusPayloads: 12_500, bolt11: /^lnbcrt/, sats: Number },
+  });
   t.type(topup.expiresAt, 'number');
 
   t.equal((await app.request('GET', `/v1/topups/${topup.id}`, { key: other.key })).status, 404, 'another key: 404');
@@ -41,7 +44,11 @@ t.test('wallet over HTTP: balance, top-up, dev pay, transactions, 404 for anothe
   t.equal(p1.json.entries.length, 50);
   t.equal(p1.json.balance, 262_500);
   const ids = p1.json.entries.map((e: { id: number }) => e.id);
-  t.same(ids, [...ids].sort((a: number, b: number) => b - a), 'newest first');
+  t.same(
+    ids,
+    [...ids].sort((a: number, b: number) => b - a),
+    'newest first',
+  );
   const p2 = await app.request('GET', `/v1/transactions?before=${p1.json.next}`, { key });
   const p3 = await app.request('GET', `/v1/transactions?before=${p2.json.next}`, { key });
   t.equal(p2.json.entries.length, 50);
@@ -49,7 +56,11 @@ t.test('wallet over HTTP: balance, top-up, dev pay, transactions, 404 for anothe
   t.equal(p3.json.next, null);
   const all = [...p1.json.entries, ...p2.json.entries, ...p3.json.entries];
   t.equal(new Set(all.map((e) => e.id)).size, 121, 'no entry twice across pages');
-  t.equal(all.reduce((s, e) => s + e.amount, 0), 262_500, 'sum of entries = balance');
+  t.equal(
+    all.reduce((s, e) => s + e.amount, 0),
+    262_500,
+    'sum of entries = balance',
+  );
   t.match(all.at(-1), { type: 'topup', topupId: topup.id, bonus: 12_500 });
   t.equal((await app.request('GET', '/v1/transactions?before=abc', { key })).status, 400);
   t.same((await app.request('GET', '/v1/transactions', { key: other.key })).json.entries, [], 'another wallet sees nothing');
@@ -58,7 +69,10 @@ t.test('wallet over HTTP: balance, top-up, dev pay, transactions, 404 for anothe
 });
 
 t.test('invoice backend down: 502 invoice_failed, nothing created', async (t) => {
-  const app = await startTestApp(t, { actors: ['wallet'], config: { wallet: { lightning: { backend: 'lnbits', url: 'http://127.0.0.1:9', apiKey: 'x', timeoutMs: 500 } } } });
+  const app = await startTestApp(t, {
+    actors: ['wallet'],
+    config: { wallet: { lightning: { backend: 'lnbits', url: 'http://127.0.0.1:9', apiKey: 'x', timeoutMs: 500 } } },
+  });
   const { key } = await app.newKey();
   const r = await app.request('POST', '/v1/topups', { key, body: { eur: 5 } });
   t.equal(r.status, 502);

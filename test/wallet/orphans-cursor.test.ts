@@ -34,14 +34,22 @@ async function sweepOnce(nc: NatsConnection, dir: string, jobs: KV, o: { failOn?
   const jobsCounted = counting(jobs, o.failOn);
   let cursorWrites = 0;
   const setOrphanCursor = projection.setOrphanCursor.bind(projection);
-  projection.setOrphanCursor = (id: number) => { cursorWrites++; setOrphanCursor(id); };
+  projection.setOrphanCursor = (id: number) => {
+    cursorWrites++;
+    setOrphanCursor(id);
+  };
   const sweep = startOrphanSweep({ ledger, projection, jobs: jobsCounted.kv, graceMs: 0, everyMs: 3600_000, log: testLog() });
   sweep.tick();
   await sweep.stop();
   const cursor = projection.orphanCursor();
   // what each job named was refunded, once the projection holds the sweep's own refunds
   await Promise.all((o.refundsOf ?? []).map(([w]) => ledger.synced(w)));
-  const refunded = (o.refundsOf ?? []).map(([w, job]) => projection.forJob(w, job).filter((r) => r.type === 'refund').map((r) => r.amount));
+  const refunded = (o.refundsOf ?? []).map(([w, job]) =>
+    projection
+      .forJob(w, job)
+      .filter((r) => r.type === 'refund')
+      .map((r) => r.amount),
+  );
   await ledger.stop();
   projection.close();
   return { reads: jobsCounted.reads, maxInFlight: jobsCounted.maxInFlight, cursorWrites, cursor, refunded };
@@ -58,7 +66,7 @@ t.test('a restarted orphan sweep reads only the charges made since its cursor', 
   const dir = tempDir('payloads-orphan-cursor-');
   await writeWithDocs(40, 4, 'a'); // 4 grants, 36 charges
   const first = await sweepOnce(tn.nc, dir, jobs);
-  t.equal(first.reads, 36, 'the first sweep reads each charge\'s job once');
+  t.equal(first.reads, 36, "the first sweep reads each charge's job once");
   t.equal(first.cursor, 40, 'the cursor is the last charge');
   t.ok(first.maxInFlight > 1, `the documents are read several at once (${first.maxInFlight})`);
   t.equal(first.cursorWrites, 1, 'the cursor is written once for the batch, not once per charge');
@@ -69,21 +77,24 @@ t.test('a restarted orphan sweep reads only the charges made since its cursor', 
   t.equal(second.cursor, 50);
 });
 
-t.test('charges without their job document in one batch are refunded once each; a failed read refunds nothing and keeps the cursor', async (t) => {
-  const tn = await startTestNats(t);
-  const jobs = await new Kvm(tn.nc).open(BUCKETS.jobs);
-  await writeLedgerHistory(tn.nc, { entries: 30, wallets: 3, prefix: 'm' }); // 3 grants, 27 charges
-  const orphans = new Set([5, 12, 29]); // charges whose job never came to be
-  for (let i = 3; i < 30; i++) if (!orphans.has(i)) await jobs.put(`mj${i}`, JSON.stringify({ id: `mj${i}` }));
-  const refundsOf = [...orphans].map((i) => [historyWallet('m', i % 3), `mj${i}`] as [string, string]);
-  const dir = tempDir('payloads-orphan-batch-');
-  const failed = await sweepOnce(tn.nc, dir, jobs, { failOn: 20, refundsOf });
-  t.same(failed.refunded, [[], [], []], 'a read failed: the batch stopped before any refund');
-  t.equal(failed.cursor, 0, 'and the cursor did not move');
-  const swept = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
-  t.same(swept.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'each orphaned charge refunded in full, once');
-  t.equal(swept.cursor, 30, 'the cursor is the last charge');
-  const again = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
-  t.equal(again.reads, 0, 'nothing left to read');
-  t.same(again.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'and nothing refunded twice');
-});
+t.test(
+  'charges without their job document in one batch are refunded once each; a failed read refunds nothing and keeps the cursor',
+  async (t) => {
+    const tn = await startTestNats(t);
+    const jobs = await new Kvm(tn.nc).open(BUCKETS.jobs);
+    await writeLedgerHistory(tn.nc, { entries: 30, wallets: 3, prefix: 'm' }); // 3 grants, 27 charges
+    const orphans = new Set([5, 12, 29]); // charges whose job never came to be
+    for (let i = 3; i < 30; i++) if (!orphans.has(i)) await jobs.put(`mj${i}`, JSON.stringify({ id: `mj${i}` }));
+    const refundsOf = [...orphans].map((i) => [historyWallet('m', i % 3), `mj${i}`] as [string, string]);
+    const dir = tempDir('payloads-orphan-batch-');
+    const failed = await sweepOnce(tn.nc, dir, jobs, { failOn: 20, refundsOf });
+    t.same(failed.refunded, [[], [], []], 'a read failed: the batch stopped before any refund');
+    t.equal(failed.cursor, 0, 'and the cursor did not move');
+    const swept = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
+    t.same(swept.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'each orphaned charge refunded in full, once');
+    t.equal(swept.cursor, 30, 'the cursor is the last charge');
+    const again = await sweepOnce(tn.nc, dir, jobs, { refundsOf });
+    t.equal(again.reads, 0, 'nothing left to read');
+    t.same(again.refunded, [[CHARGE], [CHARGE], [CHARGE]], 'and nothing refunded twice');
+  },
+);

@@ -32,8 +32,18 @@ t.test('a charge whose id is lower but whose time is later than the next one is 
   await js.publish(subjects.ledger(w), JSON.stringify(b));
   const refunded = await until('both orphan charges refunded', async () => (await wallet.balance(tn.nc, w)).balance === 1000);
   const { entries } = await wallet.transactions(tn.nc, w);
-  const back = entries.filter((e) => e.type === 'refund').map((e) => [e.jobId, e.amount]).sort();
-  t.same(back, [['jobA', 300], ['jobB', 200]], 'both charges without a job are refunded, each once');
+  const back = entries
+    .filter((e) => e.type === 'refund')
+    .map((e) => [e.jobId, e.amount])
+    .sort();
+  t.same(
+    back,
+    [
+      ['jobA', 300],
+      ['jobB', 200],
+    ],
+    'both charges without a job are refunded, each once',
+  );
   t.ok(refunded, 'the balance is whole again');
   t.same((await audit(tn.nc)).violations, []);
 });

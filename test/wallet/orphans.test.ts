@@ -29,6 +29,9 @@ t.test('a charge whose job never came to be is refunded in full once; a charge w
   t.same(await wallet.balance(tn.nc, w), { balance: 800 }, 'lost (300) and the rest of half (60) back, kept charged');
   const { entries } = await wallet.transactions(tn.nc, w);
   const orphanRefunds = entries.filter((e) => e.type === 'refund' && e.resultKey === '_orphan');
-  t.same(orphanRefunds.map((e) => [e.jobId, e.amount]).sort(), [['half', 60], ['lost', 300]]);
+  t.same(orphanRefunds.map((e) => [e.jobId, e.amount]).sort(), [
+    ['half', 60],
+    ['lost', 300],
+  ]);
   t.same((await audit(tn.nc)).violations, [], 'audit clean: the orphans are refunded in full');
 });

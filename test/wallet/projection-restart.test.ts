@@ -83,7 +83,7 @@ t.test('a projection file from another store, or ahead of the stream, is rebuilt
   t.equal(onB.ledger.stats.rebuilt, true, 'another store: rebuilt');
   t.equal(onB.ledger.stats.from, 0);
   t.ok(await caughtUp(onB.ledger));
-  t.equal(onB.projection.count(), 200, 'only the other store\'s entries, none of the first');
+  t.equal(onB.projection.count(), 200, "only the other store's entries, none of the first");
   t.equal(onB.projection.byRef(historyWallet('a', 3), 'charge:aj13'), undefined, 'a row of the first store is gone');
   const file = onB.projection.file;
   await onB.stop();
@@ -105,10 +105,10 @@ t.test('a projection file from another store, or ahead of the stream, is rebuilt
   const forged = await open(t, b.nc, dir);
   t.equal(forged.ledger.stats.rebuilt, true, 'the entry at the checkpoint differs: rebuilt');
   t.ok(await caughtUp(forged.ledger));
-  t.ok(forged.projection.byRef(historyWallet('b', 0), 'charge:bj195'), 'the stream\'s entry is back');
+  t.ok(forged.projection.byRef(historyWallet('b', 0), 'charge:bj195'), "the stream's entry is back");
 });
 
-t.test('while the projection rebuilds, the money path reads the wallet\'s own entries, not the whole stream', async (t) => {
+t.test("while the projection rebuilds, the money path reads the wallet's own entries, not the whole stream", async (t) => {
   const tn = await startTestNats(t, { nats: { syncInterval: '2m' } });
   await writeLedgerHistory(tn.nc, { entries: 60_000, wallets: 1000, prefix: 'r' });
   const w = historyWallet('r', 999); // its last entries are at the end of the stream
@@ -121,7 +121,9 @@ t.test('while the projection rebuilds, the money path reads the wallet\'s own en
   const back = await refund(ledger, w, 'rj59999', 'k', CHARGE);
   t.equal(back.duplicate, false);
   t.equal(back.balance, GRANT - 59 * CHARGE + CHARGE);
-  t.comment(`rebuild caught up before the charge: ${ledger.stats.caughtUpMs !== null}; entries read per wallet: ${ledger.stats.walletCatchUps}`);
+  t.comment(
+    `rebuild caught up before the charge: ${ledger.stats.caughtUpMs !== null}; entries read per wallet: ${ledger.stats.walletCatchUps}`,
+  );
   t.ok(await caughtUp(ledger));
 });
 
@@ -142,5 +144,8 @@ t.test('the wallet actor keeps its projection file across restarts and a failed 
   const held = Array.from({ length: MAX_SLOTS }, () => new Projection(join(tn.config.dataDir, 'wallet')));
   t.teardown(() => held.forEach((p) => p.close()));
   const { start } = await import('../../actors/wallet/index.ts');
-  await t.rejects(start({ nc: tn.nc, config: tn.config, log: testLog(), instanceId: 'full' }), /wallet start failed at "open the ledger projection": every ledger projection slot/);
+  await t.rejects(
+    start({ nc: tn.nc, config: tn.config, log: testLog(), instanceId: 'full' }),
+    /wallet start failed at "open the ledger projection": every ledger projection slot/,
+  );
 });

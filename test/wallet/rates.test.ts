@@ -9,16 +9,27 @@ import { satsFor } from '../../actors/wallet/rates/types.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
-interface Stub { price: number; status?: number; hits: number; bitstampAgeS?: number }
+interface Stub {
+  price: number;
+  status?: number;
+  hits: number;
+  bitstampAgeS?: number;
+}
 
 async function stubExchanges(t: Tap, prices: Record<'kraken' | 'bitstamp' | 'coinbase' | 'bitfinex', Stub>) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url!, 'http://x');
     const kind = url.pathname.split('/')[1] as keyof typeof prices;
     const s = prices[kind];
-    if (!s) { res.writeHead(404).end(); return; }
+    if (!s) {
+      res.writeHead(404).end();
+      return;
+    }
     s.hits++;
-    if (s.status && s.status !== 200) { res.writeHead(s.status).end('down'); return; }
+    if (s.status && s.status !== 200) {
+      res.writeHead(s.status).end('down');
+      return;
+    }
     const p = s.price.toFixed(1);
     const body = {
       kraken: { error: [], result: { XXBTZEUR: { a: [p, '1', '1.000'], b: [p, '1', '1.000'], c: [p, '0.001'], v: ['1', '1'] } } },
@@ -35,7 +46,10 @@ async function stubExchanges(t: Tap, prices: Record<'kraken' | 'bitstamp' | 'coi
 }
 
 const stubs = (k: number, b: number, c: number, f: number): Record<'kraken' | 'bitstamp' | 'coinbase' | 'bitfinex', Stub> => ({
-  kraken: { price: k, hits: 0 }, bitstamp: { price: b, hits: 0 }, coinbase: { price: c, hits: 0 }, bitfinex: { price: f, hits: 0 },
+  kraken: { price: k, hits: 0 },
+  bitstamp: { price: b, hits: 0 },
+  coinbase: { price: c, hits: 0 },
+  bitfinex: { price: f, hits: 0 },
 });
 
 t.test('median of the answering exchanges, cached, outliers and absurd or stale quotes dropped', async (t) => {
@@ -69,10 +83,16 @@ t.test('a top-up stores the rate, its source and time; no rate means 502 invoice
   t.equal(topup.sats, satsFor(1000, 50000));
   t.equal(topup.sats, 20000);
   const { Kvm } = await import('@nats-io/kv');
-  const rec = (await (await new Kvm(tn.nc).open('topups')).get(topup.id))!.json<{ rate: { eurPerBtc: number; source: string; at: number } }>();
+  const rec = (await (await new Kvm(tn.nc).open('topups')).get(topup.id))!.json<{
+    rate: { eurPerBtc: number; source: string; at: number };
+  }>();
   t.match(rec.rate, { eurPerBtc: 50000, source: /^median\(/ });
 
-  const down = await startTestNats(t, { wallet: { rate: { provider: 'exchanges', sources: sources.map((x) => ({ ...x, url: x.url.replace(/:\d+\//, ':9/') })), timeoutMs: 500 } } });
+  const down = await startTestNats(t, {
+    wallet: {
+      rate: { provider: 'exchanges', sources: sources.map((x) => ({ ...x, url: x.url.replace(/:\d+\//, ':9/') })), timeoutMs: 500 },
+    },
+  });
   await startWallet(t, down);
   await t.rejects(wallet.topupCreate(down.nc, w, 10), { code: 'invoice_failed' });
 });

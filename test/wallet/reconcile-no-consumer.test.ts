@@ -15,7 +15,11 @@ t.test('a reconciliation creates no consumer on the top-ups stream', async (t) =
   // every consumer creation is a request on $JS.API.CONSUMER.CREATE.<stream>[...]; watch the top-ups'
   const watcher = await tn.connect('watcher');
   const seen: string[] = [];
-  const sub = watcher.subscribe('$JS.API.CONSUMER.>', { callback: (_e, m) => { if (m.subject.includes('KV_topups')) seen.push(m.subject); } });
+  const sub = watcher.subscribe('$JS.API.CONSUMER.>', {
+    callback: (_e, m) => {
+      if (m.subject.includes('KV_topups')) seen.push(m.subject);
+    },
+  });
   t.teardown(() => sub.unsubscribe());
   await watcher.flush();
   const r = await wallet.reconcile(tn.nc);

@@ -70,7 +70,7 @@ t.test('each run looks at the top-ups not yet final, and credits a payment only 
   t.equal((await a.ledger.head(w)).balance, 40_000);
 });
 
-t.test('the list is kept in the projection\'s file: a payment made while the wallet was down is credited after the restart', async (t) => {
+t.test("the list is kept in the projection's file: a payment made while the wallet was down is credited after the restart", async (t) => {
   const { node, tn } = await setup(t);
   const w = walletId();
   const dir = tempDir('payloads-reconcile-recent-');
@@ -85,7 +85,11 @@ t.test('the list is kept in the projection\'s file: a payment made while the wal
   t.ok(second.topups.resumedFrom > 0, 'the file was kept (the watch resumed)');
   t.same(second.topups.kept.unreconciled(), [id], 'the top-up is still on the list');
   const r = await second.run();
-  t.same(r.credited.map((c) => [c.topupId, c.walletId, c.payloads]), [[id, w, 20_000]], 'credited by the first run after the restart');
+  t.same(
+    r.credited.map((c) => [c.topupId, c.walletId, c.payloads]),
+    [[id, w, 20_000]],
+    'credited by the first run after the restart',
+  );
   t.equal((await second.ledger.head(w)).balance, 20_000);
 });
 
@@ -99,7 +103,13 @@ t.test('a new file puts back the top-ups that are pending or changed lately, not
   await first.stop();
   // a top-up expired two days ago, and one made lately that expired
   const doc = (await kv.get(recent))!.json<TopupRecord>();
-  const old: TopupRecord = { ...doc, id: 'old-expired', status: 'expired', createdAt: Date.now() - 2 * RECONCILED_AFTER_MS, updatedAt: Date.now() - 2 * RECONCILED_AFTER_MS };
+  const old: TopupRecord = {
+    ...doc,
+    id: 'old-expired',
+    status: 'expired',
+    createdAt: Date.now() - 2 * RECONCILED_AFTER_MS,
+    updatedAt: Date.now() - 2 * RECONCILED_AFTER_MS,
+  };
   await kv.put(old.id, JSON.stringify(old));
   await kv.put(recent, JSON.stringify({ ...doc, status: 'expired', updatedAt: Date.now() }));
 
@@ -107,7 +117,11 @@ t.test('a new file puts back the top-ups that are pending or changed lately, not
   t.teardown(() => fresh.stop());
   t.equal(fresh.topups.resumedFrom, 0, 'a new file reads every current value');
   t.ok(await until(() => fresh.topups.kept.unreconciled().length >= 2));
-  t.same(fresh.topups.kept.unreconciled().sort(), [pending, recent].sort(), 'the pending one and the one final since a moment; not the one final for two days');
+  t.same(
+    fresh.topups.kept.unreconciled().sort(),
+    [pending, recent].sort(),
+    'the pending one and the one final since a moment; not the one final for two days',
+  );
 });
 
 t.test('the rolling pass looks at a fixed number of older top-ups per run, and comes round again', async (t) => {
@@ -127,16 +141,32 @@ t.test('the rolling pass looks at a fixed number of older top-ups per run, and c
   node.unpay(await hashOf(tn, made[4]!));
   // leader gets only, as the full run (reconcile-no-consumer.test.ts): no consumer to wait on a dead peer
   const consumers: string[] = [];
-  const sub = tn.nc.subscribe('$JS.API.CONSUMER.>', { callback: (_e, m) => { if (m.subject.includes('KV_topups')) consumers.push(m.subject); } });
+  const sub = tn.nc.subscribe('$JS.API.CONSUMER.>', {
+    callback: (_e, m) => {
+      if (m.subject.includes('KV_topups')) consumers.push(m.subject);
+    },
+  });
   t.teardown(() => sub.unsubscribe());
   await tn.nc.flush();
   const runs = [];
   for (let i = 0; i < 4; i++) runs.push(await a.run(3));
   await tn.nc.flush();
   t.same(consumers, [], 'no consumer made on the top-ups stream');
-  t.same(runs.map((r) => r.topups), [3, 3, 1, 3], 'three documents a run; the seventh ends the pass, the next run starts again');
-  t.same(runs.map((r) => r.unpaidCredits.map((u) => u.topupId)), [[], [made[4]], [], []], 'the credit without a paid invoice is reported by the run whose slice holds it');
-  t.same(runs.flatMap((r) => r.credited), [], 'nothing credited twice');
+  t.same(
+    runs.map((r) => r.topups),
+    [3, 3, 1, 3],
+    'three documents a run; the seventh ends the pass, the next run starts again',
+  );
+  t.same(
+    runs.map((r) => r.unpaidCredits.map((u) => u.topupId)),
+    [[], [made[4]], [], []],
+    'the credit without a paid invoice is reported by the run whose slice holds it',
+  );
+  t.same(
+    runs.flatMap((r) => r.credited),
+    [],
+    'nothing credited twice',
+  );
   t.equal((await a.ledger.head(w)).balance, 70_000);
 });
 

@@ -62,10 +62,16 @@ async function loseCredit(t: Tap, tn: TestNats, w: string, topupId: string) {
 function devNode(tn: TestNats): FakeNode & { payTopup(id: string): Promise<void>; unpayAsync(hash: string): Promise<void> } {
   return {
     lightning: { backend: 'dev' },
-    pay: () => { throw new Error('use payTopup'); },
-    unpay: () => { throw new Error('use unpayAsync'); },
+    pay: () => {
+      throw new Error('use payTopup');
+    },
+    unpay: () => {
+      throw new Error('use unpayAsync');
+    },
     hashes: () => [],
-    async payTopup(id) { await wallet.topupPay(tn.nc, id); },
+    async payTopup(id) {
+      await wallet.topupPay(tn.nc, id);
+    },
     async unpayAsync(hash) {
       const kv = await new Kvm(tn.nc).open(BUCKETS.devInvoices);
       const inv = (await kv.get(hash))!.json<Record<string, unknown>>();
@@ -74,9 +80,12 @@ function devNode(tn: TestNats): FakeNode & { payTopup(id: string): Promise<void>
   };
 }
 
-async function scenario(t: import("tap").Test, backend: 'dev' | 'lnd' | 'lnbits' | 'cln') {
-  const node = backend === 'lnd' ? await fakeLnd(t) : backend === 'lnbits' ? await fakeLnbits(t) : backend === 'cln' ? await fakeCln(t) : null;
-  const tn = await startTestNats(t, { wallet: { lightning: { ...(node?.lightning ?? { backend: 'dev' }), pollMs: 100, maxPollMs: 200, reconcileSeconds: 3600 } } });
+async function scenario(t: import('tap').Test, backend: 'dev' | 'lnd' | 'lnbits' | 'cln') {
+  const node =
+    backend === 'lnd' ? await fakeLnd(t) : backend === 'lnbits' ? await fakeLnbits(t) : backend === 'cln' ? await fakeCln(t) : null;
+  const tn = await startTestNats(t, {
+    wallet: { lightning: { ...(node?.lightning ?? { backend: 'dev' }), pollMs: 100, maxPollMs: 200, reconcileSeconds: 3600 } },
+  });
   const dev = node ? null : devNode(tn);
   let w1 = await startWallet(t, tn);
   const w = walletId();
@@ -99,12 +108,20 @@ async function scenario(t: import("tap").Test, backend: 'dev' | 'lnd' | 'lnbits'
 
   const first = await wallet.reconcile(tn.nc);
   t.equal(first.backend, backend);
-  t.same(first.credited.map((c) => [c.topupId, c.walletId, c.payloads]), [[a.id, w, 20_000]], 'the paid invoice with no credit is credited');
+  t.same(
+    first.credited.map((c) => [c.topupId, c.walletId, c.payloads]),
+    [[a.id, w, 20_000]],
+    'the paid invoice with no credit is credited',
+  );
   t.equal(first.paidInvoices, 1);
   t.same(first.unpaidCredits, []);
   t.same(await wallet.balance(tn.nc, w), { balance: 20_000 }, 'balance restored');
   const again = await Promise.all([wallet.reconcile(tn.nc), wallet.reconcile(tn.nc)]);
-  t.same(again.map((r) => r.credited), [[], []], 'running again restores nothing more');
+  t.same(
+    again.map((r) => r.credited),
+    [[], []],
+    'running again restores nothing more',
+  );
   t.equal((await credits(tn, w, a.id)).length, 1, 'exactly one credit in the ledger');
   t.same(await wallet.balance(tn.nc, w), { balance: 20_000 });
   t.equal((await topupRecord(tn, b.id)).status, 'pending', 'the unpaid top-up is left alone');
@@ -114,7 +131,11 @@ async function scenario(t: import("tap").Test, backend: 'dev' | 'lnd' | 'lnbits'
   if (dev) await dev.unpayAsync(ha);
   else node!.unpay(ha);
   const odd = await wallet.reconcile(tn.nc);
-  t.same(odd.unpaidCredits.map((u) => [u.topupId, u.walletId, u.payloads, u.paymentHash]), [[a.id, w, 20_000, ha]], 'a credit with no paid invoice is reported');
+  t.same(
+    odd.unpaidCredits.map((u) => [u.topupId, u.walletId, u.payloads, u.paymentHash]),
+    [[a.id, w, 20_000, ha]],
+    'a credit with no paid invoice is reported',
+  );
   t.same(await wallet.balance(tn.nc, w), { balance: 20_000 }, 'and not taken back');
 }
 
@@ -127,13 +148,18 @@ for (const backend of ['dev', 'lnd', 'lnbits', 'cln'] as const) {
 t.test('a pending top-up whose invoice was paid is settled by reconciliation too (no poll needed)', async (t) => {
   const node = await fakeCln(t);
   // polling every 10 minutes: only reconciliation can find the payment in this test's time
-  const tn = await startTestNats(t, { wallet: { lightning: { ...node.lightning, pollMs: 600_000, maxPollMs: 600_000, reconcileSeconds: 3600 } } });
+  const tn = await startTestNats(t, {
+    wallet: { lightning: { ...node.lightning, pollMs: 600_000, maxPollMs: 600_000, reconcileSeconds: 3600 } },
+  });
   await startWallet(t, tn);
   const w = walletId();
   const a = (await wallet.topupCreate(tn.nc, w, 1)).topup;
   node.pay(node.hashes()[0]!);
   const r = await wallet.reconcile(tn.nc);
-  t.same(r.credited.map((c) => c.topupId), [a.id]);
+  t.same(
+    r.credited.map((c) => c.topupId),
+    [a.id],
+  );
   t.equal((await topupRecord(tn, a.id)).status, 'paid', 'the top-up document is marked paid as well');
   t.same(await wallet.balance(tn.nc, w), { balance: 10_000 });
   t.same((await audit(tn.nc)).violations, []);
@@ -175,7 +201,10 @@ t.test('npm run admin -- audit reconciles first: CREDITED line, then clean; no w
   w1 = await startWallet(t, tn);
   const fixed = await admin(tn.server.url, ['audit']);
   t.equal(fixed.code, 0, fixed.out + fixed.err);
-  t.match(fixed.out, new RegExp(`CREDITED topup ${a.id}: invoice [0-9a-f]{64} was paid but not in the ledger; 15000 Payloads to wallet ${w}`));
+  t.match(
+    fixed.out,
+    new RegExp(`CREDITED topup ${a.id}: invoice [0-9a-f]{64} was paid but not in the ledger; 15000 Payloads to wallet ${w}`),
+  );
   t.match(fixed.out, /ok: no violation/);
   const again = await admin(tn.server.url, ['audit']);
   t.equal(again.code, 0);

@@ -50,7 +50,11 @@ t.test('amount rules: 0.25..100.00, two decimals, else bad_request; bonus tiers'
   for (const eur of [0.24, 100.01, 1.001, -1, 0]) await t.rejects(wallet.topupCreate(tn.nc, w, eur), { code: 'bad_request' }, `eur ${eur}`);
   await t.rejects(wallet.topupCreate(tn.nc, w, '5' as unknown as number), { code: 'bad_request' });
   t.match((await wallet.topupCreate(tn.nc, w, 0.25)).topup, { eurCents: 25, payloads: 2500, bonusPayloads: 0 });
-  t.match((await wallet.topupCreate(tn.nc, w, 100)).topup, { eurCents: 10000, payloads: 1_100_000, bonusPayloads: 100_000 }, '10 % from 50 EUR');
+  t.match(
+    (await wallet.topupCreate(tn.nc, w, 100)).topup,
+    { eurCents: 10000, payloads: 1_100_000, bonusPayloads: 100_000 },
+    '10 % from 50 EUR',
+  );
   t.match((await wallet.topupCreate(tn.nc, w, 20)).topup, { payloads: 210_000, bonusPayloads: 10_000 }, '5 % from 20 EUR');
   t.match((await wallet.topupCreate(tn.nc, w, 19.99)).topup, { bonusPayloads: 0 });
 });

@@ -11,15 +11,18 @@ export function debianChromium(configId = 'chromium'): Launcher {
     name: 'Chromium',
     engine: 'chromium',
     canPrint: true,
-    launch: (opts) => puppeteer.launch({
-      ...jailed(opts, DEBIAN_CHROMIUM),
-      headless: true,
-      args: [...CHROMIUM_BASE_FLAGS, chromiumHeapFlag(opts), ...chromiumProxyFlags(opts.proxy)],
-      defaultViewport: null,
-      ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
-      // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
-      pipe: true,
-      handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
-    }),
+    launch: (opts) =>
+      puppeteer.launch({
+        ...jailed(opts, DEBIAN_CHROMIUM),
+        headless: true,
+        args: [...CHROMIUM_BASE_FLAGS, chromiumHeapFlag(opts), ...chromiumProxyFlags(opts.proxy)],
+        defaultViewport: null,
+        ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
+        // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
+        pipe: true,
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
+      }),
   };
 }

@@ -11,15 +11,41 @@
 // only while owned by this user and closed to everyone else (mode 0700): a folder anyone else could
 // have written is code in our browser, and is then ignored (every launch makes a fresh profile, as
 // before the template). Any failure to make or copy it falls back to a fresh profile too.
-import { cpSync, existsSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Browser } from 'puppeteer-core';
 import { processAlive } from '../../../shared/runtime.ts';
 
 /** Left out of the template: per-launch preferences, locks, session, caches, crash and usage data. */
-const NOT_IN_TEMPLATE = ['prefs.js', 'prefs.js.puppeteer', 'user.js', 'user.js.puppeteer', 'lock', '.parentlock', 'sessionstore.jsonlz4',
-  'sessionstore-backups', 'sessionCheckpoints.json', 'cache2', 'crashes', 'minidumps', 'datareporting', 'saved-telemetry-pings', 'thumbnails'];
+const NOT_IN_TEMPLATE = [
+  'prefs.js',
+  'prefs.js.puppeteer',
+  'user.js',
+  'user.js.puppeteer',
+  'lock',
+  '.parentlock',
+  'sessionstore.jsonlz4',
+  'sessionstore-backups',
+  'sessionCheckpoints.json',
+  'cache2',
+  'crashes',
+  'minidumps',
+  'datareporting',
+  'saved-telemetry-pings',
+  'thumbnails',
+];
 
 /** The build of the Firefox at `executable` (its application.ini's BuildID), or null if it cannot be read. */
 export function firefoxBuildId(executable: string): string | null {
@@ -44,7 +70,9 @@ const isLink = (p: string) => {
 export function trustedTemplate(dir: string): boolean {
   try {
     const st = lstatSync(dir);
-    return st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o077) === 0 && lstatSync(join(dir, 'compatibility.ini')).isFile();
+    return (
+      st.isDirectory() && st.uid === process.getuid?.() && (st.mode & 0o077) === 0 && lstatSync(join(dir, 'compatibility.ini')).isFile()
+    );
   } catch {
     return false;
   }
@@ -70,7 +98,9 @@ export function profileTemplate(executable: string, launchBlank: (userDataDir: s
   if (!p) {
     p = makeTemplate(dir, launchBlank).catch(() => null);
     made.set(dir, p);
-    void p.then((r) => { if (!r) made.delete(dir); }); // a failure is tried again at the next launch
+    void p.then((r) => {
+      if (!r) made.delete(dir);
+    }); // a failure is tried again at the next launch
   }
   return p;
 }
@@ -125,11 +155,12 @@ export function removeLeftCopies(now = Date.now()): number {
         rmSync(dir, { recursive: true, force: true });
         removed++;
       }
-    } catch { /* gone meanwhile */ }
+    } catch {
+      /* gone meanwhile */
+    }
   }
   return removed;
 }
-
 
 let swept = false;
 

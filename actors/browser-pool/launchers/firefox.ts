@@ -97,17 +97,20 @@ export function firefox(configId = 'firefox'): Launcher {
     engine: 'gecko',
     schemePerBrowser: true,
     launch: async (opts) => {
-      const start = async (userDataDir?: string) => puppeteer.launch({
-        browser: 'firefox',
-        ...jailed(opts, firefoxExecutable()),
-        // in a namespace BiDi's WebSocket listens inside it: a port outside leads to the same port inside
-        ...(opts.jail ? { debuggingPort: await opts.jail.forwardInto() } : {}),
-        headless: true,
-        extraPrefsFirefox: firefoxPrefs(opts),
-        defaultViewport: null,
-        handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
-        ...(userDataDir ? { userDataDir } : {}),
-      });
+      const start = async (userDataDir?: string) =>
+        puppeteer.launch({
+          browser: 'firefox',
+          ...jailed(opts, firefoxExecutable()),
+          // in a namespace BiDi's WebSocket listens inside it: a port outside leads to the same port inside
+          ...(opts.jail ? { debuggingPort: await opts.jail.forwardInto() } : {}),
+          headless: true,
+          extraPrefsFirefox: firefoxPrefs(opts),
+          defaultViewport: null,
+          handleSIGINT: false,
+          handleSIGTERM: false,
+          handleSIGHUP: false,
+          ...(userDataDir ? { userDataDir } : {}),
+        });
       // a copy of the build's profile template (launchers/firefox-profile.ts; made with this same
       // launch, in the same namespace and behind the same proxy); without one, a new profile
       const template = await profileTemplate(DEBIAN_FIREFOX, start);

@@ -22,7 +22,19 @@ interface SparticuzModule {
  * flags are replaced by `--disable-gpu`, headless mode is set by puppeteer, and Chromium's limit on
  * history floods stays on (`CHROMIUM_IGNORED_DEFAULTS`).
  */
-const DROPPED = ['--single-process', '--disable-ipc-flooding-protection', '--disable-web-security', '--allow-running-insecure-content', '--headless', '--use-gl', '--use-angle', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--in-process-gpu', '--enable-features=SharedArrayBuffer'];
+const DROPPED = [
+  '--single-process',
+  '--disable-ipc-flooding-protection',
+  '--disable-web-security',
+  '--allow-running-insecure-content',
+  '--headless',
+  '--use-gl',
+  '--use-angle',
+  '--enable-unsafe-swiftshader',
+  '--ignore-gpu-blocklist',
+  '--in-process-gpu',
+  '--enable-features=SharedArrayBuffer',
+];
 export const sparticuzFlags = (args: string[]) => args.filter((a) => !DROPPED.some((d) => a === d || a.startsWith(`${d}=`)));
 
 /**
@@ -84,12 +96,22 @@ export function sparticuzChromium(configId: string): Launcher {
       return puppeteer.launch({
         ...jailed(opts, executablePath),
         headless: 'shell',
-        args: [...new Set([...sparticuzFlags(m.args), ...HEADLESS_SHELL_FLAGS, ...CHROMIUM_BASE_FLAGS, chromiumHeapFlag(opts), ...chromiumProxyFlags(opts.proxy)])],
+        args: [
+          ...new Set([
+            ...sparticuzFlags(m.args),
+            ...HEADLESS_SHELL_FLAGS,
+            ...CHROMIUM_BASE_FLAGS,
+            chromiumHeapFlag(opts),
+            ...chromiumProxyFlags(opts.proxy),
+          ]),
+        ],
         defaultViewport: null,
         ignoreDefaultArgs: CHROMIUM_IGNORED_DEFAULTS,
         // over a pipe Chromium exits by itself when this process dies, even by SIGKILL: no orphans
         pipe: true,
-        handleSIGINT: false, handleSIGTERM: false, handleSIGHUP: false,
+        handleSIGINT: false,
+        handleSIGTERM: false,
+        handleSIGHUP: false,
       });
     },
   };

@@ -134,7 +134,10 @@ export function chromiumHeapFlag(opts: LaunchOptions): string {
 export function chromiumProxyFlags(proxy: string | undefined): string[] {
   if (!proxy) return [];
   return [
-    `--proxy-server=http://${proxy}`, '--proxy-bypass-list=<-loopback>', '--disable-quic',
-    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp', '--webrtc-ip-handling-policy=disable_non_proxied_udp',
+    `--proxy-server=http://${proxy}`,
+    '--proxy-bypass-list=<-loopback>',
+    '--disable-quic',
+    '--force-webrtc-ip-handling-policy=disable_non_proxied_udp',
+    '--webrtc-ip-handling-policy=disable_non_proxied_udp',
   ];
 }

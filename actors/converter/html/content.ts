@@ -29,21 +29,45 @@ export function mainContent(doc: Document, keep: string[], fresh: () => Document
   }
   const text = clean(article?.textContent) ?? '';
   if (article?.content && text.length >= 80) {
-    return { root: article.content, fromReadability: true, byline: clean(article.byline), siteName: clean(article.siteName), excerpt: clean(article.excerpt), publishedTime: clean(article.publishedTime), title: clean(article.title), lang: clean(article.lang) };
+    return {
+      root: article.content,
+      fromReadability: true,
+      byline: clean(article.byline),
+      siteName: clean(article.siteName),
+      excerpt: clean(article.excerpt),
+      publishedTime: clean(article.publishedTime),
+      title: clean(article.title),
+      lang: clean(article.lang),
+    };
   }
   // No article: Readability still read the page's metadata before it gave up (JSON-LD, meta
   // tags, the cleaned <title>); keep that, so the reference order holds on every page
   const m = metadataLeftOver(reader);
   const d = fresh();
   const body = d.body ?? d.createElement('body');
-  body.querySelectorAll('script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]').forEach((n) => n.remove());
-  return { root: body, fromReadability: false, byline: clean(m.byline), siteName: clean(m.siteName), excerpt: clean(m.excerpt), publishedTime: clean(m.publishedTime), title: clean(m.title), lang: null };
+  body
+    .querySelectorAll(
+      'script, style, noscript, template, nav, header, footer, aside, form, iframe, dialog, [role="navigation"], [role="banner"], [role="contentinfo"], [aria-hidden="true"], [hidden]',
+    )
+    .forEach((n) => n.remove());
+  return {
+    root: body,
+    fromReadability: false,
+    byline: clean(m.byline),
+    siteName: clean(m.siteName),
+    excerpt: clean(m.excerpt),
+    publishedTime: clean(m.publishedTime),
+    title: clean(m.title),
+    lang: null,
+  };
 }
 
-const TRACKER_HOSTS = /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
+const TRACKER_HOSTS =
+  /(^|\.)(google-analytics\.com|googletagmanager\.com|doubleclick\.net|facebook\.com\/tr|scorecardresearch\.com|quantserve\.com|pixel\.|analytics\.|matomo\.|hotjar\.com|bat\.bing\.com)/i;
 
 export function isTrackingPixel(img: Element): boolean {
-  const w = img.getAttribute('width'), h = img.getAttribute('height');
+  const w = img.getAttribute('width'),
+    h = img.getAttribute('height');
   if ((w !== null && Number(w) <= 1) || (h !== null && Number(h) <= 1)) return true;
   const src = img.getAttribute('src') ?? '';
   return TRACKER_HOSTS.test(src.replace(/^https?:\/\//, ''));

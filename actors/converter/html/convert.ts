@@ -19,7 +19,9 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const { text: decoded, charset } = decodeBody(input.body, input.contentType);
   const want = new Set(input.outputs);
   const out: Partial<Record<TextOutput, OutputFile | OutputFailure>> = {};
-  const failAll = (f: OutputFailure) => { for (const o of want) out[o] ??= f; };
+  const failAll = (f: OutputFailure) => {
+    for (const o of want) out[o] ??= f;
+  };
   const warnings = [...(input.warnings ?? [])];
   let source = decoded;
   const parse = () => parseHtml(source, input.finalUrl);
@@ -29,7 +31,10 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
     try {
       const capped = capNesting(decoded);
       source = capped.html;
-      if (capped.flattened) warnings.push(`the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`);
+      if (capped.flattened)
+        warnings.push(
+          `the page nests elements deeper than ${MAX_DEPTH} levels; the deeper ones were flattened (kept in order at level ${MAX_DEPTH})`,
+        );
       page = parse();
       doc = page.doc;
     } catch (e) {
@@ -40,8 +45,17 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
-    const keep = guard(() => prepareDoc(page), [] as string[], (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`));
-    const facts = guard(() => collectPageFacts(page, input), null, (e) => warnings.push(`page facts failed: ${(e as Error).message}`)) ?? basicFacts(doc, input);
+    const keep = guard(
+      () => prepareDoc(page),
+      [] as string[],
+      (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`),
+    );
+    const facts =
+      guard(
+        () => collectPageFacts(page, input),
+        null,
+        (e) => warnings.push(`page facts failed: ${(e as Error).message}`),
+      ) ?? basicFacts(doc, input);
     guard(() => removeDebris(doc), undefined);
     // Readability changes the document it reads; the page facts are taken first, and the rare
     // fallback (no article found) parses the page again instead of every page paying for a copy

@@ -27,14 +27,27 @@ export function removeDebris(doc: Document) {
       const name = `${el.id} ${cls ?? ''}`;
       const role = el.getAttribute('role');
       const tag = el.localName;
-      const furniture = FURNITURE_NAME.test(name) || el.hasAttribute('data-ad-slot') || role === 'dialog' || role === 'alertdialog' || el.getAttribute('aria-modal') === 'true' || (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
+      const furniture =
+        FURNITURE_NAME.test(name) ||
+        el.hasAttribute('data-ad-slot') ||
+        role === 'dialog' ||
+        role === 'alertdialog' ||
+        el.getAttribute('aria-modal') === 'true' ||
+        (el.tagName === 'A' && (/(^|\s)skip-link(\s|$)/.test(name) || SKIP_LINKS.has(el.getAttribute('href') ?? '')));
       // a class name is a weak signal: only small boxes go, so an article about cookies stays
-      if (furniture && el.tagName !== 'BODY' && el.tagName !== 'HEAD' && (el.textContent ?? '').length < 1500 && !hasDescendantNamed(el, HOLDS_CONTENT)) {
+      if (
+        furniture &&
+        el.tagName !== 'BODY' &&
+        el.tagName !== 'HEAD' &&
+        (el.textContent ?? '').length < 1500 &&
+        !hasDescendantNamed(el, HOLDS_CONTENT)
+      ) {
         doomed.push(el);
         continue;
       }
       if (cls !== null && editClass.test(cls)) editLinks.push(el);
-      else if (tag === 'a' && ((cls !== null && anchorClass.test(cls)) || (el.getAttribute('href') ?? '').includes('action=edit'))) editLinks.push(el);
+      else if (tag === 'a' && ((cls !== null && anchorClass.test(cls)) || (el.getAttribute('href') ?? '').includes('action=edit')))
+        editLinks.push(el);
       if (heading) {
         if (tag === 'a' && el.getAttribute('href')?.startsWith('#')) permalinks.push(el);
         if (tag === 'a' || tag === 'span' || tag === 'button') inHeading.push(el);

@@ -13,10 +13,15 @@ export function needsJavaScript(doc: Document): string | null {
   if (text.length >= 200) return null;
   const scripts = doc.querySelectorAll('script[src], script:not([type]), script[type="module"], script[type="text/javascript"]').length;
   if (!scripts) return null;
-  const mount = body.querySelector('#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]');
+  const mount = body.querySelector(
+    '#root, #app, #__next, #__nuxt, #svelte, [data-reactroot], [ng-version], app-root, [data-server-rendered]',
+  );
   const mountEmpty = mount ? (mount.textContent ?? '').trim().length < 20 : false;
-  const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) => /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''));
-  if (text.length < 200 && (mountEmpty || noscriptAsks)) return `static HTML has ${text.length} characters of text and an empty application mount point`;
+  const noscriptAsks = [...doc.querySelectorAll('noscript')].some((n) =>
+    /enable javascript|requires javascript|javascript (is )?(required|disabled)/i.test(n.textContent ?? ''),
+  );
+  if (text.length < 200 && (mountEmpty || noscriptAsks))
+    return `static HTML has ${text.length} characters of text and an empty application mount point`;
   if (text.length < 40) return `static HTML has ${text.length} characters of text and ${scripts} scripts`;
   return null;
 }

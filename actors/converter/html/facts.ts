@@ -83,14 +83,20 @@ export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFac
     }
   };
   const links = named(page, 'link');
-  const icons = links.filter((l) => l.hasAttribute('rel') && l.hasAttribute('href') && /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''));
+  const icons = links.filter(
+    (l) =>
+      l.hasAttribute('rel') &&
+      l.hasAttribute('href') &&
+      /(^|\s)(icon|shortcut icon|apple-touch-icon)(\s|$)/i.test(l.getAttribute('rel') ?? ''),
+  );
   const icon = icons.find((l) => /(^|\s)icon(\s|$)/i.test(l.getAttribute('rel')!)) ?? icons[0];
   const headings = page.headings
     .map((h) => ({ level: Number(h.tagName[1]), text: clean(h.textContent) ?? '' }))
     .filter((h) => h.text)
     .slice(0, 200);
   const host = new URL(input.finalUrl).host;
-  let internal = 0, external = 0;
+  let internal = 0,
+    external = 0;
   const baseUrl = doc.baseURI;
   for (const a of named(page, 'a')) {
     const href = a.getAttribute('href');
@@ -105,9 +111,15 @@ export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFac
     }
   }
   // `article img[src], main img[src], img[src]`: the last group holds the others
-  const firstImg = named(page, 'img').map((i) => i.getAttribute('src')).find((s) => s !== null && !s.startsWith('data:'));
+  const firstImg = named(page, 'img')
+    .map((i) => i.getAttribute('src'))
+    .find((s) => s !== null && !s.startsWith('data:'));
   // `article time[datetime], time[datetime][pubdate], time[itemprop="datePublished"]`
-  const timeEl = named(page, 'time').find((t) => (t.hasAttribute('datetime') && (t.hasAttribute('pubdate') || hasAncestorNamed(t, ARTICLE))) || t.getAttribute('itemprop') === 'datePublished');
+  const timeEl = named(page, 'time').find(
+    (t) =>
+      (t.hasAttribute('datetime') && (t.hasAttribute('pubdate') || hasAncestorNamed(t, ARTICLE))) ||
+      t.getAttribute('itemprop') === 'datePublished',
+  );
   const publisher = ldFirst('publisher');
   const ldString = (...keys: string[]) => {
     for (const o of ld) for (const k of keys) if (typeof o[k] === 'string' && clean(o[k] as string)) return clean(o[k] as string);
@@ -115,16 +127,39 @@ export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFac
   };
   // fallbacks after Readability, in this order: JSON-LD, Open Graph, Twitter, <meta> (docs/websitepro.md)
   return {
-    title: ldString('headline', 'name') ?? clean(openGraph.title) ?? clean(twitter.title) ?? clean(doc.title) ?? clean(page.headings.find((h) => h.localName === 'h1')?.textContent),
+    title:
+      ldString('headline', 'name') ??
+      clean(openGraph.title) ??
+      clean(twitter.title) ??
+      clean(doc.title) ??
+      clean(page.headings.find((h) => h.localName === 'h1')?.textContent),
     description: ldString('description') ?? clean(openGraph.description) ?? clean(twitter.description) ?? meta('name', 'description'),
-    language: clean(doc.documentElement.getAttribute('lang')) ?? clean(ldString('inLanguage')) ?? clean(openGraph.locale?.replace('_', '-')) ?? meta('http-equiv', 'content-language') ?? clean(input.contentLanguage?.split(',')[0]),
+    language:
+      clean(doc.documentElement.getAttribute('lang')) ??
+      clean(ldString('inLanguage')) ??
+      clean(openGraph.locale?.replace('_', '-')) ??
+      meta('http-equiv', 'content-language') ??
+      clean(input.contentLanguage?.split(',')[0]),
     canonical: abs(links.find((l) => attrIs(l, 'rel', 'canonical'))?.getAttribute('href')),
     // `[rel="author"], [itemprop="author"]` (rel ignores ASCII case in HTML), walked only when needed
-    author: nameOf(ldFirst('author')) ?? clean(openGraph['article:author']) ?? clean(twitter.creator) ?? meta('name', 'author') ?? clean(firstElement(doc.documentElement, (e) => attrIs(e, 'rel', 'author') || e.getAttribute('itemprop') === 'author')?.textContent),
-    publishedTime: clean(String(ldFirst('datePublished') ?? '')) ?? clean(openGraph['article:published_time']) ?? meta('name', 'date') ?? clean(timeEl?.getAttribute('datetime')),
-    modifiedTime: clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
+    author:
+      nameOf(ldFirst('author')) ??
+      clean(openGraph['article:author']) ??
+      clean(twitter.creator) ??
+      meta('name', 'author') ??
+      clean(firstElement(doc.documentElement, (e) => attrIs(e, 'rel', 'author') || e.getAttribute('itemprop') === 'author')?.textContent),
+    publishedTime:
+      clean(String(ldFirst('datePublished') ?? '')) ??
+      clean(openGraph['article:published_time']) ??
+      meta('name', 'date') ??
+      clean(timeEl?.getAttribute('datetime')),
+    modifiedTime:
+      clean(String(ldFirst('dateModified') ?? '')) ?? clean(openGraph['article:modified_time']) ?? clean(openGraph.updated_time),
     siteName: nameOf(publisher) ?? clean(openGraph.site_name) ?? meta('name', 'application-name'),
-    keywords: (meta('name', 'keywords') ?? '').split(',').map((k) => k.trim()).filter(Boolean),
+    keywords: (meta('name', 'keywords') ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter(Boolean),
     robots: meta('name', 'robots'),
     favicon: abs(icon?.getAttribute('href')) ?? new URL('/favicon.ico', input.finalUrl).href,
     image: abs(openGraph.image ?? openGraph['image:url']) ?? abs(twitter.image ?? twitter['image:src']) ?? abs(firstImg),
@@ -140,8 +175,42 @@ const ARTICLE = new Set(['article']);
 
 /** Facts that need nothing but <title> and <html lang>, for when collectPageFacts itself failed. */
 export function basicFacts(doc: Document, input: ConvertInput): PageFacts {
-  const { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images } = emptyMetadata(input, 'text/html', null);
-  return { title, description, canonical, author, publishedTime, modifiedTime, siteName, keywords, robots, image, openGraph, twitter, headings, links, images, language: clean(doc.documentElement?.getAttribute('lang')), favicon: new URL('/favicon.ico', input.finalUrl).href };
+  const {
+    title,
+    description,
+    canonical,
+    author,
+    publishedTime,
+    modifiedTime,
+    siteName,
+    keywords,
+    robots,
+    image,
+    openGraph,
+    twitter,
+    headings,
+    links,
+    images,
+  } = emptyMetadata(input, 'text/html', null);
+  return {
+    title,
+    description,
+    canonical,
+    author,
+    publishedTime,
+    modifiedTime,
+    siteName,
+    keywords,
+    robots,
+    image,
+    openGraph,
+    twitter,
+    headings,
+    links,
+    images,
+    language: clean(doc.documentElement?.getAttribute('lang')),
+    favicon: new URL('/favicon.ico', input.finalUrl).href,
+  };
 }
 
 /**

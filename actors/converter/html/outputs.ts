@@ -12,14 +12,50 @@ export function toMarkdown(root: Element, title: string | null): string {
   return `${title ? `# ${title.replace(/\n/g, ' ')}\n\n` : ''}${md}\n`;
 }
 
-const BLOCK = new Set(['ADDRESS', 'ARTICLE', 'ASIDE', 'BLOCKQUOTE', 'DETAILS', 'DIV', 'DL', 'DD', 'DT', 'FIELDSET', 'FIGCAPTION', 'FIGURE', 'FOOTER', 'H1', 'H2', 'H3', 'H4', 'H5', 'H6', 'HEADER', 'HR', 'LI', 'MAIN', 'NAV', 'OL', 'P', 'PRE', 'SECTION', 'TABLE', 'TR', 'UL', 'BODY']);
+const BLOCK = new Set([
+  'ADDRESS',
+  'ARTICLE',
+  'ASIDE',
+  'BLOCKQUOTE',
+  'DETAILS',
+  'DIV',
+  'DL',
+  'DD',
+  'DT',
+  'FIELDSET',
+  'FIGCAPTION',
+  'FIGURE',
+  'FOOTER',
+  'H1',
+  'H2',
+  'H3',
+  'H4',
+  'H5',
+  'H6',
+  'HEADER',
+  'HR',
+  'LI',
+  'MAIN',
+  'NAV',
+  'OL',
+  'P',
+  'PRE',
+  'SECTION',
+  'TABLE',
+  'TR',
+  'UL',
+  'BODY',
+]);
 
 /** Plain text with paragraphs kept: blocks are separated by a blank line, list items start with "- ". */
 export function toText(root: Element, title: string | null): string {
   const parts: string[] = [];
   let cur = '';
   const flush = () => {
-    const v = cur.replace(/[ \t]+\n/g, '\n').replace(/[ \t]{2,}/g, ' ').trim();
+    const v = cur
+      .replace(/[ \t]+\n/g, '\n')
+      .replace(/[ \t]{2,}/g, ' ')
+      .trim();
     if (v) parts.push(v);
     cur = '';
   };
@@ -31,7 +67,10 @@ export function toText(root: Element, title: string | null): string {
     if (n.nodeType !== 1) return;
     const el = n as Element;
     const tag = el.tagName;
-    if (tag === 'BR') { cur += '\n'; return; }
+    if (tag === 'BR') {
+      cur += '\n';
+      return;
+    }
     if (tag === 'IMG') return;
     if (tag === 'PRE') {
       flush();
@@ -41,7 +80,9 @@ export function toText(root: Element, title: string | null): string {
     }
     if (tag === 'TABLE') {
       flush();
-      const rows = [...el.querySelectorAll('tr')].map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').replace(/\s+/g, ' ').trim()).join('\t')).filter(Boolean);
+      const rows = [...el.querySelectorAll('tr')]
+        .map((tr) => [...tr.querySelectorAll('th, td')].map((c) => (c.textContent ?? '').replace(/\s+/g, ' ').trim()).join('\t'))
+        .filter(Boolean);
       if (rows.length) parts.push(rows.join('\n'));
       return;
     }
@@ -84,7 +125,30 @@ function getPurifier() {
 export function sanitize(root: Element, title: string | null, lang: string | null): string {
   const purify = getPurifier();
   const clean = purify.sanitize(tasks(root.innerHTML, '☑ ', '☐ '), {
-    FORBID_TAGS: ['iframe', 'frame', 'frameset', 'object', 'embed', 'form', 'input', 'button', 'select', 'textarea', 'option', 'style', 'link', 'meta', 'base', 'script', 'noscript', 'template', 'svg', 'math', 'dialog', 'portal'],
+    FORBID_TAGS: [
+      'iframe',
+      'frame',
+      'frameset',
+      'object',
+      'embed',
+      'form',
+      'input',
+      'button',
+      'select',
+      'textarea',
+      'option',
+      'style',
+      'link',
+      'meta',
+      'base',
+      'script',
+      'noscript',
+      'template',
+      'svg',
+      'math',
+      'dialog',
+      'portal',
+    ],
     FORBID_ATTR: ['style', 'srcset', 'ping', 'action', 'formaction', 'background', 'poster', 'id'],
     ALLOW_DATA_ATTR: false,
     ALLOWED_URI_REGEXP: /^(?:https?:|mailto:|#)/i,

@@ -84,7 +84,10 @@ export function releaseSelectorEngines() {
 function selectorEngineFor(mode: string): SelectorEngine | undefined {
   const known = selectorEngines.get(mode);
   if (known) return known.engine;
-  const seed = new sharedWindow!.DOMParser().parseFromString(mode === 'BackCompat' ? '<p>' : '<!doctype html><p>', 'text/html') as unknown as Document;
+  const seed = new sharedWindow!.DOMParser().parseFromString(
+    mode === 'BackCompat' ? '<p>' : '<!doctype html><p>',
+    'text/html',
+  ) as unknown as Document;
   if (seed.compatMode !== mode) return undefined; // a mode this cannot make: the page keeps its own engine
   seed.querySelector('base[href]'); // jsdom makes the document's engine on first use
   const engine = engineSlot(seed)?.engine();

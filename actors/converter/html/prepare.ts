@@ -12,7 +12,8 @@ export function prepareDoc(page: ParsedPage): string[] {
   // Readability drops <input>: keep task-list boxes as marker characters, restored per output
   // (`li input[type="checkbox" i]`)
   for (const box of named(page, 'input')) {
-    if (attrIs(box, 'type', 'checkbox') && hasAncestorNamed(box, LI)) box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
+    if (attrIs(box, 'type', 'checkbox') && hasAncestorNamed(box, LI))
+      box.replaceWith(doc.createTextNode(box.hasAttribute('checked') ? `${TASK_DONE} ` : `${TASK_OPEN} `));
   }
   return keep;
 }
@@ -30,13 +31,26 @@ function markCodeLanguages(page: ParsedPage): string[] {
   const classes = new Set<string>();
   for (const pre of named(page, 'pre')) {
     const code = firstDescendant(pre, (e) => e.localName === 'code');
-    const from = [code?.getAttribute('class'), pre.getAttribute('class'), pre.parentElement?.getAttribute('class'), code?.getAttribute('data-lang'), pre.getAttribute('data-lang'), pre.getAttribute('data-language')];
+    const from = [
+      code?.getAttribute('class'),
+      pre.getAttribute('class'),
+      pre.parentElement?.getAttribute('class'),
+      code?.getAttribute('data-lang'),
+      pre.getAttribute('data-lang'),
+      pre.getAttribute('data-language'),
+    ];
     let lang: string | null = null;
     for (const c of from) {
       if (!c) continue;
       const m = CODE_LANG.exec(c);
-      if (m) { lang = m[1]!.toLowerCase(); break; }
-      if (c === code?.getAttribute('data-lang') || c === pre.getAttribute('data-lang') || c === pre.getAttribute('data-language')) { lang = c.toLowerCase(); break; }
+      if (m) {
+        lang = m[1]!.toLowerCase();
+        break;
+      }
+      if (c === code?.getAttribute('data-lang') || c === pre.getAttribute('data-lang') || c === pre.getAttribute('data-language')) {
+        lang = c.toLowerCase();
+        break;
+      }
     }
     if (!lang) continue;
     let target = code;

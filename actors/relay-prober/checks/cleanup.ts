@@ -46,7 +46,9 @@ export async function deleteTestEvents(p: Probe, c: RelayConn | null): Promise<C
 /** The end-of-module clean-up (once per run; the `cleanup` check reads the same result). */
 export function cleanup(p: Probe) {
   // on the connection reserved for it when the module's own budget is used up
-  return p.once('cleanup', async () => deleteTestEvents(p, p.stored.size || p.unconfirmed.size ? await p.conn({ forCleanup: true }).catch(() => null) : null));
+  return p.once('cleanup', async () =>
+    deleteTestEvents(p, p.stored.size || p.unconfirmed.size ? await p.conn({ forCleanup: true }).catch(() => null) : null),
+  );
 }
 
 /**
@@ -70,7 +72,9 @@ export async function cleanupAfterStop(p: Probe, boundMs: number): Promise<Clean
         c = conn;
         return deleteTestEvents(p, conn);
       })(),
-      new Promise<null>((r) => { timer = setTimeout(() => r(null), boundMs); }),
+      new Promise<null>((r) => {
+        timer = setTimeout(() => r(null), boundMs);
+      }),
     ]);
   } catch {
     return null;

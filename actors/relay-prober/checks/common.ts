@@ -25,11 +25,36 @@ export interface CheckDef extends CheckInfo {
   run(p: Probe): Promise<Outcome>;
 }
 
-export const pass = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'pass', message, details, ...(rule ? { rule } : {}) });
-export const bad = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'fail', message, details, ...(rule ? { rule } : {}) });
-export const skip = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'skip', message, details, ...(rule ? { rule } : {}) });
-export const info = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'info', message, details, ...(rule ? { rule } : {}) });
-export const warn = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({ status: 'warn', message, details, ...(rule ? { rule } : {}) });
+export const pass = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({
+  status: 'pass',
+  message,
+  details,
+  ...(rule ? { rule } : {}),
+});
+export const bad = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({
+  status: 'fail',
+  message,
+  details,
+  ...(rule ? { rule } : {}),
+});
+export const skip = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({
+  status: 'skip',
+  message,
+  details,
+  ...(rule ? { rule } : {}),
+});
+export const info = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({
+  status: 'info',
+  message,
+  details,
+  ...(rule ? { rule } : {}),
+});
+export const warn = (message: string, details: Record<string, unknown> = {}, rule?: Rule): Outcome => ({
+  status: 'warn',
+  message,
+  details,
+  ...(rule ? { rule } : {}),
+});
 
 export const now = () => Math.floor(Date.now() / 1000);
 export const randHex = () => Array.from(crypto.getRandomValues(new Uint8Array(32)), (b) => b.toString(16).padStart(2, '0')).join('');
@@ -55,12 +80,57 @@ async function publishDataset(p: Probe): Promise<Dataset> {
   const A = 0;
   const pB = p.keys[1]!.pk;
   const refs = { e1: randHex(), e2: randHex(), e3: randHex(), pB };
-  const n1 = p.sign({ kind: 1, created_at: base - 40, content: 'labs test note 1', tags: [['t', 'alpha'], ['e', refs.e1], ['p', pB]] }, A);
-  const n2 = p.sign({ kind: 1, created_at: base - 30, content: 'labs test note 2', tags: [['t', 'beta'], ['e', refs.e2]] }, A);
-  const n3 = p.sign({ kind: 1, created_at: base - 20, content: 'labs test note 3', tags: [['t', 'alpha'], ['p', pB]] }, A);
+  const n1 = p.sign(
+    {
+      kind: 1,
+      created_at: base - 40,
+      content: 'labs test note 1',
+      tags: [
+        ['t', 'alpha'],
+        ['e', refs.e1],
+        ['p', pB],
+      ],
+    },
+    A,
+  );
+  const n2 = p.sign(
+    {
+      kind: 1,
+      created_at: base - 30,
+      content: 'labs test note 2',
+      tags: [
+        ['t', 'beta'],
+        ['e', refs.e2],
+      ],
+    },
+    A,
+  );
+  const n3 = p.sign(
+    {
+      kind: 1,
+      created_at: base - 20,
+      content: 'labs test note 3',
+      tags: [
+        ['t', 'alpha'],
+        ['p', pB],
+      ],
+    },
+    A,
+  );
   const n4 = p.sign({ kind: 1, created_at: base - 20, content: 'labs test note 4', tags: [['t', 'gamma']] }, A);
   const n5 = p.sign({ kind: 1, created_at: base - 10, content: 'labs test note 5', tags: [['l', 'labs-label']] }, A);
-  const decoy = p.sign({ kind: 9999, created_at: base - 25, content: 'labs decoy', tags: [['t', 'delta'], ['e', refs.e3]] }, A);
+  const decoy = p.sign(
+    {
+      kind: 9999,
+      created_at: base - 25,
+      content: 'labs decoy',
+      tags: [
+        ['t', 'delta'],
+        ['e', refs.e3],
+      ],
+    },
+    A,
+  );
   const replOlder = p.sign({ kind: 0, created_at: base - 30, content: '{"name":"labs test (old)"}' }, A);
   const replNewer = p.sign({ kind: 0, created_at: base - 10, content: '{"name":"labs test"}' }, A);
   const replOldest = p.sign({ kind: 0, created_at: base - 40, content: '{"name":"labs test (oldest)"}' }, A);
@@ -74,11 +144,23 @@ async function publishDataset(p: Probe): Promise<Dataset> {
   for (const ev of ordered) {
     const a = await p.publishAuthed(ev, conn);
     if (a.ok !== true) {
-      if (a.ok === false && isWriteRefusal(a.reason)) throw new ProbeFatal('write_restricted', `the relay refuses test events: ${a.reason}`);
-      throw new ProbeFatal('write_restricted', a.ok === null ? `no OK for a test event within ${p.timings.replyTimeoutMs} ms` : `test event refused: ${a.reason || '(no reason)'}`);
+      if (a.ok === false && isWriteRefusal(a.reason))
+        throw new ProbeFatal('write_restricted', `the relay refuses test events: ${a.reason}`);
+      throw new ProbeFatal(
+        'write_restricted',
+        a.ok === null ? `no OK for a test event within ${p.timings.replyTimeoutMs} ms` : `test event refused: ${a.reason || '(no reason)'}`,
+      );
     }
   }
-  return { base, notes, decoy, repl: { older: replOlder, newer: replNewer, oldest: replOldest }, addr: { older: addrOlder, newer: addrNewer, other: addrOther }, refs, visible: [...notes, decoy, replNewer, addrNewer, addrOther] };
+  return {
+    base,
+    notes,
+    decoy,
+    repl: { older: replOlder, newer: replNewer, oldest: replOldest },
+    addr: { older: addrOlder, newer: addrNewer, other: addrOther },
+    refs,
+    visible: [...notes, decoy, replNewer, addrNewer, addrOther],
+  };
 }
 
 export const dataset = (p: Probe) => p.once('dataset', () => publishDataset(p));
@@ -95,20 +177,42 @@ export const extrasSeen = (p: Probe): { check: string; id: string }[] => {
 // An event outside the filter breaks the check's MUST; a matching event missing is judged by
 // "the relay SHOULD return events that match the filter" (relays may hold events back), and a
 // superseded version served by "it SHOULD return just the latest one".
-export async function filterCheck(p: Probe, id: string, filters: Filter[], opts: { expectIds?: string[]; describe: string; missingRule?: Rule }) {
+export async function filterCheck(
+  p: Probe,
+  id: string,
+  filters: Filter[],
+  opts: { expectIds?: string[]; describe: string; missingRule?: Rule },
+) {
   const ds = await dataset(p);
   const r = await p.req(filters as Record<string, unknown>[]);
-  if (r.end !== 'EOSE') return bad(`no EOSE for ${opts.describe} (${r.end ?? 'timeout'}${r.reason ? `: ${r.reason}` : ''})`, { filters, notices: r.notices }, r.end === 'CLOSED' ? RULES.reqReturns : RULES.reqAnswered);
+  if (r.end !== 'EOSE')
+    return bad(
+      `no EOSE for ${opts.describe} (${r.end ?? 'timeout'}${r.reason ? `: ${r.reason}` : ''})`,
+      { filters, notices: r.notices },
+      r.end === 'CLOSED' ? RULES.reqReturns : RULES.reqAnswered,
+    );
   const expected = opts.expectIds ?? ds.visible.filter((e) => filters.some((f) => matchFilter(f, e))).map((e) => e.id);
   const got = r.events.map((e) => e.id);
   const nonMatching = r.events.filter((e) => !filters.some((f) => matchFilter(f, e))).map((e) => e.id);
   for (const x of nonMatching) extrasSeen(p).push({ check: id, id: x });
   const missing = expected.filter((x) => !got.includes(x));
   const unexpected = got.filter((x) => !expected.includes(x) && !nonMatching.includes(x));
-  const details = { filters, expected: expected.map(short), returned: got.map(short), missing: missing.map(short), nonMatching: nonMatching.map(short) };
+  const details = {
+    filters,
+    expected: expected.map(short),
+    returned: got.map(short),
+    missing: missing.map(short),
+    nonMatching: nonMatching.map(short),
+  };
   if (nonMatching.length) return bad(`${opts.describe}: ${nonMatching.length} event(s) returned that do not match the filter`, details);
-  if (missing.length) return bad(`${opts.describe}: ${missing.length} of ${expected.length} matching test event(s) missing`, details, opts.missingRule ?? RULES.reqReturns);
-  if (unexpected.length) return bad(`${opts.describe}: ${unexpected.length} superseded or unexpected event(s) returned`, details, RULES.replaceableServed);
+  if (missing.length)
+    return bad(
+      `${opts.describe}: ${missing.length} of ${expected.length} matching test event(s) missing`,
+      details,
+      opts.missingRule ?? RULES.reqReturns,
+    );
+  if (unexpected.length)
+    return bad(`${opts.describe}: ${unexpected.length} superseded or unexpected event(s) returned`, details, RULES.replaceableServed);
   return pass(`${opts.describe}: exactly the ${expected.length} matching event(s)`, details);
 }
 
@@ -130,29 +234,36 @@ export function percentiles(xs: number[]) {
 }
 
 /** A stored note from the throwaway key, published and read back (quick module). */
-export const quickNote = (p: Probe) => p.once('quickNote', async () => {
-  const ev = p.sign({ kind: 1, content: 'labs test: publish and read back' });
-  const a = await p.publishAuthed(ev);
-  return { ev, a };
-});
+export const quickNote = (p: Probe) =>
+  p.once('quickNote', async () => {
+    const ev = p.sign({ kind: 1, content: 'labs test: publish and read back' });
+    const a = await p.publishAuthed(ev);
+    return { ev, a };
+  });
 
 /** The AUTH challenge of a fresh connection (sent on connect, or after a REQ that needs it). */
-export const authChallenge = (p: Probe) => p.once('challenge', async () => {
-  const c = await p.open();
-  let r = await c.next((m) => m[0] === 'AUTH' && typeof m[1] === 'string', p.timings.quietMs);
-  if (!r && c.challenge) return { c, challenge: c.challenge };
-  if (!r) {
-    await p.req([{ kinds: [4], '#p': [p.pk], limit: 1 }], c);
-    r = await c.next((m) => m[0] === 'AUTH' && typeof m[1] === 'string', p.timings.quietMs);
-  }
-  const challenge = c.challenge ?? (r ? String(r.msg[1]) : null);
-  return { c, challenge };
-});
+export const authChallenge = (p: Probe) =>
+  p.once('challenge', async () => {
+    const c = await p.open();
+    let r = await c.next((m) => m[0] === 'AUTH' && typeof m[1] === 'string', p.timings.quietMs);
+    if (!r && c.challenge) return { c, challenge: c.challenge };
+    if (!r) {
+      await p.req([{ kinds: [4], '#p': [p.pk], limit: 1 }], c);
+      r = await c.next((m) => m[0] === 'AUTH' && typeof m[1] === 'string', p.timings.quietMs);
+    }
+    const challenge = c.challenge ?? (r ? String(r.msg[1]) : null);
+    return { c, challenge };
+  });
 
 export const L = (p: Probe, k: string): number | null => (typeof p.limitation[k] === 'number' ? (p.limitation[k] as number) : null);
 
 /** Events refused or at least not served back; used by several limit probes. */
-export async function refusedOrHidden(p: Probe, ev: Event, c?: RelayConn, raw?: string): Promise<{ refused: boolean; how: string; a: OkAnswer }> {
+export async function refusedOrHidden(
+  p: Probe,
+  ev: Event,
+  c?: RelayConn,
+  raw?: string,
+): Promise<{ refused: boolean; how: string; a: OkAnswer }> {
   const conn = c ?? (await p.open());
   const a = await p.publish(ev, conn, raw ? { raw } : {});
   if (a.ok === false) return { refused: true, how: `OK false: ${a.reason}`, a };

@@ -16,7 +16,15 @@ import { NIP_CHECKS } from './nips.ts';
 export { cleanup, cleanupAfterStop, deleteTestEvents, type CleanupResult } from './cleanup.ts';
 export { percentiles, flip, dataset, type CheckDef, type Outcome, type Dataset } from './common.ts';
 
-const ALL_CHECKS: CheckDef[] = [...QUICK_CHECKS, ...filterChecks(), ...KIND_CHECKS, ...MESSAGE_CHECKS, ...DELETION_CHECKS, ...LIMIT_CHECKS, ...NIP_CHECKS];
+const ALL_CHECKS: CheckDef[] = [
+  ...QUICK_CHECKS,
+  ...filterChecks(),
+  ...KIND_CHECKS,
+  ...MESSAGE_CHECKS,
+  ...DELETION_CHECKS,
+  ...LIMIT_CHECKS,
+  ...NIP_CHECKS,
+];
 
 // Checks that judge everything seen during the run go last within their module.
 const LAST = new Set(['event-subid', 'filter-nonmatching', 'ok-format', 'cleanup']);
@@ -26,4 +34,11 @@ export const checkById = new Map(CHECKS.map((c) => [c.id, c]));
 export const moduleChecks = (m: LabsModule) => CHECKS.filter((c) => c.module === m);
 
 /** The catalogue entry of a check (what GET /v1/services/labs lists). */
-export const checkInfo = (c: CheckDef): CheckInfo => ({ id: c.id, title: c.title, module: c.module, needsDataset: c.needsDataset, selectable: c.selectable, basis: c.basis });
+export const checkInfo = (c: CheckDef): CheckInfo => ({
+  id: c.id,
+  title: c.title,
+  module: c.module,
+  needsDataset: c.needsDataset,
+  selectable: c.selectable,
+  basis: c.basis,
+});

@@ -48,10 +48,15 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
   const kvm = new Kvm(ctx.nc);
   // retried like every bucket a unit opens at its start: on a cluster just restarted, the meta
   // group may not answer a create yet (a wallet of `npm run cluster` exited on it, session 26)
-  const kv: KV = await withRetry('dev invoices bucket', () => kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas, allow_direct: false }).catch(async (e: Error) => {
-    if (!/already in use/i.test(e.message)) throw e;
-    return kvm.open(BUCKETS.devInvoices);
-  }), { log: ctx.log });
+  const kv: KV = await withRetry(
+    'dev invoices bucket',
+    () =>
+      kvm.create(BUCKETS.devInvoices, { history: 1, replicas: ctx.config.nats.replicas, allow_direct: false }).catch(async (e: Error) => {
+        if (!/already in use/i.test(e.message)) throw e;
+        return kvm.open(BUCKETS.devInvoices);
+      }),
+    { log: ctx.log },
+  );
 
   function checkHash(hash: string) {
     if (!/^[0-9a-f]{64}$/.test(hash)) throw new LightningError('malformed payment hash');
@@ -69,16 +74,25 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
       const preimage = randomBytes(32);
       const paymentHash = createHash('sha256').update(preimage).digest();
       const now = Date.now();
-      const bolt11 = encodeInvoice({
-        network: ctx.config.wallet.lightning.devNetwork,
-        msat: BigInt(sats) * 1000n,
-        timestamp: Math.floor(now / 1000),
-        paymentHash,
-        paymentSecret: randomBytes(32),
-        description,
-        expirySeconds,
-      }, key.secretKey);
-      const inv: DevInvoice = { paymentHash: paymentHash.toString('hex'), msat: sats * 1000, bolt11, expiresAt: Math.floor(now / 1000) * 1000 + expirySeconds * 1000, state: 'open' };
+      const bolt11 = encodeInvoice(
+        {
+          network: ctx.config.wallet.lightning.devNetwork,
+          msat: BigInt(sats) * 1000n,
+          timestamp: Math.floor(now / 1000),
+          paymentHash,
+          paymentSecret: randomBytes(32),
+          description,
+          expirySeconds,
+        },
+        key.secretKey,
+      );
+      const inv: DevInvoice = {
+        paymentHash: paymentHash.toString('hex'),
+        msat: sats * 1000,
+        bolt11,
+        expiresAt: Math.floor(now / 1000) * 1000 + expirySeconds * 1000,
+        state: 'open',
+      };
       await kvCasPut(kv, inv.paymentHash, JSON.stringify(inv), 0);
       return { bolt11, paymentHash: inv.paymentHash, expiresAt: inv.expiresAt };
     },
@@ -106,7 +120,12 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
           if (inv.state === 'paid') onSettled(inv.paymentHash);
         }
       })().catch((e) => ctx.log.warn({ err: e }, 'dev lightning: watch ended'));
-      return { stop() { stopped = true; iter?.stop(); } };
+      return {
+        stop() {
+          stopped = true;
+          iter?.stop();
+        },
+      };
     },
     async pay(hash) {
       checkHash(hash);
@@ -120,6 +139,8 @@ export async function createDevBackend(ctx: BackendContext): Promise<InvoiceBack
       return { alreadyPaid: written === undefined };
     },
     /** The payee every dev invoice recovers to (tests check signatures against it). */
-    get pubkey() { return key.pubkey; },
+    get pubkey() {
+      return key.pubkey;
+    },
   } as InvoiceBackend & { pubkey: string };
 }

@@ -11,7 +11,11 @@ export interface HttpClient {
   lines(path: string, onLine: (line: string) => void, signal: AbortSignal): Promise<void>;
 }
 
-export function httpClient(baseUrl: string, headers: Record<string, string>, opts: { tlsCertPath?: string; timeoutMs: number }): HttpClient {
+export function httpClient(
+  baseUrl: string,
+  headers: Record<string, string>,
+  opts: { tlsCertPath?: string; timeoutMs: number },
+): HttpClient {
   if (!baseUrl) throw new LightningError('wallet.lightning.url is not set');
   const base = new URL(baseUrl.replace(/\/+$/, '') + '/');
   const ca = opts.tlsCertPath ? readFileSync(opts.tlsCertPath) : undefined;
@@ -20,13 +24,22 @@ export function httpClient(baseUrl: string, headers: Record<string, string>, opt
   function request(method: string, path: string, body: string | undefined, timeoutMs: number | undefined, signal?: AbortSignal) {
     const url = new URL(path.replace(/^\//, ''), base);
     return new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = mod.request(url, {
-        method,
-        headers: { accept: 'application/json', ...headers, ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) },
-        ...(ca ? { ca } : {}),
-        signal,
-      }, resolve);
-      if (timeoutMs) req.setTimeout(timeoutMs, () => req.destroy(new LightningError(`${method} ${url.pathname}: no answer in ${timeoutMs} ms`)));
+      const req = mod.request(
+        url,
+        {
+          method,
+          headers: {
+            accept: 'application/json',
+            ...headers,
+            ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+          },
+          ...(ca ? { ca } : {}),
+          signal,
+        },
+        resolve,
+      );
+      if (timeoutMs)
+        req.setTimeout(timeoutMs, () => req.destroy(new LightningError(`${method} ${url.pathname}: no answer in ${timeoutMs} ms`)));
       req.on('error', (e) => reject(e instanceof LightningError ? e : new LightningError(`${method} ${url.pathname}: ${e.message}`)));
       req.end(body);
     });

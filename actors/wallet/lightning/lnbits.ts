@@ -7,7 +7,12 @@ import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceS
 
 const LIST_PAGE = 500;
 
-interface LnbitsPayment { payment_hash?: string; amount?: number; status?: string; pending?: boolean }
+interface LnbitsPayment {
+  payment_hash?: string;
+  amount?: number;
+  status?: string;
+  pending?: boolean;
+}
 
 export async function createLnbitsBackend(ctx: BackendContext): Promise<InvoiceBackend> {
   const c = ctx.config.wallet.lightning;
@@ -16,7 +21,13 @@ export async function createLnbitsBackend(ctx: BackendContext): Promise<InvoiceB
   return {
     name: 'lnbits',
     async createInvoice(sats, description, expirySeconds) {
-      const r = await http.json<{ payment_hash?: string; payment_request?: string; bolt11?: string }>('POST', '/api/v1/payments', { out: false, amount: sats, memo: description, expiry: expirySeconds, unit: 'sat' });
+      const r = await http.json<{ payment_hash?: string; payment_request?: string; bolt11?: string }>('POST', '/api/v1/payments', {
+        out: false,
+        amount: sats,
+        memo: description,
+        expiry: expirySeconds,
+        unit: 'sat',
+      });
       const bolt11 = r.bolt11 ?? r.payment_request;
       if (!r.payment_hash || !bolt11) throw new LightningError('lnbits: answer without payment_hash or bolt11');
       return { bolt11, paymentHash: r.payment_hash, expiresAt: Date.now() + expirySeconds * 1000 };
@@ -41,7 +52,10 @@ export async function createLnbitsBackend(ctx: BackendContext): Promise<InvoiceB
     },
     async lookupInvoice(hash): Promise<InvoiceStatus> {
       if (!/^[0-9a-f]{64}$/.test(hash)) throw new LightningError('malformed payment hash');
-      const r = await http.json<{ paid?: boolean; status?: string; details?: { status?: string; amount?: number } }>('GET', `/api/v1/payments/${hash}`);
+      const r = await http.json<{ paid?: boolean; status?: string; details?: { status?: string; amount?: number } }>(
+        'GET',
+        `/api/v1/payments/${hash}`,
+      );
       if (r.paid === true) return { state: 'paid', ...(typeof r.details?.amount === 'number' ? { paidMsat: r.details.amount } : {}) };
       const st = r.details?.status ?? r.status;
       if (st === 'failed') return { state: 'failed', reason: 'failed at the node' };

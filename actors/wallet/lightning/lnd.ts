@@ -9,7 +9,15 @@ import { LightningError, type BackendContext, type InvoiceBackend, type InvoiceS
 
 const LIST_PAGE = 500;
 
-interface LndInvoice { r_hash?: string; payment_request?: string; state?: string; amt_paid_msat?: string; settled?: boolean; creation_date?: string; expiry?: string }
+interface LndInvoice {
+  r_hash?: string;
+  payment_request?: string;
+  state?: string;
+  amt_paid_msat?: string;
+  settled?: boolean;
+  creation_date?: string;
+  expiry?: string;
+}
 
 export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBackend> {
   const c = ctx.config.wallet.lightning;
@@ -19,7 +27,11 @@ export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBack
   return {
     name: 'lnd',
     async createInvoice(sats, description, expirySeconds) {
-      const r = await http.json<{ r_hash?: string; payment_request?: string }>('POST', '/v1/invoices', { value: String(sats), memo: description, expiry: String(expirySeconds) });
+      const r = await http.json<{ r_hash?: string; payment_request?: string }>('POST', '/v1/invoices', {
+        value: String(sats),
+        memo: description,
+        expiry: String(expirySeconds),
+      });
       if (!r.r_hash || !r.payment_request) throw new LightningError('lnd: answer without r_hash or payment_request');
       return { bolt11: r.payment_request, paymentHash: hashHex(r.r_hash), expiresAt: Date.now() + expirySeconds * 1000 };
     },
@@ -27,23 +39,31 @@ export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBack
       if (!/^[0-9a-f]{64}$/.test(hash)) throw new LightningError('malformed payment hash');
       const r = await http.json<LndInvoice>('GET', `/v1/invoice/${hash}`);
       switch (r.state) {
-        case 'SETTLED': return { state: 'paid', paidMsat: Number(r.amt_paid_msat ?? 0) };
+        case 'SETTLED':
+          return { state: 'paid', paidMsat: Number(r.amt_paid_msat ?? 0) };
         case 'CANCELED': {
           // LND cancels an unpaid invoice itself once it has expired: that top-up expired, it did not fail
           const expiresAt = (Number(r.creation_date) + Number(r.expiry)) * 1000;
           if (expiresAt > 0 && Date.now() >= expiresAt) return { state: 'expired' };
           return { state: 'failed', reason: 'canceled by the node' };
         }
-        case 'OPEN': case 'ACCEPTED': return { state: 'open' };
-        default: throw new LightningError(`lnd: unknown invoice state ${String(r.state)}`);
+        case 'OPEN':
+        case 'ACCEPTED':
+          return { state: 'open' };
+        default:
+          throw new LightningError(`lnd: unknown invoice state ${String(r.state)}`);
       }
     },
     async *listPaid() {
       let offset = '0';
       for (;;) {
-        const r = await http.json<{ invoices?: LndInvoice[]; last_index_offset?: string }>('GET', `/v1/invoices?index_offset=${offset}&num_max_invoices=${LIST_PAGE}&reversed=false`);
+        const r = await http.json<{ invoices?: LndInvoice[]; last_index_offset?: string }>(
+          'GET',
+          `/v1/invoices?index_offset=${offset}&num_max_invoices=${LIST_PAGE}&reversed=false`,
+        );
         const list = r.invoices ?? [];
-        for (const inv of list) if (inv.state === 'SETTLED' && inv.r_hash) yield { paymentHash: hashHex(inv.r_hash), paidMsat: Number(inv.amt_paid_msat ?? 0) };
+        for (const inv of list)
+          if (inv.state === 'SETTLED' && inv.r_hash) yield { paymentHash: hashHex(inv.r_hash), paidMsat: Number(inv.amt_paid_msat ?? 0) };
         // an empty page, or one that does not move the offset on, is the end
         if (!list.length || !r.last_index_offset || r.last_index_offset === offset) return;
         offset = r.last_index_offset;
@@ -55,13 +75,19 @@ export async function createLndBackend(ctx: BackendContext): Promise<InvoiceBack
         let delay = 500;
         while (!ac.signal.aborted) {
           try {
-            await http.lines('/v1/invoices/subscribe', (line) => {
-              delay = 500;
-              try {
-                const inv = (JSON.parse(line) as { result?: LndInvoice }).result;
-                if (inv?.state === 'SETTLED' && inv.r_hash) onSettled(hashHex(inv.r_hash));
-              } catch { /* a line we do not understand: polling still covers it */ }
-            }, ac.signal);
+            await http.lines(
+              '/v1/invoices/subscribe',
+              (line) => {
+                delay = 500;
+                try {
+                  const inv = (JSON.parse(line) as { result?: LndInvoice }).result;
+                  if (inv?.state === 'SETTLED' && inv.r_hash) onSettled(hashHex(inv.r_hash));
+                } catch {
+                  /* a line we do not understand: polling still covers it */
+                }
+              },
+              ac.signal,
+            );
           } catch (e) {
             if (ac.signal.aborted) return;
             ctx.log.warn({ err: (e as Error).message }, 'lnd: invoice subscription failed; retrying (polling continues)');

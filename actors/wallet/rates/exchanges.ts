@@ -53,8 +53,10 @@ export function median(xs: number[]): number {
 
 export function createExchangesRate(config: Config, log: Logger, fetchImpl: typeof fetch = fetch): RateProvider {
   const c = config.wallet.rate;
-  const sources = (c.sources.length ? c.sources : (Object.keys(EXCHANGES) as Kind[]).map((kind) => ({ kind, url: '' })))
-    .map((s) => ({ kind: s.kind as Kind, url: s.url || EXCHANGES[s.kind as Kind].url }));
+  const sources = (c.sources.length ? c.sources : (Object.keys(EXCHANGES) as Kind[]).map((kind) => ({ kind, url: '' }))).map((s) => ({
+    kind: s.kind as Kind,
+    url: s.url || EXCHANGES[s.kind as Kind].url,
+  }));
   let cached: Rate | undefined;
   let inflight: Promise<Rate> | undefined;
 
@@ -76,7 +78,7 @@ export function createExchangesRate(config: Config, log: Logger, fetchImpl: type
       else log.warn({ exchange: sources[i]!.kind, err: String((a.reason as Error)?.message ?? a.reason) }, 'rate: exchange answer refused');
     });
     const mid = good.length ? median(good.map((g) => g.price)) : NaN;
-    const near = good.filter((g) => Math.abs(g.price - mid) / mid * 100 <= c.maxDeviationPercent);
+    const near = good.filter((g) => (Math.abs(g.price - mid) / mid) * 100 <= c.maxDeviationPercent);
     if (near.length < c.minSources) throw new RateError(`only ${near.length} exchange(s) gave a sane rate; ${c.minSources} needed`);
     return { eurPerBtc: median(near.map((g) => g.price)), source: `median(${near.map((g) => g.kind).join(',')})`, at: Date.now() };
   }
@@ -85,7 +87,9 @@ export function createExchangesRate(config: Config, log: Logger, fetchImpl: type
     name: 'exchanges',
     async get() {
       if (cached && Date.now() - cached.at < c.cacheSeconds * 1000) return cached;
-      inflight ??= refresh().finally(() => { inflight = undefined; });
+      inflight ??= refresh().finally(() => {
+        inflight = undefined;
+      });
       cached = await inflight;
       return cached;
     },

@@ -7,7 +7,14 @@ import { BUCKETS } from '../../../shared/names.ts';
 import { createKey } from '../../../shared/keys.ts';
 import { startTestNats } from '../../helpers/nats.ts';
 
-const codeOf = async (f: () => unknown) => { try { await f(); return 'none'; } catch (e) { return (e as { code?: string }).code ?? String(e); } };
+const codeOf = async (f: () => unknown) => {
+  try {
+    await f();
+    return 'none';
+  } catch (e) {
+    return (e as { code?: string }).code ?? String(e);
+  }
+};
 
 t.test('the least recently used key leaves the cache first', async (t) => {
   const tn = await startTestNats(t);

@@ -8,7 +8,14 @@ import { BUCKETS } from '../../../shared/names.ts';
 import { createKey } from '../../../shared/keys.ts';
 import { startTestNats } from '../../helpers/nats.ts';
 
-const codeOf = async (f: () => unknown) => { try { await f(); return 'none'; } catch (e) { return (e as { code?: string }).code ?? String(e); } };
+const codeOf = async (f: () => unknown) => {
+  try {
+    await f();
+    return 'none';
+  } catch (e) {
+    return (e as { code?: string }).code ?? String(e);
+  }
+};
 
 t.test('auth', async (t) => {
   const tn = await startTestNats(t);
@@ -47,7 +54,13 @@ t.test('limits', async (t) => {
   t.ok(limit('jobs', 'k3', 'ip') instanceof Promise, 'the job limit asks the shared bucket');
   t.equal(await codeOf(() => limit('jobs', 'k4', 'ip')), 'none');
   const second = createLimit(tn.config, limits).limit; // another gateway: the job limit is shared
-  const e = await (async () => { try { await second('jobs', 'k4', 'ip'); } catch (e) { return e as { code: string; headers?: Record<string, string> }; } })();
+  const e = await (async () => {
+    try {
+      await second('jobs', 'k4', 'ip');
+    } catch (e) {
+      return e as { code: string; headers?: Record<string, string> };
+    }
+  })();
   t.equal(e?.code, 'rate_limited', 'shared by every gateway');
   t.match(e?.headers?.['retry-after'], /^\d+$/);
 });

@@ -7,7 +7,13 @@ import type { Route } from '../../../gateway/route.ts';
 function countingRoute() {
   const calls = { n: 0 };
   const route: Route = {
-    method: 'GET', path: '/v1/fixed', auth: false, summary: 'fixed', tags: ['test'], errors: ['rate_limited'], responses: { 200: { description: 'x' } },
+    method: 'GET',
+    path: '/v1/fixed',
+    auth: false,
+    summary: 'fixed',
+    tags: ['test'],
+    errors: ['rate_limited'],
+    responses: { 200: { description: 'x' } },
     fixedAnswer: true,
     handler: async (_req, ctx) => {
       calls.n++;
@@ -82,8 +88,21 @@ t.test('a followed fixed answer is rebuilt when its inputs change, not per reque
   const state = { price: 1, calls: 0, stopped: false };
   let changed: () => void = () => {};
   const route: Route = {
-    method: 'GET', path: '/v1/followed', auth: false, summary: 'followed', tags: ['test'], errors: ['rate_limited'], responses: { 200: { description: 'x' } },
-    fixedAnswer: { follows: (_ctx, c) => { changed = c; return () => { state.stopped = true; }; } },
+    method: 'GET',
+    path: '/v1/followed',
+    auth: false,
+    summary: 'followed',
+    tags: ['test'],
+    errors: ['rate_limited'],
+    responses: { 200: { description: 'x' } },
+    fixedAnswer: {
+      follows: (_ctx, c) => {
+        changed = c;
+        return () => {
+          state.stopped = true;
+        };
+      },
+    },
     handler: async () => {
       state.calls++;
       return { json: { price: state.price } };
@@ -111,8 +130,19 @@ t.test('a rebuild that fails hands the route back to its handler rather than kee
   const state = { price: 1, fail: false };
   let changed: () => void = () => {};
   const route: Route = {
-    method: 'GET', path: '/v1/followed', auth: false, summary: 'followed', tags: ['test'], errors: ['rate_limited'], responses: { 200: { description: 'x' } },
-    fixedAnswer: { follows: (_ctx, c) => { changed = c; return () => {}; } },
+    method: 'GET',
+    path: '/v1/followed',
+    auth: false,
+    summary: 'followed',
+    tags: ['test'],
+    errors: ['rate_limited'],
+    responses: { 200: { description: 'x' } },
+    fixedAnswer: {
+      follows: (_ctx, c) => {
+        changed = c;
+        return () => {};
+      },
+    },
     handler: async (req) => {
       // the rebuild runs with no caller (empty request id); a real request still gets an answer
       if (state.fail && req.requestId === '') throw new Error('catalogue not readable');

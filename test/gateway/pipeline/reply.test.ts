@@ -15,20 +15,30 @@ t.test('replies', async (t) => {
   const replies: Record<string, Reply> = {
     '/json': { status: 201, json: { a: 1 }, headers: { 'x-extra': 'y' } },
     '/bytes': { body: 'hello', headers: { 'content-type': 'text/plain' } },
-    '/stream': { stream: Readable.from([Buffer.from('ab'), Buffer.from('cd')]) as AsyncIterable<Uint8Array>, headers: { 'content-type': 'application/octet-stream' } },
+    '/stream': {
+      stream: Readable.from([Buffer.from('ab'), Buffer.from('cd')]) as AsyncIterable<Uint8Array>,
+      headers: { 'content-type': 'application/octet-stream' },
+    },
   };
   const sent: number[] = [];
   app.any('/*', (res, req) => {
     const url = req.getUrl();
     const head = req.getMethod().toUpperCase() === 'HEAD';
     const state: ResState = { aborted: false, done: false };
-    res.onAborted(() => { state.aborted = true; });
+    res.onAborted(() => {
+      state.aborted = true;
+    });
     const common = commonHeaders('req-1');
-    if (url === '/error') return void sent.push(sendError(res, state, common, new ApiError('rate_limited', 'slow down', { retryAfter: 3 }, { 'retry-after': '3' }), 'http://base'));
+    if (url === '/error')
+      return void sent.push(
+        sendError(res, state, common, new ApiError('rate_limited', 'slow down', { retryAfter: 3 }, { 'retry-after': '3' }), 'http://base'),
+      );
     void sendReply(res, state, head, common, replies[url]!).then((s) => sent.push(s));
   });
   let sock: unknown;
-  const port: number = await new Promise((res, rej) => app.listen('127.0.0.1', 0, (s) => (s ? (sock = s, res(uws.us_socket_local_port(s))) : rej(new Error('listen')))));
+  const port: number = await new Promise((res, rej) =>
+    app.listen('127.0.0.1', 0, (s) => (s ? ((sock = s), res(uws.us_socket_local_port(s))) : rej(new Error('listen')))),
+  );
   t.teardown(() => uws.us_listen_socket_close(sock as never));
   const base = `http://127.0.0.1:${port}`;
 
@@ -49,7 +59,13 @@ t.test('replies', async (t) => {
   t.equal(r.status, 429);
   t.equal(r.headers.get('retry-after'), '3');
   t.equal(r.headers.get('access-control-allow-origin'), '*');
-  const body = await r.json() as { error: Record<string, unknown> };
-  t.match(body.error, { code: 'rate_limited', message: 'slow down', retryAfter: 3, requestId: 'req-1', docs: /^http:\/\/base\/docs\/errors#rate_limited$/ });
+  const body = (await r.json()) as { error: Record<string, unknown> };
+  t.match(body.error, {
+    code: 'rate_limited',
+    message: 'slow down',
+    retryAfter: 3,
+    requestId: 'req-1',
+    docs: /^http:\/\/base\/docs\/errors#rate_limited$/,
+  });
   t.same(sent.sort(), [200, 200, 200, 201, 429]);
 });

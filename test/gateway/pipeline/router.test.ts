@@ -24,7 +24,10 @@ const router = compileRouter(table.map((r, i) => ({ ...r, target: i })));
 // the old gateway's matching, kept here as the reference
 const compiled = table.map((r, i) => {
   const names: string[] = [];
-  const re = r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:(\w+)/g, (_, n: string) => { names.push(n); return '([^/]+)'; });
+  const re = r.path.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/:(\w+)/g, (_, n: string) => {
+    names.push(n);
+    return '([^/]+)';
+  });
   return { i, method: r.method, pattern: new RegExp(`^${re}/?$`), names };
 });
 function reference(method: string, url: string) {
@@ -37,7 +40,11 @@ function reference(method: string, url: string) {
     allowed.add(c.method);
     if (c.method !== lookup || match) continue;
     let params: Record<string, string>;
-    try { params = Object.fromEntries(c.names.map((n, k) => [n, decodeURIComponent(m[k + 1]!)])); } catch { params = Object.fromEntries(c.names.map((n, k) => [n, m[k + 1]!])); }
+    try {
+      params = Object.fromEntries(c.names.map((n, k) => [n, decodeURIComponent(m[k + 1]!)]));
+    } catch {
+      params = Object.fromEntries(c.names.map((n, k) => [n, m[k + 1]!]));
+    }
     match = { target: c.i, params };
   }
   return { match, allowed: [...allowed] };
@@ -47,8 +54,16 @@ t.test('known paths', async (t) => {
   t.same(router.find('GET', '/v1/services'), { target: 1, params: {} });
   t.same(router.find('GET', '/v1/services/'), { target: 1, params: {} }, 'one trailing slash is ignored');
   t.equal(router.find('GET', '/v1/services//'), undefined, 'two are not');
-  t.same(router.find('GET', '/v1/jobs/j1/results/a%2Fb.png'), { target: 7, params: { id: 'j1', key: 'a/b.png' } }, 'parameters are decoded one by one');
-  t.same(router.find('GET', '/v1/jobs/j1/results/%E0%A4%A'), { target: 7, params: { id: 'j1', key: '%E0%A4%A' } }, 'an undecodable one is left raw');
+  t.same(
+    router.find('GET', '/v1/jobs/j1/results/a%2Fb.png'),
+    { target: 7, params: { id: 'j1', key: 'a/b.png' } },
+    'parameters are decoded one by one',
+  );
+  t.same(
+    router.find('GET', '/v1/jobs/j1/results/%E0%A4%A'),
+    { target: 7, params: { id: 'j1', key: '%E0%A4%A' } },
+    'an undecodable one is left raw',
+  );
   t.same(router.find('DELETE', '/v1/jobs/x'), { target: 6, params: { jobId: 'x' } });
   t.same(router.find('HEAD', '/openapi.json'), { target: 11, params: {} }, 'HEAD is answered by GET');
   t.same(router.find('GET', '/v1/jobs/recent'), { target: 5, params: { id: 'recent' } }, 'first declared wins');
@@ -61,12 +76,18 @@ t.test('known paths', async (t) => {
 });
 
 t.test('same answers as the regex scan for generated paths', async (t) => {
-  const segment = fc.oneof(fc.constantFrom('v1', 'jobs', 'services', 'shots', 'results', 'zip', 'recent', 'openapi.json', '', 'a%2Fb', '%E0%A4%A', 'x.y'), fc.webSegment());
+  const segment = fc.oneof(
+    fc.constantFrom('v1', 'jobs', 'services', 'shots', 'results', 'zip', 'recent', 'openapi.json', '', 'a%2Fb', '%E0%A4%A', 'x.y'),
+    fc.webSegment(),
+  );
   const url = fc.array(segment, { minLength: 1, maxLength: 6 }).map((s) => '/' + s.join('/'));
-  fc.assert(fc.property(fc.constantFrom('GET', 'HEAD', 'POST', 'DELETE', 'PUT'), url, (method, u) => {
-    const ref = reference(method, u);
-    const got = router.find(method, u);
-    t.same(got && { target: got.target, params: { ...got.params } }, ref.match, `${method} ${u}`);
-    if (!got) t.same([...router.allowed(u)], ref.allowed, `allowed ${u}`);
-  }), { numRuns: 2000 });
+  fc.assert(
+    fc.property(fc.constantFrom('GET', 'HEAD', 'POST', 'DELETE', 'PUT'), url, (method, u) => {
+      const ref = reference(method, u);
+      const got = router.find(method, u);
+      t.same(got && { target: got.target, params: { ...got.params } }, ref.match, `${method} ${u}`);
+      if (!got) t.same([...router.allowed(u)], ref.allowed, `allowed ${u}`);
+    }),
+    { numRuns: 2000 },
+  );
 });

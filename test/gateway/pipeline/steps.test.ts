@@ -10,11 +10,22 @@ import { rateLimitOf } from '../../../gateway/pipeline/limit.ts';
 import { ApiError } from '../../../shared/errors.ts';
 import { testLog } from '../../helpers/nats.ts';
 
-const codeOf = (f: () => unknown) => { try { f(); return 'none'; } catch (e) { return e instanceof ApiError ? e.code : String(e); } };
+const codeOf = (f: () => unknown) => {
+  try {
+    f();
+    return 'none';
+  } catch (e) {
+    return e instanceof ApiError ? e.code : String(e);
+  }
+};
 
 t.test('cors', async (t) => {
   const c = commonHeaders('r1');
-  t.same(c, { 'x-request-id': 'r1', 'access-control-allow-origin': '*', 'access-control-expose-headers': 'x-request-id, retry-after, content-disposition, idempotent-replayed' });
+  t.same(c, {
+    'x-request-id': 'r1',
+    'access-control-allow-origin': '*',
+    'access-control-expose-headers': 'x-request-id, retry-after, content-disposition, idempotent-replayed',
+  });
   const p = preflightHeaders(c, ['GET', 'POST']);
   t.equal(p.allow, 'GET, POST, OPTIONS');
   t.equal(p['access-control-allow-methods'], 'GET, POST, OPTIONS');
@@ -31,14 +42,26 @@ t.test('parse', async (t) => {
   t.same(parseJsonBody(Buffer.from('{"a":1}'), 'application/json; charset=utf-8'), { a: 1 });
   t.same(parseJsonBody(Buffer.from('[1]'), 'application/problem+json'), [1]);
   t.same(parseJsonBody(Buffer.from('1'), undefined), 1, 'no content type is taken as JSON');
-  t.equal(codeOf(() => parseJsonBody(null, 'application/json')), 'bad_request');
-  t.equal(codeOf(() => parseJsonBody(Buffer.from('{'), 'application/json')), 'bad_request');
-  t.equal(codeOf(() => parseJsonBody(Buffer.from('a=1'), 'application/x-www-form-urlencoded')), 'unsupported_media_type');
+  t.equal(
+    codeOf(() => parseJsonBody(null, 'application/json')),
+    'bad_request',
+  );
+  t.equal(
+    codeOf(() => parseJsonBody(Buffer.from('{'), 'application/json')),
+    'bad_request',
+  );
+  t.equal(
+    codeOf(() => parseJsonBody(Buffer.from('a=1'), 'application/x-www-form-urlencoded')),
+    'unsupported_media_type',
+  );
 });
 
 t.test('validate', async (t) => {
   const compile = createValidatorCompiler();
-  const v = compile({ query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, default: 30 })), n: T.Optional(T.Number()) }), body: T.Object({ url: T.String(), outputs: T.Array(T.String(), { minItems: 1 }) }, { additionalProperties: false }) });
+  const v = compile({
+    query: T.Object({ limit: T.Optional(T.Integer({ minimum: 1, default: 30 })), n: T.Optional(T.Number()) }),
+    body: T.Object({ url: T.String(), outputs: T.Array(T.String(), { minItems: 1 }) }, { additionalProperties: false }),
+  });
   t.same(validateQuery(v.query!, { limit: '5' }), { limit: 5 }, 'coerced');
   t.same(validateQuery(v.query!, {}), { limit: 30 }, 'default applied');
   t.throws(() => validateQuery(v.query!, { limit: '0' }), { code: 'bad_request', message: /^query: limit must be >= 1/ });
@@ -47,7 +70,11 @@ t.test('validate', async (t) => {
   t.throws(() => validateBody(v.body!, { outputs: ['a'] }), { code: 'bad_request', message: 'url is required' });
   t.throws(() => validateBody(v.body!, { url: 1, outputs: ['a'] }), { code: 'bad_request', message: 'url must be string' });
   t.throws(() => validateBody(v.body!, { url: 'u', outputs: ['a'], x: 1 }), { message: 'body has an unknown field x' });
-  t.throws(() => validateBody(v.body!, { url: 'u', outputs: [] }, (e) => (e.instancePath === '/outputs' ? 'no_output' : 'bad_request')), { code: 'no_output' }, 'the route maps its violations');
+  t.throws(
+    () => validateBody(v.body!, { url: 'u', outputs: [] }, (e) => (e.instancePath === '/outputs' ? 'no_output' : 'bad_request')),
+    { code: 'no_output' },
+    'the route maps its violations',
+  );
   t.same(compile({}), {}, 'no schemas, no validators');
 });
 
@@ -71,5 +98,9 @@ t.test('rate limit per route', async (t) => {
   t.equal(rateLimitOf({ ...r, auth: false }), 'address');
   t.equal(rateLimitOf({ ...r, auth: false, rateLimit: 'none' }), 'none');
   t.equal(rateLimitOf({ ...r, auth: true, rateLimit: 'jobs' }), 'jobs');
-  t.throws(() => rateLimitOf({ ...r, auth: false, rateLimit: 'jobs' }), /needs auth/, 'a keyed limit on a public route is refused at start');
+  t.throws(
+    () => rateLimitOf({ ...r, auth: false, rateLimit: 'jobs' }),
+    /needs auth/,
+    'a keyed limit on a public route is refused at start',
+  );
 });

@@ -6,7 +6,10 @@
 import { createRequire } from 'node:module';
 
 /** nwsapi's resolver caches: per selector, the node it last ran from and what it found. */
-export interface SelectorEngine { selectResolvers?: { clear(): void }; matchResolvers?: { clear(): void } }
+export interface SelectorEngine {
+  selectResolvers?: { clear(): void };
+  matchResolvers?: { clear(): void };
+}
 
 type Impl = { _nwsapi?: SelectorEngine };
 /** jsdom's wrapper → implementation map; null when the file is gone (the sharing is then off). */
@@ -23,7 +26,12 @@ const utils = (() => {
 export function engineSlot(doc: Document): { engine(): SelectorEngine | undefined; adopt(e: SelectorEngine): void } | null {
   const impl = utils?.implForWrapper(doc);
   if (!impl) return null;
-  return { engine: () => impl._nwsapi, adopt: (e) => { impl._nwsapi ??= e; } };
+  return {
+    engine: () => impl._nwsapi,
+    adopt: (e) => {
+      impl._nwsapi ??= e;
+    },
+  };
 }
 
 /** Drop an engine's resolvers (they hold the last page each selector ran on); compiled selectors stay. */

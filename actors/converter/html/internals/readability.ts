@@ -10,11 +10,23 @@ interface ReadabilityInternals {
   _articleByline?: string;
 }
 
-export interface LeftOver { title?: string; byline?: string; excerpt?: string; siteName?: string; publishedTime?: string }
+export interface LeftOver {
+  title?: string;
+  byline?: string;
+  excerpt?: string;
+  siteName?: string;
+  publishedTime?: string;
+}
 
 /** What the reader read of the page's metadata before it gave up (uncleaned; empty when it read nothing). */
 export function metadataLeftOver(reader: object | null): LeftOver {
   const r = (reader ?? {}) as ReadabilityInternals;
   const m = r._metadata ?? {};
-  return { byline: m.byline ?? r._articleByline, siteName: m.siteName, excerpt: m.excerpt, publishedTime: m.publishedTime, title: r._articleTitle ?? m.title };
+  return {
+    byline: m.byline ?? r._articleByline,
+    siteName: m.siteName,
+    excerpt: m.excerpt,
+    publishedTime: m.publishedTime,
+    title: r._articleTitle ?? m.title,
+  };
 }

@@ -57,7 +57,10 @@ function elements(document: Document, name: string): Element[] {
 export function extractLinks(document: Document, baseUrl: string, pageUrl = baseUrl): PageLink[] {
   const origin = originOf(pageUrl);
   const byUrl = new Map<string, PageLink>();
-  for (const a of [...elements(document, 'a'), ...elements(document, 'area')].sort(documentOrder)) {
+  const areas = elements(document, 'area');
+  // image-map areas are rare: the sort (a walk up both trees per comparison) only when there are some
+  const anchors = areas.length ? [...elements(document, 'a'), ...areas].sort(documentOrder) : elements(document, 'a');
+  for (const a of anchors) {
     const url = absoluteUrl(a.getAttribute('href'), baseUrl);
     if (!url) continue;
     let text = squash(a.textContent);

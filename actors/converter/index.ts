@@ -15,125 +15,50 @@
 // See docs/websitepro.md.
 import os from 'node:os';
 import { Objm, type ObjectStore } from '@nats-io/obj';
-import type { NatsConnection } from '@nats-io/nats-core';
 import { CONSUMERS, subjects } from '../../shared/names.ts';
+import {
+  earlierWork,
+  filenameFor,
+  hasFacts,
+  indexName,
+  isPoolOutput,
+  putFile,
+  TEXT_OUTPUTS,
+  type ConvertedIndex,
+  type Deps,
+  type Entry,
+  type Output,
+} from './job-files.ts';
+import { waitForLeader } from './follower.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
 import { runWorker, publishOutcome, type TaskContext } from '../../shared/worker.ts';
-import { call } from '../../shared/micro.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
-import { ApiError } from '../../shared/errors.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
 import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
-import type { Config } from '../../shared/config/index.ts';
-import type { Logger } from '../../shared/log.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
+import {
+  browserFailure,
+  forcesRender,
+  originHeaders,
+  renderHtml,
+  renderPdf,
+  taskControls,
+  type RenderPdfReply,
+  type TaskControls,
+} from './browser.ts';
 // the conversion itself runs in the pool's threads (thread.ts loads convert.ts, jsdom and unpdf);
 // this thread needs only the sniffing and the output types (1.4 s less CPU per converter start)
-import { sniffType } from './sniff.ts';
+import { isHtmlType, sniffType } from './sniff.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
 
-export const TEXT_OUTPUTS = ['metadata', 'markdown', 'text', 'html'] as const;
-type Output = TextOutput | 'pdf';
-
-type Entry = { file: StoredFile } | { error: string; message: string };
-
-/** `<jobId>/_converted`: what the leader made of every output of the job. */
-export interface ConvertedIndex {
-  v: 1;
-  at: number;
-  outputs: Partial<Record<Output, Entry>>;
-  /** pdf: `browser` means "print it in browser-pool"; a file or error means it is decided. */
-  pdf?: 'browser' | Entry;
-}
-export const indexName = (jobId: string) => `${jobId}/_converted`;
-
-interface Deps {
-  nc: NatsConnection;
-  config: Config;
-  log: Logger;
-  pool: ConvertPool;
-  store(name: string): Promise<ObjectStore>;
-}
-
-export interface RenderHtmlReply {
-  html: string;
-  finalUrl: string;
-  status: number | null;
-}
-export interface RenderPdfReply {
-  bytes: number;
-  contentType?: string;
-}
-
-const filenameFor = (url: string, ext: string) => {
-  let host = 'page';
-  try {
-    host = new URL(url).hostname.replace(/^\[|\]$/g, '').replace(/[^a-z0-9.-]/gi, '_') || 'page';
-  } catch {
-    /* keep the default */
-  }
-  return `${host}.${ext}`;
-};
+export type { RenderHtmlReply, RenderPdfReply } from './browser.ts';
+export { TEXT_OUTPUTS, indexName, type ConvertedIndex };
 
 /** Map a fetch failure to the result's error code (documented in docs/websitepro.md). */
 function fetchFailure(e: unknown): { error: string; message: string } {
   if (e instanceof OutboundError) return { error: e.code, message: e.message };
   return { error: 'unreachable', message: (e as Error).message };
-}
-
-/** Store one output's file; its content type and file name go in the object's meta, so the file alone says what it is. */
-async function putFile(
-  deps: Deps,
-  task: Task,
-  key: Output,
-  data: Uint8Array,
-  contentType: string,
-  ext: string,
-  url: string,
-): Promise<StoredFile> {
-  const name = objectName(task.jobId, key);
-  const filename = filenameFor(url, ext);
-  await putObject(deps.nc, task.store, { name, description: contentType, metadata: { filename } }, data);
-  return { store: task.store, name, contentType, bytes: data.length, filename };
-}
-
-/** An output's stored file as its outcome would describe it, or null when there is none. */
-async function storedFile(st: ObjectStore, task: Task, key: Output): Promise<{ file: StoredFile } | null> {
-  const info = await st.info(objectName(task.jobId, key)).catch(() => null);
-  if (!info || info.deleted) return null;
-  const known = key === 'pdf' ? { contentType: 'application/pdf', ext: 'pdf' } : CONTENT_TYPES[key];
-  return {
-    file: {
-      store: task.store,
-      name: info.name,
-      contentType: info.description || known.contentType,
-      bytes: info.size,
-      filename: info.metadata?.filename ?? filenameFor(String(task.params.url ?? ''), known.ext),
-    },
-  };
-}
-
-async function readIndex(st: ObjectStore, jobId: string): Promise<ConvertedIndex | null> {
-  const raw = await st.getBlob(indexName(jobId)).catch(() => null);
-  return raw ? (JSON.parse(new TextDecoder().decode(raw)) as ConvertedIndex) : null;
-}
-
-/**
- * A redelivered task finds what an earlier delivery (its own, or a follower that gave up waiting)
- * already made: the index, or every text output's file. A first delivery does not look: nothing can
- * be there yet, and the failed lookup cost a request per job.
- */
-async function earlierWork(st: ObjectStore, task: Task, outputs: Output[]): Promise<ConvertedIndex | null> {
-  const index = await readIndex(st, task.jobId);
-  if (index || outputs.includes('pdf')) return index;
-  const found: ConvertedIndex = { v: 1, at: Date.now(), outputs: {} };
-  for (const o of outputs) {
-    const f = await storedFile(st, task, o);
-    if (!f) return null;
-    found.outputs[o] = f;
-  }
-  return found;
 }
 
 /** Progress for a step only when it is still running after a while: a fast job publishes none (the heartbeat keeps the task alive). */
@@ -156,17 +81,19 @@ async function step<T>(ctx: TaskContext, text: string, fn: () => Promise<T>): Pr
 async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outputs: Output[], self: Output): Promise<void> {
   const { task } = ctx;
   const failed = Object.values(index.outputs).some((e) => 'error' in e);
-  if (failed || outputs.includes('pdf'))
+  // with facts on the results (controls), a follower takes its outcome from the index, never from its bare file
+  if (failed || outputs.includes('pdf') || outputs.includes('render') || hasFacts(task))
     await putObject(deps.nc, task.store, { name: indexName(task.jobId) }, new TextEncoder().encode(JSON.stringify(index)));
   for (const o of outputs) {
     if (o === self) continue;
     const e = o === 'pdf' ? index.pdf : index.outputs[o];
     if (!e || e === 'browser') continue; // printed by the pdf task itself
     const at = Date.now();
+    const extra = e.extra ? { extra: e.extra } : {};
     const outcome: Outcome =
-      'file' in e
-        ? { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, file: e.file }
-        : { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message };
+      'error' in e
+        ? { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message, ...extra }
+        : { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, ...('file' in e ? { file: e.file } : {}), ...extra };
     await publishOutcome(deps.nc, outcome).catch((err: Error) =>
       deps.log.warn({ err, jobId: task.jobId, resultKey: o }, 'outcome for a follower not published; it finds its file or the index'),
     );
@@ -174,7 +101,14 @@ async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outpu
 }
 
 /** Fetch once, render if needed, convert all text outputs, store every file, report the others' outcomes. */
-async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: string, self: Output): Promise<ConvertedIndex> {
+async function produce(
+  deps: Deps,
+  ctx: TaskContext,
+  outputs: Output[],
+  url: string,
+  self: Output,
+  t: TaskControls,
+): Promise<ConvertedIndex> {
   const { task } = ctx;
   const st = await deps.store(task.store);
   if (ctx.deliveryCount > 1) {
@@ -182,11 +116,12 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
     if (prior) return prior;
   }
 
-  const text = outputs.filter((o): o is TextOutput => o !== 'pdf');
+  const text = outputs.filter(isPoolOutput);
   const index: ConvertedIndex = { v: 1, at: Date.now(), outputs: {} };
   const { config } = deps;
+  const credentials = originHeaders(t.secret);
   let res: GuardedResponse | null = null;
-  let failed: { error: string; message: string } | null = null;
+  let failed: Entry | null = null;
   try {
     res = await step(ctx, 'fetching', () =>
       guardedFetch(url, {
@@ -197,6 +132,8 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
         maxBytes: config.websitepro.maxBytes,
         signal: ctx.signal,
         headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+        // the caller's headers and cookies go to the target's origin only, on every hop that is there
+        ...(credentials ? { originHeaders: { origin: new URL(url).origin, headers: credentials } } : {}),
       }),
     );
     if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
@@ -204,14 +141,14 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
     if (ctx.signal.aborted) throw e;
     failed = fetchFailure(e);
   }
-  if (failed || !res) {
-    for (const o of outputs) index.outputs[o] = failed!;
-    if (outputs.includes('pdf')) index.pdf = failed!;
-    await settle(deps, ctx, index, outputs, self);
-    return index;
-  }
+  if (failed || !res) return failEvery(deps, ctx, index, outputs, self, failed!);
 
   const contentType = String(res.headers['content-type'] ?? '');
+  const facts: Record<string, unknown> = { page: res.url };
+  const selectors: Record<string, number> = {};
+  const counted = (more: Record<string, number> | undefined) => {
+    for (const [k, n] of Object.entries(more ?? {})) selectors[k] = Math.max(selectors[k] ?? 0, n);
+  };
   const base: ConvertInput = {
     body: res.body,
     contentType,
@@ -223,7 +160,43 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
     rendered: false,
     outputs: text,
     warnings: [],
+    ...(t.controls.removeSelectors || t.controls.targetSelectors || t.controls.mainContent === false
+      ? {
+          controls: {
+            removeSelectors: t.controls.removeSelectors,
+            targetSelectors: t.controls.targetSelectors,
+            mainContent: t.controls.mainContent,
+          },
+        }
+      : {}),
   };
+  // with credentials the browser starts where the caller asked (its origin is the one they belong to)
+  const renderUrl = credentials ? url : res.url;
+  const isHtml = isHtmlType(sniffType(res.body, contentType));
+  if (forcesRender(t.controls) && outputs.some((o) => o !== 'pdf')) {
+    // the caller waits for a selector or runs actions: the page is rendered whatever it needs
+    if (!isHtml)
+      return failEvery(deps, ctx, index, outputs, self, {
+        error: 'selector_not_found',
+        message: `the target is ${contentType || 'not HTML'}, which has no elements to wait for or act on`,
+        extra: facts,
+      });
+    try {
+      const r = await step(ctx, 'rendering', () => renderHtml(deps.nc, config, renderUrl, t));
+      counted(r.selectors);
+      Object.assign(base, {
+        body: Buffer.from(r.html, 'utf8'),
+        contentType: 'text/html; charset=utf-8',
+        finalUrl: r.finalUrl || res.url,
+        rendered: true,
+      });
+      facts.page = base.finalUrl;
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const f = browserFailure(e, 'renders pages');
+      return failEvery(deps, ctx, index, outputs, self, { error: f.error, message: f.message, extra: { ...facts, ...(f.extra ?? {}) } });
+    }
+  }
   if (text.length) {
     let result: ConvertResult;
     let last: ConvertInput = { ...base, detectJs: true };
@@ -231,7 +204,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
       result = await step(ctx, 'converting', () => deps.pool.run(last));
       if (result.needsJavaScript) {
         const reason = result.reason;
-        const rendered = await renderInBrowser(deps, res.url).catch((e: Error) => e);
+        const rendered = await renderHtml(deps.nc, config, renderUrl, t).catch((e: Error) => e);
         if (rendered instanceof Error) {
           base.warnings!.push(
             `the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`,
@@ -239,6 +212,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
           last = base;
         } else {
           await ctx.progress('converting the rendered page');
+          counted(rendered.selectors);
           last = {
             ...base,
             body: Buffer.from(rendered.html, 'utf8'),
@@ -246,43 +220,35 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
             finalUrl: rendered.finalUrl || res.url,
             rendered: true,
           };
+          Object.assign(base, { body: last.body, contentType: last.contentType, finalUrl: last.finalUrl, rendered: true });
         }
         result = await deps.pool.run(last);
       }
     } catch (e) {
-      const f =
-        e instanceof ConversionError
-          ? { error: e.code, message: e.message }
-          : { error: 'conversion_failed', message: (e as Error).message };
-      result = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
-      // The thread died on the whole job (a crash, a heap limit): try each output alone, so the one
-      // that kills it fails by itself and the others are delivered. A timeout is not retried: the
-      // task's own time limit would not allow it.
-      if (f.error === 'conversion_failed' && text.length > 1) {
-        await ctx.progress('converting each output alone');
-        for (const o of text) {
-          try {
-            const one = await deps.pool.run({ ...last, detectJs: false, outputs: [o] });
-            if (!one.needsJavaScript && one.outputs[o]) result.outputs[o] = one.outputs[o];
-          } catch (e2) {
-            result.outputs[o] = {
-              ok: false,
-              ...(e2 instanceof ConversionError
-                ? { error: e2.code, message: e2.message }
-                : { error: 'conversion_failed', message: (e2 as Error).message }),
-            };
-          }
-        }
-      }
+      result = await convertEachAlone(deps, ctx, text, last, e);
     }
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
+    counted(result.selectors);
+    if (hasFacts(task)) facts.selectors = selectors;
     for (const o of text) {
       const r = result.outputs[o] as OutputFile | OutputFailure | undefined;
-      if (!r) index.outputs[o] = { error: 'conversion_failed', message: `no ${o} was produced` };
-      else if (!r.ok) index.outputs[o] = { error: r.error, message: r.message };
-      else index.outputs[o] = { file: await putFile(deps, task, o, Buffer.from(r.data, 'utf8'), r.contentType, r.ext, res.url) };
+      if (!r) index.outputs[o] = { error: 'conversion_failed', message: `no ${o} was produced`, extra: facts };
+      else if (!r.ok) index.outputs[o] = { error: r.error, message: r.message, extra: facts };
+      else
+        index.outputs[o] = {
+          file: await putFile(deps, task, o, Buffer.from(r.data, 'utf8'), r.contentType, r.ext, res.url),
+          extra: facts,
+        };
     }
   }
+  if (hasFacts(task)) facts.selectors = selectors;
+  if (outputs.includes('rawHtml')) {
+    // the page as fetched (its own bytes and content type) or as rendered (UTF-8)
+    index.outputs.rawHtml = isHtmlType(sniffType(base.body, base.contentType))
+      ? { file: await putFile(deps, task, 'rawHtml', base.body, base.contentType || 'text/html', 'raw.html', res.url), extra: facts }
+      : { error: 'unsupported_content', message: `a ${base.contentType || 'non-HTML'} target has no rawHtml`, extra: facts };
+  }
+  if (outputs.includes('render')) index.outputs.render = { done: true, extra: facts };
   if (outputs.includes('pdf')) {
     const mt = sniffType(res.body, contentType);
     // a PDF target is its own PDF; everything else is printed by a browser
@@ -293,124 +259,86 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   return index;
 }
 
-async function renderInBrowser(deps: Deps, url: string): Promise<RenderHtmlReply> {
-  return call<RenderHtmlReply>(deps.nc, subjects.browser.renderHtml, { url }, deps.config.shots.pageTimeoutMs + 5000);
+/** Every output of the job fails alike (the fetch or the render did), reported and indexed. */
+async function failEvery(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outputs: Output[], self: Output, f: Entry) {
+  for (const o of outputs) index.outputs[o] = f;
+  if (outputs.includes('pdf')) index.pdf = f;
+  await settle(deps, ctx, index, outputs, self);
+  return index;
 }
 
 /**
- * A follower waits for what the leader made of its output: its outcome on `result.<jobId>` (the
- * leader reports it), else its stored file, else the index (failed outputs, the pdf decision). The
- * store is read once at the start (the leader may be done already), then when the leader's own
- * outcome is published without one for this output, and every 2 s. Null when nothing came in time.
+ * The thread died on the whole job (a crash, a heap limit): try each output alone, so the one that
+ * kills it fails by itself and the others are delivered. A timeout is not retried: the task's own
+ * time limit would not allow it.
  */
-async function waitForLeader(deps: Deps, ctx: TaskContext, output: Output, leader: Output): Promise<Entry | 'browser' | null> {
-  const { task } = ctx;
-  const st = await deps.store(task.store);
-  const c = deps.config;
-  const limit = Date.now() + c.websitepro.fetchTimeoutMs + c.shots.pageTimeoutMs + 2 * c.websitepro.convertTimeoutMs + 10000;
-  let lastBeat = Date.now();
-  let mine: Entry | null = null;
-  let leaderDone = 0;
-  let wake: (() => void) | null = null;
-  const sub = deps.nc.subscribe(subjects.result(task.jobId), {
-    callback: (_err, m) => {
-      let o: Outcome;
-      try {
-        o = m.json<Outcome>();
-      } catch {
-        return;
-      }
-      if (o.kind === 'done' && o.resultKey === output && o.file) mine = { file: o.file };
-      else if (o.kind === 'failed' && o.resultKey === output) mine = { error: o.error, message: o.message ?? o.error };
-      else if ((o.kind === 'done' || o.kind === 'failed') && o.resultKey === leader) leaderDone++;
-      else return;
-      wake?.();
-    },
-  });
-  try {
-    let lookups = 0;
-    while (Date.now() < limit && !ctx.signal.aborted) {
-      const seen = leaderDone;
-      if (mine) return mine;
-      const file = await storedFile(st, task, output);
-      if (file) return file;
-      // the index exists only when an output failed or a pdf is decided: not worth a request on the
-      // first look, when the leader has most likely not finished
-      if (lookups++ > 0 || output === 'pdf') {
-        const index = await readIndex(st, task.jobId);
-        const e = index ? (output === 'pdf' ? index.pdf : index.outputs[output]) : undefined;
-        if (e) return e;
-      }
-      if (mine) return mine;
-      if (Date.now() - lastBeat > 5000) {
-        lastBeat = Date.now();
-        await ctx.progress('waiting for the page to be fetched');
-      }
-      if (leaderDone !== seen) continue;
-      await new Promise<void>((r) => {
-        const timer = setTimeout(r, 2000);
-        wake = () => {
-          clearTimeout(timer);
-          r();
-        };
-      });
-      wake = null;
+async function convertEachAlone(deps: Deps, ctx: TaskContext, text: TextOutput[], last: ConvertInput, e: unknown): Promise<ConvertResult> {
+  const fail = (x: unknown) =>
+    x instanceof ConversionError ? { error: x.code, message: x.message } : { error: 'conversion_failed', message: (x as Error).message };
+  const f = fail(e);
+  const result: ConvertResult = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
+  if (f.error !== 'conversion_failed' || text.length < 2) return result;
+  await ctx.progress('converting each output alone');
+  for (const o of text) {
+    try {
+      const one = await deps.pool.run({ ...last, detectJs: false, outputs: [o] });
+      if (!one.needsJavaScript && one.outputs[o]) result.outputs[o] = one.outputs[o];
+      if (!one.needsJavaScript && one.selectors) result.selectors = { ...result.selectors, ...one.selectors };
+    } catch (e2) {
+      result.outputs[o] = { ok: false, ...fail(e2) };
     }
-    return mine;
-  } finally {
-    sub.unsubscribe();
   }
+  return result;
 }
 
-async function printPdf(deps: Deps, task: Task, url: string): Promise<StoredFile> {
+async function printPdf(
+  deps: Deps,
+  task: Task,
+  url: string,
+  t: TaskControls,
+): Promise<{ file: StoredFile; extra?: Record<string, unknown> }> {
   const name = objectName(task.jobId, 'pdf');
   let reply: RenderPdfReply;
   try {
-    reply = await call<RenderPdfReply>(
-      deps.nc,
-      subjects.browser.renderPdf,
-      { url, store: task.store, objectName: name },
-      deps.config.shots.pageTimeoutMs + 10000,
-    );
+    reply = await renderPdf(deps.nc, deps.config, { url, store: task.store, objectName: name }, t);
   } catch (e) {
-    if (e instanceof ApiError) {
-      if (e.code === 'service_unavailable')
-        throw new TaskFailure('service_unavailable', `no browser-pool instance prints PDFs right now (${e.message})`);
-      throw new TaskFailure(e.code === 'internal' ? String(e.details?.reason ?? 'render_failed') : e.code, e.message);
-    }
-    throw e;
+    throw browserFailure(e, 'prints PDFs');
   }
-  return { store: task.store, name, contentType: 'application/pdf', bytes: reply.bytes, filename: filenameFor(url, 'pdf') };
+  return {
+    file: { store: task.store, name, contentType: 'application/pdf', bytes: reply.bytes, filename: filenameFor(url, 'pdf') },
+    ...(hasFacts(task) ? { extra: { selectors: reply.selectors ?? {} } } : {}),
+  };
 }
 
-function outcome(entry: Entry | undefined, key: string): { file: StoredFile } {
+function outcome(entry: Entry | undefined, key: string): { file?: StoredFile; extra?: Record<string, unknown> } {
   if (!entry) throw new TaskFailure('conversion_failed', `no ${key} was produced`);
-  if ('error' in entry) throw new TaskFailure(entry.error, entry.message);
-  return { file: entry.file };
+  if ('error' in entry) throw new TaskFailure(entry.error, entry.message, entry.extra);
+  return { ...('file' in entry ? { file: entry.file } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
 }
 
-export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file: StoredFile }> {
+export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file?: StoredFile; extra?: Record<string, unknown> }> {
   const p = ctx.task.params as { url?: unknown; output?: unknown; outputs?: unknown };
   const url = String(p.url ?? '');
   const output = String(p.output ?? ctx.task.resultKey) as Output;
   const outputs = [...new Set((Array.isArray(p.outputs) ? p.outputs : [output]).map(String))] as Output[];
   if (!outputs.includes(output)) outputs.push(output);
+  const t = taskControls(ctx.task.params);
   const needsFetch = outputs.some((o) => o !== 'pdf');
 
   if (output === 'pdf' && !needsFetch) {
     await ctx.progress('printing');
-    return { file: await printPdf(deps, ctx.task, url) };
+    return printPdf(deps, ctx.task, url, t);
   }
   const leader = outputs[0]!;
   let entry: Entry | 'browser' | null | undefined = leader === output ? null : await waitForLeader(deps, ctx, output, leader);
   if (!entry) {
-    const index = await produce(deps, ctx, outputs, url, output);
+    const index = await produce(deps, ctx, outputs, url, output, t);
     entry = output === 'pdf' ? index.pdf : index.outputs[output];
   }
   if (output !== 'pdf') return outcome(entry === 'browser' ? undefined : entry, output);
   if (entry === 'browser' || entry === undefined) {
     await ctx.progress('printing');
-    return { file: await printPdf(deps, ctx.task, url) };
+    return printPdf(deps, ctx.task, url, t);
   }
   return outcome(entry, 'pdf');
 }
@@ -447,7 +375,12 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   const ad = await advertise(nc, 'websitepro', ctx.instanceId, () => ({
     outputs: [
       ...TEXT_OUTPUTS.map((id) => ({ id, contentType: CONTENT_TYPES[id].contentType })),
-      { id: 'pdf', contentType: 'application/pdf', note: 'printed by a real Chromium in browser-pool (A4, backgrounds)' },
+      {
+        id: 'pdf',
+        contentType: 'application/pdf',
+        note: 'printed by a real Chromium in browser-pool (A4 and backgrounds unless `pdf` says otherwise)',
+      },
+      { id: 'rawHtml', contentType: 'text/html', note: 'the HTML as fetched, or as rendered when the page was rendered' },
     ],
     metadataSchema: '/openapi.json#/components/schemas/PageMetadata',
     limits: {

@@ -2,7 +2,7 @@
 // per result from the event stream, page conversion, relay tests. Key from PAYLOADS_KEY or the
 // config file, base URL from PAYLOADS_URL. Exit codes: 0 done, 1 the job or a check failed,
 // 2 the API refused (bad key, bad input, no funds...), 3 network or an interrupted download.
-import { Command, Option } from 'commander';
+import { Command } from 'commander';
 import ora from 'ora';
 import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, dirname } from 'node:path';
+import { addConvertOptions, convertBody } from './convert-options.ts';
 import { createPayloadsClient, PayloadsError, DEFAULT_BASE_URL, type Job, type PayloadsClient, type Result } from './index.ts';
 
 export const EXIT = { ok: 0, failed: 1, refused: 2, network: 3 } as const;
@@ -279,21 +280,25 @@ export function program(io: Io): Command {
       },
     );
 
-  const outputs = ['markdown', 'text', 'metadata', 'html', 'pdf'] as const;
   const convert = p
     .command('convert')
     .argument('<url>')
-    .description('a web page as Markdown, text, metadata JSON, sanitised HTML or PDF')
+    .description('a web page as Markdown, text, metadata JSON, sanitised HTML, PDF, its links, images or raw HTML')
     .option('-o, --out <path>', 'file (one output) or folder (several); without it text outputs go to stdout');
-  for (const out of outputs) convert.addOption(new Option(`--${out}`, `the ${out} output`));
-  convert.action(async (url: string, o: Record<string, string | boolean | undefined>) => {
+  addConvertOptions(convert);
+  convert.action(async (url: string, o: Record<string, unknown>) => {
     const c = client(io);
-    const want = outputs.filter((x) => o[x]);
-    if (!want.length) want.push('markdown');
+    let body: Record<string, unknown>;
+    try {
+      body = convertBody(url, o);
+    } catch (e) {
+      throw new PayloadsError('bad_request', (e as Error).message);
+    }
+    const want = body.outputs as string[];
     const spin = ora({ text: `converting ${url}`, stream: io.err as NodeJS.WriteStream }).start();
     let job: Job;
     try {
-      job = await c.createJob('websitepro', { url, outputs: want }).wait({
+      job = await c.createJob('websitepro', body as never).wait({
         signal: io.signal,
         onUpdate: (j) => {
           spin.text = `${j.status} ${j.results

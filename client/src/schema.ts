@@ -728,9 +728,83 @@ export interface components {
             /** @description Public http(s) URL */
             url: string;
             /** @description Outputs to produce; duplicates count once. */
-            outputs: ("metadata" | "markdown" | "text" | "html" | "pdf")[];
+            outputs: ("metadata" | "markdown" | "text" | "html" | "pdf" | "links" | "images" | "rawHtml")[];
             /** @description Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md. */
             webhook?: string;
+            /** @description Removed from the page before anything else (every output, links and images included). */
+            removeSelectors?: string[];
+            /** @description Convert only what these match, in document order; main-content extraction is then off. */
+            targetSelectors?: string[];
+            /** @description Default true: the main content (Readability); false converts the whole body. */
+            mainContent?: boolean;
+            /** @description Render the page in a browser and wait for this selector (priced as `render`). */
+            waitFor?: string;
+            /** @description Seconds, 1 to 60. */
+            timeout?: number;
+            /** @description Sent only to the target origin; never stored. Host, Content-Length, hop-by-hop and Proxy-* headers are refused. */
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Sent only to the target origin; never stored. */
+            cookies?: {
+                name: string;
+                value: string;
+            }[];
+            /** @description Run in order before conversion or capture; at most 20 steps and 30 s in all. A selector that matches nothing fails the result as selector_not_found (refunded). */
+            actions?: ({
+                /** @constant */
+                type: "click";
+                /** @description A CSS selector. */
+                selector: string;
+            } | {
+                /** @constant */
+                type: "type";
+                /** @description A CSS selector. */
+                selector: string;
+                text: string;
+            } | {
+                /** @constant */
+                type: "press";
+                /** @description A key name, e.g. Enter, Tab, ArrowDown. */
+                key: string;
+            } | {
+                /** @constant */
+                type: "scroll";
+                /** @description `bottom`, or a selector to scroll into view. */
+                to: "bottom" | string;
+            } | {
+                /** @constant */
+                type: "wait";
+                /** @description A CSS selector. */
+                selector: string;
+            } | {
+                /** @constant */
+                type: "wait";
+                ms: number;
+            })[];
+            pdf?: {
+                /** @description Paper size; default A4. */
+                format?: "A3" | "A4" | "A5" | "Letter" | "Legal" | "Tabloid";
+                landscape?: boolean;
+                margin?: {
+                    /** @description A length: px, in, cm or mm. */
+                    top?: string;
+                    /** @description A length: px, in, cm or mm. */
+                    right?: string;
+                    /** @description A length: px, in, cm or mm. */
+                    bottom?: string;
+                    /** @description A length: px, in, cm or mm. */
+                    left?: string;
+                };
+                scale?: number;
+                /** @description Default true. */
+                printBackground?: boolean;
+                pageRanges?: string;
+                /** @description HTML; classes pageNumber, totalPages, date, title, url are filled in. */
+                headerTemplate?: string;
+                /** @description HTML; classes pageNumber, totalPages, date, title, url are filled in. */
+                footerTemplate?: string;
+            };
         };
         ShotsBody: {
             /** @description Public http(s) URL */

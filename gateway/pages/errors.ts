@@ -1,4 +1,5 @@
 import { ERRORS, ERROR_CODES } from '../../shared/errors.ts';
+import { RESULT_ERRORS } from '../../shared/result-errors.ts';
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const md = (s: string) => esc(s).replace(/`([^`]+)`/g, '<code>$1</code>');
@@ -9,6 +10,12 @@ export function errorsPage(baseUrl: string): string {
     const d = ERRORS[code];
     return `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${d.status}</td><td>${md(d.meaning)}</td><td>${md(d.action)}</td><td>${d.retryable ? 'yes' : 'no'}</td></tr>`;
   }).join('\n');
+  const resultRows = Object.entries(RESULT_ERRORS)
+    .map(
+      ([code, d]) =>
+        `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${esc(d.services.join(', '))}</td><td>${md(d.meaning)}</td><td>${md(d.action)}</td></tr>`,
+    )
+    .join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Errors · Payloads API</title>
@@ -25,6 +32,14 @@ if anything fails after a job was charged, the charge is refunded before the ans
 <table><thead><tr><th>Code</th><th>Status</th><th>Meaning</th><th>What to do</th><th>Retry helps</th></tr></thead>
 <tbody>
 ${rows}
+</tbody></table>
+<h2>Result errors</h2>
+<p>A job that was created can still fail result by result: a failed result carries <code>error</code> (and
+<code>message</code>) and is refunded. Besides the codes above that name a target's failure (<code>unreachable</code>,
+<code>timeout</code>, <code>blocked_address</code>, …), these come from a request's own options:</p>
+<table><thead><tr><th>Code</th><th>Services</th><th>Meaning</th><th>What to do</th></tr></thead>
+<tbody>
+${resultRows}
 </tbody></table>
 </body></html>`;
 }

@@ -40,7 +40,12 @@ export function pricing(config: Config) {
     unit: UNIT,
     payloadsPerEur: PAYLOADS_PER_EUR,
     services: {
-      websitepro: { items: Object.entries(p.websitepro).map(([k, v]) => item(k, v, 'output')) },
+      websitepro: {
+        items: Object.entries(p.websitepro).map(([k, v]) =>
+          // the page controls are free but for the browser they need (waitFor, actions): `render`
+          item(k, v, k === 'render' ? 'job whose page is rendered for waitFor or actions (not a pdf-only job)' : 'output'),
+        ),
+      },
       shots: {
         items: [
           item('screenshot', p.shots.screenshot, 'screenshot (browser version x viewport x scheme)'),

@@ -11,6 +11,13 @@ export const PricingConfig = T.Object(
         text: Price(20, 'Payloads for the text output.'),
         html: Price(30, 'Payloads for the sanitised html output.'),
         pdf: Price(100, 'Payloads for the pdf output.'),
+        links: Price(10, 'Payloads for the links output (every link of the page, JSON).'),
+        images: Price(10, 'Payloads for the images output (every image of the page, JSON).'),
+        rawHtml: Price(10, 'Payloads for the rawHtml output (the HTML as fetched or rendered).'),
+        render: Price(
+          40,
+          'Payloads once per job whose page is rendered in a browser before conversion (waitFor, actions); a pdf-only job does not pay it.',
+        ),
       },
       { default: {} },
     ),

@@ -10,6 +10,12 @@ import { OutboundError, checkTarget, parseHttpUrl, pinnedLookup, type GuardOptio
 export interface GuardedFetchOptions extends GuardOptions {
   method?: 'GET' | 'HEAD' | 'POST' | 'PUT';
   headers?: Record<string, string>;
+  /**
+   * Headers sent only on a hop to this origin (the first request, and a redirect back to it), never
+   * to any other: a caller's credentials (websitepro `headers`/`cookies`). They replace `headers` of
+   * the same name, compared without case.
+   */
+  originHeaders?: { origin: string; headers: Record<string, string> };
   body?: string | Buffer;
   /** Redirects followed; each hop is checked again. Default 5 (config.outbound.maxRedirects). */
   maxRedirects?: number;
@@ -69,7 +75,9 @@ export async function guardedFetch(raw: string | URL, opts: GuardedFetchOptions)
     const left = deadline - Date.now();
     if (left <= 0) throw new OutboundError('timeout', `fetch took longer than ${timeoutMs} ms`, { url: url.href });
     const { pinned } = await checkTarget(url, { ...opts, timeoutMs: Math.min(left, opts.timeoutMs ?? left) });
-    const res = await requestOnce(url, pinned, { ...opts, method, headers, body }, deadline, timeoutMs);
+    const hopHeaders =
+      opts.originHeaders && url.origin === opts.originHeaders.origin ? withHeaders(headers, opts.originHeaders.headers) : headers;
+    const res = await requestOnce(url, pinned, { ...opts, method, headers: hopHeaders, body }, deadline, timeoutMs);
     if (REDIRECTS.has(res.status) && res.headers.location) {
       if (hop >= maxRedirects) throw new OutboundError('too_many_redirects', `more than ${maxRedirects} redirects`, { chain });
       let next: URL;
@@ -93,6 +101,15 @@ export async function guardedFetch(raw: string | URL, opts: GuardedFetchOptions)
     }
     return { url: url.href, status: res.status, headers: res.headers, body: res.body, chain, address: pinned.address };
   }
+}
+
+/** `base` with `more` put over it, names compared without case (HTTP's rule). */
+function withHeaders(base: Record<string, string>, more: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  const over = new Set(Object.keys(more).map((k) => k.toLowerCase()));
+  for (const [k, v] of Object.entries(base)) if (!over.has(k.toLowerCase())) out[k] = v;
+  for (const [k, v] of Object.entries(more)) out[k.toLowerCase()] = v;
+  return out;
 }
 
 interface OnceOptions extends GuardedFetchOptions {

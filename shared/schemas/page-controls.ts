@@ -113,3 +113,22 @@ export interface PageControls {
 
 /** Per result: how many elements each selector of the request matched (`selectors` on the result). */
 export type SelectorCounts = Record<string, number>;
+
+/** The longest any caller's `actions` may wait in all (their `wait` steps' ms added up), checked at plan time. */
+export const actionsWaitMs = (actions: PageAction[] | undefined) => (actions ?? []).reduce((s, a) => s + ('ms' in a ? a.ms : 0), 0);
+
+/** Every selector a set of controls names, in the order the request gives them (counted per result). */
+export function controlSelectors(c: {
+  removeSelectors?: string[];
+  targetSelectors?: string[];
+  waitFor?: string;
+  actions?: PageAction[];
+}): string[] {
+  const out = [...(c.removeSelectors ?? []), ...(c.targetSelectors ?? [])];
+  if (c.waitFor) out.push(c.waitFor);
+  for (const a of c.actions ?? []) {
+    if ('selector' in a) out.push(a.selector);
+    else if (a.type === 'scroll' && a.to !== 'bottom') out.push(a.to);
+  }
+  return [...new Set(out)];
+}

@@ -15,7 +15,12 @@ export interface PlanItem {
   /** labs: this result uses the test dataset; the one-time dataset fee is kept only if one such result is delivered. */
   needsDataset?: boolean;
   /** Absent for results that need no work (the labs dataset fee): done at once. */
-  task?: { subject: string; params: Record<string, unknown> };
+  /**
+   * `secret`: params that ride in the task message only and are never written to the job document
+   * (websitepro's request headers and cookies). A task published again from the stored job (the
+   * supervisor's dispatch of a job left queued) has none, and its worker fails it (refunded).
+   */
+  task?: { subject: string; params: Record<string, unknown>; secret?: Record<string, unknown> };
   /** Keys of the items this one is made from: its task waits until they are done (shots compare). */
   after?: string[];
 }

@@ -5,8 +5,9 @@ import { readCatalogue, type CatalogueEntry } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
+import { planControls, WEBSITEPRO_CONTROL_FIELDS, type WebsiteproControlsBody } from './websitepro-controls.ts';
 
-export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
+export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf', 'links', 'images', 'rawHtml'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 
 export const WebsiteproBody = T.Object(
@@ -14,14 +15,18 @@ export const WebsiteproBody = T.Object(
     url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
     outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), {
       minItems: 1,
-      maxItems: 5,
+      maxItems: 8,
       description: 'Outputs to produce; duplicates count once.',
     }),
     webhook: T.Optional(WebhookField),
+    ...WEBSITEPRO_CONTROL_FIELDS,
   },
   { $id: 'WebsiteproBody', additionalProperties: false },
 );
-export type WebsiteproRequest = Static<typeof WebsiteproBody>;
+export type WebsiteproRequest = Omit<Static<typeof WebsiteproBody>, 'headers' | 'cookies'> & WebsiteproControlsBody;
+
+/** The result that charges for a browser render (waitFor, actions): done when the page was rendered, with its facts. */
+export const RENDER_KEY = 'render';
 
 /** A browser-pool instance that prints: what a `pdf` output needs besides a converter (actors/browser-pool advertises `prints`). */
 const printsPdfEntry = (e: CatalogueEntry) => Array.isArray(e.catalogue.prints) && e.catalogue.prints.includes('pdf');
@@ -30,7 +35,8 @@ const printsPdf = (entries: CatalogueEntry[]) => entries.some(printsPdfEntry);
 export const websitepro: ServiceModule<WebsiteproRequest> = {
   name: 'websitepro',
   title: 'Web page conversion',
-  description: 'Fetches a public page and returns metadata (JSON), Markdown, plain text, sanitised HTML or PDF.',
+  description:
+    'Fetches a public page and returns metadata (JSON), Markdown, plain text, sanitised HTML, PDF, its links, its images or its raw HTML.',
   body: WebsiteproBody,
   store: OBJECT_STORES.results,
   retentionSeconds: (c) => c.retention.websitepro,
@@ -47,15 +53,28 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
+    // every control is checked (400) before the service's own availability (503)
+    const c = await planControls(body, outputs);
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');
+    // a render is charged once, as a result of its own, when a text output needs the browser (a pdf
+    // is printed by one anyway); it is refunded like any result when the page cannot be rendered
+    const render = c.render && outputs.some((o) => o !== 'pdf');
+    const keys: string[] = render ? [...outputs, RENDER_KEY] : outputs;
+    const params = (o: string): Record<string, unknown> => ({
+      url: url.href,
+      output: o,
+      outputs: keys,
+      ...(c.controls ? { controls: c.controls } : {}),
+      ...(o === 'pdf' && body.pdf ? { pdf: body.pdf } : {}),
+    });
     return {
       target: hostOf(url),
-      items: outputs.map((o) => ({
+      items: keys.map((o) => ({
         key: o,
-        price: config.pricing.websitepro[o],
-        task: { subject: subjects.taskWebsitepro, params: { url: url.href, output: o, outputs } },
+        price: o === RENDER_KEY ? config.pricing.websitepro.render : config.pricing.websitepro[o as WebsiteproOutput],
+        task: { subject: subjects.taskWebsitepro, params: params(o), ...(c.secret ? { secret: { ...c.secret } } : {}) },
       })),
     };
   },

@@ -53,7 +53,16 @@ export async function jobRunner(nats: TestNats) {
     js.publish(p.subject, JSON.stringify(p.task), { msgID: taskMsgId(p.task.jobId, p.task.resultKey) });
 
   async function runJob(url: string, outputs: string[], timeoutMs = 60000): Promise<Record<string, Final>> {
-    const plan = await websitepro.plan({ url, outputs } as never, { config: nats.config, catalogueKv } as never);
+    return runBody({ url, outputs }, timeoutMs);
+  }
+
+  /**
+   * A whole websitepro body (controls included), its tasks published as the gateway does at
+   * creation: each task message carries its plan item's secret (shared/services/task-secret.ts).
+   * `withSecret: false`: as a task published again from the stored job, which has none.
+   */
+  async function runBody(body: Record<string, unknown>, timeoutMs = 60000, opts: { withSecret?: boolean } = {}) {
+    const plan = await websitepro.plan(structuredClone(body) as never, { config: nats.config, catalogueKv } as never);
     const jobId = newId('job');
     const want = new Set(plan.items.map((i) => i.key));
     const got: Record<string, Final> = {};
@@ -67,6 +76,7 @@ export async function jobRunner(nats: TestNats) {
       }
     })();
     for (const item of plan.items) {
+      const secret = opts.withSecret !== false && item.task!.secret ? { secret: item.task!.secret } : {};
       const task: Task = {
         v: 1,
         jobId,
@@ -76,7 +86,7 @@ export async function jobRunner(nats: TestNats) {
         store: websitepro.store,
         objectName: objectName(jobId, item.key),
         expiresAt: Date.now() + 3600_000,
-        params: item.task!.params,
+        params: { ...item.task!.params, ...secret },
       };
       await js.publish(item.task!.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, item.key) });
     }
@@ -91,5 +101,5 @@ export async function jobRunner(nats: TestNats) {
     const b = await store.getBlob(o.file.name);
     return Buffer.from(b!).toString('utf8');
   }
-  return { runJob, read, store, planJob, publishTask };
+  return { runJob, runBody, read, store, planJob, publishTask };
 }

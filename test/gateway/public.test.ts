@@ -138,7 +138,7 @@ t.test('a running converter advertises websitepro outputs in its live catalogue'
   t.equal(r.status, 200);
   t.same(
     r.json.outputs.map((o: any) => o.id),
-    ['metadata', 'markdown', 'text', 'html', 'pdf'],
+    ['metadata', 'markdown', 'text', 'html', 'links', 'images', 'pdf', 'rawHtml'],
   );
   t.equal(r.json.instances.length, 1);
   t.match(r.json.prices, [{ key: 'metadata' }]);

@@ -1,13 +1,25 @@
 // An HTML page → its outputs: one parse, then every output on its own.
 import { decodeBody } from '../charset.ts';
 import { capNesting, MAX_DEPTH } from '../depth.ts';
-import { file, failure, type ConvertInput, type ConvertResult, type OutputFailure, type OutputFile, type TextOutput } from '../types.ts';
+import {
+  file,
+  failure,
+  selectorNotFound,
+  type ConvertInput,
+  type ConvertResult,
+  type OutputFailure,
+  type OutputFile,
+  type TextOutput,
+} from '../types.ts';
 import { parseHtml, releaseSelectorEngines, type ParsedPage } from './parse.ts';
 import { needsJavaScript } from './detect-js.ts';
 import { prepareDoc } from './prepare.ts';
 import { removeDebris } from './debris.ts';
 import { basicFacts, buildMetadata, collectPageFacts } from './facts.ts';
 import { dropTitleHeading, mainContent, prepare, type MainContent } from './content.ts';
+import { removeSelected, selectTargets, type Counts } from './controls.ts';
+import { indexPage } from '../elements.ts';
+import { extractImages, extractLinks } from '../links.ts';
 import { sanitize, toMarkdown, toText } from './outputs.ts';
 
 /**
@@ -25,6 +37,8 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   const warnings = [...(input.warnings ?? [])];
   let source = decoded;
   const parse = () => parseHtml(source, input.finalUrl);
+  let selectors: Counts | undefined;
+  const done = (): ConvertResult => ({ outputs: out, ...(selectors ? { selectors } : {}) });
   try {
     let doc: Document;
     let page: ParsedPage;
@@ -45,32 +59,65 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
     }
+    const controls = input.controls ?? {};
+    const counts: Counts = {};
+    if (controls.removeSelectors?.length) {
+      // the caller's removals come first, for every output (links and images included); the
+      // page's element lists are taken again without what went
+      if (removeSelected(doc, controls.removeSelectors, counts)) page = { ...indexPage(doc), doc, base: page.base };
+    }
     const keep = guard(
       () => prepareDoc(page),
       [] as string[],
       (e) => warnings.push(`links and code blocks were not prepared: ${(e as Error).message}`),
     );
+    // the whole page's links and images, before any content is chosen (prepareDoc made them absolute)
+    for (const o of ['links', 'images'] as const) {
+      if (!want.has(o)) continue;
+      try {
+        const list = o === 'links' ? extractLinks(doc, doc.baseURI, input.finalUrl) : extractImages(doc, doc.baseURI, input.finalUrl);
+        out[o] = file(o, JSON.stringify(list, null, 2));
+      } catch (e) {
+        out[o] = failure(e, o);
+      }
+    }
     const facts =
       guard(
         () => collectPageFacts(page, input),
         null,
         (e) => warnings.push(`page facts failed: ${(e as Error).message}`),
       ) ?? basicFacts(doc, input);
-    guard(() => removeDebris(doc), undefined);
-    // Readability changes the document it reads; the page facts are taken first, and the rare
-    // fallback (no article found) parses the page again instead of every page paying for a copy
     let main: MainContent | null = null;
     let mainError: unknown = null;
-    try {
-      main = mainContent(doc, keep, () => {
-        const d = parse();
-        guard(() => prepareDoc(d), []);
-        guard(() => removeDebris(d.doc), undefined);
-        return d.doc;
-      });
-    } catch (e) {
-      mainError = e;
+    let missing: string | null = null;
+    if (controls.targetSelectors?.length) {
+      // the selected parts are the content: no Readability, no furniture removal
+      try {
+        const picked = selectTargets(doc, controls.targetSelectors, counts);
+        missing = picked.missing;
+        main = chosenContent(picked.root, facts);
+      } catch (e) {
+        mainError = e;
+      }
+    } else if (controls.mainContent === false) {
+      main = chosenContent(doc.body ?? doc.createElement('body'), facts);
+    } else {
+      guard(() => removeDebris(doc), undefined);
+      // Readability changes the document it reads; the page facts are taken first, and the rare
+      // fallback (no article found) parses the page again instead of every page paying for a copy
+      try {
+        main = mainContent(doc, keep, () => {
+          const d = parse();
+          if (controls.removeSelectors?.length) removeSelected(d.doc, controls.removeSelectors, {});
+          guard(() => prepareDoc(d), []);
+          guard(() => removeDebris(d.doc), undefined);
+          return d.doc;
+        });
+      } catch (e) {
+        mainError = e;
+      }
     }
+    if (input.controls && (controls.removeSelectors?.length || controls.targetSelectors?.length)) selectors = counts;
     const title = main?.title ?? facts.title;
     if (want.has('metadata')) {
       try {
@@ -79,9 +126,13 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
         out.metadata = failure(e, 'metadata');
       }
     }
+    if (missing) {
+      failAll(selectorNotFound(missing));
+      return done();
+    }
     if (!main) {
       failAll(failure(mainError, 'main content'));
-      return { outputs: out };
+      return done();
     }
     let root: Element;
     try {
@@ -89,7 +140,7 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       dropTitleHeading(root, title);
     } catch (e) {
       failAll(failure(e, 'content clean-up'));
-      return { outputs: out };
+      return done();
     }
     const each: [TextOutput, () => string][] = [
       ['markdown', () => toMarkdown(root, title)],
@@ -104,12 +155,26 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
         out[o] = failure(e, o);
       }
     }
-    return { outputs: out };
+    return done();
   } finally {
     // documents of the shared window are garbage once unreferenced, and the shared selector
     // engines' resolvers reference the last ones they ran on
     releaseSelectorEngines();
   }
+}
+
+/** The caller's choice of content (targetSelectors, or the whole body): the page's own facts name it. */
+function chosenContent(root: Element, facts: { title: string | null; language?: string | null }): MainContent {
+  return {
+    root,
+    fromReadability: false,
+    byline: null,
+    siteName: null,
+    excerpt: null,
+    publishedTime: null,
+    title: facts.title,
+    lang: facts.language ?? null,
+  };
 }
 
 /** Run a step that may fail without failing the outputs that do not need it. */

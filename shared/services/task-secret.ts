@@ -1,0 +1,28 @@
+// Params that ride in a task message only (PlanItem.task.secret: websitepro's request headers and
+// cookies), never in the job document: kept beside the new job's result records in memory, and put
+// into the task message (`params.secret`) when the gateway publishes the job's tasks at creation.
+//
+// Wiring (two calls, in files this module's author does not own; see docs/notes/issue-43.md):
+//   gateway/jobs/create.ts submitJob, after newJobRecord(...):   keepTaskSecrets(job, plan);
+//   shared/jobs/dispatch.ts publishRootTasks:                      taskOf(job, r, taskParams(r))
+// A task published later from the stored job (the supervisor's dispatch of a job left queued) has
+// no secret: its worker fails it (refunded) rather than fetch without what the caller sent.
+import type { JobRecord, ResultRecord } from '../protocol/jobs.ts';
+import type { Plan } from './types.ts';
+
+const secrets = new WeakMap<ResultRecord, Record<string, unknown>>();
+
+/** Remember each result's secret params for the publish that follows (the job record holds none). */
+export function keepTaskSecrets(job: Pick<JobRecord, 'results'>, plan: Plan): void {
+  const byKey = new Map(plan.items.map((i) => [i.key, i.task?.secret]));
+  for (const r of job.results) {
+    const s = byKey.get(r.key);
+    if (s) secrets.set(r, s);
+  }
+}
+
+/** The params of a result's task message: its stored params, and its secret when this process still has it. */
+export function taskParams(r: ResultRecord): Record<string, unknown> {
+  const s = secrets.get(r);
+  return s ? { ...(r.params ?? {}), secret: s } : (r.params ?? {});
+}

@@ -129,7 +129,9 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
     info: {
       title: 'Payloads API: screenshots, page conversion and Nostr relay tests',
       version: API_VERSION,
-      description: `Prepaid job API. 10000 Payloads = 1 EUR. Errors: ${baseUrl}/docs/errors`,
+      description:
+        `Prepaid job API. 10000 Payloads = 1 EUR. Make an API key and top it up on the [account page](${baseUrl}/account); ` +
+        `send it as \`Authorization: Bearer <key>\`. Every error code, what it means and what to do: ${baseUrl}${ERRORS_PATH}`,
     },
     servers: [{ url: baseUrl }],
     paths,

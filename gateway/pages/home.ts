@@ -39,7 +39,7 @@ ${rows}
 body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:60rem;padding:1rem;color:#1b1b1b;background:#fff}
 @media (prefers-color-scheme: dark){body{background:#111;color:#eee}a{color:#8ab4ff}}
 nav a{margin-right:1.2rem}table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #8884}
-small{font-weight:normal}
+small{font-weight:normal}td:nth-child(-n+3){white-space:nowrap}
 </style></head><body>
 <h1>Payloads</h1>
 <p>One HTTP API, three services, paid from a prepaid wallet: no account, no subscription. A job is charged when it is created and every result that is not delivered is refunded.

@@ -2,6 +2,7 @@
 // the runtime (Node, uWS build) as an info gauge.
 import { Registry, Counter, Gauge, Histogram, collectDefaultMetrics } from 'prom-client';
 import { runtimeInfo } from './uws.ts';
+import { VERSION } from './version.ts';
 
 export function createMetrics(runtime = runtimeInfo()) {
   const registry = new Registry();
@@ -13,6 +14,13 @@ export function createMetrics(runtime = runtimeInfo()) {
     labelNames: ['node', 'abi', 'libc', 'uws', 'uws_binary'] as const,
     registers: [registry],
   }).set({ node: runtime.node, abi: runtime.abi, libc: runtime.libc, uws: runtime.uws, uws_binary: runtime.uwsBinary }, 1);
+  // the release (package.json's version, CHANGELOG.md), as the label of a constant 1
+  new Gauge({
+    name: 'payloads_build_info',
+    help: 'The Payloads release this gateway runs (package.json version; always 1)',
+    labelNames: ['version'] as const,
+    registers: [registry],
+  }).set({ version: VERSION }, 1);
   const requests = new Counter({
     name: 'payloads_http_requests_total',
     help: 'HTTP requests by route, method and status',

@@ -2,11 +2,12 @@
 // gateway validates with: paths, bodies, query parameters, responses and every error code.
 import type { TSchema } from '@sinclair/typebox';
 import type { Route } from './route.ts';
-import { ERRORS, type ErrorCode } from '../shared/errors.ts';
+import { ERRORS, ERRORS_PATH, type ErrorCode } from '../shared/errors.ts';
 import { COMPONENTS } from '../shared/schemas/api.ts';
 import { API_VERSION } from './route.ts';
 import { PageMetadata } from '../shared/schemas/metadata.ts';
 import { LabsReport } from '../shared/schemas/labs-report.ts';
+import { codeSamples } from './openapi-samples.ts';
 
 /** Documents inside result files: websitepro `metadata` and labs reports (`labs.report/1`). */
 export const EXTRA_COMPONENTS: TSchema[] = [PageMetadata, LabsReport];
@@ -29,6 +30,14 @@ function clean(schema: unknown, top = true): unknown {
 
 function schemaOrRef(s: TSchema): unknown {
   return s.$id ? { $ref: REF + s.$id } : clean(s);
+}
+
+/** The route's description, then every error code it can answer with, each linked to its entry on the errors page. */
+function describe(r: Route, codes: ErrorCode[], baseUrl: string): string {
+  const errors = [...codes]
+    .sort((a, b) => ERRORS[a].status - ERRORS[b].status || a.localeCompare(b))
+    .map((c) => `[\`${c}\`](${baseUrl}${ERRORS_PATH}#${c}) ${ERRORS[c].status}`);
+  return `${r.description ?? r.summary}\n\n**Errors:** ${errors.join(', ')}.`;
 }
 
 export function buildOpenApi(routes: Route[], baseUrl: string) {
@@ -105,12 +114,13 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
         .map((p) => p[0]!.toUpperCase() + p.slice(1))
         .join('')}`,
       summary: r.summary,
-      ...(r.description ? { description: r.description } : {}),
+      description: describe(r, [...codes], baseUrl),
       tags: r.tags,
       ...(params.length ? { parameters: params } : {}),
       ...(r.body ? { requestBody: { required: true, content: { 'application/json': { schema: schemaOrRef(r.body) } } } } : {}),
       responses,
       security: r.auth ? [{ bearer: [] }] : [],
+      'x-codeSamples': codeSamples(r, baseUrl),
     };
     (paths[path] ??= {})[r.method.toLowerCase()] = op;
   }
@@ -119,7 +129,9 @@ export function buildOpenApi(routes: Route[], baseUrl: string) {
     info: {
       title: 'Payloads API: screenshots, page conversion and Nostr relay tests',
       version: API_VERSION,
-      description: `Prepaid job API. 10000 Payloads = 1 EUR. Errors: ${baseUrl}/docs/errors`,
+      description:
+        `Prepaid job API. 10000 Payloads = 1 EUR. Make an API key and top it up on the [account page](${baseUrl}/account); ` +
+        `send it as \`Authorization: Bearer <key>\`. Every error code, what it means and what to do: ${baseUrl}${ERRORS_PATH}`,
     },
     servers: [{ url: baseUrl }],
     paths,
@@ -138,6 +150,8 @@ export function openapiRoute(routes: Route[]): Route {
     auth: false,
     tags: ['public'],
     summary: 'This document (OpenAPI 3.1)',
+    description:
+      'The API described as OpenAPI 3.1, generated from the schemas the gateway validates with. The reference page `/docs` renders it; the typed client (`payloads-client`) is generated from it.',
     errors: ['rate_limited'],
     responses: { 200: { description: 'OpenAPI 3.1 document' } },
     handler: async (_req, ctx) => {

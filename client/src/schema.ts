@@ -8,7 +8,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Index: services and links */
+        /**
+         * Index: services and links
+         * @description The API's entry point: the release (`version`, package.json's; CHANGELOG.md) and the API's major version (`apiVersion`), then the services with their catalogue, quote and job links, the webhook signing key, and the links to the price list, this description, the reference page, the account page and the errors page. `GET /` answers the same to an API client (and a page to a browser).
+         *
+         *     **Errors:** [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500.
+         */
         get: operations["getV1"];
         put?: never;
         post?: never;
@@ -28,6 +33,8 @@ export interface paths {
         /**
          * Price list in Payloads and EUR
          * @description Every price in Payloads (10000 = 1 EUR) with its EUR value, and the top-up range and bonus tiers.
+         *
+         *     **Errors:** [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500.
          */
         get: operations["getV1Pricing"];
         put?: never;
@@ -48,6 +55,8 @@ export interface paths {
         /**
          * List of services
          * @description `available` is true while at least one instance of the service runs. The answer is rebuilt when the live catalogue changes: an instance that starts or stops shows here within moments (the time this gateway's catalogue watch takes to deliver it); one that dies without stopping drops out once its entry is 30 s old.
+         *
+         *     **Errors:** [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500.
          */
         get: operations["getV1Services"];
         put?: never;
@@ -68,6 +77,8 @@ export interface paths {
         /**
          * Live catalogue of a service
          * @description What the running instances offer right now: browsers and versions (shots), outputs (websitepro), modules, checks, selectable checks and allowed ports (labs).
+         *
+         *     **Errors:** [`unknown_service`](http://localhost:8080/docs/errors#unknown_service) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1ServicesService"];
         put?: never;
@@ -85,7 +96,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Balance of this key's wallet */
+        /**
+         * Balance of this key's wallet
+         * @description The wallet's balance in Payloads and EUR, read from the ledger as of the request: every charge, refund and paid top-up acknowledged before it is counted.
+         *
+         *     **Errors:** [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
+         */
         get: operations["getV1Balance"];
         put?: never;
         post?: never;
@@ -105,6 +121,8 @@ export interface paths {
         /**
          * Ledger of this key's wallet, newest first
          * @description Pages of 50 entries, newest first. `before` returns only entries with an id below it; the answer's `next` is the value for the following page (null at the end). Each entry: `id` (ledger sequence), `type` (`topup`, `charge`, `refund`, `grant`), `amount` (signed Payloads), `balanceAfter`, `at` (ms), and `jobId`/`resultKey` (charges and refunds), `topupId`/`bonus` (top-ups) or `reason` (grants). The balance always equals the sum of all entries.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1Transactions"];
         put?: never;
@@ -127,6 +145,8 @@ export interface paths {
         /**
          * Top up the balance with a Lightning invoice
          * @description Makes a Lightning invoice for `eur` (0.25 to 100.00, at most two decimals) at the current EUR/BTC rate. Once it is paid the balance is credited with `payloads` (10000 per EUR, plus the bonus of the tier the amount reaches; tiers on GET /v1/pricing). Poll GET /v1/topups/{id} until `status` is `paid` (or `expired`).
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`idempotency_key_in_use`](http://localhost:8080/docs/errors#idempotency_key_in_use) 409, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`idempotency_key_reused`](http://localhost:8080/docs/errors#idempotency_key_reused) 422, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`invoice_failed`](http://localhost:8080/docs/errors#invoice_failed) 502, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1Topups"];
         delete?: never;
@@ -145,6 +165,8 @@ export interface paths {
         /**
          * A top-up and the current balance
          * @description A top-up of another key answers 404. `bolt11` is set only while `pending`.
+         *
+         *     **Errors:** [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1TopupsId"];
         put?: never;
@@ -167,6 +189,8 @@ export interface paths {
         /**
          * Quote a websitepro job
          * @description Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_url`](http://localhost:8080/docs/errors#bad_url) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`no_output`](http://localhost:8080/docs/errors#no_output) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1WebsiteproQuote"];
         delete?: never;
@@ -187,6 +211,8 @@ export interface paths {
         /**
          * Create a websitepro job
          * @description Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_url`](http://localhost:8080/docs/errors#bad_url) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`blocked_address`](http://localhost:8080/docs/errors#blocked_address) 400, [`no_output`](http://localhost:8080/docs/errors#no_output) 400, [`unreachable`](http://localhost:8080/docs/errors#unreachable) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`insufficient_funds`](http://localhost:8080/docs/errors#insufficient_funds) 402, [`idempotency_key_in_use`](http://localhost:8080/docs/errors#idempotency_key_in_use) 409, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`idempotency_key_reused`](http://localhost:8080/docs/errors#idempotency_key_reused) 422, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`busy`](http://localhost:8080/docs/errors#busy) 503, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1WebsiteproJobs"];
         delete?: never;
@@ -207,6 +233,8 @@ export interface paths {
         /**
          * Quote a shots job
          * @description Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_url`](http://localhost:8080/docs/errors#bad_url) 400, [`bad_viewport`](http://localhost:8080/docs/errors#bad_viewport) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`unknown_browser`](http://localhost:8080/docs/errors#unknown_browser) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1ShotsQuote"];
         delete?: never;
@@ -227,6 +255,8 @@ export interface paths {
         /**
          * Create a shots job
          * @description Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_url`](http://localhost:8080/docs/errors#bad_url) 400, [`bad_viewport`](http://localhost:8080/docs/errors#bad_viewport) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`blocked_address`](http://localhost:8080/docs/errors#blocked_address) 400, [`unknown_browser`](http://localhost:8080/docs/errors#unknown_browser) 400, [`unreachable`](http://localhost:8080/docs/errors#unreachable) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`insufficient_funds`](http://localhost:8080/docs/errors#insufficient_funds) 402, [`idempotency_key_in_use`](http://localhost:8080/docs/errors#idempotency_key_in_use) 409, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`idempotency_key_reused`](http://localhost:8080/docs/errors#idempotency_key_reused) 422, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`busy`](http://localhost:8080/docs/errors#busy) 503, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1ShotsJobs"];
         delete?: never;
@@ -247,6 +277,8 @@ export interface paths {
         /**
          * Quote a labs job
          * @description Validates the body exactly as job creation does and prices it. Free: nothing is fetched, charged or created; the relay is not contacted.
+         *
+         *     **Errors:** [`bad_port`](http://localhost:8080/docs/errors#bad_port) 400, [`bad_relay_url`](http://localhost:8080/docs/errors#bad_relay_url) 400, [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`no_checks`](http://localhost:8080/docs/errors#no_checks) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1LabsQuote"];
         delete?: never;
@@ -267,6 +299,8 @@ export interface paths {
         /**
          * Create a labs job
          * @description Charges the whole job, queues it and answers with the job and the new balance. With `wait`, the answer is held until the job is finished or the time is over. Every result that is not delivered is refunded.
+         *
+         *     **Errors:** [`bad_port`](http://localhost:8080/docs/errors#bad_port) 400, [`bad_relay_url`](http://localhost:8080/docs/errors#bad_relay_url) 400, [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`bad_webhook`](http://localhost:8080/docs/errors#bad_webhook) 400, [`blocked_address`](http://localhost:8080/docs/errors#blocked_address) 400, [`no_checks`](http://localhost:8080/docs/errors#no_checks) 400, [`unreachable`](http://localhost:8080/docs/errors#unreachable) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`insufficient_funds`](http://localhost:8080/docs/errors#insufficient_funds) 402, [`idempotency_key_in_use`](http://localhost:8080/docs/errors#idempotency_key_in_use) 409, [`payload_too_large`](http://localhost:8080/docs/errors#payload_too_large) 413, [`unsupported_media_type`](http://localhost:8080/docs/errors#unsupported_media_type) 415, [`idempotency_key_reused`](http://localhost:8080/docs/errors#idempotency_key_reused) 422, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`relay_busy`](http://localhost:8080/docs/errors#relay_busy) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`busy`](http://localhost:8080/docs/errors#busy) 503, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         post: operations["postV1LabsJobs"];
         delete?: never;
@@ -285,6 +319,8 @@ export interface paths {
         /**
          * Recent jobs of this key
          * @description Newest first; jobs whose record passed its retention are no longer listed. 503 `service_unavailable` (with `Retry-After`) while the list is rebuilt or catching up after a restart, never a partial list.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1Jobs"];
         put?: never;
@@ -305,6 +341,8 @@ export interface paths {
         /**
          * One job
          * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1JobsId"];
         put?: never;
@@ -325,6 +363,8 @@ export interface paths {
         /**
          * Download a result
          * @description The file with its real content type, as an attachment. `thumb=1` (shots only) gives the WebP thumbnail instead. A `labs` report asked for with `format=html` or `Accept: text/html` (without `application/json`) comes as a readable page rendered from the same JSON; JSON stays the default.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`not_ready`](http://localhost:8080/docs/errors#not_ready) 409, [`expired`](http://localhost:8080/docs/errors#expired) 410, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1JobsIdResultsKey"];
         put?: never;
@@ -342,7 +382,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All screenshots of a completed shots job as a zip */
+        /**
+         * All screenshots of a completed shots job as a zip
+         * @description Every delivered file of a finished shots job in one zip, streamed as it is written. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.
+         *
+         *     **Errors:** [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`not_ready`](http://localhost:8080/docs/errors#not_ready) 409, [`expired`](http://localhost:8080/docs/errors#expired) 410, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
+         */
         get: operations["getV1JobsIdZip"];
         put?: never;
         post?: never;
@@ -362,6 +407,8 @@ export interface paths {
         /**
          * This key's webhook signing secret
          * @description The `whsec_...` secret of the Standard Webhooks (standardwebhooks.com) signature on every webhook of this key's jobs. See docs/webhooks.md.
+         *
+         *     **Errors:** [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500.
          */
         get: operations["getV1WebhooksSecret"];
         put?: never;
@@ -382,6 +429,8 @@ export interface paths {
         /**
          * Follow a job as Server-Sent Events
          * @description `text/event-stream`. Events: `status` (`{id, status, at}`: the job moved to queued, processing, completed or failed), `progress` (`{key, progress}`: a progress line of a pending result), `result` (a Result that is now done or failed), and last `job` (the final Job document), after which the stream ends. The first events describe the job as it is now. Every event has an `id`; send the last one back as `Last-Event-ID` to resume on any gateway: only what changed since is sent (a resume after the final `job` event answers 204, which stops EventSource reconnecting). A comment line (`: heartbeat`) is sent every 15 s so proxies keep the connection open.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1JobsIdEvents"];
         put?: never;
@@ -399,7 +448,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** This document (OpenAPI 3.1) */
+        /**
+         * This document (OpenAPI 3.1)
+         * @description The API described as OpenAPI 3.1, generated from the schemas the gateway validates with. The reference page `/docs` renders it; the typed client (`payloads-client`) is generated from it.
+         *
+         *     **Errors:** [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500.
+         */
         get: operations["getOpenapi.json"];
         put?: never;
         post?: never;

@@ -25,6 +25,7 @@ body{font:16px/1.5 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:1r
 table{border-collapse:collapse;width:100%}th,td{text-align:left;vertical-align:top;padding:.5rem;border-bottom:1px solid #8884}
 tr:target{background:#fff3bf}code{font-size:.95em}
 </style></head><body>
+<nav><a href="/">Payloads</a> · <a href="/docs">API reference</a> · <a href="/account">Account</a></nav>
 <h1>Errors</h1>
 <p>Every error answers with its HTTP status and the body <code>{"error": {"code", "message", "docs", "requestId", ...}}</code>.
 Branch on <code>code</code>; <code>message</code> is for people and may change. Nothing is charged for a request that fails with a 4xx or 503;

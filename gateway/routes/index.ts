@@ -7,6 +7,8 @@ import { eventsRoute } from './events.ts';
 import { routes as accountRoutes } from './account.ts';
 import { routes as webhookRoutes } from './webhooks.ts';
 import { openapiRoute } from '../openapi.ts';
+import { referenceRoutes } from '../pages/reference.ts';
+import { homeRoute } from './home.ts';
 
 export function allRoutes(deps: RouteDeps): Route[] {
   const routes: Route[] = [
@@ -17,6 +19,8 @@ export function allRoutes(deps: RouteDeps): Route[] {
     eventsRoute,
     ...accountRoutes,
     ...opsRoutes(deps),
+    ...referenceRoutes,
+    homeRoute,
   ];
   return [...routes, openapiRoute(routes)];
 }

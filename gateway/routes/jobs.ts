@@ -319,6 +319,8 @@ const jobRoutes: Route[] = [
     path: '/v1/jobs/:id/zip',
     auth: true,
     summary: 'All screenshots of a completed shots job as a zip',
+    description:
+      'Every delivered file of a finished shots job in one zip, streamed as it is written. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.',
     tags: ['jobs'],
     responses: { 200: { description: 'application/zip', contentType: 'application/zip' } },
     errors: ['not_found', 'not_ready', 'expired', 'service_unavailable'],

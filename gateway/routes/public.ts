@@ -17,6 +17,8 @@ import {
 import { PAYLOADS_PER_EUR, UNIT, toEur } from '../../shared/protocol/wallet.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { loadWebhookKey, webhookInfo, type WebhookKey } from '../../shared/webhook.ts';
+import { VERSION } from '../version.ts';
+import { REFERENCE_PATH } from '../pages/reference.ts';
 
 const webhookKeys = new WeakMap<Config, WebhookKey>();
 /** The key every webhook is signed with (the same setting or data-folder file the senders use). */
@@ -106,6 +108,35 @@ async function liveServices(ctx: GatewayContext) {
   return Promise.all(SERVICES.map(async (s) => ({ s, entries: await readCatalogue(ctx.kv.catalogue, s) })));
 }
 
+/** The `/v1` answer (and `/` to an API client): version, services and links. */
+export function apiIndex(ctx: GatewayContext) {
+  return {
+    name: 'payloads',
+    version: VERSION,
+    apiVersion: API_VERSION,
+    services: SERVICES.map((s) => ({
+      name: s,
+      title: SERVICE_MODULES[s].title,
+      description: SERVICE_MODULES[s].description,
+      links: serviceLinks(ctx.baseUrl, s),
+    })),
+    webhooks: webhooks(ctx.config),
+    links: {
+      self: `${ctx.baseUrl}/v1`,
+      pricing: `${ctx.baseUrl}/v1/pricing`,
+      services: `${ctx.baseUrl}/v1/services`,
+      openapi: `${ctx.baseUrl}/openapi.json`,
+      reference: `${ctx.baseUrl}${REFERENCE_PATH}`,
+      account: ctx.accountUrl,
+      errors: ctx.docsUrl,
+      balance: `${ctx.baseUrl}/v1/balance`,
+      transactions: `${ctx.baseUrl}/v1/transactions`,
+      topups: `${ctx.baseUrl}/v1/topups`,
+      jobs: `${ctx.baseUrl}/v1/jobs`,
+    },
+  };
+}
+
 const Json = (description: string) => ({ description, schema: T.Object({}, { additionalProperties: true }) });
 
 export const publicRoutes: Route[] = [
@@ -115,34 +146,12 @@ export const publicRoutes: Route[] = [
     auth: false,
     tags: ['public'],
     summary: 'Index: services and links',
+    description:
+      "The API's entry point: the release (`version`, package.json's; CHANGELOG.md) and the API's major version (`apiVersion`), then the services with their catalogue, quote and job links, the webhook signing key, and the links to the price list, this description, the reference page, the account page and the errors page. `GET /` answers the same to an API client (and a page to a browser).",
     errors: ['rate_limited'],
     fixedAnswer: true,
     responses: { 200: Json('Services and links') },
-    handler: async (_req, ctx) => ({
-      json: {
-        name: 'payloads',
-        apiVersion: API_VERSION,
-        services: SERVICES.map((s) => ({
-          name: s,
-          title: SERVICE_MODULES[s].title,
-          description: SERVICE_MODULES[s].description,
-          links: serviceLinks(ctx.baseUrl, s),
-        })),
-        webhooks: webhooks(ctx.config),
-        links: {
-          self: `${ctx.baseUrl}/v1`,
-          pricing: `${ctx.baseUrl}/v1/pricing`,
-          services: `${ctx.baseUrl}/v1/services`,
-          openapi: `${ctx.baseUrl}/openapi.json`,
-          account: ctx.accountUrl,
-          errors: ctx.docsUrl,
-          balance: `${ctx.baseUrl}/v1/balance`,
-          transactions: `${ctx.baseUrl}/v1/transactions`,
-          topups: `${ctx.baseUrl}/v1/topups`,
-          jobs: `${ctx.baseUrl}/v1/jobs`,
-        },
-      },
-    }),
+    handler: async (_req, ctx) => ({ json: apiIndex(ctx) }),
   },
   {
     method: 'GET',

@@ -41,6 +41,8 @@ export const routes: Route[] = [
     path: '/v1/balance',
     auth: true,
     summary: "Balance of this key's wallet",
+    description:
+      "The wallet's balance in Payloads and EUR, read from the ledger as of the request: every charge, refund and paid top-up acknowledged before it is counted.",
     tags: ['wallet'],
     responses: { 200: { description: 'The balance in Payloads (10000 Payloads = 1 EUR) and in EUR.', schema: Balance } },
     errors: ['service_unavailable'],

@@ -8,7 +8,7 @@
 // ones (nats-server#4320; 181 of 200 rounds of six concurrent updates on Debian's 2.9.10). Every
 // write here then also carried the message id `cas:<subject>@<base>`, so that the dedupe window let
 // only one through. On 2.10.27 the server's own check holds (0 of 200 rounds with the plain KV update,
-// `node --import tsx scripts/cas-check.ts`, asserted by test/platform/cas.test.ts), so the id is gone:
+// `node --import tsx scripts/diagnostics/cas-check.ts`, asserted by test/platform/cas.test.ts), so the id is gone:
 // it cost a dedupe entry per write and, worse, refused a write on a base whose earlier write was lost
 // from the stream but not from the dedupe window (docs/reliability.md "Durability").
 // Across a leader change the new leader knows nothing of its predecessor's in-flight writes; the

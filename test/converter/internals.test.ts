@@ -35,7 +35,7 @@ t.test(`jsdom ${version('jsdom')} (nwsapi ${version('nwsapi')}): the selector en
   if (
     !t.ok(
       engine,
-      `jsdom no longer keeps a document's selector engine at _nwsapi after its first query: every page makes its own engine again (slower, docs/performance.md); update ${JSDOM_FILE}`,
+      `jsdom no longer keeps a document's selector engine at _nwsapi after its first query: every page makes its own engine again (slower, docs/notes/performance-history.md "Converter"); update ${JSDOM_FILE}`,
     )
   )
     return;

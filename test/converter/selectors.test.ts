@@ -1,5 +1,5 @@
 // The page steps read element lists from one walk instead of asking selector lists, and every page
-// shares one selector engine per thread (docs/performance.md). These check that both still mean
+// shares one selector engine per thread (docs/notes/performance-history.md, "Converter"). These check that both still mean
 // what the selectors meant: the lists against jsdom's own querySelectorAll on every corpus page,
 // the matching rules (ASCII case, quirks-mode classes, ancestors) on pages made for them, and the
 // shared engine against a document of each compatibility mode in turn.

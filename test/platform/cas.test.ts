@@ -5,7 +5,7 @@ import t from 'tap';
 import { Kvm } from '@nats-io/kv';
 import { startTestNats } from '../helpers/nats.ts';
 import { startTestCluster } from '../helpers/cluster.ts';
-import { casRounds, WRITES } from '../../scripts/cas-check.ts';
+import { casRounds, WRITES } from '../../scripts/diagnostics/cas-check.ts';
 import { kvCasPut, kvCasDelete, kvUpdate, isCasConflict, CasConflict } from '../../shared/nats/cas.ts';
 
 t.test('one server: create on 0, update on the current revision, conflicts on any other', async (t) => {

@@ -3,7 +3,7 @@
 // reported formed as soon as JetStream answered, while nats-server's meta group could still be
 // without a node for good ("no suitable peers for placement", about 2 starts in 5 here): the first
 // actor retried that for 60 s and exited. Two starts here (each failed that way alone about 40 % of
-// the time); `node --import tsx scripts/cluster-starts.ts 20` is the 20-start proof.
+// the time); `node --import tsx scripts/diagnostics/cluster-starts.ts 20` is the 20-start proof.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';

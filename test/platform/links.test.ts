@@ -80,3 +80,25 @@ t.test('anchors are made the way GitHub makes them', async (t) => {
     ['decisions-where-the-spec-is-silent', 'errors-beyond-the-specs-list', 'http', 'http-1', 'own', 'what-npm-start-does'].sort(),
   );
 });
+
+// Issue 46: docs say how things are now, in minutes of reading; how they came to be is in
+// docs/notes/ (performance-history.md, testing-history.md, reliability-history.md).
+t.test('present-tense docs stay short: performance.md <= 250 lines, testing.md <= 150', async (t) => {
+  const lines = (f: string) => fs.readFileSync(path.join(ROOT, f), 'utf8').trimEnd().split('\n').length;
+  for (const [file, most] of [
+    ['docs/performance.md', 250],
+    ['docs/testing.md', 150],
+  ] as const) {
+    const n = lines(file);
+    t.ok(n <= most, `${file}: ${n} lines (at most ${most}; history goes to docs/notes/)`);
+  }
+});
+
+t.test('from the README, two clicks to any bench figure and the command that measured it', async (t) => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  t.match(readme, /\]\(docs\/performance\.md\)/, 'the README links docs/performance.md');
+  const perf = fs.readFileSync(path.join(ROOT, 'docs/performance.md'), 'utf8');
+  t.match(perf, /^Produced by `[^`]+`/m, 'the table says the command that produced it');
+  t.match(perf, /\| run it alone \|/, 'each group of rows names its own command');
+  t.match(perf, /HISTORY_BENCH_[A-Z_]+=\S+ .*bench\/run\.ts history/, 'the history figures name their command');
+});

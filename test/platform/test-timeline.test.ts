@@ -1,5 +1,5 @@
 // The suite's timing tools (docs/testing.md "How to measure"): the recorder preloaded into a test
-// file's process writes one line at its exit, with the pid that scripts/acct-summary.ts attributes
+// file's process writes one line at its exit, with the pid that scripts/diagnostics/acct-summary.ts attributes
 // child processes by, and nothing in a process that is not a test file; the summary reads the lines.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { tempDir } from '../helpers/nats.ts';
 
-const recorder = join(import.meta.dirname, '../../scripts/test-timeline-record.mjs');
+const recorder = join(import.meta.dirname, '../../scripts/diagnostics/test-timeline-record.mjs');
 
 t.test('a test file process: one line with its pid, phases in order; another process: none', async (t) => {
   const dir = tempDir('payloads-timeline-');
@@ -33,6 +33,8 @@ t.test('a test file process: one line with its pid, phases in order; another pro
     'start, preload, first and last output, exit in order',
   );
   t.ok(l.cpu > 0, 'its CPU');
-  const summary = execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/test-timeline.ts'), out], { encoding: 'utf8' });
+  const summary = execFileSync(process.execPath, [join(import.meta.dirname, '../../scripts/diagnostics/test-timeline.ts'), out], {
+    encoding: 'utf8',
+  });
   t.match(summary, /^1 files in \d+ s; summed over files: boot \d+ s, imports \d+ s, tests \d+ s, after \d+ s/);
 });

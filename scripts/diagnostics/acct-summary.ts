@@ -2,9 +2,9 @@
 //
 //   apt-get install -y acct && touch /tmp/pacct && accton /tmp/pacct
 //   .ci/run > /tmp/suite.tap; accton off
-//   dump-acct /tmp/pacct > /tmp/pacct.txt && node scripts/acct-summary.ts /tmp/pacct.txt [timeline.jsonl]
+//   dump-acct /tmp/pacct > /tmp/pacct.txt && node scripts/diagnostics/acct-summary.ts /tmp/pacct.txt [timeline.jsonl]
 //
-// Given the run's timeline (scripts/test-timeline-record.mjs records each test file's pid) it also
+// Given the run's timeline (scripts/diagnostics/test-timeline-record.mjs records each test file's pid) it also
 // lists the test files by all the CPU they cost: their own process and everything below it
 // (browsers, nats-servers, actor processes), the browsers apart.
 // Every process that ended is counted once (user + system CPU, its parent's pid), so the total is
@@ -17,7 +17,7 @@ type Proc = { comm: string; cpu: number; pid: number; ppid: number; start: numbe
 const file = process.argv[2];
 const timeline = process.argv[3];
 if (!file) {
-  console.error('usage: node scripts/acct-summary.ts <dump-acct output> [timeline.jsonl]');
+  console.error('usage: node scripts/diagnostics/acct-summary.ts <dump-acct output> [timeline.jsonl]');
   process.exit(2);
 }
 // dump-acct: comm|version|utime|stime|etime|uid|gid|mem|io|pid|ppid|flags|exit|tty|start; times in 1/100 s

@@ -1,5 +1,5 @@
 // How long a job-supervisor takes to start on a store with history, and its memory (issue 26):
-//   node --import tsx scripts/history-start.ts --data-dir /tmp/h100k [--code /path/to/checkout] [--runs 2]
+//   node --import tsx scripts/diagnostics/history-start.ts --data-dir /tmp/h100k [--code /path/to/checkout] [--runs 2]
 // Starts a nats-server on <data-dir>/nats (a store filled by scripts/history.ts), then, per run,
 // `node --import tsx <code>/main.ts job-supervisor` with DATA_DIR=<data-dir> (its projection file is
 // kept between runs: the first run of this code builds it, the next ones resume it). Prints per run:
@@ -9,8 +9,8 @@ import { parseArgs } from 'node:util';
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startNatsServer } from '../shared/nats/server.ts';
-import { ROOT } from '../shared/config/index.ts';
+import { startNatsServer } from '../../shared/nats/server.ts';
+import { ROOT } from '../../shared/config/index.ts';
 
 const { values: a } = parseArgs({
   options: { 'data-dir': { type: 'string' }, code: { type: 'string', default: ROOT }, runs: { type: 'string', default: '2' } },

@@ -1,13 +1,13 @@
 // What a KV key costs nats-server's memory, by the length of its token (docs/performance.md, session 28):
 // a bucket of N keys (default 100,000) as a 64-character hex hash (what `keys` holds), 43 and 22
 // base64url characters, and none; nats-server restarted on each store, RSS 20 s after its start.
-//   node scripts/subject-memory.ts [N]
+//   node scripts/diagnostics/subject-memory.ts [N]
 import { Kvm } from '@nats-io/kv';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { startNatsServer } from '../shared/nats/server.ts';
-import { connectNats } from '../shared/nats/connect.ts';
+import { startNatsServer } from '../../shared/nats/server.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
 const rss = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
 const N = Number(process.argv[2] ?? 100000);
 const forms: Record<string, (b: Buffer) => string> = {

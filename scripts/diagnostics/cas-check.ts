@@ -2,16 +2,16 @@
 // Starts a throwaway 3-node cluster, then in every round six connections (two per node) update one
 // key on the same revision at once: exactly one may be stored. Reports it for the plain KV update
 // and for shared/nats/cas.ts (which the service uses).
-//   node --import tsx scripts/cas-check.ts [rounds]
+//   node --import tsx scripts/diagnostics/cas-check.ts [rounds]
 import { pathToFileURL } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kvm, type KV } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
-import { startNatsCluster, type NatsCluster } from './cluster-lib.ts';
-import { kvCasPut, isCasConflict } from '../shared/nats/cas.ts';
-import { transientKind } from '../shared/nats/transient.ts';
+import { startNatsCluster, type NatsCluster } from '../cluster-lib.ts';
+import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
+import { transientKind } from '../../shared/nats/transient.ts';
 
 export interface CasRounds {
   rounds: number;

@@ -1,12 +1,12 @@
 // Where each test file's wall time goes, seen from inside its own process (issue 30, session 20):
 //
 //   TEST_TIMELINE=/tmp/timeline.jsonl npx tap --node-arg=--import=./test/helpers/tap-children.ts \
-//     --node-arg=--import=./scripts/test-timeline-record.mjs ...
+//     --node-arg=--import=./scripts/diagnostics/test-timeline-record.mjs ...
 //
 // (a --node-arg on the command line replaces package.json's list, so tap-children.ts is named again)
-//   node scripts/test-timeline.ts /tmp/timeline.jsonl
+//   node scripts/diagnostics/test-timeline.ts /tmp/timeline.jsonl
 //
-// scripts/test-timeline-record.mjs, loaded with --import into a test file's process (after tap's
+// scripts/diagnostics/test-timeline-record.mjs, loaded with --import into a test file's process (after tap's
 // own preloads), writes one line per file at exit: when the process started, when the preload ran
 // (tap's preloads done), its first and last TAP output, its exit, its CPU and its pid. This script
 // sums a run's lines into four phases: boot (node and tap's preloads: processinfo's hook thread is most of it), imports
@@ -32,7 +32,7 @@ const main = process.argv[1] ?? '';
 if (/test-timeline\.ts$/.test(main)) {
   const file = process.argv[2];
   if (!file) {
-    console.error('usage: node scripts/test-timeline.ts <timeline.jsonl>');
+    console.error('usage: node scripts/diagnostics/test-timeline.ts <timeline.jsonl>');
     process.exit(2);
   }
   const lines = readFileSync(file, 'utf8')

@@ -1,4 +1,4 @@
-// The recording half of scripts/test-timeline.ts (issue 30), loaded with --import into test file
+// The recording half of scripts/diagnostics/test-timeline.ts (issue 30), loaded with --import into test file
 // processes: one line per file at exit (when the process started, when this module ran, its first
 // and last TAP output, its exit, its CPU, its pid) appended to $TEST_TIMELINE. Plain JavaScript so
 // that it can also be given through NODE_OPTIONS to a whole `.ci/run`, which npm's own Node (the

@@ -4,15 +4,15 @@
 // store of shared/nats/provision.ts with 3 replicas (one try). A start that reports ready while the
 // JetStream meta group cannot place an R3 stream yet ("no suitable peers for placement": the wallet
 // of `npm run cluster` retried that for 60 s and exited) fails here at once. Exit 1 on any failure.
-//   node --import tsx scripts/cluster-starts.ts [N=20]      STARTS_SYSTEM=1: also spawn wallet + supervisor
+//   node --import tsx scripts/diagnostics/cluster-starts.ts [N=20]      STARTS_SYSTEM=1: also spawn wallet + supervisor
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager, StorageType } from '@nats-io/jetstream';
-import { startNatsCluster, spawnActor, stopEverything } from './cluster-lib.ts';
-import { connectNats } from '../shared/nats/connect.ts';
-import { provision } from '../shared/nats/provision.ts';
-import { loadConfig } from '../shared/config/index.ts';
+import { startNatsCluster, spawnActor, stopEverything } from '../cluster-lib.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
+import { provision } from '../../shared/nats/provision.ts';
+import { loadConfig } from '../../shared/config/index.ts';
 
 const n = Number(process.argv[2] ?? 20);
 const withSystem = process.env.STARTS_SYSTEM === '1';

@@ -1,12 +1,12 @@
 // What a job list costs the supervisor when its projection's pages are not in memory (issue 26):
-//   node --import tsx scripts/job-list-cold.ts <DATA_DIR>/job-supervisor/jobs.sqlite [lists]
+//   node --import tsx scripts/diagnostics/job-list-cold.ts <DATA_DIR>/job-supervisor/jobs.sqlite [lists]
 // Opens the projection file read-only, drops the page cache (root), then times `lists` (300) job
 // lists of 30 with their documents for random wallets, and the same with ids only, printing
 // p50/p90/p99/max in ms. better-sqlite3 reads are synchronous: this is how long a cold list holds
 // the event loop. Only for the layout it was written for (actors/job-supervisor/projection.ts).
 import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
-import { DOC_OF_ROW } from '../actors/job-supervisor/kept-docs.ts';
+import { DOC_OF_ROW } from '../../actors/job-supervisor/kept-docs.ts';
 
 const [file, lists = '300'] = process.argv.slice(2);
 if (!file) {

@@ -7,14 +7,14 @@
 // again; and how long after that it places a 3-replica stream (a restarted system once could not
 // for 60 s), printing every node's /jsz meta group while it cannot. A round whose durables or
 // placement take over 5 s prints the tail of each node's log.
-//   node scripts/cluster-restarts.ts [N=6] [dataDir]
+//   node scripts/diagnostics/cluster-restarts.ts [N=6] [dataDir]
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { startSystem, freePort, startNatsCluster, waitForPlacement } from './cluster-lib.ts';
-import { connectNats } from '../shared/nats/connect.ts';
+import { startSystem, freePort, startNatsCluster, waitForPlacement } from '../cluster-lib.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
 
 const n = Number(process.argv[2] ?? 6);
 const dataDir = process.argv[3] ?? mkdtempSync(join(tmpdir(), 'payloads-restarts-'));

@@ -1,7 +1,7 @@
 // How a store written before the archive of finished jobs (issue 26, session 27: documents of every
 // finished job in the `jobs` bucket) moves to it: a job-supervisor of this code archives them at its
 // sweeps. On a COPY of such a store (it is changed):
-//   cp -a <store> /tmp/old && node --import tsx scripts/history-migrate.ts --data-dir /tmp/old [--sweep-seconds 5] [--minutes 30]
+//   cp -a <store> /tmp/old && node --import tsx scripts/diagnostics/history-migrate.ts --data-dir /tmp/old [--sweep-seconds 5] [--minutes 30]
 // Starts nats-server on <dir>/nats and one job-supervisor (`main.ts job-supervisor`, DATA_DIR=<dir>,
 // retention.sweepSeconds from --sweep-seconds), then every 10 s prints the documents left in the
 // bucket, the archive's, nats-server's RSS and the documents moved per second since the last line;
@@ -11,10 +11,10 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { startNatsServer } from '../shared/nats/server.ts';
-import { connectNats } from '../shared/nats/connect.ts';
-import { BUCKETS, STREAMS } from '../shared/names.ts';
-import { ROOT } from '../shared/config/index.ts';
+import { startNatsServer } from '../../shared/nats/server.ts';
+import { connectNats } from '../../shared/nats/connect.ts';
+import { BUCKETS, STREAMS } from '../../shared/names.ts';
+import { ROOT } from '../../shared/config/index.ts';
 
 const { values: a } = parseArgs({
   options: {

@@ -3,7 +3,7 @@
 // each example body passes the route's own body schema, and every client sample compiles against
 // the generated client types (tsc), so a sample cannot drift from the API.
 import t from 'tap';
-import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { allRoutes } from '../../gateway/routes/index.ts';
@@ -59,6 +59,8 @@ t.test('every example body passes its route schema', async (t) => {
 });
 
 t.test('every client sample compiles against the generated client types', async (t) => {
+  // inside the project, so the samples resolve payloads-client from its node_modules
+  mkdirSync(join(ROOT, 'test-output'), { recursive: true });
   const dir = mkdtempSync(join(ROOT, 'test-output', 'samples-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const blocks = ops.map(({ name, op }) => {

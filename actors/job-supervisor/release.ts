@@ -27,9 +27,12 @@ const running = new WeakMap<Deps, Map<string, { again: boolean; done: Promise<vo
  */
 export async function afterOutcome(d: Deps, o: Outcome): Promise<void> {
   if (o.kind !== 'done' && o.kind !== 'failed') return;
-  if (o.taskSeq) await d.jsm.streams.deleteMessage(STREAMS.tasks, o.taskSeq, false).catch((e) => (gone(e) ? false : Promise.reject(e)));
-  const walletId = d.copyOf?.(o.jobId)?.job.walletId ?? (await readJob(d.jobs, o.jobId))?.job.walletId;
-  if (walletId) await releaseHeld(d, walletId);
+  const job = d.copyOf?.(o.jobId)?.job ?? (await readJob(d.jobs, o.jobId))?.job;
+  // the worker's own task, or (an outcome a worker reported for another task of the job, as
+  // websitepro's leader does, or the supervisor's worker_lost) the message the result points at
+  const seq = o.taskSeq ?? job?.results.find((r) => r.key === o.resultKey)?.taskSeq;
+  if (seq) await d.jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch((e) => (gone(e) ? false : Promise.reject(e)));
+  if (job) await releaseHeld(d, job.walletId);
 }
 
 /** Release the wallet's held tasks as far as its share allows; serialised per wallet in this instance. */

@@ -74,3 +74,44 @@ t.test("a wallet's stalling backlog neither refuses nor delays another wallet's 
   t.equal(job.status, 'completed', "B's job completed while A's tasks stall");
   t.equal(job.results[0].status, 'done');
 });
+
+t.test("a wallet's own backlog drains as its tasks finish, without waiting for the sweep", async (t) => {
+  const page = createServer((_req, res) => res.end('<html><title>fine</title><body>a page that answers</body></html>'));
+  await new Promise<void>((r) => page.listen(0, '127.0.0.1', r));
+  t.teardown(() => page.close());
+  const pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
+  const s = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'converter'],
+    // the sweep far away: only the outcome path releases held tasks here
+    config: { limits: { walletTasks: 2 }, retention: { sweepSeconds: 600 } },
+  });
+  const a = await s.newKey();
+  await wallet.grant(s.nc, a.walletId, 1_000_000, 'test');
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await s.request('POST', '/v1/websitepro/jobs', {
+      key: a.key,
+      body: { url: `${pageUrl}?n=${i}`, outputs: ['metadata', 'markdown', 'text', 'html'] },
+    });
+    t.equal(r.status, 201);
+    ids.push(r.json.job.id);
+  }
+  const jsm = await jetstreamManager(s.nc);
+  const first = await walletTasks(jsm, a.walletId);
+  t.ok(first.held > 0, `tasks past the share were held (${first.held})`);
+  for (const id of ids) {
+    let job = (await s.request('GET', `/v1/jobs/${id}?wait=20`, { key: a.key })).json.job;
+    if (job.status === 'processing') job = (await s.request('GET', `/v1/jobs/${id}?wait=20`, { key: a.key })).json.job;
+    t.equal(job.status, 'completed', `job ${id} completed`);
+    t.ok(
+      job.results.every((r: { status: string }) => r.status === 'done'),
+      'every result delivered',
+    );
+  }
+  let left = await walletTasks(jsm, a.walletId);
+  for (let i = 0; i < 50 && left.taken + left.held > 0; i++) {
+    await sleep(100);
+    left = await walletTasks(jsm, a.walletId);
+  }
+  t.same(left, { taken: 0, held: 0 }, 'nothing of the wallet left in TASKS');
+});

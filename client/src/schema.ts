@@ -381,7 +381,7 @@ export interface paths {
         };
         /**
          * Follow a job as Server-Sent Events
-         * @description `text/event-stream`. Events: `status` (`{id, status, at}`: the job moved to queued, processing, completed or failed), `progress` (`{key, progress}`: a progress line of a pending result), `result` (a Result that is now done or failed), and last `job` (the final Job document), after which the stream ends. The first events describe the job as it is now. Every event has an `id`; send the last one back as `Last-Event-ID` to resume on any gateway: only what changed since is sent (a resume after the final `job` event answers 204, which stops EventSource reconnecting). A comment line (`: heartbeat`) is sent every 15 s so proxies keep the connection open.
+         * @description `text/event-stream`. Events: `status` (`{id, status, at}`: the job moved to queued, processing, completed or failed), `progress` (`{key, progress}`: a progress line of a pending result), `result` (a Result that is now done or failed), and last `job` (the final Job document), after which the stream ends. The first events describe the job as it is now. Every event has an `id`; send the last one back as `Last-Event-ID` to resume on any gateway: only what changed since is sent (a resume after the final `job` event answers 204, which stops EventSource reconnecting). A comment line (`: heartbeat`) is sent every 15 s so proxies keep the connection open. Open streams are bounded per key and per client address on each gateway: one more answers `429 rate_limited` with `limit` (`eventStreamsPerKey` or `eventStreamsPerAddress`) and `max`.
          */
         get: operations["getV1JobsIdEvents"];
         put?: never;

@@ -29,6 +29,18 @@ export const ServerConfig = T.Object(
       default: 15,
       description: "Seconds between heartbeat comments on a job's event stream (GET /v1/jobs/{id}/events).",
     }),
+    eventStreamsPerKey: T.Integer({
+      minimum: 1,
+      default: 50,
+      description:
+        'Event streams (GET /v1/jobs/{id}/events) one key may have open at once on one gateway; one more answers 429 rate_limited with `limit: "eventStreamsPerKey"`.',
+    }),
+    eventStreamsPerAddress: T.Integer({
+      minimum: 1,
+      default: 200,
+      description:
+        'Event streams one client address group may have open at once on one gateway, all its keys together; one more answers 429 rate_limited with `limit: "eventStreamsPerAddress"`.',
+    }),
     trustProxy: T.Boolean({
       default: false,
       description:

@@ -12,7 +12,11 @@ import { publishOutcome } from '../../shared/worker.ts';
 const STREAMS_OPEN = 5000;
 
 t.test('5,000 open event streams: one watch consumer on the jobs bucket, every stream ends with the job', async (t) => {
-  const s = await startJobsApi(t, { server: { keyRequestsPerMinute: 1_000_000 } }, { workers: false });
+  const s = await startJobsApi(
+    t,
+    { server: { keyRequestsPerMinute: 1_000_000, eventStreamsPerKey: 10_000, eventStreamsPerAddress: 10_000 } },
+    { workers: false },
+  );
   const { key } = await s.newWallet(1000);
   const c = await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: s.targetUrl, outputs: ['metadata'] } });
   t.equal(c.status, 201);

@@ -21,7 +21,7 @@ import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/sto
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
-import { walletTasks } from '../../shared/jobs/share.ts';
+import { freeOf, walletTasks, type WalletTasks } from '../../shared/jobs/share.ts';
 import { failpoint } from '../../shared/failpoints.ts';
 
 export interface JobDeps {
@@ -74,7 +74,7 @@ async function jsmOf(nc: NatsConnection): Promise<JetStreamManager> {
  * counted in the TASKS stream by the wallet's subjects (shared/jobs/share.ts). Another wallet's
  * backlog never refuses this one.
  */
-export async function checkQueue(d: JobDeps, walletId: string, newTasks: number): Promise<void> {
+export async function checkQueue(d: JobDeps, walletId: string, newTasks: number): Promise<WalletTasks> {
   const w = await walletTasks(await jsmOf(d.nc), walletId);
   const queued = w.taken + w.held;
   if (queued + newTasks > d.config.limits.queueMax) {
@@ -85,6 +85,7 @@ export async function checkQueue(d: JobDeps, walletId: string, newTasks: number)
       { 'Retry-After': '30' },
     );
   }
+  return w;
 }
 
 /** How long a job-supervisor's answer to the ping is taken as "one is running". */
@@ -191,26 +192,37 @@ export async function submitJob(
   // The limit's write and two reads, independent of each other: asked together, one round trip
   // instead of one each, and answered in the order they were always checked (the limit first), so
   // the error a caller sees is the same.
+  const tasks = plan.items.filter((i) => i.task && !i.after).length;
   const checks = await Promise.allSettled([
     limited ?? Promise.resolve(),
     checkSupervisor(d),
     checkQueue(d, walletId, plan.items.filter((i) => i.task).length),
   ]);
   for (const c of checks) if (c.status === 'rejected') throw c.reason;
+  // Every task within the wallet's free share at this count: still so at the publish (a task that
+  // finishes meanwhile only frees more), so the publish needs no count of its own. Otherwise it counts again.
+  const counted = (checks[2] as PromiseFulfilledResult<WalletTasks>).value;
+  const free = freeOf(d.config, counted) >= tasks ? tasks : undefined;
   // After the limit: the precheck connects to the target (and labs takes one of the relay's tests),
   // which a key over its limit must not be able to make us do at its own rate.
   await mod.precheck?.(body, plan, ctx);
 
   const job = newJobRecord(service, plan, walletId, body, d.config, Date.now(), jobId);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
-  return commitJob(d, job);
+  return commitJob(d, job, { free });
 }
 
 /**
  * Claim the wallet's dataset mark → charge → write (commit point) → publish. Compensates the charge
  * if the write fails; gives the mark back whenever the job will not exist.
  */
-export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: JobRecord; balance: number }> {
+export async function commitJob(
+  d: JobDeps,
+  planned: JobRecord,
+  opts: {
+    /** The wallet's free share as counted before the charge, when every task fits in it (else counted at the publish). */ free?: number;
+  } = {},
+): Promise<{ job: JobRecord; balance: number }> {
   let job = planned;
   const walletId = job.walletId;
   // The one-time dataset fee: only the job that wins the wallet's mark carries it, so concurrent
@@ -278,7 +290,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   // that could not be published leave the job `queued` for the supervisor's dispatch (the backstop).
   // Tasks past the wallet's share are held in TASKS (shared/jobs/share.ts); the supervisor
   // publishes them to workers as the wallet's tasks finish.
-  const published = await publishRootTasks(d.js, await jsmOf(d.nc), d.config, job, STORE_TIMEOUT_MS).catch((err) => {
+  const published = await publishRootTasks(d.js, await jsmOf(d.nc), d.config, job, STORE_TIMEOUT_MS, opts.free).catch((err) => {
     d.log.warn({ err, jobId: job.id }, 'tasks not published at creation; the supervisor dispatches the job');
     return null;
   });

@@ -41,9 +41,10 @@ export async function publishRootTasks(
   config: Config,
   job: JobRecord,
   timeoutMs?: number,
+  free?: number,
 ): Promise<SharedPublish> {
   const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r) }));
-  return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs });
+  return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, free });
 }
 
 /** The record's change from queued to processing once its root tasks are out (false: not queued). */

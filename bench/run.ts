@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark, bounded and local, then one table (stdout and
 // docs/performance.md) and the JSON behind it (bench/results/latest.json).
-//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [services] [history]
+//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [fairness] [services] [history]
 // (default: every part but history, which fills a store of 1 M jobs and runs 10 minutes of traffic:
 // named only; see bench/history.ts for its env)
 // Env: BENCH_QUICK=1 short runs; BENCH_OUT=<file> JSON elsewhere; BENCH_DOCS=1|0 force or forbid
@@ -17,7 +17,7 @@ import { stopAll } from './lib/procs.ts';
 import { runGatewayBench } from './gateway.ts';
 import { measureIdle, memoryFigures } from './memory.ts';
 
-const DEFAULT_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'services'] as const;
+const DEFAULT_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'fairness', 'services'] as const;
 const ALL_PARTS = [...DEFAULT_PARTS, 'history'] as const;
 type Part = (typeof ALL_PARTS)[number];
 const SERVICE_BENCHES = ['converter', 'shots', 'labs'] as const;
@@ -157,6 +157,21 @@ export async function main(argv: string[]) {
     const d = await runDurabilityBench();
     rows.push(...d.rows);
     raw.durability = d.raw;
+  }
+  if (parts.includes('fairness')) {
+    log("fairness (a wallet's metadata job, idle vs beside another wallet's 1,000 stalling tasks)");
+    const { runFairnessBench, FAIRNESS_CONFIG } = await import('./fairness.ts');
+    // a cluster of its own: the share's settings and stalls that outlast the run
+    const cluster = await startCluster({ config: FAIRNESS_CONFIG });
+    running.add(cluster);
+    try {
+      const f = await runFairnessBench(cluster);
+      rows.push(...f.rows);
+      raw.fairness = f.raw;
+    } finally {
+      running.delete(cluster);
+      await cluster.stop();
+    }
   }
   if (parts.includes('history')) {
     log(

@@ -45,6 +45,9 @@ export function token(s: string): string {
   return s.replace(/[.*>\s]/g, '_');
 }
 
+/** A kind subject without its `task.` (`task.shots.chromium.156` → `shots.chromium.156`). */
+const kindTail = (kind: string) => (kind.startsWith('task.') ? kind.slice(5) : kind);
+
 export const subjects = {
   // JOBS stream
   jobsAll: 'job.submitted.>',
@@ -58,6 +61,25 @@ export const subjects = {
   taskShotsAll: 'task.shots.>',
   /** shots options.compare: one task per pair of screenshots, published once both are stored. */
   taskCompare: 'task.compare',
+  // The subjects above name a worker kind (what a plan records on a result). On the wire a task
+  // carries its wallet: `task.w.<wallet>.<kind>` for one workers take, `task.w.<wallet>.held.<kind>`
+  // for one past the wallet's share (no worker's filter reaches it; shared/jobs/share.ts). One
+  // filter, `task.w.<wallet>.>`, counts a wallet's tasks in the stream itself.
+  /** The subject a wallet's task of this kind is published on. */
+  taskOfWallet: (kind: string, walletId: string) => `task.w.${token(walletId)}.${kindTail(kind)}`,
+  /** The subject a wallet's task of this kind waits on while the wallet is over its share. */
+  taskHeld: (kind: string, walletId: string) => `task.w.${token(walletId)}.held.${kindTail(kind)}`,
+  /** Every task of one wallet, taken or held. */
+  tasksOfWallet: (walletId: string) => `task.w.${token(walletId)}.>`,
+  /** Every held task of one wallet. */
+  tasksHeldOfWallet: (walletId: string) => `task.w.${token(walletId)}.held.>`,
+  /** Every held task of every wallet. */
+  tasksHeldAll: 'task.w.*.held.>',
+  /**
+   * A worker consumer's filters for a kind: its tasks of every wallet, and the kind subject itself
+   * (tasks published before the wallet token, and tests that publish a task by hand).
+   */
+  taskFilters: (kind: string) => [kind, `task.w.*.${kindTail(kind)}`],
 
   // RESULTS stream: outcomes reported by workers
   resultsAll: 'result.>',

@@ -85,9 +85,12 @@ export async function storeThumb(
 
 export async function ensureTaskConsumer(nc: NatsConnection, config: Config, consumer: string, filterSubject: string) {
   const jsm = await jetstreamManager(nc);
+  // the kind's tasks of every wallet (`task.w.*.<kind>`) and on the kind subject itself (tasks
+  // published before subjects carried the wallet); an existing consumer's single filter is replaced
   const cfg = {
     durable_name: consumer,
-    filter_subject: filterSubject,
+    filter_subject: undefined,
+    filter_subjects: subjects.taskFilters(filterSubject),
     ack_policy: AckPolicy.Explicit,
     deliver_policy: DeliverPolicy.All,
     ack_wait: nanos(config.jobs.ackWaitSeconds * 1000),
@@ -202,6 +205,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
           jobId: task.jobId,
           resultKey: task.resultKey,
           at: Date.now(),
+          taskSeq: m.seq,
           ...(r.file ? { file: r.file } : {}),
           ...(r.extra ? { extra: r.extra } : {}),
         };
@@ -215,6 +219,7 @@ export async function runWorker(opts: WorkerOptions): Promise<{ stop(): Promise<
           at: Date.now(),
           error: e.error,
           message: e.message,
+          taskSeq: m.seq,
           ...(e.extra ? { extra: e.extra } : {}),
         };
       }

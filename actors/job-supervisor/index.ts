@@ -26,6 +26,8 @@ import {
   type Deps,
 } from './steps.ts';
 import { readCatalogue } from '../../shared/catalogue.ts';
+import { afterOutcome, releaseHeld } from './release.ts';
+import { walletsWithHeld } from '../../shared/jobs/share.ts';
 import { reportLostFile } from '../../shared/jobs/lost.ts';
 import { SERVICES } from '../../shared/names.ts';
 import { mergeOffers } from '../../shared/services/index.ts';
@@ -239,7 +241,11 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       clearTimeout(due.timer);
       progressDue.delete(`${o.jobId}/${o.resultKey}`);
     }
-    return run(m, 'outcome', () => recordOutcome(d, o));
+    return run(m, 'outcome', async () => {
+      await recordOutcome(d, o);
+      // the wallet's share (release.ts): a failure here leaves the held tasks to the sweep
+      await afterOutcome(d, o).catch((err) => log.warn({ err, jobId: o.jobId }, 'held tasks not released; the sweep will'));
+    });
   });
 
   // Exhausted tasks: the server's advisory, stored in LOST_TASKS (shared/nats/provision.ts), so one
@@ -328,6 +334,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       await findLostFiles(now).catch((err) => log.warn({ err }, 'sweep: lost-file check failed'));
     for (const id of projection.unfinished('queued', now - staleQueuedMs))
       await dispatchJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: dispatch failed'));
+    for (const w of await walletsWithHeld(jsm).catch(() => []))
+      await releaseHeld(d, w).catch((err) => log.warn({ err, walletId: w }, 'sweep: release of held tasks failed'));
     const stuckBefore = now - config.jobs.stuckSeconds * 1000;
     for (const id of projection.unfinished('processing', now)) {
       // the projection's copy says which step is due; the step itself re-reads the bucket

@@ -9,18 +9,11 @@ import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
-import {
-  isFinished,
-  isUnrefunded,
-  taskMsgId,
-  type JobRecord,
-  type Outcome,
-  type ResultRecord,
-  type Task,
-} from '../../shared/protocol/jobs.ts';
+import { isFinished, isUnrefunded, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
+import { publishShared } from '../../shared/jobs/share.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } from '../../shared/jobs/store.ts';
 import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { ApiError } from '../../shared/errors.ts';
@@ -57,8 +50,8 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   // written later than the gateway ever writes one: its charge may have been refunded as an orphan
   if (Date.now() - cur.job.createdAt > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2 && (await endIfOrphaned(d, jobId))) return;
   // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
-  const seqs = await publishRootTasks(d.js, cur.job);
-  const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, seqs));
+  const pub = await publishRootTasks(d.js, d.jsm, d.config, cur.job);
+  const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, new Map([...pub.taken, ...pub.held])));
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'processing');
   await settleJob(d, jobId);
 }
@@ -165,8 +158,9 @@ export async function releaseDependents(d: Deps, jobId: string): Promise<void> {
       ...(r.params ?? {}),
       inputs: inputs.map((x) => ({ key: x!.key, store: x!.file!.store, name: x!.file!.name })),
     });
-    const ack = await d.js.publish(r.subject, JSON.stringify(task), { msgID: taskMsgId(jobId, r.key) });
-    if (!ack.duplicate) seqs.set(r.key, ack.seq);
+    // through the wallet's share, as the job's first tasks (held past it: released by release.ts)
+    const pub = await publishShared(d.js, d.jsm, d.config, job.walletId, [{ kind: r.subject, task }]);
+    for (const [k, seq] of [...pub.taken, ...pub.held]) seqs.set(k, seq);
   }
   if (!seqs.size) return;
   await updateJob(d.jobs, jobId, (j) => {

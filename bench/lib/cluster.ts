@@ -60,11 +60,20 @@ export interface Cluster {
  */
 export type ClusterLayout = 'per-actor' | 'one-process';
 
-export async function startCluster(opts: { actors?: readonly string[]; layout?: ClusterLayout } = {}): Promise<Cluster> {
+export async function startCluster(
+  opts: {
+    actors?: readonly string[];
+    layout?: ClusterLayout;
+    /** A benchmark's own settings, merged over BENCH_OVERRIDES section by section. */
+    config?: Record<string, Record<string, unknown>>;
+  } = {},
+): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'payloads-bench-'));
   const nats = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1 });
   const configFile = join(dir, 'bench-config.json');
-  writeFileSync(configFile, JSON.stringify(BENCH_OVERRIDES, null, 2));
+  const overrides: Record<string, Record<string, unknown>> = { ...BENCH_OVERRIDES };
+  for (const [k, v] of Object.entries(opts.config ?? {})) overrides[k] = { ...overrides[k], ...v };
+  writeFileSync(configFile, JSON.stringify(overrides, null, 2));
   const env = (name: string): Record<string, string> => ({
     NATS_URL: nats.url,
     CONFIG_FILE: configFile,

@@ -1,5 +1,5 @@
 // Quote and job creation, generic over the service modules. The order is the money rule of the
-// design: validate → plan (price) → queue bound → precheck → charge → publish the tasks → write the
+// design: validate → plan (price) → the wallet's queue bound → precheck → charge → publish the tasks → write the
 // job, already dispatched (the commit point). A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -21,6 +21,7 @@ import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/sto
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
+import { freeOf, walletTasks, type WalletTasks } from '../../shared/jobs/share.ts';
 import { failpoint } from '../../shared/failpoints.ts';
 
 export interface JobDeps {
@@ -68,18 +69,23 @@ async function jsmOf(nc: NatsConnection): Promise<JetStreamManager> {
   return jsm;
 }
 
-/** Tasks published and not yet finished, all services together (the TASKS work queue's depth). */
-export async function unfinishedTasks(nc: NatsConnection): Promise<number> {
-  const jsm = await jsmOf(nc);
-  const info = await jsm.streams.info(STREAMS.tasks);
-  return info.state.messages;
-}
-
-export async function checkQueue(d: JobDeps, newTasks: number): Promise<void> {
-  const queued = await unfinishedTasks(d.nc);
+/**
+ * The wallet's queue bound (`limits.queueMax`): its unfinished tasks, taken or held past its share,
+ * counted in the TASKS stream by the wallet's subjects (shared/jobs/share.ts). Another wallet's
+ * backlog never refuses this one.
+ */
+export async function checkQueue(d: JobDeps, walletId: string, newTasks: number): Promise<WalletTasks> {
+  const w = await walletTasks(await jsmOf(d.nc), walletId);
+  const queued = w.taken + w.held;
   if (queued + newTasks > d.config.limits.queueMax) {
-    throw new ApiError('busy', `the job queue is full (${queued} unfinished tasks); retry later`, undefined, { 'Retry-After': '30' });
+    throw new ApiError(
+      'busy',
+      `this key's wallet has ${queued} unfinished tasks (at most ${d.config.limits.queueMax}); retry once some have finished`,
+      undefined,
+      { 'Retry-After': '30' },
+    );
   }
+  return w;
 }
 
 /** How long a job-supervisor's answer to the ping is taken as "one is running". */
@@ -186,26 +192,37 @@ export async function submitJob(
   // The limit's write and two reads, independent of each other: asked together, one round trip
   // instead of one each, and answered in the order they were always checked (the limit first), so
   // the error a caller sees is the same.
+  const tasks = plan.items.filter((i) => i.task && !i.after).length;
   const checks = await Promise.allSettled([
     limited ?? Promise.resolve(),
     checkSupervisor(d),
-    checkQueue(d, plan.items.filter((i) => i.task).length),
+    checkQueue(d, walletId, plan.items.filter((i) => i.task).length),
   ]);
   for (const c of checks) if (c.status === 'rejected') throw c.reason;
+  // Every task within the wallet's free share at this count: still so at the publish (a task that
+  // finishes meanwhile only frees more), so the publish needs no count of its own. Otherwise it counts again.
+  const counted = (checks[2] as PromiseFulfilledResult<WalletTasks>).value;
+  const free = freeOf(d.config, counted) >= tasks ? tasks : undefined;
   // After the limit: the precheck connects to the target (and labs takes one of the relay's tests),
   // which a key over its limit must not be able to make us do at its own rate.
   await mod.precheck?.(body, plan, ctx);
 
   const job = newJobRecord(service, plan, walletId, body, d.config, Date.now(), jobId);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
-  return commitJob(d, job);
+  return commitJob(d, job, { free });
 }
 
 /**
  * Claim the wallet's dataset mark → charge → write (commit point) → publish. Compensates the charge
  * if the write fails; gives the mark back whenever the job will not exist.
  */
-export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: JobRecord; balance: number }> {
+export async function commitJob(
+  d: JobDeps,
+  planned: JobRecord,
+  opts: {
+    /** The wallet's free share as counted before the charge, when every task fits in it (else counted at the publish). */ free?: number;
+  } = {},
+): Promise<{ job: JobRecord; balance: number }> {
   let job = planned;
   const walletId = job.walletId;
   // The one-time dataset fee: only the job that wins the wallet's mark carries it, so concurrent
@@ -271,14 +288,17 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
   // supervisor step between the creation and the work. A worker that finishes before the document
   // is stored has its outcome retried by the supervisor until it appears (recordOutcome). Tasks
   // that could not be published leave the job `queued` for the supervisor's dispatch (the backstop).
-  const seqs = await publishRootTasks(d.js, job, STORE_TIMEOUT_MS).catch((err) => {
+  // Tasks past the wallet's share are held in TASKS (shared/jobs/share.ts); the supervisor
+  // publishes them to workers as the wallet's tasks finish.
+  const published = await publishRootTasks(d.js, await jsmOf(d.nc), d.config, job, STORE_TIMEOUT_MS, opts.free).catch((err) => {
     d.log.warn({ err, jobId: job.id }, 'tasks not published at creation; the supervisor dispatches the job');
     return null;
   });
-  if (seqs) {
+  if (published) {
     failpoint('gateway.after-tasks');
     job = structuredClone(job);
-    markDispatched(job, seqs);
+    // a held task's sequence too: the backstops that remove a result's task remove a held one as well
+    markDispatched(job, new Map([...published.taken, ...published.held]));
   }
   const store = await storeNewJob(d, job);
   if (store.stored) failpoint('gateway.after-job-write');
@@ -296,7 +316,7 @@ export async function commitJob(d: JobDeps, planned: JobRecord): Promise<{ job: 
     );
   }
   d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
-  if (seqs) await withdrawTasks(d.nc, seqs);
+  if (published) await withdrawTasks(d.nc, [...published.taken.values(), ...published.held.values()]);
   await giveMarkBack();
   const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(
     () => true,
@@ -375,9 +395,9 @@ async function storeNewJob(d: JobDeps, job: JobRecord): Promise<StoreResult> {
  * The tasks of a job whose document was not stored, taken back so no worker does work nobody paid
  * for. Best effort: a task left behind only costs its work (its outcome names no job and is dropped).
  */
-async function withdrawTasks(nc: NatsConnection, seqs: Map<string, number>): Promise<void> {
+async function withdrawTasks(nc: NatsConnection, seqs: number[]): Promise<void> {
   const jsm = await jsmOf(nc).catch(() => null);
-  if (jsm) for (const seq of seqs.values()) await jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch(() => {});
+  if (jsm) for (const seq of seqs) await jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch(() => {});
 }
 
 async function afterCommit(d: JobDeps, job: JobRecord, balance: number): Promise<{ job: JobRecord; balance: number }> {

@@ -1,6 +1,7 @@
 // Server-Sent Events of one job: every state change and progress line, ending with the final job
-// document. Driven by a KV watch of the job's key, like the long poll, so it wakes on any
-// supervisor's write and works on any gateway instance.
+// document. Driven by the gateway's one shared watch of the `jobs` bucket (watch.ts), as the long
+// poll is, so it wakes on any supervisor's write and works on any gateway instance, and an open
+// stream costs nats-server no consumer of its own.
 //
 // Resuming without server-side memory: each event's id is a cursor that spells the state the
 // client has seen after it, `<revision>.<job status letter><one letter per result>` (q/p/c/f for the
@@ -11,6 +12,7 @@ import type { KV } from '@nats-io/kv';
 import { isFinished, type JobRecord, type JobStatus, type ResultStatus } from '../../shared/protocol/jobs.ts';
 import { readJob } from '../../shared/jobs/store.ts';
 import { toPublicJob, toPublicResult } from '../../shared/protocol/public-job.ts';
+import { jobWatchOf, type JobWatch } from './watch.ts';
 
 const JOB_LETTER: Record<JobStatus, string> = { queued: 'q', processing: 'p', completed: 'c', failed: 'f' };
 const RESULT_LETTER: Record<ResultStatus, string> = { pending: 'p', done: 'd', failed: 'f' };
@@ -100,6 +102,8 @@ export interface JobEventsOptions {
   seen: SeenState | null;
   heartbeatMs: number;
   signal: AbortSignal;
+  /** The shared watch of the bucket (default: the one of `kv`, jobWatchOf). */
+  watch?: JobWatch;
 }
 
 type Item = { kind: 'doc'; job: JobRecord; revision: number } | { kind: 'beat' } | { kind: 'end' };
@@ -116,18 +120,34 @@ export async function* jobEventStream(o: JobEventsOptions): AsyncGenerator<strin
   const beat = setInterval(() => put({ kind: 'beat' }), o.heartbeatMs);
   const onAbort = () => put({ kind: 'end' });
   o.signal.addEventListener('abort', onAbort, { once: true });
-  let watch: Awaited<ReturnType<KV['watch']>> | null = null;
+  let unsubscribe: (() => void) | null = null;
   let closed = false;
+  let endFollow!: () => void;
+  /** Resolves when the stream is over (finished, or the client went away). */
+  const over = new Promise<void>((r) => {
+    endFollow = r;
+  });
 
   const follow = async () => {
     try {
-      watch = await o.kv.watch({ key: o.job.id });
-      if (closed) watch.stop();
-      for await (const e of watch) {
-        if (e.operation !== 'PUT' || !e.value.length) continue;
-        put({ kind: 'doc', job: e.json<JobRecord>(), revision: e.revision });
+      let broken!: () => void;
+      const brokenP = new Promise<void>((r) => {
+        broken = r;
+      });
+      unsubscribe = await (o.watch ?? jobWatchOf(o.kv)).subscribe(o.job.id, (job, revision) => {
+        if (!job) broken();
+        else put({ kind: 'doc', job, revision: revision ?? 0 });
+      });
+      if (unsubscribe) {
+        if (closed) return unsubscribe();
+        // the shared watch brings writes from its registration on: one read covers a write since
+        // the document this stream started from (an older revision is skipped below)
+        const cur = await readJob(o.kv, o.job.id).catch(() => null);
+        if (cur) put({ kind: 'doc', job: cur.job, revision: cur.revision });
+        await Promise.race([brokenP, over]);
+        unsubscribe();
+        if (closed) return;
       }
-      if (closed) return;
     } catch {
       // no watch (a failover): reads take over below
     }
@@ -172,6 +192,7 @@ export async function* jobEventStream(o: JobEventsOptions): AsyncGenerator<strin
     closed = true;
     clearInterval(beat);
     o.signal.removeEventListener('abort', onAbort);
-    (watch as { stop(): void } | null)?.stop();
+    (unsubscribe as (() => void) | null)?.();
+    endFollow();
   }
 }

@@ -1,6 +1,7 @@
-// One watch of the whole `jobs` bucket per gateway, shared by every long poll (?wait=): a poll
-// registers for its job's key instead of making a watch (a JetStream consumer, created and
-// deleted) of its own. Wakes on the supervisor's write, whichever supervisor or gateway wrote.
+// One watch of the whole `jobs` bucket per gateway, shared by every long poll (?wait=) and every
+// event stream (GET /v1/jobs/{id}/events, events.ts): each registers for its job's key instead of
+// making a watch (a JetStream consumer, created and deleted) of its own, so open streams cost the
+// server no consumer each. Wakes on the supervisor's write, whichever supervisor or gateway wrote.
 // When the shared watch cannot be made or breaks (a failover), the polls read their job now and
 // then (wait.ts) and the watch is made again on a later poll.
 import type { KV } from '@nats-io/kv';
@@ -15,7 +16,8 @@ const FINISHED_KEPT_MS = 30_000;
 /** The shortest time between two attempts to make the watch again after it failed. */
 const RESTART_MS = 1000;
 
-type Waiter = (job: JobRecord | null) => void; // null: the watch broke
+/** null: the watch broke. `revision`: the write's revision in the bucket. */
+type Waiter = (job: JobRecord | null, revision?: number) => void;
 
 export class JobWatch {
   private readonly waiters = new Map<string, Set<Waiter>>();
@@ -64,7 +66,7 @@ export class JobWatch {
     return this.starting;
   }
 
-  private async follow(w: AsyncIterable<{ key: string; operation: string; value: Uint8Array; json<T>(): T }>) {
+  private async follow(w: AsyncIterable<{ key: string; operation: string; value: Uint8Array; revision: number; json<T>(): T }>) {
     try {
       for await (const e of w) {
         if (e.operation !== 'PUT' || !e.value.length) continue;
@@ -76,7 +78,7 @@ export class JobWatch {
           continue;
         }
         if (isFinished(job)) this.remember(job);
-        if (set) for (const wake of set) wake(job);
+        if (set) for (const wake of set) wake(job, e.revision);
       }
     } catch (err) {
       if (!this.stopped) this.log?.warn({ err }, 'jobs watch broke; long polls read until it is made again');
@@ -147,6 +149,23 @@ export class JobWatch {
     if (isFinished(latest) || signal?.aborted) return latest;
     if (broken) return pollJob(this.kv, latest, deadline, signal);
     return latest;
+  }
+
+  /**
+   * Every write of the job's document from now on, to `cb`, and `null` once if the watch breaks
+   * (then nothing more comes: the caller reads instead). Null when no watch can be made now. The
+   * returned function ends the registration.
+   */
+  async subscribe(id: string, cb: Waiter): Promise<(() => void) | null> {
+    if (!(await this.ensure())) return null;
+    let set = this.waiters.get(id);
+    if (!set) this.waiters.set(id, (set = new Set()));
+    const mine = set;
+    mine.add(cb);
+    return () => {
+      mine.delete(cb);
+      if (!mine.size && this.waiters.get(id) === mine) this.waiters.delete(id);
+    };
   }
 
   stop() {

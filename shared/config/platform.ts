@@ -29,6 +29,18 @@ export const ServerConfig = T.Object(
       default: 15,
       description: "Seconds between heartbeat comments on a job's event stream (GET /v1/jobs/{id}/events).",
     }),
+    eventStreamsPerKey: T.Integer({
+      minimum: 1,
+      default: 50,
+      description:
+        'Event streams (GET /v1/jobs/{id}/events) one key may have open at once on one gateway; one more answers 429 rate_limited with `limit: "eventStreamsPerKey"`.',
+    }),
+    eventStreamsPerAddress: T.Integer({
+      minimum: 1,
+      default: 200,
+      description:
+        'Event streams one client address group may have open at once on one gateway, all its keys together; one more answers 429 rate_limited with `limit: "eventStreamsPerAddress"`.',
+    }),
     trustProxy: T.Boolean({
       default: false,
       description:
@@ -128,7 +140,14 @@ export const LimitsConfig = T.Object(
     queueMax: T.Integer({
       minimum: 1,
       default: 1000,
-      description: 'Unfinished tasks across all services before job creation answers 503 busy.',
+      description:
+        "Unfinished tasks of one wallet (taken by workers or held past its share) before that wallet's job creation answers 503 busy; other wallets are not refused for it.",
+    }),
+    walletTasks: T.Integer({
+      minimum: 1,
+      default: 2,
+      description:
+        "Tasks of one wallet that workers may have at once, all services together; its further tasks wait, held in order, until its own finish. Keep it below the concurrency of the smallest worker pool (converter `websitepro.concurrency` x instances, a browser's `shots.concurrency` x instances): then one wallet's stalling tasks never hold every worker.",
     }),
   },
   { default: {} },

@@ -1,10 +1,13 @@
 // Fanning a job out into tasks: used by the gateway at creation (the tasks go out before the job
 // document is written, and the document is written once, already dispatched) and by the
 // supervisor's dispatch, the backstop for a job written `queued` (its tasks could not be published
-// at creation). The task's message id makes a repeat from either side a no-op.
-import type { JetStreamClient } from '@nats-io/jetstream';
+// at creation). The task's message id makes a repeat from either side a no-op. Tasks past the
+// wallet's share are held (shared/jobs/share.ts) and published later by the supervisor.
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { Config } from '../config/index.ts';
+import { publishShared, type SharedPublish } from './share.ts';
 import { SERVICE_MODULES } from '../services/index.ts';
-import { objectName, taskMsgId, type JobRecord, type ResultRecord, type Task } from '../protocol/jobs.ts';
+import { objectName, type JobRecord, type ResultRecord, type Task } from '../protocol/jobs.ts';
 
 /** Results whose task goes out when the job starts (a result made from others waits for them). */
 export const isRootTask = (r: ResultRecord) => r.status === 'pending' && !!r.subject && !r.after;
@@ -28,22 +31,20 @@ export function taskOf(
 }
 
 /**
- * Publish the task of every root result; the stream sequence of each one stored now (a duplicate,
- * from an earlier try, has none to report).
+ * Publish the task of every root result through the wallet's share (shared/jobs/share.ts): those
+ * within it go to workers, the rest are held until the wallet's own tasks finish. The stream
+ * sequence of each one stored now (a duplicate, from an earlier try, has none to report).
  */
-export async function publishRootTasks(js: JetStreamClient, job: JobRecord, timeoutMs?: number): Promise<Map<string, number>> {
-  const seqs = new Map<string, number>();
-  // independent writes: sent together, a job with several results waits for one round, not several
-  await Promise.all(
-    job.results.filter(isRootTask).map(async (r) => {
-      const ack = await js.publish(r.subject!, JSON.stringify(taskOf(job, r)), {
-        msgID: taskMsgId(job.id, r.key),
-        ...(timeoutMs ? { timeout: timeoutMs } : {}),
-      });
-      if (!ack.duplicate) seqs.set(r.key, ack.seq);
-    }),
-  );
-  return seqs;
+export async function publishRootTasks(
+  js: JetStreamClient,
+  jsm: JetStreamManager,
+  config: Config,
+  job: JobRecord,
+  timeoutMs?: number,
+  free?: number,
+): Promise<SharedPublish> {
+  const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r) }));
+  return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, free });
 }
 
 /** The record's change from queued to processing once its root tasks are out (false: not queued). */

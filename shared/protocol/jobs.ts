@@ -33,7 +33,7 @@ export interface ResultRecord {
   /** Where the task for this result is published; absent for results with no work (dataset fee). */
   subject?: string;
   params?: Record<string, unknown>;
-  /** TASKS stream sequence of the published task (lets the sweep remove a stuck one). */
+  /** TASKS stream sequence of the published task, or of its held message while it waits past the wallet's share (lets the sweep remove a stuck one). */
   taskSeq?: number;
   /** Results this one is made from (shots compare): its task is published once all are done. */
   after?: string[];
@@ -153,10 +153,33 @@ export interface Task {
   params: Record<string, unknown>;
 }
 
-/** Published on `result.<jobId>`; final ones with message id `outcome:<jobId>:<resultKey>`. */
+/**
+ * Published on `result.<jobId>`; final ones with message id `outcome:<jobId>:<resultKey>`. A worker's
+ * final outcome names the TASKS sequence of its task (`taskSeq`): the supervisor removes that message
+ * when it records the outcome, so the wallet's share counts it finished at once, not at the ack.
+ */
 export type Outcome =
-  | { v: 1; kind: 'done'; jobId: string; resultKey: string; at: number; file?: StoredFile; extra?: Record<string, unknown> }
-  | { v: 1; kind: 'failed'; jobId: string; resultKey: string; at: number; error: string; message?: string; extra?: Record<string, unknown> }
+  | {
+      v: 1;
+      kind: 'done';
+      jobId: string;
+      resultKey: string;
+      at: number;
+      file?: StoredFile;
+      extra?: Record<string, unknown>;
+      taskSeq?: number;
+    }
+  | {
+      v: 1;
+      kind: 'failed';
+      jobId: string;
+      resultKey: string;
+      at: number;
+      error: string;
+      message?: string;
+      extra?: Record<string, unknown>;
+      taskSeq?: number;
+    }
   | { v: 1; kind: 'progress'; jobId: string; resultKey: string; at: number; progress: string }
   /** Not from a worker: a delivered result's stored file is missing (seen at download or by the supervisor's sweep). Message id `lost:<jobId>:<resultKey>`. */
   | { v: 1; kind: 'lost'; jobId: string; resultKey: string; at: number; message?: string };

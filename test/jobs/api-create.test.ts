@@ -85,17 +85,21 @@ t.test('insufficient funds: 402 with needed and balance, nothing written', async
   t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, 0);
   t.same(await s.violations(), []);
 });
-t.test('queue bound: 503 busy when unfinished tasks exceed queueMax, nothing charged', async (t) => {
+t.test("queue bound: 503 busy when a wallet's unfinished tasks exceed queueMax, nothing charged; other wallets go on", async (t) => {
   const s = await startJobsApi(t, { limits: { queueMax: 2 } }, { workers: false });
   const { key, walletId } = await s.newWallet(1000);
   const ok = await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: s.targetUrl, outputs: ['text', 'markdown'] } });
   t.equal(ok.status, 201);
-  // wait until the supervisor has published the two tasks
-  const jsm = await jetstreamManager(s.nc);
-  for (let i = 0; i < 50 && (await jsm.streams.info(STREAMS.tasks)).state.messages < 2; i++) await new Promise((r) => setTimeout(r, 100));
   const busy = await s.request('POST', '/v1/websitepro/jobs', { key, body: { url: s.targetUrl, outputs: ['text'] } });
   t.equal(busy.status, 503);
   t.equal(busy.json.error.code, 'busy');
   t.ok(busy.headers.get('retry-after'));
   t.equal(await s.balance(walletId), 1000 - 50, 'only the first job was charged');
+  // another customer is not refused for this one's backlog
+  const other = await s.newWallet(1000);
+  const theirs = await s.request('POST', '/v1/websitepro/jobs', {
+    key: other.key,
+    body: { url: s.targetUrl, outputs: ['text', 'markdown'] },
+  });
+  t.equal(theirs.status, 201);
 });

@@ -40,7 +40,8 @@ t.test('a job written after its orphan refund ends failed, with no work and noth
   t.equal(await s.balance(walletId), 1000);
 
   // the gateway's write lands now, long after it timed out: tasks out, document processing
-  const seqs = await publishRootTasks(s.deps.js, job);
+  const pub = await publishRootTasks(s.deps.js, await jetstreamManager(s.nc), s.deps.config, job);
+  const seqs = new Map([...pub.taken, ...pub.held]);
   markDispatched(job, seqs);
   await createJobRecord(s.deps.kv.jobs, job);
 

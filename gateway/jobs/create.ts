@@ -2,6 +2,7 @@
 // design: validate → plan (price) → the wallet's queue bound → precheck → charge → publish the tasks → write the
 // job, already dispatched (the commit point). A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
+import { keepTaskSecrets } from '../../shared/services/task-secret.ts';
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -208,6 +209,8 @@ export async function submitJob(
   await mod.precheck?.(body, plan, ctx);
 
   const job = newJobRecord(service, plan, walletId, body, d.config, Date.now(), jobId);
+  // request headers and cookies ride in the task messages only, never in the stored job
+  keepTaskSecrets(job, plan);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
   return commitJob(d, job, { free });
 }

@@ -3,6 +3,7 @@
 // supervisor's dispatch, the backstop for a job written `queued` (its tasks could not be published
 // at creation). The task's message id makes a repeat from either side a no-op. Tasks past the
 // wallet's share are held (shared/jobs/share.ts) and published later by the supervisor.
+import { taskParams } from '../services/task-secret.ts';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config/index.ts';
 import { publishShared, type SharedPublish } from './share.ts';
@@ -43,7 +44,7 @@ export async function publishRootTasks(
   timeoutMs?: number,
   free?: number,
 ): Promise<SharedPublish> {
-  const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r) }));
+  const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r, taskParams(r)) }));
   return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, free });
 }
 

@@ -1,11 +1,9 @@
 // Params that ride in a task message only (PlanItem.task.secret: websitepro's request headers and
 // cookies), never in the job document: kept beside the new job's result records in memory, and put
 // into the task message (`params.secret`) when the gateway publishes the job's tasks at creation.
-//
-// Wiring (two calls, in files this module's author does not own; see docs/notes/issue-43.md):
-//   gateway/jobs/create.ts submitJob, after newJobRecord(...):   keepTaskSecrets(job, plan);
-//   shared/jobs/dispatch.ts publishRootTasks:                      taskOf(job, r, taskParams(r))
-// A task published later from the stored job (the supervisor's dispatch of a job left queued) has
+// (gateway/jobs/create.ts keeps them; shared/jobs/dispatch.ts publishRootTasks puts them in).
+// A task held past the wallet's share carries them in its held message, which the release
+// publishes as it is (actors/job-supervisor/release.ts). A task published later from the stored job (the supervisor's dispatch of a job left queued) has
 // no secret: its worker fails it (refunded) rather than fetch without what the caller sent.
 import type { JobRecord, ResultRecord } from '../protocol/jobs.ts';
 import type { Plan } from './types.ts';

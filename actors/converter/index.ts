@@ -28,6 +28,7 @@ import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/
 import type { Config } from '../../shared/config/index.ts';
 import type { Logger } from '../../shared/log.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
+import { wallFailure } from './walls.ts';
 // the conversion itself runs in the pool's threads (thread.ts loads convert.ts, jsdom and unpdf);
 // this thread needs only the sniffing and the output types (1.4 s less CPU per converter start)
 import { sniffType } from './sniff.ts';
@@ -36,7 +37,7 @@ import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, 
 export const TEXT_OUTPUTS = ['metadata', 'markdown', 'text', 'html'] as const;
 type Output = TextOutput | 'pdf';
 
-type Entry = { file: StoredFile } | { error: string; message: string };
+type Entry = { file: StoredFile } | { error: string; message: string; extra?: Record<string, unknown> };
 
 /** `<jobId>/_converted`: what the leader made of every output of the job. */
 export interface ConvertedIndex {
@@ -166,7 +167,16 @@ async function settle(deps: Deps, ctx: TaskContext, index: ConvertedIndex, outpu
     const outcome: Outcome =
       'file' in e
         ? { v: 1, kind: 'done', jobId: task.jobId, resultKey: o, at, file: e.file }
-        : { v: 1, kind: 'failed', jobId: task.jobId, resultKey: o, at, error: e.error, message: e.message };
+        : {
+            v: 1,
+            kind: 'failed',
+            jobId: task.jobId,
+            resultKey: o,
+            at,
+            error: e.error,
+            message: e.message,
+            ...(e.extra ? { extra: e.extra } : {}),
+          };
     await publishOutcome(deps.nc, outcome).catch((err: Error) =>
       deps.log.warn({ err, jobId: task.jobId, resultKey: o }, 'outcome for a follower not published; it finds its file or the index'),
     );
@@ -186,7 +196,7 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
   const index: ConvertedIndex = { v: 1, at: Date.now(), outputs: {} };
   const { config } = deps;
   let res: GuardedResponse | null = null;
-  let failed: { error: string; message: string } | null = null;
+  let failed: { error: string; message: string; extra?: Record<string, unknown> } | null = null;
   try {
     res = await step(ctx, 'fetching', () =>
       guardedFetch(url, {
@@ -199,7 +209,9 @@ async function produce(deps: Deps, ctx: TaskContext, outputs: Output[], url: str
         headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
       }),
     );
-    if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
+    // a wall (bot challenge, CAPTCHA, login) is not a delivery, whatever its status (shared/crawl/walls.ts)
+    failed = wallFailure(res);
+    if (!failed && res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     failed = fetchFailure(e);
@@ -321,7 +333,8 @@ async function waitForLeader(deps: Deps, ctx: TaskContext, output: Output, leade
         return;
       }
       if (o.kind === 'done' && o.resultKey === output && o.file) mine = { file: o.file };
-      else if (o.kind === 'failed' && o.resultKey === output) mine = { error: o.error, message: o.message ?? o.error };
+      else if (o.kind === 'failed' && o.resultKey === output)
+        mine = { error: o.error, message: o.message ?? o.error, ...(o.extra ? { extra: o.extra } : {}) };
       else if ((o.kind === 'done' || o.kind === 'failed') && o.resultKey === leader) leaderDone++;
       else return;
       wake?.();
@@ -385,7 +398,7 @@ async function printPdf(deps: Deps, task: Task, url: string): Promise<StoredFile
 
 function outcome(entry: Entry | undefined, key: string): { file: StoredFile } {
   if (!entry) throw new TaskFailure('conversion_failed', `no ${key} was produced`);
-  if ('error' in entry) throw new TaskFailure(entry.error, entry.message);
+  if ('error' in entry) throw new TaskFailure(entry.error, entry.message, entry.extra);
   return { file: entry.file };
 }
 

@@ -1,4 +1,5 @@
 import { ERRORS, ERROR_CODES } from '../../shared/errors.ts';
+import { RESULT_ERRORS } from '../../shared/protocol/result-errors.ts';
 
 const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]!);
 const md = (s: string) => esc(s).replace(/`([^`]+)`/g, '<code>$1</code>');
@@ -9,6 +10,10 @@ export function errorsPage(baseUrl: string): string {
     const d = ERRORS[code];
     return `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${d.status}</td><td>${md(d.meaning)}</td><td>${md(d.action)}</td><td>${d.retryable ? 'yes' : 'no'}</td></tr>`;
   }).join('\n');
+  const resultRows = RESULT_ERRORS.map(
+    (e) =>
+      `<tr id="result-${e.code}"><td><a href="#result-${e.code}"><code>${e.code}</code></a></td><td>${esc(e.services)}</td><td>${md(e.meaning)}</td></tr>`,
+  ).join('\n');
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Errors · Payloads API</title>
@@ -25,6 +30,12 @@ if anything fails after a job was charged, the charge is refunded before the ans
 <table><thead><tr><th>Code</th><th>Status</th><th>Meaning</th><th>What to do</th><th>Retry helps</th></tr></thead>
 <tbody>
 ${rows}
+</tbody></table>
+<h2 id="result-errors">Result errors</h2>
+<p>A result that fails says why in its <code>error</code> (the job itself was accepted and charged); every failed result is refunded.</p>
+<table><thead><tr><th>Result error</th><th>Services</th><th>Meaning</th></tr></thead>
+<tbody>
+${resultRows}
 </tbody></table>
 </body></html>`;
 }

@@ -110,3 +110,19 @@ t.test('helpers', async (t) => {
   t.equal(titleOf('<p>none</p>'), '');
   t.equal(visibleWords('<script>var a = "many words here"</script><style>p{}</style><p>two words</p><!-- three more words -->'), 2);
 });
+
+t.test('no page of the websitepro corpus is a wall (74 real-shaped pages: news, docs, forums, shops, ...)', async (t) => {
+  const { gunzipSync } = await import('node:zlib');
+  const dir = new URL('../fixtures/websitepro/', import.meta.url);
+  const manifest = JSON.parse(readFileSync(new URL('manifest.json', dir), 'utf8')) as { file: string; headers?: Record<string, string> }[];
+  let n = 0;
+  for (const p of manifest) {
+    let body = readFileSync(new URL(`pages/${p.file}`, dir));
+    if (p.file.endsWith('.gz')) body = gunzipSync(body);
+    const headers = p.headers ?? {};
+    const w = detectWall({ status: 200, headers, body, contentType: headers['content-type'] ?? '' });
+    t.equal(w, null, `${p.file} is not a wall${w ? ` (matched ${w.evidence.signature})` : ''}`);
+    n++;
+  }
+  t.ok(n >= 50, `${n} pages checked`);
+});

@@ -19,10 +19,11 @@
 // - bounded: a segment keeps 60 characters, a key 160; a shortened key ends in `-<6 hex of the full path>`
 //   so two long paths with one prefix stay apart;
 // - with `hostPrefix` (a batch over several hosts), the key starts with the host (`example.com/docs`,
-//   `example.com_8080/docs` for a port);
+//   `example.com_8080/docs` for a port, `bücher.de/x` for an IDN);
 // - clashes are found without regard to case (a zip unpacked on macOS or Windows would merge `About` and
 //   `about`) and resolved with `~2`, `~3`, ...
 import { createHash } from 'node:crypto';
+import { domainToUnicode } from 'node:url';
 
 export const MAX_SEGMENT = 60;
 export const MAX_KEY = 160;
@@ -73,7 +74,8 @@ export function pageKeyOf(input: string | URL, opts: PageKeyOptions = {}): strin
   const query = url.search.length > 1 ? url.search.slice(1) : '';
   if (query) parts[parts.length - 1] = `${parts[parts.length - 1]}-${hex6(query)}`;
   if (opts.hostPrefix) {
-    const host = url.hostname.replace(/^\[|\]$/g, '').replace(/:/g, '_');
+    // an IDN host reads as its unicode spelling (`bücher.de`, not `xn--bcher-kva.de`)
+    const host = (domainToUnicode(url.hostname) || url.hostname).replace(/^\[|\]$/g, '').replace(/:/g, '_');
     parts.unshift(url.port ? `${host}_${url.port}` : host);
   }
   let key = parts.join('/');

@@ -15,6 +15,7 @@ t.test('the contract examples', async (t) => {
   t.equal(pageKeyOf('https://example.com/docs/intro', { hostPrefix: true }), 'example.com/docs/intro');
   t.equal(pageKeyOf('http://127.0.0.1:8080/', { hostPrefix: true }), '127.0.0.1_8080/index');
   t.equal(pageKeyOf('http://[::1]:8080/a', { hostPrefix: true }), '__1_8080/a');
+  t.equal(pageKeyOf('https://bücher.de/a', { hostPrefix: true }), 'bücher.de/a', 'IDN hosts read in unicode');
 });
 
 t.test('awkward paths', async (t) => {

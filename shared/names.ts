@@ -18,6 +18,8 @@ export const STREAMS = {
    * one subject for all, so nats-server keeps no per-job index for them; read by sequence.
    */
   jobsArchive: 'JOBS_ARCHIVE',
+  /** A crawl's admitted URLs, one subject per crawl (shared/crawl/frontier.ts, which creates it). */
+  crawlFrontier: 'CRAWL_FRONTIER',
 } as const;
 
 export const BUCKETS = {
@@ -33,6 +35,8 @@ export const BUCKETS = {
   labsCleanups: 'labs_cleanups',
   /** Invoices of the dev Lightning backend (created by that backend only; never in production). */
   devInvoices: 'dev_invoices',
+  /** A crawl's visited set (uniqueKey hashes) and frontier cursor (shared/crawl/frontier.ts, which creates it). */
+  crawlVisited: 'crawl_visited',
 } as const;
 
 export const OBJECT_STORES = {
@@ -87,6 +91,10 @@ export const subjects = {
   /** Progress lines: core NATS, no stream stores them (a lost line is only a display). */
   progressAll: 'progress.>',
   progress: (jobId: string) => `progress.${jobId}`,
+
+  // CRAWL_FRONTIER stream: one subject per crawl
+  crawlFrontierAll: 'frontier.>',
+  crawlFrontier: (jobId: string) => `frontier.${jobId}`,
 
   // JOBS_ARCHIVE stream: every archived job document on one subject
   jobArchived: 'archive.job',

@@ -37,6 +37,7 @@ import { advertise } from '../../shared/catalogue.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
 import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
+import { wallFailure } from './walls.ts';
 import {
   browserFailure,
   forcesRender,
@@ -136,7 +137,10 @@ async function produce(
         ...(credentials ? { originHeaders: { origin: new URL(url).origin, headers: credentials } } : {}),
       }),
     );
-    if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
+    // a wall (bot challenge, CAPTCHA, login) is not a delivery, whatever its status (shared/crawl/walls.ts)
+    const wall = wallFailure(res);
+    if (wall) failed = { ...wall, extra: { page: res.url, ...wall.extra } };
+    else if (res.status >= 400) failed = { error: 'http_error', message: `the target answered HTTP ${res.status}` };
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     failed = fetchFailure(e);

@@ -500,6 +500,15 @@ export interface components {
             filename?: string;
             oneTime?: boolean;
             progress?: string;
+            /** @description `websitepro`, on a result failed with `blocked` or `login_required`: why the page was judged a wall (a bot challenge, a CAPTCHA or a login) rather than its content. Such a result is refunded. */
+            evidence?: {
+                /** @description HTTP status the page answered with. */
+                status: number;
+                /** @description The page's <title> (up to 200 characters; empty when it has none). */
+                title: string;
+                /** @description Which wall signature matched, e.g. `cloudflare-challenge`, `datadome`, `recaptcha`, `login-form`, `http-auth`. */
+                signature: string;
+            };
             /** @description labs: the delivery of this report to the job's webhook (docs/webhooks.md); absent until the report is stored. */
             webhook?: {
                 url: string;

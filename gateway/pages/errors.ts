@@ -13,7 +13,7 @@ export function errorsPage(baseUrl: string): string {
   const resultRows = Object.entries(RESULT_ERRORS)
     .map(
       ([code, d]) =>
-        `<tr id="${code}"><td><a href="#${code}"><code>${code}</code></a></td><td>${esc(d.services.join(', '))}</td><td>${md(d.meaning)}</td><td>${md(d.action)}</td></tr>`,
+        `<tr id="result-${code}"><td><a href="#result-${code}"><code>${code}</code></a></td><td>${esc(d.services.join(', '))}</td><td>${md(d.meaning)}</td><td>${md(d.action)}</td></tr>`,
     )
     .join('\n');
   return `<!doctype html>
@@ -34,10 +34,9 @@ if anything fails after a job was charged, the charge is refunded before the ans
 <tbody>
 ${rows}
 </tbody></table>
-<h2>Result errors</h2>
+<h2 id="result-errors">Result errors</h2>
 <p>A job that was created can still fail result by result: a failed result carries <code>error</code> (and
-<code>message</code>) and is refunded. Besides the codes above that name a target's failure (<code>unreachable</code>,
-<code>timeout</code>, <code>blocked_address</code>, …), these come from a request's own options:</p>
+<code>message</code>) and is refunded. These are the codes a result's <code>error</code> may carry:</p>
 <table><thead><tr><th>Code</th><th>Services</th><th>Meaning</th><th>What to do</th></tr></thead>
 <tbody>
 ${resultRows}

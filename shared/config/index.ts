@@ -10,6 +10,7 @@ import { PricingConfig } from './pricing.ts';
 import { OutboundConfig } from './outbound.ts';
 import { JobsConfig, WebsiteproConfig, ShotsConfig, LabsConfig, WebhooksConfig, DEPRECATED_SETTINGS } from './services.ts';
 import { WalletConfig } from './wallet.ts';
+import { CrawlConfig } from './crawl.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -31,6 +32,7 @@ export const ConfigSchema = T.Object(
     labs: LabsConfig,
     webhooks: WebhooksConfig,
     wallet: WalletConfig,
+    crawl: CrawlConfig,
   },
   { additionalProperties: false },
 );

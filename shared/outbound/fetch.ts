@@ -44,7 +44,12 @@ export interface GuardedResponse {
   address: string;
 }
 
-export const DEFAULT_USER_AGENT = 'Mozilla/5.0 (compatible; PayloadsFetcher/1.0)';
+/**
+ * Our product token: the `User-agent:` line of robots.txt a crawl obeys (shared/crawl/robots.ts), and the
+ * name in the User-Agent every fetch sends, so a site owner writes the rule for what their logs show.
+ */
+export const ROBOTS_AGENT = 'PayloadsFetcher';
+export const DEFAULT_USER_AGENT = `Mozilla/5.0 (compatible; ${ROBOTS_AGENT}/1.0)`;
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 /** Build the fetch options from config (outbound and an optional size cap/timeout). */

@@ -25,6 +25,7 @@ export {
   fetchOptionsFromConfig,
   decode,
   DEFAULT_USER_AGENT,
+  ROBOTS_AGENT,
   type GuardedFetchOptions,
   type GuardedResponse,
 } from './fetch.ts';

@@ -62,6 +62,21 @@ export const Result = T.Object(
     filename: T.Optional(T.String()),
     oneTime: T.Optional(T.Boolean()),
     progress: T.Optional(T.String()),
+    evidence: T.Optional(
+      T.Object(
+        {
+          status: T.Integer({ description: 'HTTP status the page answered with.' }),
+          title: T.String({ description: "The page's <title> (up to 200 characters; empty when it has none)." }),
+          signature: T.String({
+            description: 'Which wall signature matched, e.g. `cloudflare-challenge`, `datadome`, `recaptcha`, `login-form`, `http-auth`.',
+          }),
+        },
+        {
+          description:
+            '`websitepro`, on a result failed with `blocked` or `login_required`: why the page was judged a wall (a bot challenge, a CAPTCHA or a login) rather than its content. Such a result is refunded.',
+        },
+      ),
+    ),
     webhook: T.Optional(
       webhookDelivery(
         ['pending', 'delivered', 'failed'],

@@ -1,0 +1,33 @@
+// Settings of crawls (issue 42): robots.txt, sitemaps and the per-origin politeness. The runner reads
+// them; shared/crawl/*.ts take them as options (their defaults are these).
+import { Type as T } from '@sinclair/typebox';
+
+export const CrawlConfig = T.Object(
+  {
+    maxCrawlDelayMs: T.Integer({
+      minimum: 0,
+      default: 10000,
+      description: 'Longest robots.txt Crawl-delay honoured between two pages of one origin; a longer one is cut to this.',
+    }),
+    robotsUnavailableRetryMs: T.Integer({
+      minimum: 1000,
+      default: 60000,
+      description:
+        'After robots.txt answered 5xx (or could not be fetched) the origin is treated as disallowed for this long, then asked again.',
+    }),
+    robotsMaxBytes: T.Integer({ minimum: 1024, default: 512 * 1024, description: 'Largest robots.txt read (the rest is ignored).' }),
+    maxRetryAfterMs: T.Integer({
+      minimum: 0,
+      default: 120000,
+      description: 'Longest Retry-After (429/503) a crawl waits before asking an origin again; a longer one is cut to this.',
+    }),
+    sitemapMaxUrls: T.Integer({ minimum: 1, default: 50000, description: 'URLs read from the sitemaps of one crawl, all files together.' }),
+    sitemapMaxFiles: T.Integer({ minimum: 1, default: 50, description: 'Sitemap files (indexes included) read for one crawl.' }),
+    sitemapMaxBytes: T.Integer({
+      minimum: 1024,
+      default: 50 * 1024 * 1024,
+      description: 'Largest sitemap file, after gunzip (the sitemaps.org limit is 50 MB).',
+    }),
+  },
+  { default: {} },
+);

@@ -62,17 +62,47 @@ export function releaseHeld(d: Deps, walletId: string): Promise<void> {
 
 async function releaseOnce(d: Deps, walletId: string): Promise<void> {
   const counts = await walletTasks(d.jsm, walletId);
-  let free = freeOf(d.config, counts);
-  if (!free || !counts.held) return;
-  const graceMs = d.config.wallet.orphanChargeGraceSeconds * 1000;
+  if (!counts.held) return;
   /** Per job: result key → the new task's sequence; and the held messages done with. */
   const moved = new Map<string, Map<string, number>>();
   const doneWith: number[] = [];
+  // each worker kind has its own share: its held tasks go as far as its own free share allows
+  for (const [kind, k] of counts.byKind) {
+    const free = freeOf(d.config, counts, kind);
+    if (k.held && free) await releaseKind(d, walletId, kind, free, moved, doneWith);
+  }
+  // the result's pointer follows its task, so a backstop that removes it removes the one workers see
+  for (const [jobId, seqs] of moved) {
+    await updateJob(d.jobs, jobId, (j) => {
+      let changed = false;
+      for (const r of j.results) {
+        const seq = seqs.get(r.key);
+        if (r.status !== 'pending' || seq === undefined || r.taskSeq === seq) continue;
+        r.taskSeq = seq;
+        changed = true;
+      }
+      return changed;
+    });
+  }
+  for (const seq of doneWith)
+    await d.jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch((e) => (gone(e) ? false : Promise.reject(e)));
+}
+
+/** Publish up to `free` of the wallet's held tasks of one kind to workers, oldest first. */
+async function releaseKind(
+  d: Deps,
+  walletId: string,
+  kind: string,
+  free: number,
+  moved: Map<string, Map<string, number>>,
+  doneWith: number[],
+): Promise<void> {
+  const graceMs = d.config.wallet.orphanChargeGraceSeconds * 1000;
   let from = 0;
   while (free > 0) {
-    // the first held message at or after `from` (the server takes next_by_subj; the client's type
-    // names only seq and last_by_subj)
-    const next = { next_by_subj: subjects.tasksHeldOfWallet(walletId), seq: from } as unknown as MsgRequest;
+    // the first held message of this kind at or after `from` (the server takes next_by_subj; the
+    // client's type names only seq and last_by_subj)
+    const next = { next_by_subj: subjects.taskHeld(kind, walletId), seq: from } as unknown as MsgRequest;
     const sm = await d.jsm.streams.getMessage(STREAMS.tasks, next);
     if (!sm) break;
     from = sm.seq + 1;
@@ -102,19 +132,4 @@ async function releaseOnce(d: Deps, walletId: string): Promise<void> {
     doneWith.push(sm.seq);
     free--;
   }
-  // the result's pointer follows its task, so a backstop that removes it removes the one workers see
-  for (const [jobId, seqs] of moved) {
-    await updateJob(d.jobs, jobId, (j) => {
-      let changed = false;
-      for (const r of j.results) {
-        const seq = seqs.get(r.key);
-        if (r.status !== 'pending' || seq === undefined || r.taskSeq === seq) continue;
-        r.taskSeq = seq;
-        changed = true;
-      }
-      return changed;
-    });
-  }
-  for (const seq of doneWith)
-    await d.jsm.streams.deleteMessage(STREAMS.tasks, seq, false).catch((e) => (gone(e) ? false : Promise.reject(e)));
 }

@@ -22,7 +22,7 @@ import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/sto
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
-import { freeOf, walletTasks, type WalletTasks } from '../../shared/jobs/share.ts';
+import { walletTasks, type WalletTasks } from '../../shared/jobs/share.ts';
 import { failpoint } from '../../shared/failpoints.ts';
 
 export interface JobDeps {
@@ -193,17 +193,15 @@ export async function submitJob(
   // The limit's write and two reads, independent of each other: asked together, one round trip
   // instead of one each, and answered in the order they were always checked (the limit first), so
   // the error a caller sees is the same.
-  const tasks = plan.items.filter((i) => i.task && !i.after).length;
   const checks = await Promise.allSettled([
     limited ?? Promise.resolve(),
     checkSupervisor(d),
     checkQueue(d, walletId, plan.items.filter((i) => i.task).length),
   ]);
   for (const c of checks) if (c.status === 'rejected') throw c.reason;
-  // Every task within the wallet's free share at this count: still so at the publish (a task that
-  // finishes meanwhile only frees more), so the publish needs no count of its own. Otherwise it counts again.
-  const counted = (checks[2] as PromiseFulfilledResult<WalletTasks>).value;
-  const free = freeOf(d.config, counted) >= tasks ? tasks : undefined;
+  // The wallet's tasks at this count: a task that finishes before the publish only frees more, so the
+  // publish decides from it without a count of its own.
+  const counts = (checks[2] as PromiseFulfilledResult<WalletTasks>).value;
   // After the limit: the precheck connects to the target (and labs takes one of the relay's tests),
   // which a key over its limit must not be able to make us do at its own rate.
   await mod.precheck?.(body, plan, ctx);
@@ -212,7 +210,7 @@ export async function submitJob(
   // request headers and cookies ride in the task messages only, never in the stored job
   keepTaskSecrets(job, plan);
   if (d.baseUrl) job.baseUrl = d.baseUrl;
-  return commitJob(d, job, { free });
+  return commitJob(d, job, { counts });
 }
 
 /**
@@ -223,7 +221,8 @@ export async function commitJob(
   d: JobDeps,
   planned: JobRecord,
   opts: {
-    /** The wallet's free share as counted before the charge, when every task fits in it (else counted at the publish). */ free?: number;
+    /** The wallet's tasks as counted before the charge (absent: counted at the publish). */
+    counts?: WalletTasks;
   } = {},
 ): Promise<{ job: JobRecord; balance: number }> {
   let job = planned;
@@ -293,7 +292,7 @@ export async function commitJob(
   // that could not be published leave the job `queued` for the supervisor's dispatch (the backstop).
   // Tasks past the wallet's share are held in TASKS (shared/jobs/share.ts); the supervisor
   // publishes them to workers as the wallet's tasks finish.
-  const published = await publishRootTasks(d.js, await jsmOf(d.nc), d.config, job, STORE_TIMEOUT_MS, opts.free).catch((err) => {
+  const published = await publishRootTasks(d.js, await jsmOf(d.nc), d.config, job, STORE_TIMEOUT_MS, opts.counts).catch((err) => {
     d.log.warn({ err, jobId: job.id }, 'tasks not published at creation; the supervisor dispatches the job');
     return null;
   });

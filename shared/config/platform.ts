@@ -147,7 +147,7 @@ export const LimitsConfig = T.Object(
       minimum: 1,
       default: 2,
       description:
-        "Tasks of one wallet that workers may have at once, all services together; its further tasks wait, held in order, until its own finish. Keep it below the concurrency of the smallest worker pool (converter `websitepro.concurrency` x instances, a browser's `shots.concurrency` x instances): then one wallet's stalling tasks never hold every worker.",
+        "Tasks of one wallet that workers of one kind may have at once (the converters, one browser version's pool, the relay-probers, compare): a share of each pool, so a lone customer still uses every pool at once; its further tasks of that kind wait, held in order, until its own finish. Keep it below the concurrency of the smallest worker pool (converter `websitepro.concurrency` x instances, a browser's `shots.concurrency` x instances): then one wallet's stalling tasks never hold every worker of a kind.",
     }),
   },
   { default: {} },

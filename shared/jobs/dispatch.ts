@@ -6,7 +6,7 @@
 import { taskParams } from '../services/task-secret.ts';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config/index.ts';
-import { publishShared, type SharedPublish } from './share.ts';
+import { publishShared, type SharedPublish, type WalletTasks } from './share.ts';
 import { SERVICE_MODULES } from '../services/index.ts';
 import { objectName, type JobRecord, type ResultRecord, type Task } from '../protocol/jobs.ts';
 
@@ -42,10 +42,10 @@ export async function publishRootTasks(
   config: Config,
   job: JobRecord,
   timeoutMs?: number,
-  free?: number,
+  counts?: WalletTasks,
 ): Promise<SharedPublish> {
   const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r, taskParams(r)) }));
-  return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, free });
+  return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, counts });
 }
 
 /** The record's change from queued to processing once its root tasks are out (false: not queued). */

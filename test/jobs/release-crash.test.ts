@@ -21,7 +21,7 @@ t.test('a release cut short between the publish and the held delete is finished 
     { key: 'b', price: 20 },
   ]);
   const [a, b] = job.results;
-  t.same(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'one task within the share, one held');
+  t.match(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'one task within the share, one held');
   const heldSeq = b!.taskSeq!;
   const held = await jsm.streams.getMessage(STREAMS.tasks, { seq: heldSeq });
   t.match(held!.subject, /\.held\./, "b's result points at its held message");
@@ -33,12 +33,12 @@ t.test('a release cut short between the publish and the held delete is finished 
   await jsm.streams.deleteMessage(STREAMS.tasks, a!.taskSeq!, false);
   // b published to workers with its own task id; the held copy and the pointer left as they were
   await jetstream(s.nc).publish(subjects.taskOfWallet(subjects.taskWebsitepro, walletId), held!.data, { msgID: taskMsgId(job.id, 'b') });
-  t.same(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'the state the crash left');
+  t.match(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'the state the crash left');
 
   // another supervisor (and its sweeps, every second), then a worker
   await s.startSupervisor();
   await sleep(2500);
-  t.same(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'the share is full: b is not published again');
+  t.match(await walletTasks(jsm, walletId), { taken: 1, held: 1 }, 'the share is full: b is not published again');
   const w = await s.startWorker();
   const done = await s.finished(job.id, 20_000);
   t.equal(done.status, 'completed');
@@ -52,7 +52,7 @@ t.test('a release cut short between the publish and the held delete is finished 
     await sleep(100);
     left = await walletTasks(jsm, walletId);
   }
-  t.same(left, { taken: 0, held: 0 }, 'the held copy was dropped: nothing of the wallet left in TASKS');
+  t.match(left, { taken: 0, held: 0 }, 'the held copy was dropped: nothing of the wallet left in TASKS');
   t.equal(await s.balance(walletId), 960);
   t.same(await s.violations(), []);
 });

@@ -37,8 +37,8 @@ t.test("an old worker consumer takes every wallet's tasks after its start, and t
   ]);
   t.equal(a.taken.size, 1);
   t.equal(a.held.size, 1);
-  t.same(await walletTasks(jsm, 'w_a'), { taken: 1, held: 1 });
-  t.equal(await freeShare(jsm, tn.config, 'w_a'), 0);
+  t.match(await walletTasks(jsm, 'w_a'), { taken: 1, held: 1 });
+  t.equal(await freeShare(jsm, tn.config, 'w_a', subjects.taskLabs), 0);
   t.same(await walletsWithHeld(jsm), ['w_a']);
   await publishShared(js, jsm, tn.config, 'w_b', [{ kind: subjects.taskLabs, task: task('job_b1', 'w_b') }]);
 
@@ -62,5 +62,28 @@ t.test("an old worker consumer takes every wallet's tasks after its start, and t
   for (let i = 0; i < 100 && seen.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
   await new Promise((r) => setTimeout(r, 300));
   t.same(seen.sort(), ['job_a1', 'job_b1', 'job_old'], 'every taken task and the old one; not the held one');
-  t.same(await walletTasks(jsm, 'w_a'), { taken: 0, held: 1 }, 'the held task is still there');
+  t.match(await walletTasks(jsm, 'w_a'), { taken: 0, held: 1 }, 'the held task is still there');
+});
+
+t.test('each worker kind has its own share: a full converter share holds no labs or browser task', async (t) => {
+  const tn = await startTestNats(t, { limits: { walletTasks: 1 } });
+  const jsm = await jetstreamManager(tn.nc);
+  const js = jetstream(tn.nc);
+  const shots = (v: string) => `task.shots.chromium.${v}`;
+  await publishShared(js, jsm, tn.config, 'w_a', [
+    { kind: subjects.taskWebsitepro, task: task('job_1', 'w_a') },
+    { kind: subjects.taskWebsitepro, task: task('job_2', 'w_a') },
+    { kind: subjects.taskLabs, task: task('job_3', 'w_a') },
+    { kind: shots('156'), task: task('job_4', 'w_a') },
+    { kind: shots('143'), task: task('job_5', 'w_a') },
+    { kind: shots('156'), task: task('job_6', 'w_a') },
+  ]);
+  const w = await walletTasks(jsm, 'w_a');
+  t.match(w, { taken: 4, held: 2 }, 'one of each kind to workers; the second websitepro and the second chromium 156 held');
+  t.same(w.byKind.get('websitepro'), { taken: 1, held: 1 });
+  t.same(w.byKind.get('labs'), { taken: 1, held: 0 });
+  t.same(w.byKind.get('shots.chromium.156'), { taken: 1, held: 1 });
+  t.same(w.byKind.get('shots.chromium.143'), { taken: 1, held: 0 });
+  t.equal(await freeShare(jsm, tn.config, 'w_a', subjects.taskWebsitepro), 0);
+  t.equal(await freeShare(jsm, tn.config, 'w_a', shots('131')), 1, 'a pool the wallet does not use is all free');
 });

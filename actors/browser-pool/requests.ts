@@ -50,6 +50,15 @@ export function isAd(url: string, pageUrl: string, type = 'other'): boolean {
   return e.match(lib.Request.fromRawDetails({ url, sourceUrl: pageUrl, type })).match;
 }
 
+/** The request's kind for the filters; WebDriver BiDi does not say it (every request is then `other`). */
+function resourceTypeOf(r: HTTPRequest): string {
+  try {
+    return r.resourceType();
+  } catch {
+    return 'other';
+  }
+}
+
 const originOf = (u: string) => {
   try {
     return new URL(u).origin;
@@ -76,19 +85,22 @@ export async function applyRequestControls(
 ): Promise<RequestReport> {
   const report: RequestReport = {};
   const steps: Promise<unknown>[] = [];
-  if (c.userAgent) steps.push(page.setUserAgent(c.userAgent));
   if (c.timezone) steps.push(page.emulateTimezone(c.timezone));
   if (c.locale) {
     if (engine !== 'chromium') throw new Error('locale is not offered by this browser'); // the plan refuses it first
+    // Intl from the locale override; navigator.language(s) and Accept-Language from the user-agent
+    // override's acceptLanguage (the language is no secret: every origin sees it, as from a browser
+    // set to it). The user agent is kept: the caller's, or the page's own (a phone's, set before).
+    const locale = c.locale;
     steps.push(
       (async () => {
+        const userAgent = c.userAgent ?? (await page.evaluate(() => navigator.userAgent));
         const s = await page.createCDPSession();
-        await s.send('Emulation.setLocaleOverride', { locale: c.locale });
+        await s.send('Emulation.setLocaleOverride', { locale });
+        await s.send('Network.setUserAgentOverride', { userAgent, acceptLanguage: `${locale},${locale.split('-')[0]};q=0.9` });
       })(),
     );
-    // the language is not a secret: every origin may see it, as a browser set to it would send
-    steps.push(page.setExtraHTTPHeaders({ 'accept-language': `${c.locale},${c.locale.split('-')[0]};q=0.9` }));
-  }
+  } else if (c.userAgent) steps.push(page.setUserAgent(c.userAgent));
   await Promise.all(steps);
   // one spelling per name: the caller's replaces the browser's own (user-agent and User-Agent are one header)
   const headers =
@@ -103,7 +115,7 @@ export async function applyRequestControls(
   page.on('request', (r: HTTPRequest) => {
     if (r.isInterceptResolutionHandled()) return;
     const url = r.url();
-    if (c.blockAds && !/^(data|blob):/.test(url) && isAd(url, page.url() || targetUrl, r.resourceType())) {
+    if (c.blockAds && !/^(data|blob):/.test(url) && isAd(url, page.url() || targetUrl, resourceTypeOf(r))) {
       report.adsBlocked = (report.adsBlocked ?? 0) + 1;
       void r.abort('blockedbyclient').catch(() => {});
       return;

@@ -8,7 +8,7 @@ import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { hideCookieBanner, prepareCookieBanner, type CookieBannerReport } from './cookies.ts';
 import { openPage, PageWatch, type PageReport, type Settle } from './settle.ts';
-import { DEFAULT_QUALITY, FORMAT_TYPE, SHOT_FORMATS, THUMB_WIDTHS, type ShotControls } from '../../shared/services/shots-options.ts';
+import { DEFAULT_QUALITY, FORMAT_TYPE, SHOT_FORMATS, THUMB_WIDTHS, type ShotControls } from '../../shared/services/index.ts';
 import type { SelectorCounts } from '../../shared/schemas/page-controls.ts';
 import { applyRequestControls, type RequestReport } from './requests.ts';
 import { doPageWork, elementClip, hasPageWork } from './page-work.ts';

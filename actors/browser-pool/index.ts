@@ -10,7 +10,7 @@ import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
 import { runWorker } from '../../shared/worker.ts';
 import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/index.ts';
-import { ENGINE_LACKS, SHOT_FORMATS, THUMB_WIDTHS } from '../../shared/services/shots-options.ts';
+import { ENGINE_LACKS, SHOT_FORMATS, THUMB_WIDTHS } from '../../shared/services/index.ts';
 import { MAX_ACTIONS, MAX_PAGE_SCRIPT_BYTES } from '../../shared/schemas/page-controls.ts';
 import { launcherFor } from './launchers/registry.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';

@@ -26,7 +26,8 @@ const Selectors = T.Record(T.String(), T.Integer({ minimum: 0 }));
 export const browserApi = {
   renderPdf: endpoint({
     subject: subjects.browser.renderPdf,
-    summary: 'Print a page to PDF and store it as objectName in store (the converter waits shots.pageTimeoutMs + 10 s)',
+    summary:
+      'Print a page to PDF and store it as objectName in store (the converter waits controls.timeoutMs, else shots.pageTimeoutMs, + 10 s)',
     request: T.Object({
       url: T.String(),
       store: T.String(),
@@ -38,7 +39,7 @@ export const browserApi = {
   }),
   renderHtml: endpoint({
     subject: subjects.browser.renderHtml,
-    summary: 'The HTML of a page after its scripts ran (the converter waits shots.pageTimeoutMs + 5 s)',
+    summary: 'The HTML of a page after its scripts ran (the converter waits controls.timeoutMs, else shots.pageTimeoutMs, + 5 s)',
     request: T.Object({ url: T.String(), controls: T.Optional(Controls) }),
     reply: T.Object({
       html: T.String(),

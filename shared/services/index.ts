@@ -18,4 +18,5 @@ export {
   mergeOffers,
   type BrowserOffer,
 } from './shots.ts';
+export { ENGINE_LACKS, SHOT_FORMATS, THUMB_WIDTHS, DEFAULT_QUALITY, FORMAT_TYPE, type ShotControls } from './shots-options.ts';
 export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type CheckedAddress } from './labs.ts';

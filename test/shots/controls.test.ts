@@ -130,7 +130,8 @@ for (const id of process.env.ONLY ? [process.env.ONLY] : ['chromium', 'firefox']
     const plain = await b.shoot(s.url('a', '/ads'), { viewport: vp });
     t.equal(plain.extra.adsBlocked, undefined);
     const blocked = await b.shoot(s.url('a', '/ads'), { viewport: vp, options: { blockAds: true } as never });
-    t.equal(blocked.extra.adsBlocked, 1, 'the request to doubleclick.net (EasyList) was refused');
+    // Firefox may ask twice for an image whose first request was refused
+    t.ok((blocked.extra.adsBlocked ?? 0) >= 1, `the request to doubleclick.net (EasyList) was refused (${blocked.extra.adsBlocked})`);
     t.ok(
       s.logs.a.some((l) => l.path === '/img-own.png'),
       'the page itself loads',

@@ -222,7 +222,11 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   });
   if (p.options.hideCookieBanner) await phase('cookie banner', () => prepareCookieBanner(page));
   const o = p.options;
-  const requests = await phase('request controls', () => applyRequestControls(page, p.url, o, launcher.engine));
+  // only when asked: a shot without them has no such step (the bench's rows stay as they were)
+  const requests =
+    o.userAgent || o.locale || o.timezone || o.headers || o.cookies?.length || o.blockAds
+      ? await phase('request controls', () => applyRequestControls(page, p.url, o, launcher.engine))
+      : {};
 
   progress(`loading ${p.url}`);
   const resp = await openPage(page, watch, p.url, {

@@ -8,6 +8,17 @@ import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { hideCookieBanner, prepareCookieBanner, type CookieBannerReport } from './cookies.ts';
 import { openPage, PageWatch, type PageReport, type Settle } from './settle.ts';
+import {
+  DEFAULT_QUALITY,
+  FORMAT_TYPE,
+  SHOT_FORMATS,
+  THUMB_WIDTHS,
+  type ShotControls,
+  type ShotSecrets,
+} from '../../shared/services/index.ts';
+import type { SelectorCounts } from '../../shared/schemas/page-controls.ts';
+import { applyRequestControls, type RequestReport } from './requests.ts';
+import { doPageWork, elementClip, hasPageWork } from './page-work.ts';
 
 export interface ShotParams {
   url: string;
@@ -15,7 +26,7 @@ export interface ShotParams {
   version: string;
   viewport: { w: number; h: number };
   scheme: Scheme;
-  options: { fullPage: boolean; retina: boolean; hideCookieBanner: boolean; delay: number };
+  options: { fullPage: boolean; retina: boolean; hideCookieBanner: boolean; delay: number } & Partial<ShotControls>;
 }
 
 /** A task's params as the shots plan wrote them; anything else is refused, not retried. */
@@ -32,10 +43,31 @@ export function checkShotParams(p: unknown): ShotParams {
     !!x.options &&
     typeof x.options === 'object';
   if (!ok) throw new TaskFailure('render_failed', 'malformed shots task');
+  const o = x.options as Partial<ShotControls>;
+  // the caller's headers and cookies ride in the task message only (params.secret); a task published
+  // again from the stored job has their names and not their values: not captured without them
+  const secret = (p as { secret?: ShotSecrets }).secret;
+  if ((o.headerNames?.length && !secret?.headers) || (o.cookieNames?.length && !secret?.cookies))
+    throw new TaskFailure(
+      'credentials_unavailable',
+      'the request headers or cookies are no longer available (they are never stored); create the job again',
+    );
+  const format = SHOT_FORMATS.includes(o.format as never) ? o.format! : 'png';
+  const quality = Number.isInteger(o.quality) && o.quality! >= 1 && o.quality! <= 100 ? o.quality! : DEFAULT_QUALITY;
+  const thumbWidth =
+    Number.isInteger(o.thumbWidth) && o.thumbWidth! >= THUMB_WIDTHS.min && o.thumbWidth! <= THUMB_WIDTHS.max
+      ? o.thumbWidth!
+      : THUMB_WIDTHS.default;
   return {
     ...x,
     options: {
-      fullPage: !!x.options!.fullPage,
+      ...o,
+      ...(secret?.headers ? { headers: secret.headers } : {}),
+      ...(secret?.cookies ? { cookies: secret.cookies } : {}),
+      format,
+      quality,
+      thumbWidth,
+      fullPage: !!x.options!.fullPage && !o.selector,
       retina: !!x.options!.retina,
       hideCookieBanner: !!x.options!.hideCookieBanner,
       delay: [0, 2, 5].includes(Number(x.options!.delay)) ? Number(x.options!.delay) : 0,
@@ -45,11 +77,23 @@ export function checkShotParams(p: unknown): ShotParams {
 
 export interface Shot {
   png: Buffer;
+  /** The file delivered: `png` itself, or its pixels encoded as options.format asks. */
+  file: Buffer;
+  contentType: string;
   /** The decoded pixels of `png`. */
   raw: RawImage;
   width: number;
   height: number;
-  extra: { status?: number; finalUrl?: string; blank?: boolean; cookieBanner?: CookieBannerReport; heightCapped?: boolean } & PageReport;
+  extra: {
+    status?: number;
+    finalUrl?: string;
+    blank?: boolean;
+    cookieBanner?: CookieBannerReport;
+    heightCapped?: boolean;
+    /** How many elements each selector of the options matched. */
+    selectors?: SelectorCounts;
+  } & PageReport &
+    RequestReport;
 }
 
 export interface CaptureEnv {
@@ -194,6 +238,12 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
     await Promise.all(steps);
   });
   if (p.options.hideCookieBanner) await phase('cookie banner', () => prepareCookieBanner(page));
+  const o = p.options;
+  // only when asked: a shot without them has no such step (the bench's rows stay as they were)
+  const requests =
+    o.userAgent || o.locale || o.timezone || o.headers || o.cookies?.length || o.blockAds
+      ? await phase('request controls', () => applyRequestControls(page, p.url, o, launcher.engine))
+      : {};
 
   progress(`loading ${p.url}`);
   const resp = await openPage(page, watch, p.url, {
@@ -211,6 +261,11 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
     progress('hiding the cookie banner');
     extra.cookieBanner = await phase('cookie banner', () => hideCookieBanner(page));
   }
+  const counts: SelectorCounts = {};
+  if (hasPageWork(o)) {
+    progress('working on the page');
+    await phase('page work', () => doPageWork(page, o, { deadline, counts, step }));
+  }
   if (p.options.fullPage) {
     progress('loading lazy content');
     await phase('lazy content', () => loadLazyContent(page, deadline));
@@ -222,6 +277,11 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   }
 
   let clip: { x: number; y: number; width: number; height: number } | undefined;
+  if (o.selector) {
+    step(`the element ${o.selector}`);
+    clip = await elementClip(page, o.selector, counts);
+  }
+  if (Object.keys(counts).length) extra.selectors = counts;
   if (p.options.fullPage) {
     step("the document's height");
     const size = await page.evaluate(() => ({
@@ -249,7 +309,8 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
     });
   let png = await take();
   let { raw, blank } = await check(png);
-  if (blank) {
+  // an element of one colour is what it is; a whole page of one colour is often not painted yet
+  if (blank && !o.selector) {
     // a page still painting (fonts, a late script) often comes out empty once
     step('a second screenshot (the first was blank)');
     await sleep(1000);
@@ -259,5 +320,18 @@ async function shoot(page: Page, watch: PageWatch, p: ShotParams, env: CaptureEn
   }
   Object.assign(extra, watch.report);
   if (!extra.dialogs?.length) delete extra.dialogs;
-  return { png, raw, width: raw.info.width, height: raw.info.height, extra };
+  Object.assign(extra, requests);
+  const format = o.format ?? 'png';
+  const file =
+    format === 'png'
+      ? png
+      : await phase('encode', () => {
+          const img = sharp(raw.data, { raw: raw.info });
+          return (
+            format === 'jpeg'
+              ? img.flatten({ background: '#ffffff' }).jpeg({ quality: o.quality ?? DEFAULT_QUALITY })
+              : img.webp({ quality: o.quality ?? DEFAULT_QUALITY })
+          ).toBuffer();
+        });
+  return { png, file, contentType: FORMAT_TYPE[format], raw, width: raw.info.width, height: raw.info.height, extra };
 }

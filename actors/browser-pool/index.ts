@@ -10,6 +10,8 @@ import { CONSUMERS, subjects } from '../../shared/names.ts';
 import { TaskFailure, type Task } from '../../shared/protocol/jobs.ts';
 import { runWorker } from '../../shared/worker.ts';
 import { DEFAULT_VIEWPORT, DELAYS, SCHEMES, VIEWPORT_LIMITS, VIEWPORT_PRESETS, type BrowserOffer } from '../../shared/services/index.ts';
+import { ENGINE_LACKS, SHOT_FORMATS, THUMB_WIDTHS } from '../../shared/services/index.ts';
+import { MAX_ACTIONS, MAX_PAGE_SCRIPT_BYTES } from '../../shared/schemas/page-controls.ts';
 import { launcherFor } from './launchers/registry.ts';
 import type { Launcher, Scheme } from './launchers/types.ts';
 import { effectiveConcurrency, ManagedBrowser, PageTimeout, PhaseTimes, Slots } from './pool.ts';
@@ -54,6 +56,7 @@ export function offersOf(entries: BrowserEntry[]): BrowserOffer[] {
       name: l.name,
       engine: l.engine,
       versions: [],
+      lacks: ENGINE_LACKS[l.engine],
       ...(l.mobile ? { mobile: { w: l.mobile.w, h: l.mobile.h, deviceScaleFactor: l.mobile.deviceScaleFactor } } : {}),
     };
     if (!cur.versions.includes(e.version)) cur.versions.push(e.version);
@@ -162,7 +165,10 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
             release();
           }
           void progress('storing').catch(() => {});
-          const file = await storeShot(stores, task as Task, shot.png, shot.raw, times);
+          const file = await storeShot(stores, task as Task, shot.file, shot.raw, times, {
+            contentType: shot.contentType,
+            thumbWidth: p.options.thumbWidth,
+          });
           counts.shots++;
           times.count++;
           return { file, extra: { width: shot.width, height: shot.height, ...shot.extra } };
@@ -216,6 +222,26 @@ export async function start(ctx: ActorContext): Promise<BrowserPoolHandle> {
       retina: true,
       hideCookieBanner: true,
       compare: true,
+      // issue 43: every browser honours these unless its `lacks` names one
+      controls: [
+        'selector',
+        'hideSelectors',
+        'css',
+        'js',
+        'click',
+        'waitFor',
+        'actions',
+        'userAgent',
+        'locale',
+        'timezone',
+        'headers',
+        'cookies',
+        'blockAds',
+      ],
+      formats: SHOT_FORMATS,
+      thumbWidth: [THUMB_WIDTHS.min, THUMB_WIDTHS.max],
+      maxActions: MAX_ACTIONS,
+      maxScriptBytes: MAX_PAGE_SCRIPT_BYTES,
     },
     // websitepro's pdf (and rendered html) are printed here: job creation checks one instance does
     ...(printer ? { prints: ['pdf', 'html'] } : {}),

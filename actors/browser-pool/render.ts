@@ -1,6 +1,12 @@
-// websitepro's browser work, served as NATS micro endpoints: a PDF of the page (Chromium, A4,
-// backgrounds) written to the object store, and the rendered DOM of a page that needs JavaScript.
-import type { Page } from 'puppeteer-core';
+// websitepro's browser work, served as NATS micro endpoints: a PDF of the page (Chromium; A4 with
+// backgrounds unless `pdf` says otherwise) written to the object store, and the rendered DOM of a
+// page that needs JavaScript. Both take the caller's `controls` (headers and cookies for the target
+// origin only, waitFor, actions, removeSelectors, timeoutMs) and answer how many elements each
+// selector matched.
+import type { Page, PDFOptions } from 'puppeteer-core';
+import { FORBIDDEN_HEADER, type PageControls, type PdfOptionsDoc, type SelectorCounts } from '../../shared/schemas/page-controls.ts';
+import { applyRequestControls } from './requests.ts';
+import { doPageWork, hasPageWork } from './page-work.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { navigationFailure, openPage, PageWatch, type Settle } from './settle.ts';
@@ -11,18 +17,46 @@ export interface RenderPdfRequest {
   url: string;
   store: string;
   objectName: string;
+  controls?: PageControls;
+  pdf?: PdfOptionsDoc;
 }
 export interface RenderPdfReply {
   bytes: number;
   contentType: 'application/pdf';
+  selectors?: SelectorCounts;
 }
 export interface RenderHtmlRequest {
   url: string;
+  controls?: PageControls;
 }
 export interface RenderHtmlReply {
   html: string;
   finalUrl: string;
   status: number | null;
+  selectors?: SelectorCounts;
+}
+
+/** puppeteer's print options from the caller's `pdf` (A4, backgrounds, no header or footer unless asked). */
+export function pdfOptionsOf(pdf: PdfOptionsDoc | undefined, timeout: number): PDFOptions {
+  const p = pdf ?? {};
+  const templated = p.headerTemplate !== undefined || p.footerTemplate !== undefined;
+  return {
+    format: p.format ?? 'A4',
+    landscape: !!p.landscape,
+    printBackground: p.printBackground ?? true,
+    timeout,
+    ...(p.scale !== undefined ? { scale: p.scale } : {}),
+    ...(p.margin ? { margin: p.margin } : {}),
+    ...(p.pageRanges ? { pageRanges: p.pageRanges } : {}),
+    // a template is shown only with displayHeaderFooter; the other one is then empty, not Chromium's default
+    ...(templated
+      ? {
+          displayHeaderFooter: true,
+          headerTemplate: p.headerTemplate ?? '<span></span>',
+          footerTemplate: p.footerTemplate ?? '<span></span>',
+        }
+      : {}),
+  };
 }
 
 /**
@@ -33,9 +67,17 @@ export interface RenderHtmlReply {
  */
 export function toApiError(e: unknown): ApiError {
   if (e instanceof ApiError) return e;
+  if (e instanceof TaskFailure && e.error === 'selector_not_found')
+    return new ApiError('internal', e.message, { reason: 'selector_not_found', selector: e.extra?.selector });
   const f = e instanceof PageTimeout ? new TaskFailure('timeout', e.message) : e instanceof TaskFailure ? e : navigationFailure(e);
   const code: ErrorCode = f.error === 'blocked_address' || f.error === 'unreachable' ? f.error : 'internal';
   return new ApiError(code, f.message, { reason: f.error === 'timeout' ? 'timeout' : code === 'internal' ? 'render_failed' : f.error });
+}
+
+/** A header the guard forbids is the caller's mistake, whoever validated it before. */
+function checkControls(c: PageControls | undefined) {
+  for (const name of Object.keys(c?.headers ?? {}))
+    if (FORBIDDEN_HEADER.test(name)) throw new ApiError('bad_request', `controls.headers: ${name} may not be set`, { header: name });
 }
 
 function checkUrl(url: unknown): string {
@@ -43,18 +85,54 @@ function checkUrl(url: unknown): string {
   return url;
 }
 
-/** A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps). */
-async function open(page: Page, url: string, timeoutMs: number, blockedSince?: (t: number) => boolean, ahead?: PageHooks, settle?: Settle) {
+/**
+ * A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps),
+ * then the caller's controls: headers and cookies from the first request, the page work once settled.
+ */
+async function open(
+  page: Page,
+  url: string,
+  timeoutMs: number,
+  blockedSince?: (t: number) => boolean,
+  ahead?: PageHooks,
+  settle?: Settle,
+  controls: PageControls = {},
+  engine: 'chromium' | 'gecko' = 'chromium',
+) {
   const watch = new PageWatch(page);
+  const deadline = Date.now() + timeoutMs;
+  await applyRequestControls(page, url, { headers: controls.headers, cookies: controls.cookies }, engine);
   const resp = await openPage(page, watch, url, {
-    deadline: Date.now() + timeoutMs,
+    deadline,
     blockedSince,
     onParsed: ahead?.makeNext,
     step: ahead?.step,
     settle,
   });
-  return { page, watch, status: (watch.mainResponse ?? resp)?.status() ?? null };
+  const selectors: SelectorCounts = {};
+  if (hasPageWork(controls))
+    await watch.race(
+      doPageWork(
+        page,
+        { waitFor: controls.waitFor, actions: controls.actions, removeSelectors: controls.removeSelectors },
+        {
+          deadline,
+          counts: selectors,
+          step: ahead?.step,
+        },
+      ),
+    );
+  return {
+    page,
+    watch,
+    status: (watch.mainResponse ?? resp)?.status() ?? null,
+    selectors: Object.keys(selectors).length ? selectors : undefined,
+  };
 }
+
+/** The page's own timeout: the caller's (controls.timeoutMs, at most 60 s) or the pool's. */
+const timeoutOf = (controls: PageControls | undefined, pageTimeoutMs: number) =>
+  controls?.timeoutMs ? Math.min(60_000, Math.max(1000, controls.timeoutMs)) : pageTimeoutMs;
 
 /** `settle`: the settle rule's limits (`SETTLE` unless given). */
 export function renderEndpoints(deps: {
@@ -66,7 +144,8 @@ export function renderEndpoints(deps: {
   settle?: Settle;
 }) {
   const { browser, slots, stores, pageTimeoutMs, blockedSince, settle } = deps;
-  const run = async <T>(fn: (page: Page, ahead: PageHooks) => Promise<T>): Promise<T> => {
+  const engine = browser.launcher.engine;
+  const run = async <T>(fn: (page: Page, ahead: PageHooks) => Promise<T>, pageTimeoutMs = deps.pageTimeoutMs): Promise<T> => {
     // the caller gives up after about pageTimeoutMs: do not start a page it no longer waits for
     let release: () => void;
     try {
@@ -87,22 +166,31 @@ export function renderEndpoints(deps: {
       const url = checkUrl(req.url);
       if (typeof req.store !== 'string' || typeof req.objectName !== 'string' || !req.objectName)
         throw new ApiError('bad_request', 'store and objectName are required');
-      const pdf = await run(async (page, ahead) => {
-        const { watch } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead, settle);
+      checkControls(req.controls);
+      const ms = timeoutOf(req.controls, pageTimeoutMs);
+      const { pdf, selectors } = await run(async (page, ahead) => {
+        const { watch, selectors } = await open(page, url, ms - 2000, blockedSince, ahead, settle, req.controls, engine);
         ahead.step('the PDF');
         await page.emulateMediaType('print');
-        return Buffer.from(await watch.ownCapture(page.pdf({ format: 'A4', printBackground: true, timeout: pageTimeoutMs })));
-      });
+        return { pdf: Buffer.from(await watch.ownCapture(page.pdf(pdfOptionsOf(req.pdf, ms)))), selectors };
+      }, ms);
       await stores.put(req.store, req.objectName, pdf);
-      return { bytes: pdf.length, contentType: 'application/pdf' };
+      return { bytes: pdf.length, contentType: 'application/pdf', ...(selectors ? { selectors } : {}) };
     },
     async renderHtml(req: RenderHtmlRequest): Promise<RenderHtmlReply> {
       const url = checkUrl(req.url);
+      checkControls(req.controls);
+      const ms = timeoutOf(req.controls, pageTimeoutMs);
       return run(async (page, ahead) => {
-        const { watch, status } = await open(page, url, pageTimeoutMs - 2000, blockedSince, ahead, settle);
+        const { watch, status, selectors } = await open(page, url, ms - 2000, blockedSince, ahead, settle, req.controls, engine);
         ahead.step('the rendered HTML');
-        return { html: await watch.ownCapture(page.content()), finalUrl: watch.finalUrl ?? page.url(), status };
-      });
+        return {
+          html: await watch.ownCapture(page.content()),
+          finalUrl: watch.finalUrl ?? page.url(),
+          status,
+          ...(selectors ? { selectors } : {}),
+        };
+      }, ms);
     },
   };
 }

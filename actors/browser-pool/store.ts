@@ -19,13 +19,13 @@ export const THUMB_WIDTH = 400;
 /** Thumbnails of tall full-page shots keep the top, at most this many pixels high. */
 export const THUMB_MAX_HEIGHT = 1000;
 
-/** A WebP thumbnail from the PNG, or from its already decoded pixels. */
-export async function makeThumb(png: Buffer, raw?: RawImage): Promise<Buffer> {
+/** A WebP thumbnail (`width` wide, never enlarged) from the image, or from its already decoded pixels. */
+export async function makeThumb(png: Buffer, raw?: RawImage, width = THUMB_WIDTH): Promise<Buffer> {
   const src = raw ? sharp(raw.data, { raw: raw.info }) : sharp(png);
   const meta = raw ? raw.info : await sharp(png).metadata();
-  const w = meta.width ?? THUMB_WIDTH;
-  const h = meta.height ?? THUMB_WIDTH;
-  const tw = Math.min(THUMB_WIDTH, w);
+  const w = meta.width ?? width;
+  const h = meta.height ?? width;
+  const tw = Math.min(width, w);
   const th = Math.max(1, Math.min(THUMB_MAX_HEIGHT, Math.round((h * tw) / w)));
   return src.resize({ width: tw, height: th, fit: 'cover', position: 'top' }).webp({ quality: 72 }).toBuffer();
 }
@@ -42,20 +42,24 @@ export class Stores {
   }
 }
 
-/** Store a screenshot and its thumbnail; the StoredFile the outcome carries. */
+/**
+ * Store a screenshot and its thumbnail; the StoredFile the outcome carries. `png`: the file (a PNG
+ * unless `opts.contentType` says otherwise); `raw`: its pixels, for the thumbnail.
+ */
 export async function storeShot(
   stores: Stores,
   t: { store: string; objectName: string; jobId: string; resultKey: string },
   png: Buffer,
   raw?: RawImage,
   times?: PhaseTimes,
+  opts: { contentType?: string; thumbWidth?: number } = {},
 ): Promise<StoredFile> {
   const tn = thumbName(t.jobId, t.resultKey);
   // the PNG uploads while the thumbnail is encoded (sharp works on its own threads)
   const t0 = performance.now();
   const pngStored = stores.put(t.store, t.objectName, png);
   pngStored.catch(() => {});
-  const thumb = await makeThumb(png, raw);
+  const thumb = await makeThumb(png, raw, opts.thumbWidth);
   times?.add('thumbnail', performance.now() - t0);
   const t1 = performance.now();
   await Promise.all([stores.put(t.store, tn, thumb), pngStored]);
@@ -63,7 +67,7 @@ export async function storeShot(
   return {
     store: t.store,
     name: t.objectName,
-    contentType: 'image/png',
+    contentType: opts.contentType ?? 'image/png',
     bytes: png.length,
     filename: t.resultKey,
     thumb: { name: tn, contentType: 'image/webp', bytes: thumb.length },

@@ -7,7 +7,7 @@ import { ApiError } from '../../shared/errors.ts';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Config } from '../../shared/config/index.ts';
 import type { PageControls, PdfOptionsDoc, SelectorCounts } from '../../shared/schemas/page-controls.ts';
-import type { ConverterControls, ControlSecrets } from '../../shared/services/websitepro-controls.ts';
+import type { ConverterControls, ControlSecrets } from '../../shared/services/index.ts';
 
 export interface RenderHtmlReply {
   html: string;

@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { addConvertOptions, convertBody } from './convert-options.ts';
+import { addShotControlFlags, shotControlsFromFlags, type ShotFlags } from './shots-flags.ts';
 import { createPayloadsClient, PayloadsError, DEFAULT_BASE_URL, type Job, type PayloadsClient, type Result } from './index.ts';
 
 export const EXIT = { ok: 0, failed: 1, refused: 2, network: 3 } as const;
@@ -220,7 +221,7 @@ export function program(io: Io): Command {
       }
     });
 
-  p.command('shots')
+  addShotControlFlags(p.command('shots'))
     .argument('<url>')
     .description('screenshots in real browsers; files into --out')
     .option('-b, --browsers <ids>', 'browser ids, comma-separated; id@version for a given version (see GET /v1/services/shots)', list, [
@@ -233,11 +234,11 @@ export function program(io: Io): Command {
     .option('--retina', 'device pixel ratio 2')
     .option('--compare', 'also diff every pair of browsers (same viewport and scheme), priced per pair')
     .option('--webhook <url>', 'https URL to POST the finished job to')
-    .option('-o, --out <dir>', 'folder for the PNGs', 'shots')
+    .option('-o, --out <dir>', 'folder for the images', 'shots')
     .action(
       async (
         url: string,
-        o: {
+        o: ShotFlags & {
           browsers: string[];
           viewports?: string[];
           dark?: boolean;
@@ -251,17 +252,19 @@ export function program(io: Io): Command {
       ) => {
         const c = client(io);
         const schemes = [...(o.light || !o.dark ? ['light' as const] : []), ...(o.dark ? ['dark' as const] : [])];
+        const controls = shotControlsFromFlags(o);
         const { job, balance } = await c.createJob('shots', {
           url,
           browsers: browserItems(o.browsers),
           ...(o.viewports ? { viewports: o.viewports } : {}),
           schemes,
-          ...(o.fullPage || o.retina || o.compare
+          ...(o.fullPage || o.retina || o.compare || Object.keys(controls).length
             ? {
                 options: {
                   ...(o.fullPage ? { fullPage: true } : {}),
                   ...(o.retina ? { retina: true } : {}),
                   ...(o.compare ? { compare: true } : {}),
+                  ...controls,
                 },
               }
             : {}),

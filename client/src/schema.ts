@@ -892,6 +892,73 @@ export interface components {
                 delay?: 0 | 2 | 5;
                 /** @description Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair). */
                 compare?: boolean;
+                /** @description Capture only the first element this selector matches: its border box, rounded to whole CSS pixels, in every browser and version. Not with fullPage. With compare, crops of different sizes are compared over their common top-left area (the rest is reported as uncompared). */
+                selector?: string;
+                /** @description Elements hidden (display: none) before the capture; one that matches nothing is not an error (its count is 0). */
+                hideSelectors?: string[];
+                /** @description A style sheet added to the page before the capture; at most 16 KB. */
+                css?: string;
+                /** @description A script run in the page before the capture (as the body of an async function, awaited); at most 16 KB. */
+                js?: string;
+                /** @description An element clicked before the capture. */
+                click?: string;
+                /** @description Wait until an element matches this selector before anything else is done. */
+                waitFor?: string;
+                /** @description Run in order before conversion or capture; at most 20 steps and 30 s in all. A selector that matches nothing fails the result as selector_not_found (refunded). */
+                actions?: ({
+                    /** @constant */
+                    type: "click";
+                    /** @description A CSS selector. */
+                    selector: string;
+                } | {
+                    /** @constant */
+                    type: "type";
+                    /** @description A CSS selector. */
+                    selector: string;
+                    text: string;
+                } | {
+                    /** @constant */
+                    type: "press";
+                    /** @description A key name, e.g. Enter, Tab, ArrowDown. */
+                    key: string;
+                } | {
+                    /** @constant */
+                    type: "scroll";
+                    /** @description `bottom`, or a selector to scroll into view. */
+                    to: "bottom" | string;
+                } | {
+                    /** @constant */
+                    type: "wait";
+                    /** @description A CSS selector. */
+                    selector: string;
+                } | {
+                    /** @constant */
+                    type: "wait";
+                    ms: number;
+                })[];
+                /** @description The image format: png (default), jpeg or webp. */
+                format?: "png" | "jpeg" | "webp";
+                /** @description jpeg and webp quality, 1 to 100; default 80. */
+                quality?: number;
+                /** @description Width of the WebP thumbnail, 100 to 800; default 400. */
+                thumbWidth?: number;
+                /** @description The User-Agent the browser sends and shows. */
+                userAgent?: string;
+                /** @description A BCP 47 language tag, e.g. de-DE (Accept-Language and navigator.language). */
+                locale?: string;
+                /** @description An IANA time zone, e.g. Europe/Berlin. */
+                timezone?: string;
+                /** @description Sent only to the target origin; never stored. Host, Content-Length, hop-by-hop and Proxy-* headers are refused. */
+                headers?: {
+                    [key: string]: string;
+                };
+                /** @description Sent only to the target origin; never stored. */
+                cookies?: {
+                    name: string;
+                    value: string;
+                }[];
+                /** @description Block requests to ad and tracker hosts (EasyList, kept in the repository; docs/shots.md). */
+                blockAds?: boolean;
             };
             /** @description Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md. */
             webhook?: string;

@@ -2,7 +2,7 @@
 // design: validate → plan (price) → the wallet's queue bound → precheck → charge → publish the tasks → write the
 // job, already dispatched (the commit point). A failure after the charge and before the commit point is
 // compensated by refunding every result before the error is answered.
-import { keepTaskSecrets } from '../../shared/services/task-secret.ts';
+import { keepTaskSecrets } from '../../shared/services/index.ts';
 import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';

@@ -7,3 +7,4 @@ export { toPublicJob, toPublicResult, isExpired, resultPath } from '../../shared
 export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-report-html.ts';
 export { jobEventStream, decodeCursor, type SeenState } from './events.ts';
 export { findJob } from './find.ts';
+export { openStreamsOf } from './stream-cap.ts';

@@ -2,8 +2,7 @@
 // written as they happen (uWebSockets.js chunked writes, nothing buffered), ending with the job.
 import type { Reply, Route } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
-import { jobEventStream, decodeCursor, findJob } from '../jobs/index.ts';
-import { openStreamsOf } from '../jobs/stream-cap.ts';
+import { jobEventStream, decodeCursor, findJob, openStreamsOf } from '../jobs/index.ts';
 
 const encoder = new TextEncoder();
 

@@ -27,6 +27,8 @@ export const PricingConfig = T.Object(
         fullPage: Price(20, 'Extra Payloads per screenshot with options.fullPage.'),
         retina: Price(10, 'Extra Payloads per screenshot with options.retina.'),
         comparePair: Price(20, 'Payloads per compared pair of screenshots with options.compare (a diff image and its summary).'),
+        scripted: Price(10, 'Extra Payloads per screenshot that works on the page first (options css, js, click, waitFor or actions).'),
+        blockAds: Price(5, 'Extra Payloads per screenshot with options.blockAds (every request matched against the filter lists).'),
       },
       { default: {} },
     ),

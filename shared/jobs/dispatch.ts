@@ -3,7 +3,7 @@
 // supervisor's dispatch, the backstop for a job written `queued` (its tasks could not be published
 // at creation). The task's message id makes a repeat from either side a no-op. Tasks past the
 // wallet's share are held (shared/jobs/share.ts) and published later by the supervisor.
-import { taskParams } from '../services/task-secret.ts';
+import { taskParams } from '../services/index.ts';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config/index.ts';
 import { publishShared, type SharedPublish, type WalletTasks } from './share.ts';

@@ -18,4 +18,15 @@ export {
   mergeOffers,
   type BrowserOffer,
 } from './shots.ts';
+export {
+  ENGINE_LACKS,
+  SHOT_FORMATS,
+  THUMB_WIDTHS,
+  DEFAULT_QUALITY,
+  FORMAT_TYPE,
+  type ShotControls,
+  type ShotSecrets,
+} from './shots-options.ts';
 export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type CheckedAddress } from './labs.ts';
+export { keepTaskSecrets, taskParams } from './task-secret.ts';
+export type { ConverterControls, ControlSecrets } from './websitepro-controls.ts';

@@ -5,6 +5,7 @@ import { readCatalogue } from '../catalogue.ts';
 import type { ServiceModule, PlanItem } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
+import { FORMAT_EXT, planShotControls, ShotControlFields, type ShotControlOptions, type ShotFormat } from './shots-options.ts';
 
 /**
  * Viewport presets (CSS pixels). `fhd`, `qhd`, `hd` are the usual screen sizes; `laptop` (1440x900),
@@ -63,6 +64,7 @@ export const ShotsBody = T.Object(
                 'Also compare every pair of screenshots of the same viewport and scheme: a result `diff_<a>_vs_<b>_<WxH>_<scheme>.png` each (differing pixels in red over a faded copy of the first) with a `compare` summary (differing and perceptual percentages, largest regions). Priced per pair (pricing.shots.comparePair).',
             }),
           ),
+          ...ShotControlFields,
         },
         { additionalProperties: false },
       ),
@@ -81,6 +83,8 @@ export interface BrowserOffer {
   versions: string[]; // newest first
   /** Mobile emulation: its own viewport; request viewports do not apply. */
   mobile?: { w: number; h: number; deviceScaleFactor: number };
+  /** Options this browser cannot honour (a request using one is a 400). */
+  lacks?: string[];
 }
 
 export function parseViewport(v: unknown): { w: number; h: number } {
@@ -133,8 +137,8 @@ export const diffKey = (
   scheme: string,
 ) => `diff_${a.browser}-${a.version}_vs_${b.browser}-${b.version}_${vp.w}x${vp.h}_${scheme}.png`;
 
-export const shotKey = (browserId: string, version: string, vp: { w: number; h: number }, scheme: string) =>
-  `${browserId}-${version}_${vp.w}x${vp.h}_${scheme}.png`;
+export const shotKey = (browserId: string, version: string, vp: { w: number; h: number }, scheme: string, format: ShotFormat = 'png') =>
+  `${browserId}-${version}_${vp.w}x${vp.h}_${scheme}.${FORMAT_EXT[format]}`;
 
 /**
  * One diff item per pair of screenshots with the same viewport, scheme and kind of browser (a phone's
@@ -206,9 +210,15 @@ export const shots: ServiceModule<ShotsRequest> = {
     if (!offers.length) throw new ApiError('service_unavailable', 'no browser-pool instance is running');
     const opts = body.options ?? {};
     const p = config.pricing.shots;
+    const asked = body.browsers.map((b) => offers.find((o) => o.id === (typeof b === 'string' ? b : b.id))).filter((o) => !!o);
+    const { controls, extraPrice, secret } = await planShotControls(opts as ShotControlOptions, p, asked);
     // a phone has its own pixel ratio: `retina` neither applies to nor is charged for it
-    const priceOf = (mobile: boolean) => p.screenshot + (opts.fullPage ? p.fullPage : 0) + (opts.retina && !mobile ? p.retina : 0);
-    const items = new Map<string, { key: string; price: number; task: { subject: string; params: Record<string, unknown> } }>();
+    const priceOf = (mobile: boolean) =>
+      p.screenshot + (opts.fullPage ? p.fullPage : 0) + (opts.retina && !mobile ? p.retina : 0) + extraPrice;
+    const items = new Map<
+      string,
+      { key: string; price: number; task: { subject: string; params: Record<string, unknown>; secret?: Record<string, unknown> } }
+    >();
     for (const item of body.browsers) {
       const id = typeof item === 'string' ? item : item.id;
       const offer = offers.find((o) => o.id === id);
@@ -223,7 +233,7 @@ export const shots: ServiceModule<ShotsRequest> = {
           throw new ApiError('unknown_browser', `browser ${id} has no version ${JSON.stringify(version)}`, { versions: offer.versions });
         for (const vp of offer.mobile ? [{ w: offer.mobile.w, h: offer.mobile.h }] : viewports) {
           for (const scheme of schemes) {
-            const key = shotKey(id, version, vp, scheme);
+            const key = shotKey(id, version, vp, scheme, controls.format);
             items.set(key, {
               key,
               price: priceOf(!!offer.mobile),
@@ -240,8 +250,10 @@ export const shots: ServiceModule<ShotsRequest> = {
                     retina: !!opts.retina && !offer.mobile,
                     hideCookieBanner: !!opts.hideCookieBanner,
                     delay: opts.delay ?? 0,
+                    ...controls,
                   },
                 },
+                ...(secret ? { secret: { ...secret } } : {}),
               },
             });
           }

@@ -2,6 +2,7 @@
 // definitions in shared/schemas/page-controls.ts) and what plan() checks and makes of them before
 // anything is charged: selector syntax, forbidden header names, the actions' total wait, PDF
 // template sizes; the task's `controls`; the credentials taken out of the stored request.
+import { checkSelectors } from '../schemas/selector-check.ts';
 import { Type as T } from '@sinclair/typebox';
 import { ApiError } from '../errors.ts';
 import {
@@ -72,34 +73,9 @@ const bad = (message: string, details?: Record<string, unknown>) => new ApiError
 const BAD_HEADER_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 const BAD_COOKIE_VALUE = /[;\r\n\0]/;
 
-type Checker = (selector: string) => void;
-let checker: Checker | null = null;
-/**
- * Selector syntax, checked with the engine the converter matches with (jsdom's nwsapi), on a tiny
- * document of its own. jsdom is loaded on the first body that has a selector: a gateway that never
- * sees one never pays for it.
- */
-async function selectorChecker(): Promise<Checker> {
-  if (checker) return checker;
-  const { JSDOM } = await import('jsdom');
-  const doc = new JSDOM('<!doctype html><p>').window.document;
-  checker = (s) => {
-    doc.querySelector(s);
-  };
-  return checker;
-}
-
 /** Every selector of the request parses, or 400 bad_request naming the first that does not. */
-export async function checkSelectorSyntax(selectors: string[]): Promise<void> {
-  if (!selectors.length) return;
-  const check = await selectorChecker();
-  for (const s of selectors) {
-    try {
-      check(s);
-    } catch (e) {
-      throw bad(`invalid CSS selector ${JSON.stringify(s)}: ${((e as Error).message ?? '').split('\n')[0]}`, { selector: s });
-    }
-  }
+export function checkSelectorSyntax(selectors: string[]): Promise<void> {
+  return checkSelectors(selectors.map((selector) => ({ field: 'selector', selector })));
 }
 
 export function checkHeaders(headers: Record<string, string> | undefined, cookies: PageCookie[] | undefined): void {

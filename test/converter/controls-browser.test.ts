@@ -1,16 +1,13 @@
 // websitepro's browser controls end to end (issue 43): the converter asks the real browser-pool
 // actor (Chromium) to render with `controls` (waitFor, actions, headers, cookies) and to print with
-// `pdf` options (session 29 contract, section 7). The browser half of these is browser-pool's; until
-// its `controls`/`pdf` support is merged these run as todo (they pass only with both halves).
+// `pdf` options (session 29 contract, section 7).
 import t from 'tap';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
 import { startConverter } from './harness.ts';
 import { testLog } from '../helpers/nats.ts';
 
-const browserHalf = readFileSync(new URL('../../actors/browser-pool/render.ts', import.meta.url), 'utf8').includes('controls');
-const todo = false && browserHalf ? false : "waits for browser-pool's controls and pdf options (the other half of issue 43)";
 const skip = existsSync('/usr/bin/chromium') ? false : 'no chromium';
 
 const LATE = `<!doctype html><html><head><title>Late page</title></head><body><main><h1>Late page</h1>
@@ -19,7 +16,7 @@ const LATE = `<!doctype html><html><head><title>Late page</title></head><body><m
 <script>setTimeout(() => document.getElementById('slot').insertAdjacentHTML('beforeend', '<p id="late">Late content arrived.</p>'), 400)</script>
 </main></body></html>`;
 
-t.test('browser controls through browser-pool', { skip, todo }, async (t) => {
+t.test('browser controls through browser-pool', { skip }, async (t) => {
   const c = await startConverter(t, {
     outbound: { allowCidrs: ['127.0.0.1/32'] },
     shots: { browsers: ['chromium'], concurrency: 1, pageTimeoutMs: 30000 },

@@ -17,6 +17,7 @@ import { asApiError, handle } from './pipeline/handle.ts';
 import { sendError, sendReply } from './pipeline/reply.ts';
 import { buildFixedAnswers, createFixedPath, type FixedSlot } from './pipeline/fixed.ts';
 import { createClientAddress } from './pipeline/address.ts';
+import { cameThroughProxy } from './dev-guard.ts';
 import { createFinish, readRequest, UNROUTED } from './pipeline/request.ts';
 
 export interface ServerOptions {
@@ -122,6 +123,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           requestId: c.requestId,
           ip: c.client.ip,
           addressGroup: c.client.group,
+          throughProxy: cameThroughProxy(headers, c.client.viaTrustedProxy),
           get signal() {
             return c.signal();
           },

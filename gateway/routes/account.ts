@@ -23,6 +23,7 @@ import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
 import { createKey } from '../../shared/keys.ts';
 import { takeToken } from '../../shared/limits.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
+import { devTopupsOn } from '../dev-guard.ts';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'account');
 const asset = (name: string) => readFileSync(join(ASSETS, name));
@@ -135,8 +136,9 @@ export const routes: Route[] = [
     summary: 'What the account page needs to know',
     responses: { 200: { description: 'mode, dev payments, top-up limits, bonus tiers' } },
     errors: [],
-    async handler(_req, ctx) {
-      const dev = ctx.config.server.mode === 'development' && ctx.config.wallet.lightning.backend === 'dev';
+    async handler(req, ctx) {
+      // no pay button for a visitor who came through a proxy: dev-pay refuses them
+      const dev = devTopupsOn(ctx.config) && !req.throughProxy;
       return {
         json: {
           mode: ctx.config.server.mode,
@@ -239,8 +241,12 @@ export const routes: Route[] = [
     responses: { 200: { description: '{topup, balance}' } },
     errors: ['not_found', 'bad_request'],
     async handler(req, ctx) {
-      if (ctx.config.server.mode !== 'development' || ctx.config.wallet.lightning.backend !== 'dev')
-        throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
+      if (!devTopupsOn(ctx.config)) throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
+      if (req.throughProxy)
+        throw new ApiError(
+          'not_found',
+          'dev payments are made only on the machine the gateway runs on: this request came through a proxy (a forwarding header, or a peer in server.trustedProxies)',
+        );
       await wallet.topupGet(ctx.nc, req.auth!.walletId, req.body.topupId); // 404 for another wallet's top-up
       const r = await wallet.topupPay(ctx.nc, req.body.topupId);
       return { json: { topup: r.topup, balance: r.balance } };

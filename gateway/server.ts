@@ -18,6 +18,7 @@ import { sendError, sendReply } from './pipeline/reply.ts';
 import { buildFixedAnswers, createFixedPath, type FixedSlot } from './pipeline/fixed.ts';
 import { createClientAddress } from './pipeline/address.ts';
 import { cameThroughProxy } from './dev-guard.ts';
+import { wasReplayed } from './idempotency.ts';
 import { createFinish, readRequest, UNROUTED } from './pipeline/request.ts';
 
 export interface ServerOptions {
@@ -151,8 +152,9 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           (error: unknown) => ({ error }),
         );
         const held = token && (await token);
-        // only created jobs count: a creation that made none gives its token back before it answers
-        if (held && !madeJob('error' in outcome ? outcome.error : undefined))
+        // only created jobs count: a creation that made none gives its token back before it answers,
+        // and so does a replayed answer (Idempotency-Key): the job it names was counted when made
+        if (held && (wasReplayed(outcome) || !madeJob('error' in outcome ? outcome.error : undefined)))
           await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
         if ('error' in outcome) throw outcome.error;
         if (state.aborted) return finish(c, label, 499);

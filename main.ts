@@ -174,7 +174,7 @@ try {
   log.info({ node: process.versions.node, uws: rt?.uws }, `runtime: ${runtime}`);
   if (everything && gw) {
     console.log(
-      `\nPayloads is running.\n  Runtime:  ${runtime}\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json (reference: ${gw.url}/docs)\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`,
+      `\nPayloads is running.\n  Mode:     ${gw.mode.join('\n')}\n  Runtime:  ${runtime}\n  API:      ${gw.url}/v1\n  Account:  ${gw.accountUrl}\n  Errors:   ${gw.docsUrl}\n  OpenAPI:  ${gw.url}/openapi.json (reference: ${gw.url}/docs)\n  NATS:     ${url}${server ? ' (embedded, data in ' + config.dataDir + ')' : ''}\nCtrl-C stops everything.\n`,
     );
   } else if (gw) {
     console.log(`gateway: ${gw.url}`);

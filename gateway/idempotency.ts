@@ -4,7 +4,9 @@
 // request still running under the key answers 409 idempotency_key_in_use with Retry-After.
 //
 // The records live in the `idempotency` bucket (24 h max age), shared by every gateway, one per wallet
-// and key (`<walletId>.<sha256 of the key>`): one customer's key never meets another's. A record is
+// and key (`<walletId>.<sha256 of the key>`): one customer's key never meets another's. A wallet
+// makes at most `limits.idempotencyKeysPerDay` records in 24 h (counted in `<walletId>.n`); a replayed
+// answer made nothing and gives its job token back (gateway/server.ts). A record is
 // created (revision 0) before anything with an effect, so of two requests racing on one key exactly
 // one runs. It names the job id the creation will use before the charge: a retry after a gateway died
 // mid-creation finds the job if it was written (and answers it), and otherwise, once the job can no
@@ -20,7 +22,7 @@ import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { ApiError } from '../shared/errors.ts';
 import { BUCKETS } from '../shared/names.ts';
-import { isCasConflict, kvCasDelete, kvCasPut } from '../shared/nats/cas.ts';
+import { isCasConflict, kvCasDelete, kvCasPut, kvUpdate } from '../shared/nats/cas.ts';
 import type { Reply } from './route.ts';
 
 export const IDEMPOTENCY_HEADER = 'idempotency-key';
@@ -126,6 +128,79 @@ export interface IdempotentCall {
   staleMs: number;
   /** The current answer for a job found under a record left running (a retry after a crash). */
   answerJob?: (jobId: string) => Promise<Reply | null>;
+  /** New records this wallet may make in 24 h (`limits.idempotencyKeysPerDay`). */
+  maxRecords: number;
+}
+
+/** Whether an answer is a replay of a kept one (its header): it made nothing, so it spends no job token. */
+export const wasReplayed = (outcome: { reply: Reply } | { error: unknown }): boolean => {
+  const headers = 'reply' in outcome ? outcome.reply.headers : outcome.error instanceof ApiError ? outcome.error.headers : undefined;
+  return headers?.['idempotent-replayed'] === 'true';
+};
+
+// The bound per wallet (issue 44 item 5): a count of the records each wallet made, per hour, in one
+// small document beside its records (`<walletId>.n`; a record's name ends in 64 hex digits, so no
+// clash). A record lives 24 h (the bucket's max age), so the hours of the last 25 count.
+const HOUR_MS = 3600_000;
+const WINDOW_HOURS = 25;
+const countKey = (walletId: string) => `${walletId}.n`;
+type Counts = Record<string, number>;
+const readCounts = (e: { operation: string; value: Uint8Array; json<T>(): T } | null, nowHour: number): Counts => {
+  if (!e || e.operation !== 'PUT' || !e.value.length) return {};
+  const out: Counts = {};
+  try {
+    for (const [h, n] of Object.entries(e.json<Counts>()))
+      if (Number(h) > nowHour - WINDOW_HOURS && typeof n === 'number' && n > 0) out[h] = n;
+  } catch {
+    /* unreadable: counts as none */
+  }
+  return out;
+};
+
+/** Count one more record for the wallet, or refuse with 429 (`limit: "idempotencyKeys"`). Returns the hour counted. */
+async function countRecord(kv: KV, walletId: string, max: number): Promise<number> {
+  const hour = Math.floor(Date.now() / HOUR_MS);
+  let retryAfter = 0;
+  await kvUpdate(
+    kv,
+    countKey(walletId),
+    (e) => {
+      const counts = readCounts(e, hour);
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      if (total >= max) {
+        const oldest = Math.min(...Object.keys(counts).map(Number));
+        retryAfter = Math.max(1, Math.ceil(((oldest + WINDOW_HOURS) * HOUR_MS - Date.now()) / 1000));
+        return undefined;
+      }
+      retryAfter = 0;
+      counts[hour] = (counts[hour] ?? 0) + 1;
+      return JSON.stringify(counts);
+    },
+    20,
+  );
+  if (retryAfter)
+    throw new ApiError(
+      'rate_limited',
+      `this wallet made ${max} Idempotency-Key records in the last 24 hours (limits.idempotencyKeysPerDay); retry in ${retryAfter} s or send the request without a new key`,
+      { retryAfter, limit: 'idempotencyKeys' },
+      { 'retry-after': String(retryAfter) },
+    );
+  return hour;
+}
+
+/** Give back a count (the record was deleted: a transient answer). Best effort. */
+async function uncountRecord(kv: KV, walletId: string, hour: number): Promise<void> {
+  await kvUpdate(
+    kv,
+    countKey(walletId),
+    (e) => {
+      const counts = readCounts(e, Math.floor(Date.now() / HOUR_MS));
+      if (!counts[hour]) return undefined;
+      counts[hour] -= 1;
+      return JSON.stringify(counts);
+    },
+    20,
+  ).catch(() => {});
 }
 
 /**
@@ -138,16 +213,30 @@ export async function idempotent(c: IdempotentCall, create: (jobId?: string) => 
   const k = recordKey(c.walletId, c.key);
   let mine: Running = { v: 1, state: 'running', fp: c.fingerprint, at: Date.now(), ...(c.jobId ? { jobId: c.jobId } : {}) };
   let revision: number | undefined;
+  /** The hour this request's new record was counted in (given back if the record is deleted). */
+  let counted: number | undefined;
   for (let attempt = 0; revision === undefined; attempt++) {
-    if (attempt > 5) throw inUse(1);
+    if (attempt > 5) {
+      if (counted !== undefined) await uncountRecord(kv, c.walletId, counted);
+      throw inUse(1);
+    }
     const e = await kv.get(k);
     if (!e || e.operation !== 'PUT' || !e.value.length) {
+      counted ??= await countRecord(kv, c.walletId, c.maxRecords);
       try {
         revision = await kvCasPut(kv, k, JSON.stringify(mine), e?.revision ?? 0);
       } catch (err) {
-        if (!isCasConflict(err)) throw err;
+        if (!isCasConflict(err)) {
+          await uncountRecord(kv, c.walletId, counted);
+          throw err;
+        }
       }
       continue;
+    }
+    if (counted !== undefined) {
+      // another request made the record first: this one's count is not a record
+      await uncountRecord(kv, c.walletId, counted);
+      counted = undefined;
     }
     const rec = e.json<IdemRecord>();
     if (rec.fp !== c.fingerprint) throw reused();
@@ -173,7 +262,10 @@ export async function idempotent(c: IdempotentCall, create: (jobId?: string) => 
     try {
       if (keepRunning) return;
       if (rec) await kvCasPut(kv, k, JSON.stringify(rec), revision!);
-      else await kvCasDelete(kv, k, revision!);
+      else {
+        await kvCasDelete(kv, k, revision!);
+        if (counted !== undefined) await uncountRecord(kv, c.walletId, counted);
+      }
     } catch {
       // left as it is: a retry sees it running and, once stale, runs again (or answers the job it names)
     }

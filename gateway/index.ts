@@ -7,7 +7,7 @@ import { provision } from '../shared/nats/provision.ts';
 import { withRetry } from '../shared/runtime.ts';
 import { ERRORS_PATH } from '../shared/errors.ts';
 import { loadNativeUws } from './uws.ts';
-import { devTopupGuard } from './dev-guard.ts';
+import { devTopupGuard, modeSummary } from './dev-guard.ts';
 import { mountRoutes } from './server.ts';
 import { createMetrics } from './metrics.ts';
 import { allRoutes } from './routes/index.ts';
@@ -19,6 +19,8 @@ export interface GatewayHandle {
   url: string;
   accountUrl: string;
   docsUrl: string;
+  /** The mode and what it means, as `npm start` prints it (dev-guard.ts modeSummary). */
+  mode: string[];
   stop(): Promise<void>;
 }
 
@@ -99,6 +101,7 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     url: baseUrl,
     accountUrl: ctx.accountUrl,
     docsUrl: ctx.docsUrl,
+    mode: modeSummary(config),
     async stop() {
       ready = false;
       evtSub.unsubscribe();

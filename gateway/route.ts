@@ -34,6 +34,11 @@ export interface RouteRequest {
   ip: string;
   /** What per-address limits count by: `ip` for IPv4, its /64 (server.ipv6PrefixLength) for IPv6. */
   addressGroup: string;
+  /**
+   * The request came through a proxy: a forwarding header is present (X-Forwarded-For, Forwarded,
+   * X-Real-IP, ...) or the TCP peer is in `server.trustedProxies` (gateway/dev-guard.ts).
+   */
+  throughProxy?: boolean;
   /** Set on routes with auth: true. */
   auth?: { walletId: string; keyHash: string };
   /** Aborted when the client goes away. */

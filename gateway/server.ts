@@ -17,6 +17,8 @@ import { asApiError, handle } from './pipeline/handle.ts';
 import { sendError, sendReply } from './pipeline/reply.ts';
 import { buildFixedAnswers, createFixedPath, type FixedSlot } from './pipeline/fixed.ts';
 import { createClientAddress } from './pipeline/address.ts';
+import { cameThroughProxy } from './dev-guard.ts';
+import { wasReplayed } from './idempotency.ts';
 import { createFinish, readRequest, UNROUTED } from './pipeline/request.ts';
 
 export interface ServerOptions {
@@ -122,6 +124,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           requestId: c.requestId,
           ip: c.client.ip,
           addressGroup: c.client.group,
+          throughProxy: cameThroughProxy(headers, c.client.viaTrustedProxy),
           get signal() {
             return c.signal();
           },
@@ -149,8 +152,9 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           (error: unknown) => ({ error }),
         );
         const held = token && (await token);
-        // only created jobs count: a creation that made none gives its token back before it answers
-        if (held && !madeJob('error' in outcome ? outcome.error : undefined))
+        // only created jobs count: a creation that made none gives its token back before it answers,
+        // and so does a replayed answer (Idempotency-Key): the job it names was counted when made
+        if (held && (wasReplayed(outcome) || !madeJob('error' in outcome ? outcome.error : undefined)))
           await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
         if ('error' in outcome) throw outcome.error;
         if (state.aborted) return finish(c, label, 499);

@@ -1,6 +1,7 @@
 // Failpoints: crash tests stop a process right after a write on a money path, then restart it and
 // check that nothing was lost or counted twice (test/reliability/failpoints.test.ts walks them all).
-// Off unless PAYLOADS_FAILPOINTS names some (comma-separated); never on with NODE_ENV=production.
+// Off unless PAYLOADS_FAILPOINTS names some (comma-separated) or WALLET_FAULT one of the wallet's;
+// never on with NODE_ENV=production or in production mode (MODE=production, disarmFailpointsIn).
 // A named point reached kills its own process (SIGKILL: no stop step, no flush, as a power cut).
 export const FAILPOINTS = {
   // gateway: job creation
@@ -22,15 +23,37 @@ export const FAILPOINTS = {
 } as const;
 export type FailpointName = keyof typeof FAILPOINTS;
 
-const armed = new Set<string>(
-  process.env.NODE_ENV === 'production'
-    ? []
-    : (process.env.PAYLOADS_FAILPOINTS ?? '')
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-);
-for (const name of armed) if (!Object.hasOwn(FAILPOINTS, name)) throw new Error(`PAYLOADS_FAILPOINTS: unknown failpoint ${name}`);
+/** WALLET_FAULT's older names (the wallet's crash tests), the same points as these failpoints. */
+const WALLET_FAULTS: Record<string, FailpointName> = {
+  'after-ledger-write': 'wallet.after-ledger-write',
+  'after-credit': 'wallet.after-topup-credit',
+};
+
+/** What the environment arms: PAYLOADS_FAILPOINTS and WALLET_FAULT; nothing with NODE_ENV=production. */
+function armedBy(env: NodeJS.ProcessEnv): Set<string> {
+  if (env.NODE_ENV === 'production') return new Set();
+  const names = (env.PAYLOADS_FAILPOINTS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const name of names) if (!Object.hasOwn(FAILPOINTS, name)) throw new Error(`PAYLOADS_FAILPOINTS: unknown failpoint ${name}`);
+  const fault = env.WALLET_FAULT ?? '';
+  if (fault && WALLET_FAULTS[fault]) names.push(WALLET_FAULTS[fault]);
+  return new Set(names);
+}
+
+const armed = armedBy(process.env);
+
+/**
+ * Production mode ignores every failpoint and WALLET_FAULT (issue 44 item 8): a variable left in a
+ * service's environment must not let a process kill itself on a money path. Called by the launched
+ * process's config loader (shared/runtime.ts loadConfigOrExit) once it knows the mode.
+ */
+export function disarmFailpointsIn(mode: 'development' | 'production'): void {
+  if (mode !== 'production' || !armed.size) return;
+  process.stderr.write(`production mode: failpoints ignored (${[...armed].join(', ')})\n`);
+  armed.clear();
+}
 
 /** Stop this process here if the failpoint is armed. A no-op in every normal run. */
 export function failpoint(name: FailpointName): void {

@@ -1,5 +1,6 @@
 // Process plumbing shared by the launcher (main.ts) and the admin CLI: config, the NATS address,
 // signals.
+import { disarmFailpointsIn } from './failpoints.ts';
 import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostname } from 'node:os';
@@ -9,7 +10,9 @@ import { loadConfig, ConfigError, type Config } from './config/index.ts';
 
 export function loadConfigOrExit(): Config {
   try {
-    return loadConfig();
+    const config = loadConfig();
+    disarmFailpointsIn(config.server.mode);
+    return config;
   } catch (e) {
     if (e instanceof ConfigError) {
       console.error(e.message);

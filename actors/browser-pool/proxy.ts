@@ -22,8 +22,12 @@ export interface BrowserProxy {
 }
 
 export class NetnsUnavailable extends Error {
-  constructor(reason: string) {
-    super(`outbound.browserNetns is "required" but this process cannot give browsers a network namespace: ${reason}`);
+  constructor(reason: string, production = false) {
+    super(
+      production
+        ? `production mode: browsers would run without a network namespace (outbound.browserNetns is "auto" and this process cannot make one: ${reason}); run as root or allow unprivileged user namespaces, or set outbound.browserNetns to "off" to accept flags and prefs only`
+        : `outbound.browserNetns is "required" but this process cannot give browsers a network namespace: ${reason}`,
+    );
     this.name = 'NetnsUnavailable';
   }
 }
@@ -51,9 +55,11 @@ export async function startBrowserProxy(config: Config, log: Logger): Promise<Br
       usable = true;
       log.info({ browserNetns: mode }, 'browsers run in network namespaces of their own: the guard proxy is all they can reach');
     } catch (e) {
-      if (mode === 'required') {
+      // production never falls back silently: without a namespace it needs the operator's explicit `off`
+      const production = mode === 'auto' && config.server.mode === 'production';
+      if (mode === 'required' || production) {
         await proxy.stop();
-        throw new NetnsUnavailable((e as Error).message);
+        throw new NetnsUnavailable((e as Error).message, production);
       }
       log.error(
         { err: e, browserNetns: mode },

@@ -15,6 +15,8 @@ const DDL = `
 CREATE TABLE IF NOT EXISTS topups_pending (id TEXT PRIMARY KEY, payment_hash TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS topups_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS topups_unreconciled (id TEXT PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS topups_unpaid (id TEXT PRIMARY KEY, ended_at INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS topups_unpaid_ended ON topups_unpaid (ended_at);
 `;
 
 export class KeptTopups {
@@ -23,7 +25,9 @@ export class KeptTopups {
   private setMeta: Database.Statement<[string, string]>;
   private toReconcile: Database.Statement<[string]>;
   private reconciledOne: Database.Statement<[string]>;
-  private seenTx: (revision: number, id: string, paymentHash: string | null, reconcile: boolean) => void;
+  private seenTx: (revision: number, id: string, paymentHash: string | null, reconcile: boolean, unpaidEndedAt: number | null) => void;
+  private putUnpaid: Database.Statement<[string, number]>;
+  private delUnpaid: Database.Statement<[string]>;
 
   private db: Database.Database;
   constructor(db: Database.Database) {
@@ -36,12 +40,20 @@ export class KeptTopups {
     this.setMeta = db.prepare('INSERT INTO topups_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     this.toReconcile = db.prepare('INSERT INTO topups_unreconciled (id) VALUES (?) ON CONFLICT (id) DO NOTHING');
     this.reconciledOne = db.prepare('DELETE FROM topups_unreconciled WHERE id = ?');
-    this.seenTx = db.transaction((revision: number, id: string, paymentHash: string | null, reconcile: boolean) => {
-      if (paymentHash) this.put.run(id, paymentHash);
-      else this.del.run(id);
-      if (reconcile) this.toReconcile.run(id);
-      this.setMeta.run('revision', String(revision));
-    });
+    this.putUnpaid = db.prepare(
+      'INSERT INTO topups_unpaid (id, ended_at) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET ended_at = excluded.ended_at',
+    );
+    this.delUnpaid = db.prepare('DELETE FROM topups_unpaid WHERE id = ?');
+    this.seenTx = db.transaction(
+      (revision: number, id: string, paymentHash: string | null, reconcile: boolean, unpaidEndedAt: number | null) => {
+        if (paymentHash) this.put.run(id, paymentHash);
+        else this.del.run(id);
+        if (unpaidEndedAt !== null) this.putUnpaid.run(id, unpaidEndedAt);
+        else this.delUnpaid.run(id);
+        if (reconcile) this.toReconcile.run(id);
+        this.setMeta.run('revision', String(revision));
+      },
+    );
   }
 
   /**
@@ -65,7 +77,7 @@ export class KeptTopups {
       return { revision, pending };
     }
     this.db.transaction(() => {
-      this.db.exec('DELETE FROM topups_pending; DELETE FROM topups_meta; DELETE FROM topups_unreconciled;');
+      this.db.exec('DELETE FROM topups_pending; DELETE FROM topups_meta; DELETE FROM topups_unreconciled; DELETE FROM topups_unpaid;');
       this.setMeta.run('stream', bucket.stream);
       this.setMeta.run('created', bucket.created);
     })();
@@ -76,8 +88,20 @@ export class KeptTopups {
    * A watched change: the top-up is pending (its payment hash) or not (null), up to this revision;
    * `reconcile`: it goes on the reconciliation's work list (a document deleted does not).
    */
-  seen(revision: number, id: string, paymentHash: string | null, reconcile: boolean): void {
-    this.seenTx(revision, id, paymentHash, reconcile);
+  seen(revision: number, id: string, paymentHash: string | null, reconcile: boolean, unpaidEndedAt: number | null = null): void {
+    this.seenTx(revision, id, paymentHash, reconcile, unpaidEndedAt);
+  }
+
+  /** Top-ups that ended unpaid (expired, failed) before `before` (ms), oldest first, at most `limit`: due to leave the bucket. */
+  unpaidEndedBefore(before: number, limit: number): string[] {
+    return (
+      this.db.prepare('SELECT id FROM topups_unpaid WHERE ended_at < ? ORDER BY ended_at LIMIT ?').all(before, limit) as { id: string }[]
+    ).map((r) => r.id);
+  }
+
+  /** The top-up's document left the bucket. */
+  unpaidGone(id: string): void {
+    this.delUnpaid.run(id);
   }
 
   /** The reconciliation's work list, oldest entry first. */

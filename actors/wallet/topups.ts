@@ -42,9 +42,19 @@ export function bonusFor(cents: number, tiers: { minEur: number; percent: number
 
 interface Watched {
   paymentHash: string;
+  /** Whose it is (unknown for a moment after a start that resumed it from the kept file). */
+  walletId?: string;
   nextCheck: number;
   delay: number;
+  /** When the node was last asked about it (ms): GET /v1/topups/{id} reuses an answer this recent. */
+  lookedUpAt?: number;
 }
+
+/** A client's GET of a pending top-up asks the node at most this often (issue 44 item 2). */
+export const LOOKUP_REUSE_MS = 2000;
+/** How often the unpaid top-ups past their retention are looked for; at most this many leave per pass. */
+const UNPAID_SWEEP_MS = 5000;
+const UNPAID_SWEEP_BATCH = 200;
 
 /**
  * A top-up document final and unchanged for this long is taken as reconciled when a new projection
@@ -71,6 +81,10 @@ export class Topups {
   private sub: { stop(): void } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Top-ups being created (between the cap's check and the document), per wallet. */
+  private creating = new Map<string, number>();
+  private lastUnpaidSweep = 0;
+  private sweepingUnpaid = false;
   /** The bucket revision the watch resumed after (0: it read every current value), and the changes it delivered since (tests). */
   resumedFrom = 0;
   watched = 0;
@@ -99,6 +113,14 @@ export class Topups {
     const info = (await withRetry('topups bucket status', () => kv.status(), { log: this.log })).streamInfo;
     const resume = kept.resume({ stream: info.config.name, created: info.created, lastSeq: info.state.last_seq });
     for (const p of resume?.pending ?? []) this.track(p);
+    // the kept file knows no owner: read them (few: a pending top-up ends with its invoice) for the cap
+    for (const p of resume?.pending ?? [])
+      void this.read(p.id)
+        .then((r) => {
+          const w = this.pending.get(p.id);
+          if (r && w) w.walletId = r.rec.walletId;
+        })
+        .catch(() => {});
     this.resumedFrom = resume?.revision ?? 0;
     this.watch = await withRetry('topups watch', () => kv.watch(resume ? { resumeFromRevision: resume.revision + 1 } : {}), {
       log: this.log,
@@ -119,7 +141,8 @@ export class Topups {
         const r = e.json<TopupRecord>();
         if (r.status === 'pending') this.track(r);
         else this.forget(r.id);
-        kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null, !oldFinal(r, e.isUpdate));
+        const unpaidEndedAt = r.status === 'expired' || r.status === 'failed' ? r.updatedAt : null;
+        kept.seen(e.revision, r.id, r.status === 'pending' ? r.paymentHash : null, !oldFinal(r, e.isUpdate), unpaidEndedAt);
       }
     })().catch((e) => {
       if (!this.stopped) this.log.error({ err: e }, 'topups: watch ended');
@@ -142,10 +165,15 @@ export class Topups {
     return this.pending.size;
   }
 
-  private track(r: { id: string; paymentHash: string }) {
-    if (this.pending.has(r.id)) return;
+  private track(r: { id: string; paymentHash: string; walletId?: string }) {
+    const known = this.pending.get(r.id);
+    if (known) {
+      known.walletId ??= r.walletId;
+      return;
+    }
     this.pending.set(r.id, {
       paymentHash: r.paymentHash,
+      ...(r.walletId ? { walletId: r.walletId } : {}),
       nextCheck: Date.now() + this.config.wallet.lightning.pollMs,
       delay: this.config.wallet.lightning.pollMs,
     });
@@ -160,6 +188,15 @@ export class Topups {
 
   private tick() {
     const now = Date.now();
+    if (now - this.lastUnpaidSweep >= UNPAID_SWEEP_MS && !this.sweepingUnpaid) {
+      this.lastUnpaidSweep = now;
+      this.sweepingUnpaid = true;
+      void this.sweepUnpaid()
+        .catch((e) => this.log.warn({ err: (e as Error).message }, 'topups: unpaid sweep failed; next pass retries'))
+        .finally(() => {
+          this.sweepingUnpaid = false;
+        });
+    }
     for (const [id, w] of this.pending) {
       if (w.nextCheck > now) continue;
       w.delay = Math.min(w.delay * 2, this.config.wallet.lightning.maxPollMs);
@@ -183,8 +220,55 @@ export class Topups {
     return (await this.ledger.head(walletId)).balance;
   }
 
+  /** Unpaid top-ups of a wallet this instance knows of (every instance watches every pending one), and those being made. */
+  private unpaidOf(walletId: string): number {
+    let n = this.creating.get(walletId) ?? 0;
+    for (const w of this.pending.values()) if (w.walletId === walletId) n++;
+    return n;
+  }
+
+  /**
+   * Documents of top-ups that ended unpaid more than `unpaidRetentionSeconds` ago leave the bucket:
+   * purged by subject, so nothing of them stays (a KV delete would keep a marker for ever). Every
+   * instance may do it; a purge of what is gone already does nothing.
+   */
+  async sweepUnpaid(now = Date.now()): Promise<number> {
+    const due = this.kept.unpaidEndedBefore(now - this.config.wallet.lightning.unpaidRetentionSeconds * 1000, UNPAID_SWEEP_BATCH);
+    if (!due.length) return 0;
+    const jsm = await this.js.jetstreamManager();
+    const stream = `KV_${BUCKETS.topups}`;
+    for (const id of due) {
+      // a document that changed since (paid after all?) stays: only what is still unpaid leaves
+      const r = await this.read(id);
+      if (!r || r.rec.status === 'expired' || r.rec.status === 'failed')
+        await jsm.streams.purge(stream, { filter: `$KV.${BUCKETS.topups}.${id}` });
+      this.kept.unpaidGone(id);
+    }
+    this.log.info({ count: due.length }, 'topups: unpaid top-ups past their retention left the bucket');
+    return due.length;
+  }
+
   async create(walletId: string, eur: unknown): Promise<{ topup: Topup; balance: number }> {
     const cents = parseEur(eur);
+    const max = this.config.wallet.lightning.maxUnpaidTopups;
+    if (this.unpaidOf(walletId) >= max)
+      throw new ApiError(
+        'rate_limited',
+        `this wallet has ${max} unpaid top-ups (wallet.lightning.maxUnpaidTopups): pay one or let it expire (${Math.ceil(this.config.wallet.lightning.invoiceExpirySeconds / 60)} minutes at most) before asking for another`,
+        { limit: 'unpaidTopups', retryAfter: 60 },
+        { 'retry-after': '60' },
+      );
+    this.creating.set(walletId, (this.creating.get(walletId) ?? 0) + 1);
+    try {
+      return await this.createOne(walletId, cents);
+    } finally {
+      const n = (this.creating.get(walletId) ?? 1) - 1;
+      if (n > 0) this.creating.set(walletId, n);
+      else this.creating.delete(walletId);
+    }
+  }
+
+  private async createOne(walletId: string, cents: number): Promise<{ topup: Topup; balance: number }> {
     const bonus = bonusFor(cents, this.config.wallet.bonus);
     const id = newId('t');
     let rate;
@@ -231,9 +315,11 @@ export class Topups {
     if (typeof topupId !== 'string' || !/^[A-Za-z0-9_-]{1,80}$/.test(topupId)) throw new ApiError('not_found', 'No such top-up.');
     let r = await this.read(topupId);
     if (!r || r.rec.walletId !== walletId) throw new ApiError('not_found', 'No such top-up.');
-    if (r.rec.status === 'pending') {
+    const w = this.pending.get(topupId);
+    if (r.rec.status === 'pending' && !(w?.lookedUpAt && Date.now() - w.lookedUpAt < LOOKUP_REUSE_MS)) {
       // A poll from the client is a good moment to look: it makes "paid" visible at once. A slow
       // backend does not hold the answer longer than 2 s (the check goes on in the background).
+      // The node is asked at most once per LOOKUP_REUSE_MS per top-up, however often clients ask.
       await Promise.race([this.check(topupId), new Promise((r) => setTimeout(r, 2000).unref())]);
       r = (await this.read(topupId)) ?? r;
     }
@@ -276,6 +362,8 @@ export class Topups {
   private async checkOnce(id: string): Promise<void> {
     const r = await this.read(id);
     if (!r || r.rec.status !== 'pending') return;
+    const w = this.pending.get(id);
+    if (w) w.lookedUpAt = Date.now();
     let st;
     try {
       st = await this.backend.lookupInvoice(r.rec.paymentHash);

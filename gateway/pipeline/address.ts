@@ -14,6 +14,8 @@ export interface ClientAddress {
   ip: string;
   /** What per-address limits count by: the IPv4 address, or the IPv6 network of `server.ipv6PrefixLength` bits. */
   group: string;
+  /** The TCP peer is one of `server.trustedProxies`: the request came through the operator's proxy. */
+  viaTrustedProxy?: boolean;
 }
 
 /** Names usable in `server.trustedProxies` besides CIDRs and single addresses. */
@@ -75,7 +77,8 @@ export function createClientAddress(server: Pick<Config['server'], 'trustedProxi
   return (peer, forwardedFor) => {
     let client = parse(peer);
     if (!client) return of(null, peer);
-    if (!trusted.length || !forwardedFor || !isTrusted(client)) return of(client, peer);
+    if (!trusted.length || !isTrusted(client)) return of(client, peer);
+    if (!forwardedFor) return { ...of(client, peer), viaTrustedProxy: true };
     // right to left: each hop we trust vouches for the one before it; the first we do not trust is the client
     const hops = forwardedFor.split(',');
     for (let i = hops.length - 1; i >= 0; i--) {
@@ -85,6 +88,6 @@ export function createClientAddress(server: Pick<Config['server'], 'trustedProxi
       client = a;
       if (!isTrusted(a)) break;
     }
-    return of(client, peer);
+    return { ...of(client, peer), viaTrustedProxy: true };
   };
 }

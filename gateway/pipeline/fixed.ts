@@ -11,7 +11,7 @@ import type { Router } from './router.ts';
 import type { Limit } from './limit.ts';
 import type { ClientAddressOf } from './address.ts';
 import { commonHeaders } from './cors.ts';
-import { clientAddress, decodedPath, requestIdOf } from './request.ts';
+import { clientAddressOf, decodedPath, requestIdOf } from './request.ts';
 
 export interface FixedAnswer {
   status: number;
@@ -118,7 +118,7 @@ export function createFixedPath(router: Router<FixedSlot>, limit: Limit, address
     const match = router.find('GET', rawUrl);
     const fixed = match?.target.fixed;
     if (!fixed) return false;
-    const client = clientAddress(addressOf, res, req.getHeader('x-forwarded-for') || undefined);
+    const client = clientAddressOf(addressOf, res, req);
     try {
       // biome-ignore lint/nursery/noFloatingPromises: a fixed answer's limit is per address: synchronous, it returns nothing or throws
       limit(match.target.rateLimit, undefined, client.group);

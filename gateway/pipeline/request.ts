@@ -32,9 +32,27 @@ const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIO
 /** The method as a metric label: one of the HTTP methods, anything else `OTHER`. */
 export const methodLabel = (m: string) => (METHODS.has(m) ? m : 'OTHER');
 
+/**
+ * Every X-Forwarded-For header of a request, in order, as one list (a header sent twice is one
+ * comma-separated list, RFC 9110 5.3): the one reader of it, for the fixed-answer path and the
+ * ordinary one alike. uWS's getHeader gives only the first of a repeated header and a map keeps
+ * only the last: a client could then pick which one a path believed.
+ */
+export function forwardedForOf(req: HttpRequest): string | undefined {
+  let all: string | undefined;
+  req.forEach((k, v) => {
+    if (k === 'x-forwarded-for') all = all === undefined ? v : `${all}, ${v}`;
+  });
+  return all;
+}
+
 /** The client address of a uWS request: the peer, and X-Forwarded-For only as address.ts allows. */
 export const clientAddress = (of: ClientAddressOf, res: HttpResponse, forwardedFor: string | undefined): ClientAddress =>
   of(Buffer.from(res.getRemoteAddressAsText()).toString(), forwardedFor);
+
+/** The client address, read the one way (forwardedForOf) on every path. */
+export const clientAddressOf = (of: ClientAddressOf, res: HttpResponse, req: HttpRequest): ClientAddress =>
+  clientAddress(of, res, forwardedForOf(req));
 
 export interface RequestContext {
   t0: number;
@@ -73,7 +91,7 @@ export function readRequest(res: HttpResponse, req: HttpRequest, addressOf: Clie
     path: decodedPath(rawUrl),
     headers,
     requestId,
-    client: clientAddress(addressOf, res, headers['x-forwarded-for']),
+    client: clientAddressOf(addressOf, res, req),
     common: commonHeaders(requestId),
     state,
     signal() {

@@ -1,8 +1,8 @@
 // The account page (`/account`): the only place a key is made. Not part of /v1 and not in
 // /openapi.json. A key costs a proof of work the page computes in the browser:
-//   1. GET /account/challenge → {id, bits, expiresAt}: a random single-use challenge, kept in the
-//      `limits` bucket (so any gateway instance can check it) for 5 minutes, bound to the
-//      client address it was issued to (stored as a hash).
+//   1. GET /account/challenge → {id, bits, expiresAt}: a single-use challenge for 5 minutes, bound
+//      to the client address it was issued to, stored nowhere: its id carries its expiry and an
+//      HMAC any gateway of the deployment can check (gateway/pow.ts).
 //   2. the page finds a nonce with sha256("<id>:<nonce>") starting with `bits` zero bits
 //      (wallet.keyPowBits, default 20: about 1 million hashes on average).
 //   3. POST /account/keys {id, nonce, invite?} → 201 {key, walletId}: from the address the challenge
@@ -12,7 +12,7 @@
 // This raises the cost of scripted creation (work per key, one address per few keys, or an invite
 // the operator hands out); it does not stop someone with many addresses and time: see the README.
 import { readFileSync } from 'node:fs';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Type as T } from '@sinclair/typebox';
@@ -23,12 +23,12 @@ import { kvCasPut, isCasConflict } from '../../shared/nats/cas.ts';
 import { createKey } from '../../shared/keys.ts';
 import { takeToken } from '../../shared/limits.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
+import { checkChallenge, issueChallenge, powBits, SpentChallenges } from '../pow.ts';
+import { devTopupsOn } from '../dev-guard.ts';
 
 const ASSETS = join(dirname(fileURLToPath(import.meta.url)), '..', 'account');
 const asset = (name: string) => readFileSync(join(ASSETS, name));
-const CHALLENGE_TTL_MS = 5 * 60 * 1000;
 const DAY_MS = 24 * 3600 * 1000;
-const powKey = (id: string) => `pow.${id}`;
 const hashOf = (s: string) => createHash('sha256').update(s).digest('hex');
 // Kept for good (the `keys` bucket has no max age, unlike `limits`): a used invite stays used, and
 // the per-address log outlives its 24-hour window. Neither name can be a key hash (64 hex digits).
@@ -42,40 +42,15 @@ const SECURITY_HEADERS = {
   'cache-control': 'no-store',
 };
 
-/** Leading zero bits of sha256(`<id>:<nonce>`). */
-export function powBits(id: string, nonce: string): number {
-  const h = createHash('sha256').update(`${id}:${nonce}`).digest();
-  let bits = 0;
-  for (const byte of h) {
-    if (byte === 0) {
-      bits += 8;
-      continue;
-    }
-    bits += Math.clz32(byte) - 24;
-    break;
-  }
-  return bits;
-}
+export { powBits };
 
-interface Challenge {
-  bits: number;
-  expiresAt: number;
-  used?: boolean /** sha256 of the client address it was issued to */;
-  addr?: string;
-}
-
-/** The challenge is valid for this address and the nonce solves it; returns a function that spends it once. */
-async function checkChallenge(ctx: GatewayContext, id: string, nonce: string, ip: string): Promise<() => Promise<void>> {
-  if (!/^[a-f0-9]{32}$/.test(id) || !/^[0-9]{1,20}$/.test(nonce)) throw new ApiError('bad_request', 'malformed challenge or nonce');
-  const e = await ctx.kv.limits.get(powKey(id));
-  if (!e || e.operation !== 'PUT' || !e.value.length) throw new ApiError('bad_request', 'unknown or expired challenge; fetch a new one');
-  const c = e.json<Challenge>();
-  if (c.used) throw new ApiError('bad_request', 'this challenge was used already; fetch a new one');
-  if (Date.now() > c.expiresAt) throw new ApiError('bad_request', 'the challenge expired; fetch a new one');
-  if (c.addr !== hashOf(ip)) throw new ApiError('bad_request', 'this challenge was issued to another address; fetch a new one');
-  if (powBits(id, nonce) < c.bits) throw new ApiError('bad_request', `the nonce does not give ${c.bits} leading zero bits`);
-  return () => spendChallenge(ctx, id, c, e.revision);
-}
+/** The challenges this gateway spent (gateway/pow.ts), one set per gateway. */
+const spentSets = new WeakMap<object, SpentChallenges>();
+const spentOf = (ctx: GatewayContext) => {
+  let s = spentSets.get(ctx.kv.limits);
+  if (!s) spentSets.set(ctx.kv.limits, (s = new SpentChallenges()));
+  return s;
+};
 
 /** With invite codes configured: the code is one of them and unused; returns a function that spends it once. */
 async function checkInvite(ctx: GatewayContext, invite: string | undefined): Promise<(() => Promise<void>) | null> {
@@ -94,15 +69,6 @@ async function checkInvite(ctx: GatewayContext, invite: string | undefined): Pro
       throw new ApiError('bad_request', 'this invite code was used already', { field: 'invite' });
     }
   };
-}
-
-async function spendChallenge(ctx: GatewayContext, id: string, c: Challenge, revision: number): Promise<void> {
-  try {
-    await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify({ ...c, used: true }), revision);
-  } catch (err) {
-    if (!isCasConflict(err)) throw err;
-    throw new ApiError('bad_request', 'this challenge was used already; fetch a new one');
-  }
 }
 
 const staticRoute = (path: string, file: string, contentType: string): Route => {
@@ -135,8 +101,9 @@ export const routes: Route[] = [
     summary: 'What the account page needs to know',
     responses: { 200: { description: 'mode, dev payments, top-up limits, bonus tiers' } },
     errors: [],
-    async handler(_req, ctx) {
-      const dev = ctx.config.server.mode === 'development' && ctx.config.wallet.lightning.backend === 'dev';
+    async handler(req, ctx) {
+      // no pay button for a visitor who came through a proxy: dev-pay refuses them
+      const dev = devTopupsOn(ctx.config) && !req.throughProxy;
       return {
         json: {
           mode: ctx.config.server.mode,
@@ -161,12 +128,11 @@ export const routes: Route[] = [
     responses: { 200: { description: '{id, bits, expiresAt}' } },
     errors: ['rate_limited'],
     async handler(req, ctx) {
-      const id = randomBytes(16).toString('hex');
-      const c: Challenge = { bits: ctx.config.wallet.keyPowBits, expiresAt: Date.now() + CHALLENGE_TTL_MS, addr: hashOf(req.ip) };
-      await kvCasPut(ctx.kv.limits, powKey(id), JSON.stringify(c), 0);
+      // computed, not stored: an anonymous request writes nothing (gateway/pow.ts)
+      const c = await issueChallenge(ctx.kv.keys, ctx.config.wallet.keyPowBits, req.ip);
       return {
         json: {
-          id,
+          id: c.id,
           bits: c.bits,
           expiresAt: c.expiresAt,
           algorithm: 'sha256("<id>:<nonce>") with <bits> leading zero bits; nonce: decimal digits',
@@ -189,7 +155,7 @@ export const routes: Route[] = [
     responses: { 201: { description: '{key, walletId}: the key is shown once and stored only as its hash' } },
     errors: ['bad_request', 'rate_limited'],
     async handler(req, ctx) {
-      const spendChallenge = await checkChallenge(ctx, req.body.id, req.body.nonce, req.ip);
+      const spendChallenge = await checkChallenge(ctx.kv, spentOf(ctx), ctx.config.wallet.keyPowBits, req.body.id, req.body.nonce, req.ip);
       const spendInvite = await checkInvite(ctx, req.body.invite);
       const d = await takeToken(ctx.kv.keys, 'addr', hashOf(req.addressGroup), ctx.config.wallet.keysPerAddressPerDay, DAY_MS);
       if (!d.allowed)
@@ -239,8 +205,12 @@ export const routes: Route[] = [
     responses: { 200: { description: '{topup, balance}' } },
     errors: ['not_found', 'bad_request'],
     async handler(req, ctx) {
-      if (ctx.config.server.mode !== 'development' || ctx.config.wallet.lightning.backend !== 'dev')
-        throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
+      if (!devTopupsOn(ctx.config)) throw new ApiError('not_found', 'dev payments exist only in development mode with the dev backend');
+      if (req.throughProxy)
+        throw new ApiError(
+          'not_found',
+          'dev payments are made only on the machine the gateway runs on: this request came through a proxy (a forwarding header, or a peer in server.trustedProxies)',
+        );
       await wallet.topupGet(ctx.nc, req.auth!.walletId, req.body.topupId); // 404 for another wallet's top-up
       const r = await wallet.topupPay(ctx.nc, req.body.topupId);
       return { json: { topup: r.topup, balance: r.balance } };

@@ -118,6 +118,7 @@ function serviceRoutes(service: ServiceName): Route[] {
             nc: ctx.nc,
             walletId,
             key: idempotencyKeyOf(req.headers),
+            maxRecords: ctx.config.limits.idempotencyKeysPerDay,
             fingerprint: fingerprintOf('POST', path, req.body),
             jobId: newId('job'),
             staleMs: jobMayAppearMs(ctx.config),

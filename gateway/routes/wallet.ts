@@ -99,6 +99,7 @@ export const routes: Route[] = [
           nc: ctx.nc,
           walletId,
           key: idempotencyKeyOf(req.headers),
+          maxRecords: ctx.config.limits.idempotencyKeysPerDay,
           fingerprint: fingerprintOf('POST', '/v1/topups', req.body),
           staleMs: 2 * walletApi.topupCreate.timeoutMs,
         },

@@ -17,7 +17,7 @@ export const OutboundConfig = T.Object(
     browserNetns: T.Union([T.Literal('auto'), T.Literal('required'), T.Literal('off')], {
       default: 'auto',
       description:
-        'Each browser in a network namespace of its own where only the guard proxy is reachable (docs/shots.md). auto: where this process can make namespaces (root, or unprivileged user namespaces), else browser flags and prefs only, said loudly at start; required: the browser-pool does not start without it; off: flags and prefs only.',
+        'Each browser in a network namespace of its own where only the guard proxy is reachable (docs/shots.md). auto: where this process can make namespaces (root, or unprivileged user namespaces), else browser flags and prefs only, said loudly at start (in production mode the browser-pool refuses to start instead: say `off` to accept flags and prefs only); required: the browser-pool does not start without it; off: flags and prefs only.',
     }),
     checksPerKeyPerMinute: T.Integer({
       minimum: 1,

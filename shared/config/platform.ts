@@ -135,6 +135,12 @@ export const LimitsConfig = T.Object(
       description:
         'Job creation requests per minute and key in one gateway, whatever their answer (the looser bound on refused creations, which `jobsPerHour` no longer counts).',
     }),
+    idempotencyKeysPerDay: T.Integer({
+      minimum: 1,
+      default: 15000,
+      description:
+        'New Idempotency-Key records per wallet in 24 hours (each is kept 24 h), shared by all gateways; over it 429 rate_limited with `limit: "idempotencyKeys"`. The default is above 24 x `jobsPerHour`, so a client that sends a key with every creation is never refused for it; what it bounds is records of refused requests.',
+    }),
     bodyBytes: T.Integer({ minimum: 1024, default: 65536, description: 'Largest request body.' }),
     maxWaitSeconds: T.Integer({ minimum: 0, default: 25, description: 'Cap of the `wait` query.' }),
     queueMax: T.Integer({

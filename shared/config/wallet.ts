@@ -29,6 +29,18 @@ export const WalletConfig = T.Object(
           description:
             'Older top-ups each periodic reconciliation asks the node about, in a rolling pass over all of them (0: the audit alone looks at the history).',
         }),
+        maxUnpaidTopups: T.Integer({
+          minimum: 1,
+          default: 5,
+          description:
+            'Unpaid (pending) top-ups one wallet may have at a time; one more answers 429 rate_limited with `limit: "unpaidTopups"` (each is a real invoice at the node and a document in the `topups` bucket).',
+        }),
+        unpaidRetentionSeconds: T.Integer({
+          minimum: 1,
+          default: 7 * 86400,
+          description:
+            'How long the document of a top-up that ended unpaid (expired, failed) is kept after it ended; then it leaves the `topups` bucket (GET /v1/topups/{id} answers 404). Paid top-ups are kept.',
+        }),
         devNetwork: T.Union([T.Literal('bcrt'), T.Literal('tb'), T.Literal('bc')], {
           default: 'bcrt',
           description: 'dev: network prefix of its invoices (regtest by default, so no real wallet pays one by mistake).',

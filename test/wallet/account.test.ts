@@ -26,7 +26,7 @@ function solve(id: string, bits: number): string {
 t.test('key creation needs a solved, unused, unexpired challenge', async (t) => {
   const app = await startTestApp(t, { actors: ['wallet'], config: { wallet: { keyPowBits: 10 } } });
   const ch = (await app.request('GET', '/account/challenge')).json;
-  t.match(ch, { id: /^[0-9a-f]{32}$/, bits: 10, expiresAt: Number });
+  t.match(ch, { id: /^[0-9a-f]{40}$/, bits: 10, expiresAt: Number });
   let wrong = 0;
   while (powBits(ch.id, String(wrong)) >= 10) wrong++;
   t.equal(

@@ -14,7 +14,7 @@ import { openTopups, startWallet, walletId } from './_helpers.ts';
 import { fakeLnd, type FakeNode } from './_nodes.ts';
 
 // polling slow enough that only reconciliation settles a payment within a test
-const LIGHTNING = { pollMs: 600_000, maxPollMs: 600_000, reconcileSeconds: 3600 };
+const LIGHTNING = { pollMs: 600_000, maxPollMs: 600_000, reconcileSeconds: 3600, maxUnpaidTopups: 10 };
 
 async function open(tn: TestNats, dir: string) {
   const parts = await openTopups(tn, dir);

@@ -10,7 +10,8 @@ const until = async (f: () => boolean) => {
 };
 
 t.test('a restart resumes the top-up watch after what it saw, with the pending top-ups kept', async (t) => {
-  const tn = await startTestNats(t);
+  // six top-ups of one wallet at once: over the default cap of unpaid ones
+  const tn = await startTestNats(t, { wallet: { lightning: { maxUnpaidTopups: 10 } } });
   const dir = tempDir('payloads-topups-resume-');
   const w = walletId();
   const first = await open(tn, dir);

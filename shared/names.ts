@@ -18,6 +18,8 @@ export const STREAMS = {
    * one subject for all, so nats-server keeps no per-job index for them; read by sequence.
    */
   jobsArchive: 'JOBS_ARCHIVE',
+  /** The final results of page-set jobs (batch, crawl): one message per page, on `page.<jobId>` (shared/jobs/pages.ts). */
+  pages: 'PAGES',
 } as const;
 
 export const BUCKETS = {
@@ -65,6 +67,10 @@ export const subjects = {
   /** Progress lines: core NATS, no stream stores them (a lost line is only a display). */
   progressAll: 'progress.>',
   progress: (jobId: string) => `progress.${jobId}`,
+
+  // PAGES stream: a page-set job's results, one message per recorded page
+  pagesAll: 'page.>',
+  page: (jobId: string) => `page.${jobId}`,
 
   // JOBS_ARCHIVE stream: every archived job document on one subject
   jobArchived: 'archive.job',

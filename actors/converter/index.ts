@@ -18,7 +18,8 @@ import { Objm, type ObjectStore } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { CONSUMERS, subjects } from '../../shared/names.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
-import { runWorker, publishOutcome, type TaskContext } from '../../shared/worker.ts';
+import { runWorker, publishOutcome, type TaskContext, type TaskResult } from '../../shared/worker.ts';
+import { handlePage, isPageTask } from './page.ts';
 import { call } from '../../shared/micro.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
@@ -47,6 +48,9 @@ export interface ConvertedIndex {
   pdf?: 'browser' | Entry;
 }
 export const indexName = (jobId: string) => `${jobId}/_converted`;
+
+/** What a page task (page.ts) needs of the converter. */
+export type PageDeps = Pick<Deps, 'nc' | 'config' | 'pool'>;
 
 interface Deps {
   nc: NatsConnection;
@@ -389,7 +393,9 @@ function outcome(entry: Entry | undefined, key: string): { file: StoredFile } {
   return { file: entry.file };
 }
 
-export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file: StoredFile }> {
+export async function handleTask(deps: Deps, ctx: TaskContext): Promise<TaskResult> {
+  // a page of a page set (batch, crawl): one task makes every output of the page (page.ts)
+  if (isPageTask(ctx.task.params)) return handlePage(deps, ctx);
   const p = ctx.task.params as { url?: unknown; output?: unknown; outputs?: unknown };
   const url = String(p.url ?? '');
   const output = String(p.output ?? ctx.task.resultKey) as Output;

@@ -26,6 +26,8 @@ import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/job
 import { ApiError } from '../../shared/errors.ts';
 import { endIfOrphaned } from './orphaned.ts';
 import { failpoint } from '../../shared/failpoints.ts';
+import { pageIndexOf } from '../../shared/jobs/pages.ts';
+import { advancePageSet, failStuckPages, recordPage } from './pages.ts';
 
 export interface Deps {
   nc: NatsConnection;
@@ -40,6 +42,8 @@ export interface Deps {
   copyOf?: (jobId: string) => StoredJob | null;
   /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
   webhooks?: { send(jobId: string): void };
+  /** The event and webhook of a job just finished (set below; pages.ts finishes page sets through it). */
+  afterFinish?: (job: JobRecord) => Promise<void>;
 }
 
 /**
@@ -68,6 +72,8 @@ const UNKNOWN_JOB_RETRY_MS = 200;
 
 /** Record a worker's outcome (or progress) on its result. */
 export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
+  // a page of a page set (websitepro `urls`): its results go to PAGES (pages.ts)
+  if (pageIndexOf(o.resultKey) !== null) return recordPage(withFinish(d), o);
   if (o.kind === 'lost') return loseResult(d, o.jobId, o.resultKey, o.message);
   const record = (j: JobRecord) => {
     const r = j.results.find((x) => x.key === o.resultKey);
@@ -202,6 +208,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   let guess = known ?? (await readJob(d.jobs, jobId));
   let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
+  if (cur.pageSet) return advancePageSet(withFinish(d), jobId);
   // a finished job is settled again only when a delivered result was lost since (loseResult)
   if (isFinished(cur) && !cur.results.some(isUnrefunded)) return;
   // Results still pending: only the failed ones are settled now (refunded and marked), the job
@@ -311,6 +318,8 @@ function finishInPlace(j: JobRecord) {
     j.webhook.nextAt = j.finishedAt;
   }
 }
+
+const withFinish = (d: Deps): Deps => (d.afterFinish ? d : { ...d, afterFinish: (job) => afterFinish(d, job) });
 
 /** Once the finish is written: the operators' event and the webhook. */
 async function afterFinish(d: Deps, job: JobRecord) {
@@ -462,6 +471,7 @@ export async function failStuckJob(d: Deps, jobId: string): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   if (!cur || cur.status !== 'processing' || !cur.startedAt) return;
   if (Date.now() - cur.startedAt < d.config.jobs.stuckSeconds * 1000) return;
+  if (cur.pageSet) return failStuckPages(d, cur, (key, message) => failTask(d, jobId, key, message));
   for (const r of cur.results) {
     if (r.status !== 'pending') continue;
     d.log.warn({ jobId, resultKey: r.key }, 'result stuck past jobs.stuckSeconds; failing as worker_lost');

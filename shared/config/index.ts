@@ -8,7 +8,7 @@ import { Ajv } from 'ajv';
 import { ServerConfig, NatsConfig, RetentionConfig, LimitsConfig } from './platform.ts';
 import { PricingConfig } from './pricing.ts';
 import { OutboundConfig } from './outbound.ts';
-import { JobsConfig, WebsiteproConfig, ShotsConfig, LabsConfig, WebhooksConfig, DEPRECATED_SETTINGS } from './services.ts';
+import { JobsConfig, WebsiteproConfig, CrawlConfig, ShotsConfig, LabsConfig, WebhooksConfig, DEPRECATED_SETTINGS } from './services.ts';
 import { WalletConfig } from './wallet.ts';
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -27,6 +27,7 @@ export const ConfigSchema = T.Object(
     outbound: OutboundConfig,
     jobs: JobsConfig,
     websitepro: WebsiteproConfig,
+    crawl: CrawlConfig,
     shots: ShotsConfig,
     labs: LabsConfig,
     webhooks: WebhooksConfig,

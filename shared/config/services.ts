@@ -39,6 +39,18 @@ export const WebsiteproConfig = T.Object(
   { default: {} },
 );
 
+export const CrawlConfig = T.Object(
+  {
+    concurrency: T.Integer({
+      minimum: 1,
+      default: 4,
+      description:
+        'Pages of one page-set job (a batch, a crawl) in the task queue at once; the supervisor admits the next page when one is recorded.',
+    }),
+  },
+  { default: {} },
+);
+
 export const ShotsConfig = T.Object(
   {
     browsers: T.Array(T.String(), {

@@ -5,6 +5,7 @@
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { SERVICE_MODULES } from '../services/index.ts';
 import { objectName, taskMsgId, type JobRecord, type ResultRecord, type Task } from '../protocol/jobs.ts';
+import { markAdmitted, publishPages, waitingPages } from './pages.ts';
 
 /** Results whose task goes out when the job starts (a result made from others waits for them). */
 export const isRootTask = (r: ResultRecord) => r.status === 'pending' && !!r.subject && !r.after;
@@ -33,6 +34,11 @@ export function taskOf(
  */
 export async function publishRootTasks(js: JetStreamClient, job: JobRecord, timeoutMs?: number): Promise<Map<string, number>> {
   const seqs = new Map<string, number>();
+  // a page set: its first window of pages (the supervisor admits the others as pages are recorded)
+  if (job.pageSet) {
+    await publishPages(js, job, waitingPages(job, job.pageSet.window), timeoutMs);
+    return seqs;
+  }
   // independent writes: sent together, a job with several results waits for one round, not several
   await Promise.all(
     job.results.filter(isRootTask).map(async (r) => {
@@ -51,6 +57,7 @@ export function markDispatched(j: JobRecord, seqs: Map<string, number>, now = Da
   if (j.status !== 'queued') return false;
   j.status = 'processing';
   j.startedAt = now;
+  if (j.pageSet) markAdmitted(j, waitingPages(j, j.pageSet.window));
   for (const r of j.results) {
     if (r.status !== 'pending') continue;
     if (!r.subject) r.status = 'done';

@@ -5,19 +5,22 @@ import { readCatalogue, type CatalogueEntry } from '../catalogue.ts';
 import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
+import { CRAWL_BODY_FIELDS } from '../schemas/crawl.ts';
+import { planBatchJob, precheckBatch } from './websitepro-batch.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 
 export const WebsiteproBody = T.Object(
   {
-    url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+    url: T.Optional(T.String({ description: 'Public http(s) URL (exactly one of `url` and `urls`).', maxLength: 2048 })),
     outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), {
       minItems: 1,
       maxItems: 5,
       description: 'Outputs to produce; duplicates count once.',
     }),
     webhook: T.Optional(WebhookField),
+    ...CRAWL_BODY_FIELDS,
   },
   { $id: 'WebsiteproBody', additionalProperties: false },
 );
@@ -38,30 +41,36 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs')
       return 'no_output';
     if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
-    if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/url' || err.instancePath.startsWith('/urls')) return 'bad_url';
     if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
-    const url = parseTargetUrl(body.url);
+    if (body.url !== undefined && body.urls !== undefined) throw new ApiError('bad_url', 'give either `url` or `urls`, not both');
+    if (body.url === undefined && body.urls === undefined) throw new ApiError('bad_url', 'url (or urls) is required');
+    if (body.crawl !== undefined || body.maxAge !== undefined)
+      throw new ApiError('bad_request', '`crawl` and `maxAge` are not available on this server yet');
+    const url = body.urls ? null : parseTargetUrl(body.url);
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
+    const batch = body.urls ? planBatchJob(body.urls, outputs, config) : null;
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');
+    if (batch) return batch;
     return {
-      target: hostOf(url),
+      target: hostOf(url!),
       items: outputs.map((o) => ({
         key: o,
         price: config.pricing.websitepro[o],
-        task: { subject: subjects.taskWebsitepro, params: { url: url.href, output: o, outputs } },
+        task: { subject: subjects.taskWebsitepro, params: { url: url!.href, output: o, outputs } },
       })),
     };
   },
   // every kind of worker an output needs runs (the converter is checked by the plan), then
   // blocked_address / unreachable before any charge; the worker checks every hop again
-  async precheck(body, _plan, { config, catalogueKv, walletId }) {
+  async precheck(body, plan, { config, catalogueKv, walletId }) {
     if (body.outputs.includes('pdf') && !(await readCatalogue(catalogueKv, 'shots', printsPdf)).some(printsPdfEntry)) {
       throw new ApiError(
         'service_unavailable',
@@ -70,7 +79,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
         { 'retry-after': '30' },
       );
     }
-    await precheckTarget(body.url, config, undefined, walletId);
+    if (body.urls) await precheckBatch(body.urls, plan, config, walletId);
+    else await precheckTarget(body.url!, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

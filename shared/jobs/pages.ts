@@ -159,13 +159,13 @@ export async function readPageResults(
         got++;
         const pm = m.json<PageMessage>();
         if (count + pm.results.length > max) {
-          await batch.close();
+          batch.stop();
           return { messages, next: m.seq };
         }
         messages.push(pm);
         count += pm.results.length;
         if (m.info.pending === 0) {
-          await batch.close();
+          batch.stop();
           return { messages, next: null };
         }
       }

@@ -61,8 +61,9 @@ export type CrawlRequest = Static<typeof CrawlOptions>;
 export const MaxAgeField = T.Integer({
   minimum: 0,
   maximum: 30 * 86400,
-  default: 0,
-  description: 'Seconds: a page fetched this recently (no headers or cookies asked for) may be served from the cache; 0 always fetches.',
+  // no schema default: a body without it stays as sent (Ajv would add `maxAge: 0` to every body)
+  description:
+    'Seconds (default 0: always fetch): a page fetched this recently (no headers or cookies asked for) may be served from the cache.',
 });
 
 /**

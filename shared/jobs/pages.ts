@@ -135,7 +135,7 @@ export async function readPageResults(
   jobId: string,
   from = 1,
   max = RESULTS_INLINE,
-): Promise<{ messages: PageMessage[]; next: number | null }> {
+): Promise<{ messages: PageMessage[]; next: number | null; seqs: number[] }> {
   const subject = subjects.page(jobId);
   const nextAt = (seq: number) =>
     // the server's message get takes `next_by_subj` (nats-server >= 2.9); the client's type lacks it
@@ -144,12 +144,14 @@ export async function readPageResults(
       throw e;
     });
   const first = await nextAt(Math.max(1, from));
-  if (!first) return { messages: [], next: null };
+  if (!first) return { messages: [], next: null, seqs: [] };
   const messages: PageMessage[] = [first.json<PageMessage>()];
+  /** Each message's PAGES sequence (SSE resumes after one). */
+  const seqs = [first.seq];
   let count = messages[0]!.results.length;
   const second = await nextAt(first.seq + 1);
-  if (!second) return { messages, next: null };
-  if (count + second.json<PageMessage>().results.length > max) return { messages, next: second.seq };
+  if (!second) return { messages, next: null, seqs };
+  if (count + second.json<PageMessage>().results.length > max) return { messages, next: second.seq, seqs };
   const c = await js.consumers.get(STREAMS.pages, { filter_subjects: [subject], opt_start_seq: second.seq });
   try {
     for (;;) {
@@ -160,17 +162,18 @@ export async function readPageResults(
         const pm = m.json<PageMessage>();
         if (count + pm.results.length > max) {
           batch.stop();
-          return { messages, next: m.seq };
+          return { messages, next: m.seq, seqs };
         }
         messages.push(pm);
+        seqs.push(m.seq);
         count += pm.results.length;
         if (m.info.pending === 0) {
           batch.stop();
-          return { messages, next: null };
+          return { messages, next: null, seqs };
         }
       }
       // nothing came at all: the first message was the last one
-      if (!got) return { messages, next: null };
+      if (!got) return { messages, next: null, seqs };
     }
   } finally {
     await c.delete().catch(() => {});

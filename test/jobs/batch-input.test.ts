@@ -8,6 +8,7 @@ import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
+import { openSse } from '../helpers/sse.ts';
 import { pageKeys, planBatch } from '../../shared/crawl/keys.ts';
 
 /** A port on 127.0.0.1 nobody listens on (taken, then closed). */
@@ -133,5 +134,24 @@ t.test('batch: duplicates, an unreachable host, bad input', async (t) => {
     ].sort(),
     'each failed result on its own, the unused slot by one entry',
   );
+  // SSE: one `result` event per page with its results, then the finish; a resume after the first page sends the others
+  const sse = await openSse(`${app.url}/v1/jobs/${job.id}/events`, k.key);
+  await sse.ended;
+  const pages = sse.events.filter((e) => e.event === 'result');
+  t.equal(pages.length, 3, 'one event per page');
+  t.same(pages.flatMap((e) => e.data.results.map((x: { key: string }) => x.key)).sort(), Object.keys(byKey).sort());
+  t.same(
+    sse.events.slice(-2).map((e) => e.event),
+    ['status', 'job'],
+    'the finish after the pages',
+  );
+  const again = await openSse(`${app.url}/v1/jobs/${job.id}/events`, k.key, { 'last-event-id': pages[0]!.id! });
+  await again.ended;
+  t.same(
+    again.events.filter((e) => e.event === 'result').map((e) => e.data.pageKey),
+    pages.slice(1).map((e) => e.data.pageKey),
+    'resumed after the first page',
+  );
+
   t.same((await audit(app.nc)).violations, [], 'audit clean');
 });

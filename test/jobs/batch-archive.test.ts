@@ -16,7 +16,7 @@ t.test('a page set is purged and archived like any job', async (t) => {
     actors: ['wallet', 'job-supervisor', 'converter'],
     config: {
       outbound: { allowCidrs: ['127.0.0.1/32'] },
-      retention: { websitepro: 3, sweepSeconds: 0.3, jobRecords: 3600 },
+      retention: { websitepro: 10, sweepSeconds: 0.3, jobRecords: 3600 },
     },
   });
   const site = await fixtureServer(t, {

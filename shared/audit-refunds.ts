@@ -1,7 +1,8 @@
 // The audit's checks of refunds that are due (issue 28), kept apart from shared/audit.ts, which
 // calls them: a failed result is refunded when it fails, so on a quiet system none is left failed and
-// not refunded; and a job written after its orphan refund is failed, refunded whole by that one entry.
-import { isUnrefunded, type JobRecord } from './protocol/jobs.ts';
+// not refunded; a job written after its orphan refund is failed, refunded whole by that one entry; and
+// a page-set job's results, in PAGES, are refunded each on its own plus one entry for unused slots.
+import { isFinished, isUnrefunded, SLOTS_RESULT_KEY, type JobRecord } from './protocol/jobs.ts';
 import type { LedgerMessage } from './protocol/wallet.ts';
 
 /** The result key of the wallet's whole-charge refund of a charge whose job did not appear (actors/wallet/orphans.ts). */
@@ -37,5 +38,51 @@ export function orphanedJobViolations(
     if (e.resultKey !== ORPHAN_RESULT_KEY) v.push(`job ${job.id} (orphaned): refunded again for result ${e.resultKey} (entry ${e.seq})`);
   if (job.status !== 'failed' || job.refunded !== job.cost || job.results.some((r) => r.status !== 'failed' || !r.refunded))
     v.push(`job ${job.id} (orphaned): not ended as failed with every result refunded`);
+  return v;
+}
+
+/** The results of page-set jobs as PAGES holds them: job id → page index → results (a repeated page counted once). */
+export type PageResults = Map<string, Map<number, { key: string; status: string; price: number; refunded: boolean }[]>>;
+
+/**
+ * A page-set job (websitepro `urls`; shared/jobs/pages.ts): its results are in PAGES, its document
+ * keeps counts. Each failed result refunded once by its own entry with its price, nothing else
+ * refunded but the one `_slots` entry of the unused slots (as the document says), the document's
+ * counts those of PAGES, and once finished: charged = exactly the price of what was delivered.
+ */
+export function pageSetViolations(
+  job: JobRecord,
+  refunds: (Pick<LedgerMessage, 'amount' | 'resultKey'> & { seq: number })[],
+  pages: PageResults,
+): string[] {
+  const v: string[] = [];
+  const ps = job.pageSet!;
+  const results = [...(pages.get(job.id)?.values() ?? [])].flat();
+  const slots = refunds.filter((e) => e.resultKey === SLOTS_RESULT_KEY);
+  const slotsBack = slots.reduce((s, e) => s + e.amount, 0);
+  if (slots.length > 1) v.push(`job ${job.id}: ${slots.length} refunds of unused slots`);
+  if (slotsBack !== (ps.slotsRefunded ?? 0))
+    v.push(`job ${job.id}: unused slots refunded ${slotsBack} in the ledger but ${ps.slotsRefunded ?? 0} in the job`);
+  const byKey = new Map(results.map((r) => [r.key, r]));
+  for (const e of refunds) {
+    if (e.resultKey === SLOTS_RESULT_KEY) continue;
+    const r = byKey.get(e.resultKey ?? '');
+    if (!r) v.push(`job ${job.id}: refund entry ${e.seq} for a result not in PAGES (${e.resultKey})`);
+    else if (r.status !== 'failed') v.push(`job ${job.id}: result ${r.key} refunded (entry ${e.seq}) but delivered`);
+    else if (e.amount !== r.price) v.push(`job ${job.id}: result ${r.key} price ${r.price} refunded as ${e.amount}`);
+  }
+  for (const r of results) {
+    if (r.status !== 'failed' || r.price <= 0) continue;
+    const n = refunds.filter((e) => e.resultKey === r.key).length;
+    if (n !== 1) v.push(`job ${job.id}: failed result ${r.key} refunded ${n} times`);
+  }
+  const failedBack = results.filter((r) => r.status === 'failed').reduce((s, r) => s + r.price, 0);
+  if (failedBack !== ps.resultsRefunded) v.push(`job ${job.id}: PAGES refunds ${failedBack} but the job counts ${ps.resultsRefunded}`);
+  if (results.length !== ps.resultCount) v.push(`job ${job.id}: ${results.length} results in PAGES but the job counts ${ps.resultCount}`);
+  if (isFinished(job)) {
+    const delivered = results.filter((r) => r.status === 'done').reduce((s, r) => s + r.price, 0);
+    if (job.cost - job.refunded !== delivered)
+      v.push(`job ${job.id}: charged ${job.cost - job.refunded} but delivered ${delivered} (${results.length} results)`);
+  }
   return v;
 }

@@ -11,7 +11,8 @@ import { BUCKETS, STREAMS, subjects } from './names.ts';
 import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wallet.ts';
 import { isFinished, type JobRecord } from './protocol/jobs.ts';
 import { datasetUsers, isDatasetFee } from './jobs/dataset.ts';
-import { orphanedJobViolations, unrefundedResults } from './audit-refunds.ts';
+import { orphanedJobViolations, pageSetViolations, unrefundedResults, type PageResults } from './audit-refunds.ts';
+import type { PageMessage } from './jobs/pages.ts';
 import { AuditIncomplete, READ_TIMEOUT_MS, readAll, readBucket, readStream, type ReadOptions } from './audit-read.ts';
 
 export interface AuditEntry extends LedgerMessage {
@@ -119,6 +120,12 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => m.json<JobRecord>(), ro))
     if (a && typeof a.id === 'string') archived.set(a.id, a);
   for (const [id, a] of archived) if (!jobs.has(id)) jobs.set(id, a);
+  // page-set jobs keep their results in PAGES (shared/jobs/pages.ts), a page once whatever repeats
+  const pages: PageResults = new Map();
+  for (const m of await readStream(nc, STREAMS.pages, 'page results', (x) => x.json<PageMessage>(), ro)) {
+    if (!m || typeof m.jobId !== 'string' || !Array.isArray(m.results)) continue;
+    (pages.get(m.jobId) ?? pages.set(m.jobId, new Map()).get(m.jobId)!).set(m.index, m.results);
+  }
   const seenJobs = new Set<string>();
   for (const job of jobs.values()) {
     if (!job || typeof job.id !== 'string' || !job.walletId) continue;
@@ -136,6 +143,10 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
     else if (charged !== job.cost) v.push(`job ${job.id}: cost ${job.cost} but the ledger charged ${charged}`);
     if (job.cost - job.refunded < 0) v.push(`job ${job.id}: charged ${job.cost - job.refunded} < 0`);
     if (refunded !== job.refunded) v.push(`job ${job.id}: refunded ${job.refunded} in the job but ${refunded} in the ledger`);
+    if (job.pageSet) {
+      v.push(...pageSetViolations(job, refunds, pages));
+      continue;
+    }
     const resultSum = job.results.filter((r) => r.refunded).reduce((s, r) => s + r.price, 0);
     if (resultSum !== job.refunded) v.push(`job ${job.id}: refunded ${job.refunded} but its refunded results add up to ${resultSum}`);
     for (const r of job.results) {

@@ -20,6 +20,8 @@ export const STREAMS = {
   jobsArchive: 'JOBS_ARCHIVE',
   /** A crawl's admitted URLs, one subject per crawl (shared/crawl/frontier.ts, which creates it). */
   crawlFrontier: 'CRAWL_FRONTIER',
+  /** The final results of page-set jobs (batch, crawl): one message per page, on `page.<jobId>` (shared/jobs/pages.ts). */
+  pages: 'PAGES',
 } as const;
 
 export const BUCKETS = {
@@ -95,6 +97,9 @@ export const subjects = {
   // CRAWL_FRONTIER stream: one subject per crawl
   crawlFrontierAll: 'frontier.>',
   crawlFrontier: (jobId: string) => `frontier.${jobId}`,
+  // PAGES stream: a page-set job's results, one message per recorded page
+  pagesAll: 'page.>',
+  page: (jobId: string) => `page.${jobId}`,
 
   // JOBS_ARCHIVE stream: every archived job document on one subject
   jobArchived: 'archive.job',

@@ -31,7 +31,8 @@ import {
 } from './job-files.ts';
 import { waitForLeader } from './follower.ts';
 import type { ActorContext, ActorHandle } from '../../shared/actor.ts';
-import { runWorker, publishOutcome, type TaskContext } from '../../shared/worker.ts';
+import { runWorker, publishOutcome, type TaskContext, type TaskResult } from '../../shared/worker.ts';
+import { handlePage, isPageTask } from './page.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
@@ -320,7 +321,9 @@ function outcome(entry: Entry | undefined, key: string): { file?: StoredFile; ex
   return { ...('file' in entry ? { file: entry.file } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
 }
 
-export async function handleTask(deps: Deps, ctx: TaskContext): Promise<{ file?: StoredFile; extra?: Record<string, unknown> }> {
+export async function handleTask(deps: Deps, ctx: TaskContext): Promise<TaskResult> {
+  // a page of a page set (batch, crawl): one task makes every output of the page (page.ts)
+  if (isPageTask(ctx.task.params)) return handlePage(deps, ctx);
   const p = ctx.task.params as { url?: unknown; output?: unknown; outputs?: unknown };
   const url = String(p.url ?? '');
   const output = String(p.output ?? ctx.task.resultKey) as Output;

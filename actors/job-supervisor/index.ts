@@ -342,7 +342,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const job = await docOf(id).catch(() => null);
       if (!job) continue;
       if (await orphanedNow(job, now)) continue;
-      const pending = job.results.some((r) => r.status === 'pending');
+      // a page set's pages waiting or in flight are its pending results
+      const pending = job.results.some((r) => r.status === 'pending') || /[-q]/.test(job.pageSet?.state ?? '');
       const unrefunded = job.results.some(isUnrefunded);
       // a result waiting for others whose release was cut short (a crash between the outcome and it)
       if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq))

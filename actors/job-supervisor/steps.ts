@@ -1,12 +1,4 @@
-// The supervisor's decisions, each an idempotent step on the job record: safe to repeat after a
-// crash, a redelivery or by a second supervisor instance. All state lives in the `jobs` bucket and
-// the streams; nothing here is kept in memory between steps.
-import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
-import type { KV } from '@nats-io/kv';
-import type { Objm } from '@nats-io/obj';
-import type { NatsConnection } from '@nats-io/nats-core';
-import type { Config } from '../../shared/config/index.ts';
-import type { Logger } from '../../shared/log.ts';
+
 import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, isUnrefunded, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';
@@ -19,21 +11,11 @@ import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/job
 import { ApiError } from '../../shared/errors.ts';
 import { endIfOrphaned } from './orphaned.ts';
 import { failpoint } from '../../shared/failpoints.ts';
+import { pageIndexOf } from '../../shared/jobs/pages.ts';
+import { advancePageSet, failStuckPages, recordPage } from './pages.ts';
 
-export interface Deps {
-  nc: NatsConnection;
-  js: JetStreamClient;
-  jsm: JetStreamManager;
-  config: Config;
-  log: Logger;
-  jobs: KV;
-  datasets: KV;
-  objm: Objm;
-  /** The job as the supervisor's projection last saw it, with its revision: a guess that spares a read. */
-  copyOf?: (jobId: string) => StoredJob | null;
-  /** Sends finished jobs' webhooks (actors/job-supervisor/webhooks.ts); absent in tests of the steps alone. */
-  webhooks?: { send(jobId: string): void };
-}
+export type { Deps } from './deps.ts';
+import type { Deps } from './deps.ts';
 
 /**
  * Fan a job out: one task per result that needs work; results without work are done at once. The
@@ -61,6 +43,8 @@ const UNKNOWN_JOB_RETRY_MS = 200;
 
 /** Record a worker's outcome (or progress) on its result. */
 export async function recordOutcome(d: Deps, o: Outcome): Promise<void> {
+  // a page of a page set (websitepro `urls`): its results go to PAGES (pages.ts)
+  if (pageIndexOf(o.resultKey) !== null) return recordPage(withFinish(d), o);
   if (o.kind === 'lost') return loseResult(d, o.jobId, o.resultKey, o.message);
   const record = (j: JobRecord) => {
     const r = j.results.find((x) => x.key === o.resultKey);
@@ -196,6 +180,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   let guess = known ?? (await readJob(d.jobs, jobId));
   let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
+  if (cur.pageSet) return advancePageSet(withFinish(d), jobId);
   // a finished job is settled again only when a delivered result was lost since (loseResult)
   if (isFinished(cur) && !cur.results.some(isUnrefunded)) return;
   // Results still pending: only the failed ones are settled now (refunded and marked), the job
@@ -305,6 +290,8 @@ function finishInPlace(j: JobRecord) {
     j.webhook.nextAt = j.finishedAt;
   }
 }
+
+const withFinish = (d: Deps): Deps => (d.afterFinish ? d : { ...d, afterFinish: (job) => afterFinish(d, job) });
 
 /** Once the finish is written: the operators' event and the webhook. */
 async function afterFinish(d: Deps, job: JobRecord) {
@@ -456,6 +443,7 @@ export async function failStuckJob(d: Deps, jobId: string): Promise<void> {
   const cur = (await readJob(d.jobs, jobId))?.job;
   if (!cur || cur.status !== 'processing' || !cur.startedAt) return;
   if (Date.now() - cur.startedAt < d.config.jobs.stuckSeconds * 1000) return;
+  if (cur.pageSet) return failStuckPages(d, cur, (key, message) => failTask(d, jobId, key, message));
   for (const r of cur.results) {
     if (r.status !== 'pending') continue;
     d.log.warn({ jobId, resultKey: r.key }, 'result stuck past jobs.stuckSeconds; failing as worker_lost');

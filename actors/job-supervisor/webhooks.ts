@@ -12,6 +12,7 @@ import { WEBHOOK_ATTEMPTS_KEPT, type JobRecord, type WebhookAttempt } from '../.
 // the one mapping to the public Job document, so the webhook carries what GET /v1/jobs/{id} shows
 import { toPublicJob } from '../../shared/protocol/public-job.ts';
 import type { Deps } from './steps.ts';
+import { publicJobOf, type PagesReader } from '../../shared/jobs/page-results.ts';
 
 export interface WebhookSender {
   /** Start sending this job's webhook if it is due and nobody is on it (no-op otherwise). */
@@ -19,9 +20,10 @@ export interface WebhookSender {
   stop(): Promise<void>;
 }
 
-/** The document a job's webhook carries. */
-export function webhookPayload(job: JobRecord, baseUrl: string) {
-  const { webhook: _state, ...doc } = toPublicJob(job, baseUrl) as ReturnType<typeof toPublicJob> & { webhook?: unknown };
+/** The document a job's webhook carries (a page set: its first results and `resultsNext`, as GET /v1/jobs/{id}). */
+export async function webhookPayload(job: JobRecord, baseUrl: string, pages?: PagesReader) {
+  const full = pages && job.pageSet ? await publicJobOf(pages, job, baseUrl) : toPublicJob(job, baseUrl);
+  const { webhook: _state, ...doc } = full as ReturnType<typeof toPublicJob> & { webhook?: unknown };
   return { type: 'job.finished', job: doc };
 }
 
@@ -54,7 +56,7 @@ export function startWebhookSender(d: Deps, instanceId: string, key: WebhookKey 
       if (!claimed?.changed) return;
       const job = claimed.job;
       const attemptNo = job.webhook!.tries + 1;
-      const body = JSON.stringify(webhookPayload(job, job.baseUrl ?? config.server.baseUrl));
+      const body = JSON.stringify(await webhookPayload(job, job.baseUrl ?? config.server.baseUrl, { js: d.js, jsm: d.jsm }));
       const at = Date.now();
       let attempt: WebhookAttempt;
       let delivered = false;

@@ -383,12 +383,34 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * All screenshots of a completed shots job as a zip
-         * @description Every delivered file of a finished shots job in one zip, streamed as it is written. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.
+         * All screenshots of a completed shots job, or every page of a websitepro page set, as a zip
+         * @description shots: every screenshot. websitepro with `urls`: every delivered file as `<pageKey>.<ext>` (folders from the page path), read page by page while the zip streams. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.
          *
          *     **Errors:** [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`not_ready`](http://localhost:8080/docs/errors#not_ready) 409, [`expired`](http://localhost:8080/docs/errors#expired) 410, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */
         get: operations["getV1JobsIdZip"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A job's results, a page at a time
+         * @description Every result of the job, 1000 at most per answer, in the order they were recorded. Start without `after` (or with the job's `resultsNext`) and go on with each answer's `next` until it is null. For a page set (websitepro `urls`), whose job shows only its first 1000 results.
+         *
+         *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
+         */
+        get: operations["getV1JobsIdResults"];
         put?: never;
         post?: never;
         delete?: never;
@@ -546,7 +568,25 @@ export interface components {
             finishedAt?: number;
             /** @description Results are deleted after this (Unix time, ms) */
             expiresAt: number;
+            /** @description Every result, or a page set's first 1000 (then `resultsNext` reads on); `GET /v1/jobs` lists a page set with none. */
             results: components["schemas"]["Result"][];
+            /** @description A page set (websitepro `urls`): results recorded so far. */
+            resultCount?: number;
+            /** @description A page set whose results are not all in `results`: the cursor for `GET /v1/jobs/{id}/results?after=`. Absent when all are inline. */
+            resultsNext?: string;
+            /** @description A page set: its counts. */
+            pages?: {
+                /** @description Pages to convert (a batch: its distinct URLs). */
+                total: number;
+                /** @description Pages whose results are recorded. */
+                recorded: number;
+                /** @description Pages paid for; slots not used (duplicate URLs) are refunded by one entry. */
+                slots: number;
+                /** @description Results delivered. */
+                done: number;
+                /** @description Results failed (each refunded). */
+                failed: number;
+            };
             /** @description websitepro and shots: the delivery of the job's webhook (docs/webhooks.md). */
             webhook?: {
                 url: string;
@@ -579,6 +619,10 @@ export interface components {
                 key: string;
                 price: number;
                 oneTime?: boolean;
+                /** @description A page set (websitepro `urls`): pages this output is paid for; `price` = `quantity` x `unitPrice`. */
+                quantity?: number;
+                /** @description A page set: the price of this output for one page. */
+                unitPrice?: number;
             } & {
                 [key: string]: unknown;
             })[];
@@ -788,8 +832,8 @@ export interface components {
             };
         };
         WebsiteproBody: {
-            /** @description Public http(s) URL */
-            url: string;
+            /** @description Public http(s) URL (exactly one of `url` and `urls`). */
+            url?: string;
             /** @description Outputs to produce; duplicates count once. */
             outputs: ("metadata" | "markdown" | "text" | "html" | "pdf" | "links" | "images" | "rawHtml")[];
             /** @description Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md. */
@@ -868,6 +912,36 @@ export interface components {
                 /** @description HTML; classes pageNumber, totalPages, date, title, url are filled in. */
                 footerTemplate?: string;
             };
+            /** @description A batch: public http(s) URLs to convert in one job, instead of `url` (exactly one of the two). As many as the 64 KB body holds; the same URL twice is converted once and its slot refunded. Results are keyed `<pageKey>/<output>` and read in pages (`resultsNext`). */
+            urls?: string[];
+            /** @description Crawl the start URL’s origin: one job, every page a result. */
+            crawl?: {
+                /**
+                 * @description Most pages converted (the quote is `limit` x the per-page price; slots not used are refunded).
+                 * @default 100
+                 */
+                limit: number;
+                /** @description Links followed from the start URL; default: no bound but the limit. */
+                maxDepth?: number;
+                /** @description Globs on the path (e.g. `/docs/**`): only matching pages are converted. */
+                includePaths?: string[];
+                /** @description Globs on the path: matching pages are skipped. */
+                excludePaths?: string[];
+                /**
+                 * @description `include`: sitemaps and links; `skip`: links only; `only`: sitemaps only.
+                 * @default include
+                 */
+                sitemap: "include" | "skip" | "only";
+                /**
+                 * @description Also crawl subdomains of the start host.
+                 * @default false
+                 */
+                allowSubdomains: boolean;
+                /** @description Deadline of the whole crawl (seconds); slots not fetched by then are refunded. */
+                timeout?: number;
+            };
+            /** @description Seconds (default 0: always fetch): a page fetched this recently (no headers or cookies asked for) may be served from the cache. */
+            maxAge?: number;
         };
         ShotsBody: {
             /** @description Public http(s) URL */
@@ -3387,6 +3461,140 @@ export interface operations {
                      *       "error": {
                      *         "code": "expired",
                      *         "message": "The result was deleted after its retention period (the job's `expiresAt`)."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `rate_limited` (Too many requests for this key (or this address, for public endpoints). `Retry-After` says when to retry.) */
+            429: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "rate_limited",
+                     *         "message": "Too many requests for this key (or this address, for public endpoints). `Retry-After` says when to retry."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `internal` (An unexpected error. If it happened after a charge, the charge was refunded.) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "internal",
+                     *         "message": "An unexpected error. If it happened after a charge, the charge was refunded."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `service_unavailable` (No instance of the service (or of a part it needs) is running.) */
+            503: {
+                headers: {
+                    /** @description Seconds to wait (429, 503) */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "service_unavailable",
+                     *         "message": "No instance of the service (or of a part it needs) is running."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getV1JobsIdResults: {
+        parameters: {
+            query?: {
+                /** @description A cursor: `resultsNext` of the job, or `next` of the previous answer. */
+                after?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Results and the cursor of the next ones (null at the end). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: components["schemas"]["Result"][];
+                        next: string | null;
+                    };
+                };
+            };
+            /** @description Error. `code`: `bad_request` (The request is malformed: invalid JSON, a missing or wrongly typed field, a value out of range, or an unknown query value.) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "bad_request",
+                     *         "message": "The request is malformed: invalid JSON, a missing or wrongly typed field, a value out of range, or an unknown query value."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `unauthorized` (The Authorization header is missing, malformed, or the key is wrong.) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "unauthorized",
+                     *         "message": "The Authorization header is missing, malformed, or the key is wrong."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Error. `code`: `not_found` (No such path, job, result or top-up, or it belongs to another key.) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "not_found",
+                     *         "message": "No such path, job, result or top-up, or it belongs to another key."
                      *       }
                      *     }
                      */

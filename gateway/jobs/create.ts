@@ -16,7 +16,7 @@ import { MICRO, STREAMS, subjects, type ServiceName } from '../../shared/names.t
 import { SERVICE_MODULES, type Plan, type PlanContext } from '../../shared/services/index.ts';
 import { wallet, walletApi, toEur } from '../../shared/protocol/wallet.ts';
 import { readBalance } from '../balances.ts';
-import type { JobRecord, JobSubmitted, ResultRecord } from '../../shared/protocol/jobs.ts';
+import { SLOTS_RESULT_KEY, type JobRecord, type JobSubmitted, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
 import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
@@ -56,7 +56,12 @@ export async function quoteJob(d: JobDeps, service: ServiceName, body: unknown, 
     eur: toEur(cost),
     balance,
     sufficient: balance >= cost,
-    items: plan.items.map((i) => ({ key: i.key, price: i.price, ...(i.oneTime ? { oneTime: true } : {}) })),
+    items: plan.items.map((i) => ({
+      key: i.key,
+      price: i.price,
+      ...(i.oneTime ? { oneTime: true } : {}),
+      ...(i.quantity !== undefined ? { quantity: i.quantity, unitPrice: i.unitPrice } : {}),
+    })),
   };
 }
 
@@ -140,7 +145,8 @@ export function newJobRecord(
   now = Date.now(),
   id = newId('job'),
 ): JobRecord {
-  const results: ResultRecord[] = plan.items.map((i) => ({
+  // a page set's items price its pages; its results are made page by page (shared/jobs/pages.ts)
+  const results: ResultRecord[] = (plan.pageSet ? [] : plan.items).map((i) => ({
     key: i.key,
     status: 'pending',
     price: i.price,
@@ -162,6 +168,7 @@ export function newJobRecord(
     createdAt: now,
     expiresAt: now + SERVICE_MODULES[service].retentionSeconds(config) * 1000,
     results,
+    ...(plan.pageSet ? { pageSet: structuredClone(plan.pageSet) } : {}),
     // labs sends its reports per result from the prober; the other services once, when the job ends
     ...(service !== 'labs' && typeof request.webhook === 'string'
       ? { webhook: { url: request.webhook, state: 'waiting' as const, tries: 0, attempts: [] } }
@@ -217,6 +224,9 @@ export async function submitJob(
  * Claim the wallet's dataset mark → charge → write (commit point) → publish. Compensates the charge
  * if the write fails; gives the mark back whenever the job will not exist.
  */
+/** What the compensation gives back: every result, or a page set's whole charge as its one `_slots` entry. */
+const refundItems = (job: JobRecord) => (job.pageSet ? [{ key: SLOTS_RESULT_KEY, price: job.cost }] : job.results);
+
 export async function commitJob(
   d: JobDeps,
   planned: JobRecord,
@@ -279,7 +289,7 @@ export async function commitJob(
   // The orphan sweep refunds charges with no job after the grace: a job written later than half of
   // it would run unpaid, so a late one is abandoned and refunded here.
   if (Date.now() - asked > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2) {
-    await refundWholeJob(d.nc, walletId, job.id, job.results).catch((err) =>
+    await refundWholeJob(d.nc, walletId, job.id, refundItems(job)).catch((err) =>
       d.log.warn({ err, jobId: job.id }, 'late charge: refund left to the orphan sweep'),
     );
     await giveMarkBack();
@@ -320,7 +330,7 @@ export async function commitJob(
   d.log.error({ err: store.err, jobId: job.id }, 'job could not be written after the charge; refunding');
   if (published) await withdrawTasks(d.nc, [...published.taken.values(), ...published.held.values()]);
   await giveMarkBack();
-  const refunded = await refundWholeJob(d.nc, walletId, job.id, job.results).then(
+  const refunded = await refundWholeJob(d.nc, walletId, job.id, refundItems(job)).then(
     () => true,
     (err) => {
       // the ledger's `audit` shows this charge without a job; the orphan sweep refunds it after its

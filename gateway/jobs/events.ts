@@ -13,6 +13,8 @@ import { isFinished, type JobRecord, type JobStatus, type ResultStatus } from '.
 import { readJob } from '../../shared/jobs/store.ts';
 import { toPublicJob, toPublicResult } from '../../shared/protocol/public-job.ts';
 import { jobWatchOf, type JobWatch } from './watch.ts';
+import type { PagesReader } from '../../shared/jobs/page-results.ts';
+import { pageEvents } from './page-events.ts';
 
 const JOB_LETTER: Record<JobStatus, string> = { queued: 'q', processing: 'p', completed: 'c', failed: 'f' };
 const RESULT_LETTER: Record<ResultStatus, string> = { pending: 'p', done: 'd', failed: 'f' };
@@ -29,17 +31,22 @@ export interface SeenState {
   results: ResultStatus[];
   /** The final `job` event was sent: the stream is over. */
   ended: boolean;
+  /** A page set: the PAGES sequence after the last page sent (gateway/jobs/page-events.ts). */
+  pagesSeq?: number;
 }
 
 export function encodeCursor(s: SeenState): string {
-  return `${s.revision}.${JOB_LETTER[s.status]}${s.results.map((r) => RESULT_LETTER[r]).join('')}${s.ended ? '.end' : ''}`;
+  const pages = s.pagesSeq !== undefined ? `.p${s.pagesSeq}` : '';
+  return `${s.revision}.${JOB_LETTER[s.status]}${s.results.map((r) => RESULT_LETTER[r]).join('')}${pages}${s.ended ? '.end' : ''}`;
 }
 
 /** The state a Last-Event-ID names, or null when it is not one of ours (or not of this job). */
 export function decodeCursor(id: string, resultCount: number): SeenState | null {
-  const m = /^(\d{1,15})\.([qpcf])([pdf]*)(\.end)?$/.exec(id.trim());
+  const m = /^(\d{1,15})\.([qpcf])([pdf]*)(?:\.p(\d{1,15}))?(\.end)?$/.exec(id.trim());
   if (!m || m[3]!.length !== resultCount) return null;
-  return { revision: Number(m[1]), status: JOB_OF[m[2]!]!, results: [...m[3]!].map((c) => RESULT_OF[c]!), ended: !!m[4] };
+  const seen: SeenState = { revision: Number(m[1]), status: JOB_OF[m[2]!]!, results: [...m[3]!].map((c) => RESULT_OF[c]!), ended: !!m[5] };
+  if (m[4]) seen.pagesSeq = Number(m[4]);
+  return seen;
 }
 
 export interface SseMessage {
@@ -104,6 +111,8 @@ export interface JobEventsOptions {
   signal: AbortSignal;
   /** The shared watch of the bucket (default: the one of `kv`, jobWatchOf). */
   watch?: JobWatch;
+  /** Reads a page set's results (one `result` event per page). */
+  pages?: PagesReader;
 }
 
 type Item = { kind: 'doc'; job: JobRecord; revision: number } | { kind: 'beat' } | { kind: 'end' };
@@ -164,6 +173,7 @@ export async function* jobEventStream(o: JobEventsOptions): AsyncGenerator<strin
     // a resume at the revision the client saw has nothing new, progress lines included
     let prev: JobRecord | null = state && state.revision === o.revision ? o.job : null;
     let items: Item[] = [{ kind: 'doc', job: o.job, revision: o.revision }];
+    let firstItem = true;
     void follow();
     for (;;) {
       for (const item of items) {
@@ -173,10 +183,23 @@ export async function* jobEventStream(o: JobEventsOptions): AsyncGenerator<strin
           continue;
         }
         if (state && item.revision < state.revision) continue;
+        const before = state?.status;
         const d = diffJob(state, prev, item.job, item.revision, o.baseUrl);
+        // a page set's results are read when its count moved (and once at the start: a resume may be behind)
+        const pagesMoved = item.job.pageSet && o.pages && (firstItem || item.job.pageSet.resultCount !== prev?.pageSet?.resultCount);
+        firstItem = false;
         prev = item.job;
-        state = d.state;
+        state = { ...d.state, ...(state?.pagesSeq !== undefined ? { pagesSeq: state.pagesSeq } : {}) };
+        // a page set's pages come before its finish, as results do
+        const fin = isFinished(item.job) && d.messages.at(-1)?.event === 'status' ? d.messages.pop() : undefined;
         if (d.messages.length) yield d.messages.map(frame).join('');
+        if (pagesMoved)
+          for await (const p of pageEvents(o.pages!, item.job, state.pagesSeq ?? 1, o.baseUrl)) {
+            state.pagesSeq = p.nextSeq;
+            // until the finish is sent, the status seen is the one before it
+            yield frame({ event: 'result', data: p.data, id: encodeCursor({ ...state, status: fin && before ? before : state.status }) });
+          }
+        if (fin) yield frame({ ...fin, id: encodeCursor(state) });
         if (isFinished(item.job)) {
           yield frame({ event: 'job', data: toPublicJob(item.job, o.baseUrl), id: encodeCursor({ ...state, ended: true }) });
           return;

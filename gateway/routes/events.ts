@@ -3,6 +3,7 @@
 import type { Reply, Route } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { jobEventStream, decodeCursor, findJob, openStreamsOf } from '../jobs/index.ts';
+import { pagesReader } from '../../shared/jobs/page-results.ts';
 
 const encoder = new TextEncoder();
 
@@ -55,6 +56,7 @@ export const eventsRoute: Route = {
       seen,
       heartbeatMs: ctx.config.server.eventsHeartbeatSeconds * 1000,
       signal: req.signal,
+      ...(cur.job.pageSet ? { pages: await pagesReader(ctx.nc, ctx.js) } : {}),
     });
     return {
       stream: bytes(stream, end),

@@ -27,6 +27,7 @@ import {
   type JobDeps,
 } from '../jobs/index.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
+import { jobDoc, pageResultFile, pageSetZip, resultsRoute } from './pages.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
 const SERVICE_ERRORS: Record<ServiceName, ErrorCode[]> = {
@@ -137,7 +138,7 @@ function serviceRoutes(service: ServiceName): Route[] {
               // refunds may have come back while we waited
               if (job.refunded > 0) balance = await readBalance(ctx.nc, walletId).catch(() => balance);
             }
-            return { status: 201, json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+            return { status: 201, json: { job: await jobDoc(ctx, job), balance } };
           },
         );
       },
@@ -153,7 +154,7 @@ function serviceRoutes(service: ServiceName): Route[] {
 async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): Promise<Reply | null> {
   const cur = await findJob(ctx.nc, ctx.kv.jobs, walletId, jobId);
   if (!cur) return null;
-  return { status: 201, json: { job: toPublicJob(cur.job, ctx.baseUrl), balance: await readBalance(ctx.nc, walletId) } };
+  return { status: 201, json: { job: await jobDoc(ctx, cur.job), balance: await readBalance(ctx.nc, walletId) } };
 }
 
 /**
@@ -162,7 +163,10 @@ async function jobAnswer(ctx: GatewayContext, walletId: string, jobId: string): 
  * expired): the spec gives GET /v1/jobs/{id} only 404, and 410 means a deleted result.
  */
 async function ownJob(ctx: GatewayContext, req: RouteRequest): Promise<JobRecord> {
-  const cur = await findJob(ctx.nc, ctx.kv.jobs, walletOf(req), req.params.id ?? '');
+  return ownJobById(ctx, req.params.id ?? '', walletOf(req));
+}
+async function ownJobById(ctx: GatewayContext, id: string, walletId: string): Promise<JobRecord> {
+  const cur = await findJob(ctx.nc, ctx.kv.jobs, walletId, id);
   if (!cur)
     throw new ApiError(
       'not_found',
@@ -229,7 +233,7 @@ const jobRoutes: Route[] = [
       const first = await ownJob(ctx, req);
       const ms = waitMs(ctx, req.query.wait);
       if (ms <= 0 || isFinished(first)) {
-        return { json: { job: toPublicJob(first, ctx.baseUrl), balance: await readBalance(ctx.nc, first.walletId) } };
+        return { json: { job: await jobDoc(ctx, first), balance: await readBalance(ctx.nc, first.walletId) } };
       }
       // A long poll reads the balance beside its wait, not after it: the read is taken after the
       // job was read, so it holds every ledger write acknowledged before the request (README
@@ -243,7 +247,7 @@ const jobRoutes: Route[] = [
       early.catch(() => {}); // awaited below unless read again; its error is answered then
       const job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(first, ms, req.signal);
       const balance = job.refunded === first.refunded ? await early : await readBalance(ctx.nc, job.walletId);
-      return { json: { job: toPublicJob(job, ctx.baseUrl), balance } };
+      return { json: { job: await jobDoc(ctx, job), balance } };
     },
   },
   {
@@ -275,6 +279,11 @@ const jobRoutes: Route[] = [
     errors: ['bad_request', 'not_found', 'not_ready', 'expired', 'service_unavailable'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
+      if (job.pageSet) {
+        // a page set's results are not in its document: the file is found by its object name
+        if (isExpired(job)) throw gone(job);
+        return pageResultFile(ctx, job, req.params.key ?? '', contentDisposition);
+      }
       const r: ResultRecord | undefined = job.results.find((x) => x.key === req.params.key);
       if (!r) throw new ApiError('not_found', 'no such result in this job');
       const thumb = req.query.thumb === '1';
@@ -319,17 +328,29 @@ const jobRoutes: Route[] = [
     method: 'GET',
     path: '/v1/jobs/:id/zip',
     auth: true,
-    summary: 'All screenshots of a completed shots job as a zip',
+    summary: 'All screenshots of a completed shots job, or every page of a websitepro page set, as a zip',
     description:
-      'Every delivered file of a finished shots job in one zip, streamed as it is written. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.',
+      'shots: every screenshot. websitepro with `urls`: every delivered file as `<pageKey>.<ext>` (folders from the page path), read page by page while the zip streams. 409 `not_ready` (with `Retry-After`) while the job runs; 410 `expired` once its results passed their retention.',
     tags: ['jobs'],
     responses: { 200: { description: 'application/zip', contentType: 'application/zip' } },
     errors: ['not_found', 'not_ready', 'expired', 'service_unavailable'],
     async handler(req, ctx) {
       const job = await ownJob(ctx, req);
-      if (job.service !== 'shots') throw new ApiError('not_found', 'zips exist only for shots jobs');
+      if (job.service !== 'shots' && !job.pageSet)
+        throw new ApiError('not_found', 'zips exist only for shots jobs and websitepro page sets');
       if (!isFinished(job)) throw new ApiError('not_ready', 'the job is not finished yet', undefined, { 'retry-after': '2' });
       if (isExpired(job)) throw gone(job);
+      if (job.pageSet) {
+        if (job.status !== 'completed') throw new ApiError('not_found', 'the job delivered no page');
+        return {
+          stream: pageSetZip(ctx, job),
+          headers: {
+            'content-type': 'application/zip',
+            'content-disposition': contentDisposition(`${job.id}.zip`),
+            'cache-control': 'private, no-store',
+          },
+        };
+      }
       const files = job.results.filter((r) => r.status === 'done' && r.file);
       if (job.status !== 'completed' || !files.length) throw new ApiError('not_found', 'the job delivered no screenshots');
       const objm = new Objm(ctx.nc);
@@ -368,7 +389,7 @@ const jobRoutes: Route[] = [
   },
 ];
 
-export const routes: Route[] = [...SERVICES.flatMap(serviceRoutes), ...jobRoutes];
+export const routes: Route[] = [...SERVICES.flatMap(serviceRoutes), ...jobRoutes, resultsRoute(ownJobById)];
 
 /** A stored labs report in memory (reports are JSON of some kilobytes) to render it. */
 async function readAll(chunks: AsyncIterable<Uint8Array>): Promise<Uint8Array> {

@@ -4,6 +4,12 @@ import { Type as T } from '@sinclair/typebox';
 
 export const CrawlConfig = T.Object(
   {
+    concurrency: T.Integer({
+      minimum: 1,
+      default: 4,
+      description:
+        "Pages of one page-set job (a batch, a crawl) in the task queue at once, within the wallet's share of the converters (limits.walletTasks); the supervisor admits the next page when one is recorded.",
+    }),
     maxCrawlDelayMs: T.Integer({
       minimum: 0,
       default: 10000,

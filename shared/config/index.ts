@@ -28,11 +28,11 @@ export const ConfigSchema = T.Object(
     outbound: OutboundConfig,
     jobs: JobsConfig,
     websitepro: WebsiteproConfig,
+    crawl: CrawlConfig,
     shots: ShotsConfig,
     labs: LabsConfig,
     webhooks: WebhooksConfig,
     wallet: WalletConfig,
-    crawl: CrawlConfig,
   },
   { additionalProperties: false },
 );

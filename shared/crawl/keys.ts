@@ -127,3 +127,50 @@ export class PageKeys {
     return this.taken.size;
   }
 }
+
+/**
+ * Keys for pages in order, unique in the set (a clash gets `~2`, `~3`, …). `keys` holds the keys a
+ * crawl handed out already and is added to.
+ */
+export function pageKeys(urls: URL[], hostPrefix: boolean, keys: PageKeys = new PageKeys({ hostPrefix })): string[] {
+  return urls.map((u) => keys.take(u));
+}
+
+export interface PlannedPage {
+  /** The URL fetched (parsed, fragment dropped). */
+  url: string;
+  /** The URL as the caller wrote it. */
+  source: string;
+  key: string;
+}
+
+/**
+ * A batch's pages: the URLs parsed (by `parse`, which throws on a bad one), the same URL given
+ * twice (after parsing, without its fragment) folded into the first, keys derived; several hosts
+ * prefix the host. Deterministic: the supervisor derives the same pages from the stored request.
+ */
+export function planBatch(
+  urls: string[],
+  parse: (raw: string, index: number) => URL,
+): { pages: PlannedPage[]; duplicates: number; hosts: string[] } {
+  const seen = new Set<string>();
+  const kept: { u: URL; source: string }[] = [];
+  const hosts: string[] = [];
+  const hostSeen = new Set<string>();
+  urls.forEach((raw, i) => {
+    const u = parse(raw, i);
+    u.hash = '';
+    if (seen.has(u.href)) return;
+    seen.add(u.href);
+    kept.push({ u, source: raw });
+    if (!hostSeen.has(u.host)) {
+      hostSeen.add(u.host);
+      hosts.push(u.host);
+    }
+  });
+  const keys = pageKeys(
+    kept.map((k) => k.u),
+    hosts.length > 1,
+  );
+  return { pages: kept.map((k, i) => ({ url: k.u.href, source: k.source, key: keys[i]! })), duplicates: urls.length - kept.length, hosts };
+}

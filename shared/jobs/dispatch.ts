@@ -7,29 +7,14 @@ import { taskParams } from '../services/index.ts';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config/index.ts';
 import { publishShared, type SharedPublish, type WalletTasks } from './share.ts';
-import { SERVICE_MODULES } from '../services/index.ts';
-import { objectName, type JobRecord, type ResultRecord, type Task } from '../protocol/jobs.ts';
+import { taskOf } from './task.ts';
+import type { JobRecord, ResultRecord } from '../protocol/jobs.ts';
+
+export { taskOf };
+import { markAdmitted, publishPages, waitingPages } from './pages.ts';
 
 /** Results whose task goes out when the job starts (a result made from others waits for them). */
 export const isRootTask = (r: ResultRecord) => r.status === 'pending' && !!r.subject && !r.after;
-
-export function taskOf(
-  job: Pick<JobRecord, 'id' | 'service' | 'walletId' | 'expiresAt'>,
-  r: ResultRecord,
-  params: Record<string, unknown> = r.params ?? {},
-): Task {
-  return {
-    v: 1,
-    jobId: job.id,
-    service: job.service,
-    resultKey: r.key,
-    walletId: job.walletId,
-    store: SERVICE_MODULES[job.service].store,
-    objectName: objectName(job.id, r.key),
-    expiresAt: job.expiresAt,
-    params,
-  };
-}
 
 /**
  * Publish the task of every root result through the wallet's share (shared/jobs/share.ts): those
@@ -44,6 +29,11 @@ export async function publishRootTasks(
   timeoutMs?: number,
   counts?: WalletTasks,
 ): Promise<SharedPublish> {
+  // a page set: its first pages (the supervisor admits the others as pages are recorded)
+  if (job.pageSet) {
+    await publishPages(js, job, waitingPages(job, job.pageSet.window), timeoutMs);
+    return { taken: new Map(), held: new Map() };
+  }
   const tasks = job.results.filter(isRootTask).map((r) => ({ kind: r.subject!, task: taskOf(job, r, taskParams(r)) }));
   return publishShared(js, jsm, config, job.walletId, tasks, { timeoutMs, counts });
 }
@@ -53,6 +43,7 @@ export function markDispatched(j: JobRecord, seqs: Map<string, number>, now = Da
   if (j.status !== 'queued') return false;
   j.status = 'processing';
   j.startedAt = now;
+  if (j.pageSet) markAdmitted(j, waitingPages(j, j.pageSet.window));
   for (const r of j.results) {
     if (r.status !== 'pending') continue;
     if (!r.subject) r.status = 'done';

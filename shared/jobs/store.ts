@@ -85,9 +85,13 @@ export async function updateJob(
   return out;
 }
 
-/** Sum of the prices of the refunded results: the job's `refunded`, always derived, never counted up. */
+/**
+ * Sum of the prices of the refunded results: the job's `refunded`, always derived, never counted up.
+ * A page-set job's results are in PAGES: its document's counts of refunded results and slots.
+ */
 export function refundedTotal(job: JobRecord): number {
-  return job.results.reduce((s, r) => s + (r.refunded ? r.price : 0), 0);
+  const pages = job.pageSet ? job.pageSet.resultsRefunded + (job.pageSet.slotsRefunded ?? 0) : 0;
+  return pages + job.results.reduce((s, r) => s + (r.refunded ? r.price : 0), 0);
 }
 
 /** Tell operators (EVENTS stream) that a job changed. Best effort: the KV record is the truth. */

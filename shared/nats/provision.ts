@@ -94,6 +94,17 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
       max_age: nanos(Math.max(cfg.retention.jobRecords * 1000, HOUR)),
       duplicate_window: nanos(10 * 60 * 1000),
     },
+    // A page-set job's results (shared/jobs/pages.ts): one message per page, appended by the supervisor
+    // when it records the page; kept as long as the longest result retention, and a day more.
+    {
+      ...common,
+      name: STREAMS.pages,
+      subjects: [subjects.pagesAll],
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(Math.max(cfg.retention.websitepro, cfg.retention.shots, cfg.retention.labs) * 1000 + DAY),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
     {
       ...common,
       name: STREAMS.lostTasks,

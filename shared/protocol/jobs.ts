@@ -111,7 +111,43 @@ export interface JobRecord {
    * that one `refund:<jobId>:_orphan` entry (actors/job-supervisor/orphaned.ts).
    */
   orphaned?: true;
+  /**
+   * A page-set job (websitepro `urls`, `crawl`): its results are not in `results` (always empty) but
+   * in the PAGES stream, one message per page (shared/jobs/pages.ts); the document keeps counts.
+   */
+  pageSet?: PageSetRecord;
 }
+
+/** The state of a page-set job in its document: counts, never a list of results. */
+export interface PageSetRecord {
+  kind: 'batch';
+  /** The outputs every page produces, in order, and each one's price for one page. */
+  outputs: string[];
+  unitPrices: Record<string, number>;
+  /** Pages paid for (the quote's quantity): the URLs given, duplicates included. */
+  slots: number;
+  /** Pages to convert (a batch: its distinct URLs). */
+  pages: number;
+  /** Pages in the task queue at most (config crawl.concurrency when created). */
+  window: number;
+  /** One character per page: `-` waiting, `q` admitted (task out), `r` recorded (results in PAGES). */
+  state: string;
+  /** Results recorded, delivered and failed. */
+  resultCount: number;
+  done: number;
+  failed: number;
+  /** Payloads refunded for failed results (`refund:<jobId>:<key>`). */
+  resultsRefunded: number;
+  /** Payloads refunded for slots never used (`refund:<jobId>:_slots`), once written. */
+  slotsRefunded?: number;
+  /** The first failed result's error (the job's `error` if nothing was delivered). */
+  firstError?: string;
+  /** Hosts the creation's precheck found unreachable: their pages fail (refunded) without a fetch. */
+  unreachable?: Record<string, { error: string; message: string }>;
+}
+
+/** The result key of the one ledger refund of a page set's unused slots. */
+export const SLOTS_RESULT_KEY = '_slots';
 
 export const isFinished = (j: Pick<JobRecord, 'status'>) => j.status === 'completed' || j.status === 'failed';
 /** A result that failed and whose money is not back yet: whoever finds it next settles the job again. */

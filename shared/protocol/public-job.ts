@@ -2,6 +2,9 @@
 import type { JobRecord, ResultRecord, WebhookAttempt } from './jobs.ts';
 import type { JobDoc, ResultDoc } from '../schemas/api.ts';
 
+/** The cursor of a page set's first results (shared/jobs/pages.ts encodeCursor(1)). */
+export const FIRST_RESULTS_CURSOR = Buffer.from('p1').toString('base64url');
+
 export const resultPath = (jobId: string, key: string) => `/v1/jobs/${encodeURIComponent(jobId)}/results/${encodeURIComponent(key)}`;
 
 /** Results are gone once expiresAt has passed, whether or not the sweep has deleted them yet. */
@@ -58,6 +61,14 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
     expiresAt: job.expiresAt,
     results: job.results.map((r) => toPublicResult(job, r, baseUrl, now)),
   };
+  if (job.pageSet) {
+    // a page set: counts here, its results in PAGES (shared/jobs/page-results.ts fills `results` up
+    // to RESULTS_INLINE for GET /v1/jobs/{id} and webhooks; the list shows none and where to read)
+    const ps = job.pageSet;
+    out.resultCount = ps.resultCount;
+    if (ps.resultCount > 0) out.resultsNext = FIRST_RESULTS_CURSOR;
+    out.pages = { total: ps.pages, recorded: (ps.state.match(/r/g) ?? []).length, slots: ps.slots, done: ps.done, failed: ps.failed };
+  }
   if (job.error) out.error = job.error;
   if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;
   if (job.webhook) {

@@ -101,7 +101,28 @@ export const Job = T.Object(
     createdAt: Ms('Created'),
     finishedAt: T.Optional(Ms('Finished')),
     expiresAt: Ms('Results are deleted after this'),
-    results: T.Array(T.Ref('Result')),
+    results: T.Array(T.Ref('Result'), {
+      description: `Every result, or a page set's first ${1000} (then \`resultsNext\` reads on); \`GET /v1/jobs\` lists a page set with none.`,
+    }),
+    resultCount: T.Optional(T.Integer({ description: 'A page set (websitepro `urls`): results recorded so far.' })),
+    resultsNext: T.Optional(
+      T.String({
+        description:
+          'A page set whose results are not all in `results`: the cursor for `GET /v1/jobs/{id}/results?after=`. Absent when all are inline.',
+      }),
+    ),
+    pages: T.Optional(
+      T.Object(
+        {
+          total: T.Integer({ description: 'Pages to convert (a batch: its distinct URLs).' }),
+          recorded: T.Integer({ description: 'Pages whose results are recorded.' }),
+          slots: T.Integer({ description: 'Pages paid for; slots not used (duplicate URLs) are refunded by one entry.' }),
+          done: T.Integer({ description: 'Results delivered.' }),
+          failed: T.Integer({ description: 'Results failed (each refunded).' }),
+        },
+        { description: 'A page set: its counts.' },
+      ),
+    ),
     webhook: T.Optional(
       webhookDelivery(
         ['waiting', 'pending', 'delivered', 'failed'],
@@ -114,7 +135,15 @@ export const Job = T.Object(
 );
 
 export const QuoteItem = T.Object(
-  { key: T.String(), price: T.Integer(), oneTime: T.Optional(T.Boolean()) },
+  {
+    key: T.String(),
+    price: T.Integer(),
+    oneTime: T.Optional(T.Boolean()),
+    quantity: T.Optional(
+      T.Integer({ description: 'A page set (websitepro `urls`): pages this output is paid for; `price` = `quantity` x `unitPrice`.' }),
+    ),
+    unitPrice: T.Optional(T.Integer({ description: 'A page set: the price of this output for one page.' })),
+  },
   { additionalProperties: true },
 );
 export const Quote = T.Object(

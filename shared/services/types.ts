@@ -7,6 +7,7 @@ import type { KV } from '@nats-io/kv';
 import type { Config } from '../config/index.ts';
 import type { ServiceName } from '../names.ts';
 import type { ErrorCode } from '../errors.ts';
+import type { PageSetRecord } from '../protocol/jobs.ts';
 
 export interface PlanItem {
   key: string;
@@ -23,12 +24,21 @@ export interface PlanItem {
   task?: { subject: string; params: Record<string, unknown>; secret?: Record<string, unknown> };
   /** Keys of the items this one is made from: its task waits until they are done (shots compare). */
   after?: string[];
+  /** A page set's item is one output for many pages: `price` = `quantity` x `unitPrice`. */
+  quantity?: number;
+  unitPrice?: number;
 }
 
 export interface Plan {
   /** Host name of the target. */
   target: string;
   items: PlanItem[];
+  /**
+   * A page-set job (websitepro `urls`): its items are priced but are not its results (those are made
+   * page by page, shared/jobs/pages.ts); the job starts with this record. The precheck may add the
+   * hosts it found unreachable.
+   */
+  pageSet?: PageSetRecord;
 }
 
 export interface PlanContext {

@@ -6,13 +6,15 @@ import type { ServiceModule } from './types.ts';
 import { parseTargetUrl, hostOf, precheckTarget } from '../outbound/index.ts';
 import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 import { planControls, WEBSITEPRO_CONTROL_FIELDS, type WebsiteproControlsBody } from './websitepro-controls.ts';
+import { CRAWL_BODY_FIELDS } from '../schemas/crawl.ts';
+import { planBatchJob, precheckBatch } from './websitepro-batch.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf', 'links', 'images', 'rawHtml'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 
 export const WebsiteproBody = T.Object(
   {
-    url: T.String({ description: 'Public http(s) URL', maxLength: 2048 }),
+    url: T.Optional(T.String({ description: 'Public http(s) URL (exactly one of `url` and `urls`).', maxLength: 2048 })),
     outputs: T.Array(T.Union(WEBSITEPRO_OUTPUTS.map((o) => T.Literal(o))), {
       minItems: 1,
       maxItems: 8,
@@ -20,6 +22,7 @@ export const WebsiteproBody = T.Object(
     }),
     webhook: T.Optional(WebhookField),
     ...WEBSITEPRO_CONTROL_FIELDS,
+    ...CRAWL_BODY_FIELDS,
   },
   { $id: 'WebsiteproBody', additionalProperties: false },
 );
@@ -31,6 +34,19 @@ export const RENDER_KEY = 'render';
 /** A browser-pool instance that prints: what a `pdf` output needs besides a converter (actors/browser-pool advertises `prints`). */
 const printsPdfEntry = (e: CatalogueEntry) => Array.isArray(e.catalogue.prints) && e.catalogue.prints.includes('pdf');
 const printsPdf = (entries: CatalogueEntry[]) => entries.some(printsPdfEntry);
+
+/** Body fields a page set (`urls`) does not take yet: its pages are converted as fetched. */
+const PAGE_SET_REFUSED = [
+  'removeSelectors',
+  'targetSelectors',
+  'mainContent',
+  'waitFor',
+  'timeout',
+  'headers',
+  'cookies',
+  'actions',
+  'pdf',
+] as const;
 
 export const websitepro: ServiceModule<WebsiteproRequest> = {
   name: 'websitepro',
@@ -44,33 +60,46 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (err.instancePath === '' && err.keyword === 'required' && (err.params as { missingProperty: string }).missingProperty === 'outputs')
       return 'no_output';
     if (err.instancePath === '/outputs' && (err.keyword === 'minItems' || err.keyword === 'type')) return 'no_output';
-    if (err.instancePath === '/url') return 'bad_url';
+    if (err.instancePath === '/url' || err.instancePath.startsWith('/urls')) return 'bad_url';
     if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
   async plan(body, { config, catalogueKv }) {
-    const url = parseTargetUrl(body.url);
+    if (body.url !== undefined && body.urls !== undefined) throw new ApiError('bad_url', 'give either `url` or `urls`, not both');
+    if (body.url === undefined && body.urls === undefined) throw new ApiError('bad_url', 'url (or urls) is required');
+    if (body.crawl !== undefined || body.maxAge !== undefined)
+      throw new ApiError('bad_request', '`crawl` and `maxAge` are not available on this server yet');
+    const url = body.urls ? null : parseTargetUrl(body.url);
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
+    // a page set (urls) converts each page as fetched: page controls and rawHtml are one-page only for now
+    if (body.urls) {
+      const control = PAGE_SET_REFUSED.find((k) => body[k as keyof WebsiteproRequest] !== undefined);
+      if (control) throw new ApiError('bad_request', `\`${control}\` applies to a one-page job (\`url\`), not yet to \`urls\``);
+      if (outputs.includes('rawHtml'))
+        throw new ApiError('bad_request', 'the rawHtml output applies to a one-page job (`url`), not yet to `urls`');
+    }
     // every control is checked (400) before the service's own availability (503)
     const c = await planControls(body, outputs);
+    const batch = body.urls ? planBatchJob(body.urls, outputs, config) : null;
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');
+    if (batch) return batch;
     // a render is charged once, as a result of its own, when a text output needs the browser (a pdf
     // is printed by one anyway); it is refunded like any result when the page cannot be rendered
     const render = c.render && outputs.some((o) => o !== 'pdf');
     const keys: string[] = render ? [...outputs, RENDER_KEY] : outputs;
     const params = (o: string): Record<string, unknown> => ({
-      url: url.href,
+      url: url!.href,
       output: o,
       outputs: keys,
       ...(c.controls ? { controls: c.controls } : {}),
       ...(o === 'pdf' && body.pdf ? { pdf: body.pdf } : {}),
     });
     return {
-      target: hostOf(url),
+      target: hostOf(url!),
       items: keys.map((o) => ({
         key: o,
         price: o === RENDER_KEY ? config.pricing.websitepro.render : config.pricing.websitepro[o as WebsiteproOutput],
@@ -80,7 +109,7 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   },
   // every kind of worker an output needs runs (the converter is checked by the plan), then
   // blocked_address / unreachable before any charge; the worker checks every hop again
-  async precheck(body, _plan, { config, catalogueKv, walletId }) {
+  async precheck(body, plan, { config, catalogueKv, walletId }) {
     if (body.outputs.includes('pdf') && !(await readCatalogue(catalogueKv, 'shots', printsPdf)).some(printsPdfEntry)) {
       throw new ApiError(
         'service_unavailable',
@@ -89,7 +118,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
         { 'retry-after': '30' },
       );
     }
-    await precheckTarget(body.url, config, undefined, walletId);
+    if (body.urls) await precheckBatch(body.urls, plan, config, walletId);
+    else await precheckTarget(body.url!, config, undefined, walletId);
     if (body.webhook !== undefined) await precheckWebhook(body.webhook, config);
   },
 };

@@ -25,6 +25,8 @@ t.test('/openapi.json is a valid OpenAPI 3.1 document covering the spec', async 
     ['get', '/v1/jobs/{id}'],
     ['get', '/v1/jobs/{id}/results/{key}'],
     ['get', '/v1/jobs/{id}/zip'],
+    // issue 42: a page set's results, a page at a time
+    ['get', '/v1/jobs/{id}/results'],
     // issue 18: the job's event stream
     ['get', '/v1/jobs/{id}/events'],
     ['get', '/v1/balance'],

@@ -1,0 +1,176 @@
+// The supervisor's steps for page-set jobs (websitepro `urls`; the crawl plugs in here): record a
+// page's outcome as its results, refund the failed ones, admit the next pages, finish the job and
+// give back the slots never used. Each step is idempotent, like every step in steps.ts: the page's
+// PAGES message has a fixed id (a repeat is dropped), refunds are one ledger entry per key, and the
+// document marks a page recorded once (its state character), with its counts, in one write.
+import { subjects } from '../../shared/names.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
+import { SLOTS_RESULT_KEY, type JobRecord, type Outcome, type ResultRecord } from '../../shared/protocol/jobs.ts';
+import { readJob, updateJob, refundedTotal } from '../../shared/jobs/store.ts';
+import { freeShare } from '../../shared/jobs/share.ts';
+import {
+  inFlight,
+  markAdmitted,
+  pageIndexOf,
+  pageMsgId,
+  pagesOf,
+  publishPages,
+  waitingPages,
+  type PageMessage,
+  pageTaskKey,
+} from '../../shared/jobs/pages.ts';
+import { resultKey } from '../../shared/crawl/keys.ts';
+import { sleep } from '../../shared/runtime.ts';
+import type { Deps } from './deps.ts';
+
+/** A page's outcome facts as the converter reports them (actors/converter/page.ts). */
+type PageExtra = {
+  page?: string;
+  outputs?: Record<string, { file?: ResultRecord['file']; error?: string; message?: string; extra?: Record<string, unknown> }>;
+};
+
+/**
+ * How many more pages of this job the wallet's share of the converters admits now
+ * (shared/jobs/share.ts). A page set with no page in flight may always admit one: its own page
+ * outcomes are what admit its next pages, so it never waits for a trigger that would not come (the
+ * wallet's share is then passed by one page at most, per page set).
+ */
+export async function walletShareRoom(d: Deps, job: JobRecord): Promise<number> {
+  const free = await freeShare(d.jsm, d.config, job.walletId, subjects.taskWebsitepro);
+  return inFlight(job) === 0 ? Math.max(1, free) : free;
+}
+
+/** The page's results as the outcome says: one per output, each with its page and source. */
+function pageResults(
+  job: JobRecord,
+  index: number,
+  o: Extract<Outcome, { kind: 'done' | 'failed' }>,
+): { key: string; results: ResultRecord[] } {
+  const ps = job.pageSet!;
+  const page = pagesOf(job)[index]!;
+  const extra = (o.extra ?? {}) as PageExtra;
+  const facts = { page: extra.page ?? page.url, source: page.source };
+  const results = ps.outputs.map((out): ResultRecord => {
+    const price = ps.unitPrices[out] ?? 0;
+    const e =
+      o.kind === 'failed'
+        ? { error: o.error, message: o.message }
+        : (extra.outputs?.[out] ?? { error: 'conversion_failed', message: `no ${out} was produced` });
+    const base = { key: resultKey(page.key, out), price, extra: facts };
+    if (e.file) return { ...base, status: 'done', refunded: false, file: e.file };
+    return {
+      ...base,
+      // a failure's own facts (a wall's evidence) beside the page's
+      ...('extra' in e && e.extra ? { extra: { ...facts, ...e.extra } } : {}),
+      status: 'failed',
+      refunded: true,
+      error: e.error ?? 'conversion_failed',
+      ...(e.message ? { message: e.message } : {}),
+    };
+  });
+  return { key: page.key, results };
+}
+
+/** Record a page task's final outcome: PAGES first, then the refunds, then the document's counts. */
+export async function recordPage(d: Deps, o: Outcome): Promise<void> {
+  if (o.kind !== 'done' && o.kind !== 'failed') return; // progress is not shown per page; a lost file has no page record to fail
+  const index = pageIndexOf(o.resultKey)!;
+  let cur = d.copyOf?.(o.jobId) ?? (await readJob(d.jobs, o.jobId));
+  if (!cur) {
+    // tasks go out just before the document is written (gateway/jobs/create.ts): retried while it may appear
+    await sleep(200);
+    cur = await readJob(d.jobs, o.jobId);
+    if (!cur && Date.now() - o.at < d.config.wallet.orphanChargeGraceSeconds * 1000)
+      throw new Error(`page outcome for job ${o.jobId}, not (yet) in the bucket`);
+    if (!cur) {
+      d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'page outcome for an unknown job; dropped');
+      return;
+    }
+  }
+  const job = cur.job;
+  const ps = job.pageSet;
+  if (!ps || index >= ps.pages) {
+    d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'page outcome for no page of the job; dropped');
+    return;
+  }
+  if (ps.state[index] !== 'r') {
+    const { key, results } = pageResults(job, index, o);
+    const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
+    await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
+    // each failed result refunded on its own (one ledger entry per key, whatever repeats)
+    for (const r of results)
+      if (r.status === 'failed' && r.price > 0)
+        await wallet.refund(d.nc, { walletId: job.walletId, jobId: job.id, resultKey: r.key, amount: r.price });
+    await updateJob(
+      d.jobs,
+      job.id,
+      (j) => {
+        const s = j.pageSet;
+        if (!s || s.state[index] === 'r') return false;
+        s.state = s.state.slice(0, index) + 'r' + s.state.slice(index + 1);
+        for (const r of results) {
+          s.resultCount++;
+          if (r.status === 'done') s.done++;
+          else {
+            s.failed++;
+            s.resultsRefunded += r.price;
+            s.firstError ??= r.error;
+          }
+        }
+        j.refunded = refundedTotal(j);
+        return true;
+      },
+      undefined,
+      cur,
+    );
+  }
+  await advancePageSet(d, job.id);
+}
+
+/**
+ * Admit pages up to the window (and the wallet's share), or finish the job once every page is
+ * recorded: the unused slots' one refund, then the finish in one write. Called after every page
+ * and by the sweep (settleJob).
+ */
+export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
+  const cur = await readJob(d.jobs, jobId);
+  const job = cur?.job;
+  const ps = job?.pageSet;
+  if (!job || !ps || job.status !== 'processing') return;
+  if (!ps.state.includes('-') && !ps.state.includes('q')) return finishPageSet(d, job);
+  const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
+  const next = room > 0 ? waitingPages(job, room) : [];
+  if (!next.length) return;
+  // tasks first, then the mark: a crash between leaves them `-`, admitted again (the same task ids)
+  await publishPages(d.js, job, next);
+  await updateJob(d.jobs, jobId, (j) => markAdmitted(j, next));
+}
+
+async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
+  const ps = job.pageSet!;
+  const perPage = ps.outputs.reduce((s, o) => s + (ps.unitPrices[o] ?? 0), 0);
+  const unused = Math.max(0, ps.slots - ps.pages) * perPage;
+  if (unused > 0) await wallet.refund(d.nc, { walletId: job.walletId, jobId: job.id, resultKey: SLOTS_RESULT_KEY, amount: unused });
+  const res = await updateJob(d.jobs, job.id, (j) => {
+    const s = j.pageSet;
+    if (!s || j.status !== 'processing') return false;
+    if (unused > 0) s.slotsRefunded = unused;
+    j.refunded = refundedTotal(j);
+    j.status = s.done > 0 ? 'completed' : 'failed';
+    j.finishedAt ??= Date.now();
+    if (j.status === 'failed') j.error = s.firstError ?? 'not_delivered';
+    if (j.webhook?.state === 'waiting') {
+      j.webhook.state = 'pending';
+      j.webhook.nextAt = j.finishedAt;
+    }
+    return true;
+  });
+  if (res?.changed) await d.afterFinish?.(res.job);
+}
+
+/** Backstop for a page set whose admitted pages never came back: each fails as worker_lost (refunded). */
+export async function failStuckPages(d: Deps, job: JobRecord, fail: (resultKey: string, message: string) => Promise<void>): Promise<void> {
+  const state = job.pageSet?.state ?? '';
+  for (let i = 0; i < state.length; i++)
+    if (state[i] === 'q') await fail(pageTaskKey(i), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+}

@@ -40,8 +40,8 @@ t.test('unknown body fields are refused with 400 bad_request, at any depth', asy
 });
 
 t.test('array caps and the URL length cap', async (t) => {
-  t.equal(await codeOf('websitepro', { url: s.targetUrl, outputs: Array(6).fill('metadata') }), '400 bad_request', 'outputs: at most 5');
-  t.equal(await codeOf('websitepro', { url: s.targetUrl, outputs: Array(5).fill('metadata') }), 200, '5 (duplicates count once)');
+  t.equal(await codeOf('websitepro', { url: s.targetUrl, outputs: Array(9).fill('metadata') }), '400 bad_request', 'outputs: at most 8');
+  t.equal(await codeOf('websitepro', { url: s.targetUrl, outputs: Array(8).fill('metadata') }), 200, '8 (duplicates count once)');
   const shot = (extra: object) => ({ url: s.targetUrl, browsers: ['testbrowser'], ...extra });
   t.equal(await codeOf('shots', shot({ browsers: Array(21).fill('testbrowser') })), '400 bad_request', 'browsers: at most 20');
   t.equal(

@@ -1,4 +1,3 @@
-
 import { STREAMS } from '../../shared/names.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { isFinished, isUnrefunded, type JobRecord, type Outcome, type ResultRecord, type Task } from '../../shared/protocol/jobs.ts';

@@ -25,14 +25,18 @@ export interface CrawlExtra {
   robots?: RobotsText;
 }
 
-let store: Promise<CrawlStore> | null = null;
-/** The one CrawlStore of this process (opened on first use; its bucket and stream are created if absent). */
+const stores = new WeakMap<Deps['nc'], Promise<CrawlStore>>();
+/** The CrawlStore of this supervisor's connection (opened on first use; its bucket and stream are created if absent). */
 export function crawlStore(d: Deps): Promise<CrawlStore> {
-  store ??= CrawlStore.open(d.nc, { replicas: d.config.nats.replicas }).catch((e) => {
-    store = null;
-    throw e;
-  });
-  return store;
+  let s = stores.get(d.nc);
+  if (!s) {
+    s = CrawlStore.open(d.nc, { replicas: d.config.nats.replicas }).catch((e) => {
+      stores.delete(d.nc);
+      throw e;
+    });
+    stores.set(d.nc, s);
+  }
+  return s;
 }
 
 /** Parsed robots rules of recent crawls (small: rebuilt from NATS after a restart). */

@@ -58,6 +58,20 @@ t.test('a crawl delivers exactly its site', async (t) => {
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const body = { url: site.url('/'), outputs: ['markdown'], crawl: { limit: 20, maxDepth: 3 } };
 
+  // bad input: 400 before any charge
+  const bad = async (b: unknown, code: string, why: string) => {
+    const res = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body: b });
+    t.equal(res.status, 400, `${why}: ${res.text}`);
+    t.equal(res.json?.error?.code, code, why);
+  };
+  await bad({ ...body, crawl: { limit: 0 } }, 'bad_request', 'a limit below 1');
+  await bad({ ...body, crawl: { limit: 10_001 } }, 'bad_request', 'a limit over 10,000');
+  await bad({ ...body, crawl: { excludePaths: [`/${'x'.repeat(300)}`] } }, 'bad_request', 'a glob over 256 characters');
+  await bad({ urls: [site.url('/')], outputs: ['markdown'], crawl: {} }, 'bad_request', 'crawl with urls');
+  await bad({ ...body, crawl: { sitemap: 'only' } }, 'bad_request', 'sitemap only (not yet)');
+  await bad({ ...body, rawHtml: undefined, outputs: ['rawHtml'] }, 'bad_request', 'rawHtml in a crawl');
+  t.equal((await wallet.balance(app.nc, k.walletId)).balance, 100_000, 'nothing charged');
+
   const q = await app.request('POST', '/v1/websitepro/quote', { key: k.key, body });
   t.equal(q.status, 200, q.text);
   const r = await app.request('POST', '/v1/websitepro/jobs?wait=25', { key: k.key, body });

@@ -147,7 +147,10 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number): Promi
   const more = admitted > state.length;
   if (!busy && (past || full || !more)) return 'finish';
   if (past || full || !more || room <= 0) return 'wait';
-  const { entries } = await s.frontier.pending(job.id, Math.min(room, ps.slots - state.length));
+  // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
+  // document another coordinator grew): read past them, or they would take the room of new ones
+  const behind = Math.max(0, state.length - cursor.n);
+  const { entries } = await s.frontier.pending(job.id, behind + Math.min(room, ps.slots - state.length));
   const fresh = entries.filter((e) => e.n - 1 >= state.length);
   if (!entries.length) return 'wait';
   const pages = new Map<number, CrawlPage>();

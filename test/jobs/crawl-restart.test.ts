@@ -79,3 +79,35 @@ t.test('converter and supervisor stopped mid-crawl: every page once, charged onc
   const a = await audit(app.nc);
   t.same(a.violations, [], 'the money adds up');
 });
+
+t.test('a crawl past its deadline admits no more pages; their slots come back', async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'converter'],
+    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, websitepro: { fetchTimeoutMs: 5000 }, crawl: { concurrency: 1 } },
+  });
+  // an endless chain: the 10 s deadline stops it
+  const chain = (q: Parameters<Route>[0], r: Parameters<Route>[1]) => {
+    const i = Number(new URL(q.url ?? '/', 'http://x').searchParams.get('i') ?? 0);
+    slow(300, () => [`/n?i=${i + 1}`])(q, r);
+  };
+  const site = await fixtureServer(t, { '/': chain, '/n': chain });
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 1_000_000, 'test');
+  const r = await app.request('POST', '/v1/websitepro/jobs', {
+    key: k.key,
+    body: { url: site.url('/'), outputs: ['text'], crawl: { limit: 1000, timeout: 10 } },
+  });
+  t.equal(r.status, 201, r.text);
+  const unit = r.json.job.cost / 1000;
+  const job = await poll(app, k.key, r.json.job.id, isDone, 60);
+  t.equal(job.status, 'completed');
+  const n = job.pages.total;
+  t.ok(n >= 2 && n < 1000, `stopped by the deadline after ${n} pages`);
+  t.ok(job.finishedAt - job.createdAt < 20_000, `ended near its deadline (${job.finishedAt - job.createdAt} ms)`);
+  t.equal(job.pages.recorded, n, 'every admitted page recorded');
+  t.equal(job.charged, n * unit, 'charged the delivered pages');
+  t.equal(job.refunded, (1000 - n) * unit, 'the slots not used, back');
+  t.ok(job.crawl.skipped.deadline?.count >= 1, 'the link found after the deadline is counted');
+  const a = await audit(app.nc);
+  t.same(a.violations, [], 'the money adds up');
+});

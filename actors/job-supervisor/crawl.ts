@@ -130,7 +130,7 @@ export const extendTo = (j: JobRecord, n: number): boolean => {
  * (frontier exhausted, limit reached, or deadline passed), else admit pages from the frontier up to
  * `room`. Answers 'finish' when the caller should finish the page set.
  */
-export async function advanceCrawl(d: Deps, job: JobRecord, room: number): Promise<'finish' | 'wait'> {
+export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again: () => void): Promise<'finish' | 'wait'> {
   const s = await crawlStore(d);
   const ps = job.pageSet!;
   const cursor = await s.frontier.cursor(job.id);
@@ -147,6 +147,19 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number): Promi
   const more = admitted > state.length;
   if (!busy && (past || full || !more)) return 'finish';
   if (past || full || !more || room <= 0) return 'wait';
+  // robots.txt's Crawl-delay (bounded by crawl.maxCrawlDelayMs): one page per gap; a step before the
+  // gap ends asks again when it does (the sweep is the backstop)
+  const origin = new URL(String(job.request.url)).origin;
+  const gap = (await robotsOf(d, s, job, origin))?.crawlDelayMs ?? 0;
+  const now = Date.now();
+  if (gap > 0) {
+    const nextAt = await s.nextAt(job.id);
+    if (nextAt > now) {
+      setTimeout(again, nextAt - now + 5).unref();
+      return 'wait';
+    }
+    room = 1;
+  }
   // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
   // document another coordinator grew): read past them, or they would take the room of new ones
   const behind = Math.max(0, state.length - cursor.n);
@@ -156,6 +169,7 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number): Promi
   const pages = new Map<number, CrawlPage>();
   for (const e of fresh) pages.set(e.n - 1, await s.place(job.id, e.n - 1, e));
   // tasks first, then the cursor, then the document: a crash between leaves them to the next step
+  if (gap > 0 && pages.size) await s.setNextAt(job.id, now + gap);
   await publishPages(d.js, job, [...pages.keys()], undefined, (i) => pages.get(i)!);
   const last = entries[entries.length - 1]!;
   await s.frontier.commit(job.id, cursor, last);

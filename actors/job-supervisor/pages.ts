@@ -153,7 +153,8 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
   if (ps.kind === 'crawl') {
     // page 0 is published at creation; every other page comes from the frontier
     const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
-    if ((await advanceCrawl(d, job, room)) === 'finish') {
+    const again = () => void advancePageSet(d, jobId).catch((e: Error) => d.log.warn({ jobId, err: e }, 'crawl step failed'));
+    if ((await advanceCrawl(d, job, room, again)) === 'finish') {
       const now = await readJob(d.jobs, jobId);
       if (now?.job.status === 'processing') await finishPageSet(d, now.job);
       await dropCrawl(d, job.id);

@@ -95,6 +95,16 @@ export class CrawlStore {
     return page;
   }
 
+  /** The earliest start of the crawl's next page (robots.txt Crawl-delay), 0 when none was set. */
+  async nextAt(jobId: string): Promise<number> {
+    const e = await this.kv.get(`${jobId}.polite`);
+    return e && e.operation === 'PUT' ? e.json<{ nextAt: number }>().nextAt : 0;
+  }
+
+  async setNextAt(jobId: string, nextAt: number): Promise<void> {
+    await this.kv.put(`${jobId}.polite`, enc({ nextAt }));
+  }
+
   async robots(jobId: string): Promise<RobotsText | null> {
     const e = await this.kv.get(`${jobId}.robots`);
     return e && e.operation === 'PUT' ? e.json<RobotsText>() : null;

@@ -121,3 +121,41 @@ t.test('a crawl delivers exactly its site', async (t) => {
   const a = await audit(app.nc);
   t.same(a.violations, [], 'the money adds up');
 });
+
+t.test("robots.txt's Crawl-delay spaces a crawl's pages", async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'converter'],
+    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, websitepro: { fetchTimeoutMs: 5000 } },
+  });
+  const at: Record<string, number> = {};
+  const timed = (path: string, links: string[]) => {
+    const route = page(path, links);
+    return (q: Parameters<typeof route>[0], r: Parameters<typeof route>[1]) => {
+      at[path] = Date.now();
+      route(q, r);
+    };
+  };
+  const site = await fixtureServer(t, {
+    '/robots.txt': (_q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nCrawl-delay: 1\n'),
+    '/': timed('/', ['/1', '/2', '/3']),
+    '/1': timed('/1', []),
+    '/2': timed('/2', []),
+    '/3': timed('/3', []),
+  });
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 100_000, 'test');
+  const r = await app.request('POST', '/v1/websitepro/jobs', {
+    key: k.key,
+    body: { url: site.url('/'), outputs: ['text'], crawl: { limit: 10 } },
+  });
+  t.equal(r.status, 201, r.text);
+  const job = await finished(app, k.key, r.json.job.id);
+  t.equal(job.status, 'completed');
+  t.equal(job.pages.total, 4);
+  const starts = ['/1', '/2', '/3'].map((p) => at[p]!).sort((a, b) => a - b);
+  t.ok(
+    starts[1]! - starts[0]! >= 900 && starts[2]! - starts[1]! >= 900,
+    `a second apart: ${starts.map((s) => s - starts[0]!).join(', ')} ms`,
+  );
+  t.same((await audit(app.nc)).violations, []);
+});

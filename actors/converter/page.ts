@@ -14,6 +14,7 @@ import { resultKey } from '../../shared/crawl/keys.ts';
 import type { PageTaskParams } from '../../shared/jobs/pages.ts';
 import { ROBOTS_TEXT_MAX, type RobotsText } from '../../shared/jobs/crawl.ts';
 import { fetchRobots } from '../../shared/crawl/robots.ts';
+import { readSitemaps } from '../../shared/crawl/sitemap.ts';
 import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
@@ -34,6 +35,8 @@ export type PageOutcomeExtra = {
   links?: string[];
   /** A crawl's first page: the start origin's robots.txt as read (the supervisor admits links by it). */
   robots?: RobotsText;
+  /** A crawl's first page: the URLs of the origin's sitemaps (robots.txt's `Sitemap:` lines, else /sitemap.xml). */
+  sitemap?: string[];
 };
 
 const failAll = (outputs: string[], f: { error: string; message: string; extra?: Record<string, unknown> }) =>
@@ -65,6 +68,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   // a crawl's first page reads robots.txt before anything else (outbound fetches happen in workers);
   // a start URL it disallows, or an origin whose robots.txt cannot be read (5xx), is not fetched
   let robots: RobotsText | undefined;
+  let sitemap: string[] | undefined;
   if (p.crawl?.robots) {
     const rules = await fetchRobots(new URL(p.url).origin, { guard, ...config.crawl });
     if (rules.state === 'unreachable')
@@ -85,8 +89,13 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         } satisfies PageOutcomeExtra,
       };
     robots = { status: rules.status, text: (rules.text ?? '').slice(0, ROBOTS_TEXT_MAX) };
+    if (p.crawl.sitemaps) sitemap = await sitemapUrls(deps, p.url, rules.sitemaps, p.crawl.sitemaps, guard);
   }
-  const crawled = (extra: PageOutcomeExtra): PageOutcomeExtra => (robots ? { ...extra, robots } : extra);
+  const crawled = (extra: PageOutcomeExtra): PageOutcomeExtra => ({
+    ...extra,
+    ...(robots ? { robots } : {}),
+    ...(sitemap?.length ? { sitemap } : {}),
+  });
 
   let res;
   try {
@@ -192,6 +201,30 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       );
   }
   return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}) }) };
+}
+
+/** The origin's sitemap URLs (files of another origin are never fetched); none when they cannot be read. */
+async function sitemapUrls(
+  deps: PageDeps,
+  start: string,
+  named: string[],
+  max: number,
+  guard: { allowCidrs: string[]; maxRedirects: number; connectTimeoutMs: number },
+): Promise<string[]> {
+  const origin = new URL(start).origin;
+  const c = deps.config.crawl;
+  try {
+    const r = await readSitemaps(named.length ? named : [`${origin}/sitemap.xml`], {
+      guard,
+      allowFetch: (u) => new URL(u).origin === origin,
+      maxUrls: max,
+      maxFiles: c.sitemapMaxFiles,
+      maxBytes: c.sitemapMaxBytes,
+    });
+    return r.urls.map((u) => u.loc).slice(0, max);
+  } catch {
+    return [];
+  }
 }
 
 /** The URLs of the links output's JSON, distinct, at most `max`. */

@@ -23,6 +23,7 @@ import type { Deps } from './deps.ts';
 export interface CrawlExtra {
   links?: string[];
   robots?: RobotsText;
+  sitemap?: string[];
 }
 
 const stores = new WeakMap<Deps['nc'], Promise<CrawlStore>>();
@@ -78,7 +79,8 @@ export async function admitPageLinks(d: Deps, job: JobRecord, page: CrawlPage, e
     await s.frontier.admit(job.id, { url: page.url, depth: 0 }, ps.slots);
   }
   const report = new CrawlReport();
-  const links = (extra.links ?? []).slice(0, d.config.crawl.maxLinksPerPage);
+  // page 0: its sitemaps' URLs first (depth 1, as its links), then its links
+  const links = [...(page.depth === 0 ? (extra.sitemap ?? []) : []), ...(extra.links ?? []).slice(0, d.config.crawl.maxLinksPerPage)];
   if (!links.length) return report.toJSON();
   if (deadlinePassed(job)) {
     for (const url of links) report.skip('deadline', url);

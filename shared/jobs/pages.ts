@@ -41,7 +41,7 @@ export interface PageTaskParams {
   pageKey: string;
   outputs: string[];
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
-  crawl?: { robots: boolean };
+  crawl?: { robots: boolean; sitemaps?: number };
 }
 
 /** A job's pages, derived from its request (deterministic: the same on every process). Small cache: outcomes of one job come in a row. */
@@ -109,7 +109,7 @@ export async function publishPages(
         source: p.source,
         pageKey: p.key,
         outputs: ps.outputs,
-        ...(ps.kind === 'crawl' ? { crawl: { robots: i === 0 } } : {}),
+        ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i) } : {}),
       };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);
       // on the wallet's subject, as every task (shared/jobs/share.ts): counted in its share
@@ -117,6 +117,17 @@ export async function publishPages(
     }),
   );
 }
+
+/** A crawl page's task asks for its links; page 0 also for robots.txt and (unless `sitemap: "skip"`) the sitemaps' URLs. */
+function crawlParams(job: JobRecord, i: number): NonNullable<PageTaskParams['crawl']> {
+  const c = job.request.crawl as { sitemap?: string } | undefined;
+  if (i !== 0) return { robots: false };
+  // the outcome carries them: bounded well under a NATS message whatever the limit
+  return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
+}
+
+/** Sitemap URLs a crawl's first page hands to the supervisor at most. */
+export const SITEMAP_URLS_MAX = 2000;
 
 /** Mark pages admitted (their tasks are out); false when none changed. */
 export function markAdmitted(job: JobRecord, indexes: number[]): boolean {

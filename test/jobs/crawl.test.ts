@@ -159,3 +159,53 @@ t.test("robots.txt's Crawl-delay spaces a crawl's pages", async (t) => {
   );
   t.same((await audit(app.nc)).violations, []);
 });
+
+t.test('sitemaps: their URLs are pages too, by the same rules; `skip` reads none', async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'converter'],
+    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, websitepro: { fetchTimeoutMs: 5000 } },
+  });
+  const other = await fixtureServer(t, { '/elsewhere': page('Elsewhere', []) });
+  let base = '';
+  const site = await fixtureServer(t, {
+    '/robots.txt': (_q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nDisallow: /private/\n'),
+    '/': page('Home', []),
+    '/sitemap.xml': (_q, r) =>
+      r
+        .writeHead(200, { 'content-type': 'application/xml' })
+        .end(
+          `<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">${[
+            `${base}/hidden`,
+            `${base}/private/x`,
+            other.url('/elsewhere'),
+          ]
+            .map((u) => `<url><loc>${u}</loc></url>`)
+            .join('')}</urlset>`,
+        ),
+    '/hidden': page('Hidden', []),
+    '/private/x': page('Private', []),
+  });
+  base = site.base;
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 100_000, 'test');
+  const run = async (sitemap?: string) => {
+    const body = { url: site.url('/'), outputs: ['text'], crawl: { limit: 10, ...(sitemap ? { sitemap } : {}) } };
+    const r = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body });
+    t.equal(r.status, 201, r.text);
+    return finished(app, k.key, r.json.job.id);
+  };
+  const job = await run();
+  t.same(job.results.map((x: { key: string }) => x.key).sort(), ['hidden/text', 'index/text'], 'the sitemap URL in scope is a page');
+  t.equal(job.crawl.skipped.robots?.count, 1, 'a disallowed sitemap URL is skipped');
+  t.equal(job.crawl.skipped.other_origin?.count, 1, 'another origin in the sitemap is skipped');
+  t.notOk(site.hits.includes('/private/x'));
+  t.same(other.hits, []);
+  const skip = await run('skip');
+  t.same(
+    skip.results.map((x: { key: string }) => x.key),
+    ['index/text'],
+    '`skip`: links only',
+  );
+  t.equal(site.hits.filter((h) => h === '/sitemap.xml').length, 1, 'the sitemap read by the first crawl only');
+  t.same((await audit(app.nc)).violations, []);
+});

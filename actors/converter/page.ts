@@ -12,6 +12,9 @@ import { subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { resultKey } from '../../shared/crawl/keys.ts';
 import type { PageTaskParams } from '../../shared/jobs/pages.ts';
+import { ROBOTS_TEXT_MAX, type RobotsText } from '../../shared/jobs/crawl.ts';
+import { fetchRobots } from '../../shared/crawl/robots.ts';
+import { readSitemaps } from '../../shared/crawl/sitemap.ts';
 import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
@@ -25,10 +28,16 @@ export type PageDeps = Pick<Deps, 'nc' | 'config' | 'pool'>;
 /** What became of one output of the page. */
 export type PageOutput = { file: StoredFile } | { error: string; message: string; extra?: Record<string, unknown> };
 /** The page task's outcome facts (`extra`): the final URL and every output's file or failure. */
-export interface PageOutcomeExtra {
+export type PageOutcomeExtra = {
   page: string;
   outputs: Record<string, PageOutput>;
-}
+  /** A crawl's page: its links (absolute, in document order, at most crawl.maxLinksPerPage). */
+  links?: string[];
+  /** A crawl's first page: the start origin's robots.txt as read (the supervisor admits links by it). */
+  robots?: RobotsText;
+  /** A crawl's first page: the URLs of the origin's sitemaps (robots.txt's `Sitemap:` lines, else /sitemap.xml). */
+  sitemap?: string[];
+};
 
 const failAll = (outputs: string[], f: { error: string; message: string; extra?: Record<string, unknown> }) =>
   Object.fromEntries(outputs.map((o) => [o, f]));
@@ -51,6 +60,43 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     return { store: task.store, name, contentType, bytes: data.length, filename };
   };
 
+  const guard = {
+    allowCidrs: config.outbound.allowCidrs,
+    maxRedirects: config.outbound.maxRedirects,
+    connectTimeoutMs: config.outbound.connectTimeoutMs,
+  };
+  // a crawl's first page reads robots.txt before anything else (outbound fetches happen in workers);
+  // a start URL it disallows, or an origin whose robots.txt cannot be read (5xx), is not fetched
+  let robots: RobotsText | undefined;
+  let sitemap: string[] | undefined;
+  if (p.crawl?.robots) {
+    const rules = await fetchRobots(new URL(p.url).origin, { guard, ...config.crawl });
+    if (rules.state === 'unreachable')
+      return {
+        extra: {
+          page: p.url,
+          outputs: failAll(outputs, {
+            error: 'robots_unavailable',
+            message: `robots.txt of ${new URL(p.url).origin} could not be read (${rules.status ?? 'no answer'}); the crawl fetches nothing of it`,
+          }),
+        } satisfies PageOutcomeExtra,
+      };
+    if (!rules.allows(p.url))
+      return {
+        extra: {
+          page: p.url,
+          outputs: failAll(outputs, { error: 'robots_disallowed', message: 'robots.txt disallows the start URL' }),
+        } satisfies PageOutcomeExtra,
+      };
+    robots = { status: rules.status, text: (rules.text ?? '').slice(0, ROBOTS_TEXT_MAX) };
+    if (p.crawl.sitemaps) sitemap = await sitemapUrls(deps, p.url, rules.sitemaps, p.crawl.sitemaps, guard);
+  }
+  const crawled = (extra: PageOutcomeExtra): PageOutcomeExtra => ({
+    ...extra,
+    ...(robots ? { robots } : {}),
+    ...(sitemap?.length ? { sitemap } : {}),
+  });
+
   let res;
   try {
     res = await guardedFetch(p.url, {
@@ -65,23 +111,26 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     const f = e instanceof OutboundError ? { error: e.code, message: e.message } : { error: 'unreachable', message: (e as Error).message };
-    return { extra: { page: p.url, outputs: failAll(outputs, f) } satisfies PageOutcomeExtra };
+    return { extra: crawled({ page: p.url, outputs: failAll(outputs, f) }) };
   }
   // a wall (bot challenge, CAPTCHA, login) is not a delivery: every output of the page fails with
   // its evidence (shared/crawl/walls.ts), as in a one-page job
   const wall = wallFailure(res);
-  if (wall) return { extra: { page: res.url, outputs: failAll(outputs, wall) } satisfies PageOutcomeExtra };
+  if (wall) return { extra: crawled({ page: res.url, outputs: failAll(outputs, wall) }) };
   if (res.status >= 400)
     return {
-      extra: {
+      extra: crawled({
         page: res.url,
         outputs: failAll(outputs, { error: 'http_error', message: `the target answered HTTP ${res.status}` }),
-      } satisfies PageOutcomeExtra,
+      }),
     };
 
   const out: Record<string, PageOutput> = {};
+  let links: string[] | undefined;
   const contentType = String(res.headers['content-type'] ?? '');
-  if (text.length) {
+  // a crawl's page also gives its links (the links output's one extractor), stored only when asked for
+  const made: TextOutput[] = p.crawl && !text.includes('links') ? [...text, 'links'] : text;
+  if (made.length) {
     const base: ConvertInput = {
       body: res.body,
       contentType,
@@ -91,7 +140,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       finalUrl: res.url,
       redirects: res.chain.slice(0, -1),
       rendered: false,
-      outputs: text,
+      outputs: made,
       warnings: [],
     };
     let result: ConvertResult;
@@ -127,9 +176,11 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         e instanceof ConversionError
           ? { error: e.code, message: e.message }
           : { error: 'conversion_failed', message: (e as Error).message };
-      result = { outputs: Object.fromEntries(text.map((o) => [o, { ok: false, ...f }])) };
+      result = { outputs: Object.fromEntries(made.map((o) => [o, { ok: false, ...f }])) };
     }
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
+    const found = result.outputs.links as OutputFile | OutputFailure | undefined;
+    if (p.crawl && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
     for (const o of text) {
       const r = result.outputs[o] as OutputFile | OutputFailure | undefined;
       if (!r) out[o] = { error: 'conversion_failed', message: `no ${o} was produced` };
@@ -149,7 +200,41 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         downloadName(p.pageKey, 'pdf'),
       );
   }
-  return { extra: { page: res.url, outputs: out } satisfies PageOutcomeExtra };
+  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}) }) };
+}
+
+/** The origin's sitemap URLs (files of another origin are never fetched); none when they cannot be read. */
+async function sitemapUrls(
+  deps: PageDeps,
+  start: string,
+  named: string[],
+  max: number,
+  guard: { allowCidrs: string[]; maxRedirects: number; connectTimeoutMs: number },
+): Promise<string[]> {
+  const origin = new URL(start).origin;
+  const c = deps.config.crawl;
+  try {
+    const r = await readSitemaps(named.length ? named : [`${origin}/sitemap.xml`], {
+      guard,
+      allowFetch: (u) => new URL(u).origin === origin,
+      maxUrls: max,
+      maxFiles: c.sitemapMaxFiles,
+      maxBytes: c.sitemapMaxBytes,
+    });
+    return r.urls.map((u) => u.loc).slice(0, max);
+  } catch {
+    return [];
+  }
+}
+
+/** The URLs of the links output's JSON, distinct, at most `max`. */
+function linkUrls(json: string, max: number): string[] {
+  const urls = new Set<string>();
+  for (const l of JSON.parse(json) as { url: string }[]) {
+    if (urls.size >= max) break;
+    urls.add(l.url);
+  }
+  return [...urls];
 }
 
 async function printPage(deps: PageDeps, store: string, name: string, url: string, filename: string): Promise<PageOutput> {

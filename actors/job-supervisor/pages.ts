@@ -19,7 +19,9 @@ import {
   type PageMessage,
   pageTaskKey,
 } from '../../shared/jobs/pages.ts';
-import { resultKey } from '../../shared/crawl/keys.ts';
+import { resultKey, type PlannedPage } from '../../shared/crawl/keys.ts';
+import type { CrawlPage } from '../../shared/jobs/crawl.ts';
+import { admitPageLinks, advanceCrawl, crawlPage, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
 import { sleep } from '../../shared/runtime.ts';
 import type { Deps } from './deps.ts';
 
@@ -43,11 +45,10 @@ export async function walletShareRoom(d: Deps, job: JobRecord): Promise<number> 
 /** The page's results as the outcome says: one per output, each with its page and source. */
 function pageResults(
   job: JobRecord,
-  index: number,
+  page: PlannedPage,
   o: Extract<Outcome, { kind: 'done' | 'failed' }>,
 ): { key: string; results: ResultRecord[] } {
   const ps = job.pageSet!;
-  const page = pagesOf(job)[index]!;
   const extra = (o.extra ?? {}) as PageExtra;
   const facts = { page: extra.page ?? page.url, source: page.source };
   const results = ps.outputs.map((out): ResultRecord => {
@@ -87,6 +88,9 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
       return;
     }
   }
+  // a crawl's page task goes out before the document grows by it (advanceCrawl): grow it here
+  if (cur.job.pageSet?.kind === 'crawl' && index >= cur.job.pageSet.pages && (await crawlPage(d, cur.job, index)))
+    cur = (await updateJob(d.jobs, cur.job.id, (j) => extendTo(j, index + 1), undefined, cur)) ?? cur;
   const job = cur.job;
   const ps = job.pageSet;
   if (!ps || index >= ps.pages) {
@@ -94,13 +98,21 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     return;
   }
   if (ps.state[index] !== 'r') {
-    const { key, results } = pageResults(job, index, o);
+    const crawl = ps.kind === 'crawl';
+    const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
+    if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
+    const { key, results } = pageResults(job, page, o);
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
     // each failed result refunded on its own (one ledger entry per key, whatever repeats)
     for (const r of results)
       if (r.status === 'failed' && r.price > 0)
         await wallet.refund(d.nc, { walletId: job.walletId, jobId: job.id, resultKey: r.key, amount: r.price });
+    // a crawl page's links into the frontier before the page counts as recorded (so the crawl cannot
+    // end between the two); what was skipped goes into the report in the same write
+    const skipped = crawl
+      ? await admitPageLinks(d, job, page as CrawlPage, o.kind === 'done' ? ((o.extra ?? {}) as CrawlExtra) : {})
+      : null;
     await updateJob(
       d.jobs,
       job.id,
@@ -108,6 +120,7 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
         const s = j.pageSet;
         if (!s || s.state[index] === 'r') return false;
         s.state = s.state.slice(0, index) + 'r' + s.state.slice(index + 1);
+        if (skipped && s.crawl) s.crawl.report = mergeReport(s.crawl.report, skipped);
         for (const r of results) {
           s.resultCount++;
           if (r.status === 'done') s.done++;
@@ -137,6 +150,17 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
   const job = cur?.job;
   const ps = job?.pageSet;
   if (!job || !ps || job.status !== 'processing') return;
+  if (ps.kind === 'crawl') {
+    // page 0 is published at creation; every other page comes from the frontier
+    const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
+    const again = () => void advancePageSet(d, jobId).catch((e: Error) => d.log.warn({ jobId, err: e }, 'crawl step failed'));
+    if ((await advanceCrawl(d, job, room, again)) === 'finish') {
+      const now = await readJob(d.jobs, jobId);
+      if (now?.job.status === 'processing') await finishPageSet(d, now.job);
+      await dropCrawl(d, job.id);
+    }
+    return;
+  }
   if (!ps.state.includes('-') && !ps.state.includes('q')) return finishPageSet(d, job);
   const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
   const next = room > 0 ? waitingPages(job, room) : [];

@@ -587,6 +587,18 @@ export interface components {
                 /** @description Results failed (each refunded). */
                 failed: number;
             };
+            /** @description A crawl: its report. Skipped URLs are not results and cost nothing. */
+            crawl?: {
+                /** @description URLs found but not converted, per reason (robots, robots_unavailable, other_origin, excluded, depth, duplicate, limit, bad_url, deadline): how many, and up to 10 of them. */
+                skipped: {
+                    [key: string]: {
+                        count: number;
+                        sample: string[];
+                    };
+                };
+                /** @description The crawl admits no page after this (`crawl.timeout`) (Unix time, ms) */
+                deadline?: number;
+            };
             /** @description websitepro and shots: the delivery of the job's webhook (docs/webhooks.md). */
             webhook?: {
                 url: string;

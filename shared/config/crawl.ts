@@ -27,6 +27,12 @@ export const CrawlConfig = T.Object(
       default: 120000,
       description: 'Longest Retry-After (429/503) a crawl waits before asking an origin again; a longer one is cut to this.',
     }),
+    maxLinksPerPage: T.Integer({
+      minimum: 1,
+      default: 1000,
+      description:
+        "Links of one crawled page handed to the crawl's frontier (the first ones in document order); the rest are not followed.",
+    }),
     sitemapMaxUrls: T.Integer({ minimum: 1, default: 50000, description: 'URLs read from the sitemaps of one crawl, all files together.' }),
     sitemapMaxFiles: T.Integer({ minimum: 1, default: 50, description: 'Sitemap files (indexes included) read for one crawl.' }),
     sitemapMaxBytes: T.Integer({

@@ -17,7 +17,7 @@ export interface LinkGate {
   jobId: string;
   limit: number;
   scope: Scope;
-  robots: RobotsCache;
+  robots: Pick<RobotsCache, 'check'>;
   frontier: Frontier;
   report: CrawlReport;
 }

@@ -50,6 +50,8 @@ export interface RobotsRules {
   sitemaps: string[];
   fetchedAt: number;
   retryAt?: number;
+  /** The file as read (a crawl's first page hands it to the supervisor, which admits the links). */
+  text?: string;
 }
 
 export type RobotsVerdict = { ok: true; crawlDelayMs: number } | { ok: false; reason: 'robots' | 'robots_unavailable'; retryAt?: number };
@@ -80,6 +82,7 @@ export function parseRobots(
     crawlDelayMs,
     sitemaps,
     fetchedAt: (opts.now ?? Date.now)(),
+    text,
   };
 }
 

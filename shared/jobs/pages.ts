@@ -10,6 +10,7 @@ import { outcomeMsgId, taskMsgId, type JobRecord, type Outcome, type ResultRecor
 import { planBatch, type PlannedPage } from '../crawl/keys.ts';
 import { parseTargetUrl } from '../outbound/index.ts';
 import { taskOf } from './task.ts';
+import { startPageOf } from './crawl.ts';
 
 /** Results a job document, a page of `GET /v1/jobs/{id}/results` or a webhook carries at most. */
 export const RESULTS_INLINE = 1000;
@@ -39,12 +40,16 @@ export interface PageTaskParams {
   source: string;
   pageKey: string;
   outputs: string[];
+  /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
+  crawl?: { robots: boolean; sitemaps?: number };
 }
 
 /** A job's pages, derived from its request (deterministic: the same on every process). Small cache: outcomes of one job come in a row. */
 const pagesCache = new Map<string, PlannedPage[]>();
 export function pagesOf(job: Pick<JobRecord, 'id' | 'request'>): PlannedPage[] {
   let pages = pagesCache.get(job.id);
+  // a crawl's pages are found as it goes (shared/jobs/crawl.ts): only its start URL is in the request
+  if (!pages && job.request.crawl !== undefined) return [startPageOf(job)];
   if (!pages) {
     const urls = Array.isArray(job.request.urls) ? job.request.urls.map(String) : [];
     pages = planBatch(urls, (raw) => parseTargetUrl(raw)).pages;
@@ -70,13 +75,18 @@ export const inFlight = (job: JobRecord) => (job.pageSet?.state.match(/q/g) ?? [
  * Publish the tasks of these pages (a page on a host the precheck found unreachable gets its failed
  * outcome instead: the same recording path, no fetch). Message ids make a repeat a no-op.
  */
-export async function publishPages(js: JetStreamClient, job: JobRecord, indexes: number[], timeoutMs?: number): Promise<void> {
+export async function publishPages(
+  js: JetStreamClient,
+  job: JobRecord,
+  indexes: number[],
+  timeoutMs?: number,
+  pageAt: (i: number) => PlannedPage = (i) => pagesOf(job)[i]!,
+): Promise<void> {
   const ps = job.pageSet!;
-  const pages = pagesOf(job);
   const opts = (msgID: string) => ({ msgID, ...(timeoutMs ? { timeout: timeoutMs } : {}) });
   await Promise.all(
     indexes.map(async (i) => {
-      const p = pages[i]!;
+      const p = pageAt(i);
       const key = pageTaskKey(i);
       const down = ps.unreachable?.[hostOfPage(p)];
       if (down) {
@@ -92,13 +102,32 @@ export async function publishPages(js: JetStreamClient, job: JobRecord, indexes:
         await js.publish(subjects.result(job.id), JSON.stringify(o), opts(`${outcomeMsgId(job.id, key)}:supervisor`));
         return;
       }
-      const params: PageTaskParams = { page: true, index: i, url: p.url, source: p.source, pageKey: p.key, outputs: ps.outputs };
+      const params: PageTaskParams = {
+        page: true,
+        index: i,
+        url: p.url,
+        source: p.source,
+        pageKey: p.key,
+        outputs: ps.outputs,
+        ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i) } : {}),
+      };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);
       // on the wallet's subject, as every task (shared/jobs/share.ts): counted in its share
       await js.publish(subjects.taskOfWallet(subjects.taskWebsitepro, job.walletId), JSON.stringify(task), opts(taskMsgId(job.id, key)));
     }),
   );
 }
+
+/** A crawl page's task asks for its links; page 0 also for robots.txt and (unless `sitemap: "skip"`) the sitemaps' URLs. */
+function crawlParams(job: JobRecord, i: number): NonNullable<PageTaskParams['crawl']> {
+  const c = job.request.crawl as { sitemap?: string } | undefined;
+  if (i !== 0) return { robots: false };
+  // the outcome carries them: bounded well under a NATS message whatever the limit
+  return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
+}
+
+/** Sitemap URLs a crawl's first page hands to the supervisor at most. */
+export const SITEMAP_URLS_MAX = 2000;
 
 /** Mark pages admitted (their tasks are out); false when none changed. */
 export function markAdmitted(job: JobRecord, indexes: number[]): boolean {

@@ -1,6 +1,7 @@
 // The job document kept in the `jobs` bucket, and the worker protocol: the task a worker pulls,
 // and the outcome it reports. A new worker kind needs only this file and shared/worker.ts.
 import type { ServiceName } from '../names.ts';
+import type { ReportJson } from '../crawl/report.ts';
 
 export type JobStatus = 'queued' | 'processing' | 'completed' | 'failed';
 export type ResultStatus = 'pending' | 'done' | 'failed';
@@ -120,7 +121,8 @@ export interface JobRecord {
 
 /** The state of a page-set job in its document: counts, never a list of results. */
 export interface PageSetRecord {
-  kind: 'batch';
+  /** batch: the pages are the request's `urls`; crawl: page 0 is the start URL, the others are found as it goes (their URLs in NATS, shared/jobs/crawl.ts). */
+  kind: 'batch' | 'crawl';
   /** The outputs every page produces, in order, and each one's price for one page. */
   outputs: string[];
   unitPrices: Record<string, number>;
@@ -144,6 +146,8 @@ export interface PageSetRecord {
   firstError?: string;
   /** Hosts the creation's precheck found unreachable: their pages fail (refunded) without a fetch. */
   unreachable?: Record<string, { error: string; message: string }>;
+  /** A crawl: why found URLs were not pages (shared/crawl/report.ts) and its deadline. */
+  crawl?: { report: ReportJson; deadline?: number };
 }
 
 /** The result key of the one ledger refund of a page set's unused slots. */

@@ -68,6 +68,7 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
     out.resultCount = ps.resultCount;
     if (ps.resultCount > 0) out.resultsNext = FIRST_RESULTS_CURSOR;
     out.pages = { total: ps.pages, recorded: (ps.state.match(/r/g) ?? []).length, slots: ps.slots, done: ps.done, failed: ps.failed };
+    if (ps.crawl) out.crawl = { skipped: ps.crawl.report.skipped, ...(ps.crawl.deadline ? { deadline: ps.crawl.deadline } : {}) };
   }
   if (job.error) out.error = job.error;
   if (job.finishedAt !== undefined) out.finishedAt = job.finishedAt;

@@ -123,6 +123,18 @@ export const Job = T.Object(
         { description: 'A page set: its counts.' },
       ),
     ),
+    crawl: T.Optional(
+      T.Object(
+        {
+          skipped: T.Record(T.String(), T.Object({ count: T.Integer(), sample: T.Array(T.String()) }), {
+            description:
+              'URLs found but not converted, per reason (robots, robots_unavailable, other_origin, excluded, depth, duplicate, limit, bad_url, deadline): how many, and up to 10 of them.',
+          }),
+          deadline: T.Optional(Ms('The crawl admits no page after this (`crawl.timeout`)')),
+        },
+        { description: 'A crawl: its report. Skipped URLs are not results and cost nothing.' },
+      ),
+    ),
     webhook: T.Optional(
       webhookDelivery(
         ['waiting', 'pending', 'delivered', 'failed'],

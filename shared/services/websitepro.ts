@@ -8,6 +8,7 @@ import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 import { planControls, WEBSITEPRO_CONTROL_FIELDS, type WebsiteproControlsBody } from './websitepro-controls.ts';
 import { CRAWL_BODY_FIELDS } from '../schemas/crawl.ts';
 import { planBatchJob, precheckBatch } from './websitepro-batch.ts';
+import { planCrawlJob } from './websitepro-crawl.ts';
 
 export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf', 'links', 'images', 'rawHtml'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
@@ -67,22 +68,28 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   async plan(body, { config, catalogueKv }) {
     if (body.url !== undefined && body.urls !== undefined) throw new ApiError('bad_url', 'give either `url` or `urls`, not both');
     if (body.url === undefined && body.urls === undefined) throw new ApiError('bad_url', 'url (or urls) is required');
-    if (body.crawl !== undefined || body.maxAge !== undefined)
-      throw new ApiError('bad_request', '`crawl` and `maxAge` are not available on this server yet');
+    if (body.maxAge !== undefined) throw new ApiError('bad_request', '`maxAge` is not available on this server yet');
+    if (body.crawl !== undefined && body.urls !== undefined)
+      throw new ApiError('bad_request', '`crawl` starts from one `url`; a crawl of several start URLs is several jobs');
     const url = body.urls ? null : parseTargetUrl(body.url);
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
     // a page set (urls) converts each page as fetched: page controls and rawHtml are one-page only for now
-    if (body.urls) {
+    if (body.urls || body.crawl) {
       const control = PAGE_SET_REFUSED.find((k) => body[k as keyof WebsiteproRequest] !== undefined);
-      if (control) throw new ApiError('bad_request', `\`${control}\` applies to a one-page job (\`url\`), not yet to \`urls\``);
+      const set = body.urls ? '`urls`' : '`crawl`';
+      if (control) throw new ApiError('bad_request', `\`${control}\` applies to a one-page job (\`url\`), not yet to ${set}`);
       if (outputs.includes('rawHtml'))
-        throw new ApiError('bad_request', 'the rawHtml output applies to a one-page job (`url`), not yet to `urls`');
+        throw new ApiError('bad_request', `the rawHtml output applies to a one-page job (\`url\`), not yet to ${set}`);
     }
     // every control is checked (400) before the service's own availability (503)
     const c = await planControls(body, outputs);
-    const batch = body.urls ? planBatchJob(body.urls, outputs, config) : null;
+    const batch = body.urls
+      ? planBatchJob(body.urls, outputs, config)
+      : body.crawl
+        ? planCrawlJob(url!, outputs, body.crawl, config)
+        : null;
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');

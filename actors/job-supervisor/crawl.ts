@@ -1,0 +1,186 @@
+// The crawl's steps in the supervisor (issue 42): a crawl is a page set whose pages are found as it
+// goes. When a crawl page is recorded, its links (the converter's `extra.links`, bounded by
+// crawl.maxLinksPerPage) go through normalize → scope → robots → the frontier (shared/crawl/
+// admission.ts); each refusal is counted in the crawl report, merged into the document with the
+// page's own write. Admitting pages takes frontier entries (in order, each its page index = n - 1),
+// gives each its key and record (shared/jobs/crawl.ts), publishes its task and moves the frontier's
+// cursor; the document's state string then grows by those pages. Everything a later step needs is in
+// NATS: a restarted supervisor reads the cursor and goes on (a state shorter than the cursor is
+// extended: those tasks were out before the cursor moved).
+import type { JobRecord } from '../../shared/protocol/jobs.ts';
+import { CrawlStore, type CrawlPage, type RobotsText } from '../../shared/jobs/crawl.ts';
+import { admitLink } from '../../shared/crawl/admission.ts';
+import { CrawlReport, SKIP_REASONS, type ReportJson } from '../../shared/crawl/report.ts';
+import { compileScope } from '../../shared/crawl/scope.ts';
+import { parseRobots, type RobotsRules, type RobotsVerdict } from '../../shared/crawl/robots.ts';
+import { scopeRulesOf } from '../../shared/services/websitepro-crawl.ts';
+import { publishPages } from '../../shared/jobs/pages.ts';
+import type { CrawlRequest } from '../../shared/schemas/crawl.ts';
+import { updateJob } from '../../shared/jobs/store.ts';
+import type { Deps } from './deps.ts';
+
+/** A crawl page's outcome facts beside the page's outputs. */
+export interface CrawlExtra {
+  links?: string[];
+  robots?: RobotsText;
+  sitemap?: string[];
+}
+
+const stores = new WeakMap<Deps['nc'], Promise<CrawlStore>>();
+/** The CrawlStore of this supervisor's connection (opened on first use; its bucket and stream are created if absent). */
+export function crawlStore(d: Deps): Promise<CrawlStore> {
+  let s = stores.get(d.nc);
+  if (!s) {
+    s = CrawlStore.open(d.nc, { replicas: d.config.nats.replicas }).catch((e) => {
+      stores.delete(d.nc);
+      throw e;
+    });
+    stores.set(d.nc, s);
+  }
+  return s;
+}
+
+/** Parsed robots rules of recent crawls (small: rebuilt from NATS after a restart). */
+const robotsCache = new Map<string, RobotsRules | null>();
+
+async function robotsOf(d: Deps, s: CrawlStore, job: JobRecord, origin: string): Promise<RobotsRules | null> {
+  if (robotsCache.has(job.id)) return robotsCache.get(job.id)!;
+  const r = await s.robots(job.id);
+  const rules = r && r.status !== null && r.status >= 200 && r.status < 300 ? parseRobots(origin, r.text, d.config.crawl, r.status) : null;
+  if (robotsCache.size >= 64) robotsCache.delete(robotsCache.keys().next().value!);
+  robotsCache.set(job.id, rules);
+  return rules;
+}
+
+export const deadlinePassed = (job: JobRecord, now = Date.now()) => {
+  const dl = job.pageSet?.crawl?.deadline;
+  return dl !== undefined && now >= dl;
+};
+
+/** The page of a crawl by index (page 0: its start URL). */
+export async function crawlPage(d: Deps, job: JobRecord, index: number): Promise<CrawlPage | null> {
+  return (await crawlStore(d)).page(job, index);
+}
+
+/**
+ * Admit a recorded crawl page's links to the frontier; answers the report of what was skipped (for
+ * the document write that marks the page recorded). Page 0 first stores the start origin's
+ * robots.txt and is itself entered in the visited set (so links back to it are duplicates).
+ */
+export async function admitPageLinks(d: Deps, job: JobRecord, page: CrawlPage, extra: CrawlExtra): Promise<ReportJson> {
+  const s = await crawlStore(d);
+  const ps = job.pageSet!;
+  const start = new URL(page.depth === 0 ? page.url : String(job.request.url));
+  if (page.depth === 0) {
+    if (extra.robots) {
+      await s.setRobots(job.id, extra.robots);
+      robotsCache.delete(job.id);
+    }
+    await s.frontier.admit(job.id, { url: page.url, depth: 0 }, ps.slots);
+  }
+  const report = new CrawlReport();
+  // page 0: its sitemaps' URLs first (depth 1, as its links), then its links
+  const links = [...(page.depth === 0 ? (extra.sitemap ?? []) : []), ...(extra.links ?? []).slice(0, d.config.crawl.maxLinksPerPage)];
+  if (!links.length) return report.toJSON();
+  if (deadlinePassed(job)) {
+    for (const url of links) report.skip('deadline', url);
+    return report.toJSON();
+  }
+  const scope = compileScope(scopeRulesOf(start.href, job.request.crawl as CrawlRequest | undefined));
+  const rules = await robotsOf(d, s, job, scope.origin);
+  const robots = {
+    // the start origin's rules as page 0 read them; another origin (allowSubdomains) has no rules read yet
+    async check(url: string | URL): Promise<RobotsVerdict> {
+      if (new URL(String(url)).origin !== scope.origin) return { ok: false, reason: 'robots_unavailable' };
+      if (!rules) return { ok: true, crawlDelayMs: 0 };
+      return rules.allows(String(url)) ? { ok: true, crawlDelayMs: rules.crawlDelayMs } : { ok: false, reason: 'robots' };
+    },
+  };
+  const gate = { jobId: job.id, limit: ps.slots, scope, robots, frontier: s.frontier, report };
+  for (const url of links) {
+    const v = await admitLink(gate, { url, depth: page.depth + 1, from: page.url });
+    if (!v.ok && v.reason === 'robots_unavailable') report.skip('robots_unavailable', url);
+  }
+  return report.toJSON();
+}
+
+/** Add a page's skips to the crawl's report (counts add up; samples stay bounded). */
+export function mergeReport(into: ReportJson, delta: ReportJson): ReportJson {
+  const r = CrawlReport.from(into);
+  const out = r.toJSON();
+  for (const reason of SKIP_REASONS) {
+    const e = delta.skipped[reason];
+    if (!e) continue;
+    const cur = (out.skipped[reason] ??= { count: 0, sample: [] });
+    cur.count += e.count;
+    for (const u of e.sample) if (cur.sample.length < 10 && !cur.sample.includes(u)) cur.sample.push(u);
+  }
+  return out;
+}
+
+/** Grow the document's state to `n` pages (tasks out for all of them). */
+export const extendTo = (j: JobRecord, n: number): boolean => {
+  const s = j.pageSet;
+  if (!s || s.state.length >= n) return false;
+  s.state += 'q'.repeat(n - s.state.length);
+  s.pages = s.state.length;
+  return true;
+};
+
+/**
+ * One step of a crawl: finish it when nothing is waiting or in flight and nothing more can come
+ * (frontier exhausted, limit reached, or deadline passed), else admit pages from the frontier up to
+ * `room`. Answers 'finish' when the caller should finish the page set.
+ */
+export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again: () => void): Promise<'finish' | 'wait'> {
+  const s = await crawlStore(d);
+  const ps = job.pageSet!;
+  const cursor = await s.frontier.cursor(job.id);
+  // a coordinator that stopped between the cursor and its document write: those pages' tasks are out
+  if (cursor.n > ps.state.length) {
+    const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, cursor.n));
+    if (res?.job) job = res.job;
+  }
+  const state = job.pageSet!.state;
+  const busy = state.includes('-') || state.includes('q');
+  const past = deadlinePassed(job);
+  const full = state.length >= ps.slots;
+  const { admitted } = await s.frontier.counts(job.id);
+  const more = admitted > state.length;
+  if (!busy && (past || full || !more)) return 'finish';
+  if (past || full || !more || room <= 0) return 'wait';
+  // robots.txt's Crawl-delay (bounded by crawl.maxCrawlDelayMs): one page per gap; a step before the
+  // gap ends asks again when it does (the sweep is the backstop)
+  const origin = new URL(String(job.request.url)).origin;
+  const gap = (await robotsOf(d, s, job, origin))?.crawlDelayMs ?? 0;
+  const now = Date.now();
+  if (gap > 0) {
+    const nextAt = await s.nextAt(job.id);
+    if (nextAt > now) {
+      setTimeout(again, nextAt - now + 5).unref();
+      return 'wait';
+    }
+    room = 1;
+  }
+  // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
+  // document another coordinator grew): read past them, or they would take the room of new ones
+  const behind = Math.max(0, state.length - cursor.n);
+  const { entries } = await s.frontier.pending(job.id, behind + Math.min(room, ps.slots - state.length));
+  const fresh = entries.filter((e) => e.n - 1 >= state.length);
+  if (!entries.length) return 'wait';
+  const pages = new Map<number, CrawlPage>();
+  for (const e of fresh) pages.set(e.n - 1, await s.place(job.id, e.n - 1, e));
+  // tasks first, then the cursor, then the document: a crash between leaves them to the next step
+  if (gap > 0 && pages.size) await s.setNextAt(job.id, now + gap);
+  await publishPages(d.js, job, [...pages.keys()], undefined, (i) => pages.get(i)!);
+  const last = entries[entries.length - 1]!;
+  await s.frontier.commit(job.id, cursor, last);
+  await updateJob(d.jobs, job.id, (j) => extendTo(j, last.n));
+  return 'wait';
+}
+
+/** The crawl's frontier, visited set and page records go once it has finished. */
+export async function dropCrawl(d: Deps, jobId: string): Promise<void> {
+  robotsCache.delete(jobId);
+  await (await crawlStore(d)).frontier.drop(jobId);
+}

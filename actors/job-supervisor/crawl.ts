@@ -13,7 +13,7 @@ import { admitLink } from '../../shared/crawl/admission.ts';
 import { CrawlReport, SKIP_REASONS, type ReportJson } from '../../shared/crawl/report.ts';
 import { compileScope } from '../../shared/crawl/scope.ts';
 import { parseRobots, type RobotsRules, type RobotsVerdict } from '../../shared/crawl/robots.ts';
-import { scopeRulesOf } from '../../shared/services/websitepro-crawl.ts';
+import { scopeRulesOf } from '../../shared/services/index.ts';
 import { publishPages } from '../../shared/jobs/pages.ts';
 import type { CrawlRequest } from '../../shared/schemas/crawl.ts';
 import { updateJob } from '../../shared/jobs/store.ts';

@@ -7,9 +7,12 @@ import type { KV } from '@nats-io/kv';
 import type { Config } from '../../shared/config/index.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { takeToken, giveTokenBack, LocalLimiter } from '../../shared/limits.ts';
+import { retryTransient } from '../../shared/nats/transient.ts';
 import type { RateLimit, Route } from '../route.ts';
 
 const HOUR = 3600_000;
+/** How long the job limit's write is retried through a failover before the creation is answered 503. */
+const TAKE_RETRY_MS = 8000;
 const MINUTE = 60_000;
 
 /** The route's declared limit; undeclared: per key with auth, per address without. */
@@ -60,7 +63,9 @@ export function createLimit(config: Config, limits: KV): Limits {
     // never pass it) and given back by the caller when no job came of it
     local(jobRequests, keyHash!);
     const at = Date.now();
-    return takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at).then((d) => {
+    // retried through a failover (issue 45); a take written by a try that timed out counts one token
+    // more for the hour (the safe side)
+    return retryTransient(() => takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at), TAKE_RETRY_MS).then((d) => {
       if (!d.allowed) throw refuse(d.retryAfter);
       return { giveBack: () => giveTokenBack(limits, 'jobs', keyHash!, at, HOUR) };
     });

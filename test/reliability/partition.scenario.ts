@@ -76,7 +76,7 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
       if (existsSync(f)) cpSync(f, join(out, `${p}.log`));
     }
     for (const n of cluster.nodes) {
-      const f = join(dataDir, 'netns', n.name, 'store', 'nats-server.log');
+      const f = join(dataDir, 'netns', n.name, 'nats-server.log');
       if (existsSync(f)) cpSync(f, join(out, `nats-${n.name}.log`));
     }
     writeFileSync(join(out, 'timeline.log'), `${timeline.join('\n')}\n`);
@@ -166,6 +166,18 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
         await sleep(250);
       }
     })();
+    // which server the gateway's connection is on, noted when it changes (GET /readyz says)
+    const watchGateway = (async () => {
+      let was = '';
+      while (!stop) {
+        const r = await http(base, 'GET', '/readyz', { timeoutMs: 5000 }).catch(() => null);
+        const on = r?.status === 200 ? (r.json.nats as string) : `not ready (${r?.status ?? 'no answer'})`;
+        const node = cluster.nodes.find((n) => n.url.endsWith(on))?.name ?? on;
+        if (node !== was) note(`${name}: gateway on ${node}`);
+        was = node;
+        await sleep(500);
+      }
+    })();
     const t0 = Date.now();
     note(`${name}: fault begins`);
     await fault();
@@ -187,7 +199,7 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
       250,
     );
     stop = true;
-    await Promise.all([...creations, reads]);
+    await Promise.all([...creations, reads, watchGateway]);
     const failedCount = Object.values(codes).reduce((a, b) => a + b, 0);
     const balanceFailed = Object.values(balanceCodes).reduce((a, b) => a + b, 0);
     const f = {

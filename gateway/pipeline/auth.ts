@@ -10,8 +10,8 @@ import { lookupKey } from '../../shared/keys.ts';
 import { hashKey } from '../../shared/ids.ts';
 import { isTransientNatsError, retryTransient } from '../../shared/nats/transient.ts';
 
-/** How long the key lookup is retried through a failover before the request is answered 503. */
-const LOOKUP_RETRY_MS = 8000;
+/** How long the key lookup is retried through a failover before the request is answered 503 (server.failoverRetryMs). */
+const LOOKUP_RETRY_MS = 20_000;
 /** How old an expired entry may be and still answer while the keys bucket cannot be read. */
 const STALE_MS = 10 * 60_000;
 

@@ -6,16 +6,13 @@ import { isTransientNatsError, retryTransient } from '../../shared/nats/transien
 import type { Logger } from '../../shared/log.ts';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 
-/** How long a read (GET) is asked again through a failover before it is answered 503. */
-const READ_RETRY_MS = 8000;
-
 /**
- * A GET reads only: asked again while NATS fails over (issue 45: a balance read answered 503 where
+ * A GET reads only: asked again while NATS fails over (server.failoverRetryMs) (issue 45: a balance read answered 503 where
  * the same read a second later, on the server the connection moved to, was served). Other methods
  * retry inside their handler, where it is known what is safe to repeat (gateway/jobs/retry.ts).
  */
 export const handle = (route: Route, rq: RouteRequest, ctx: GatewayContext): Promise<Reply> =>
-  route.method === 'GET' ? retryTransient(() => route.handler(rq, ctx), READ_RETRY_MS) : route.handler(rq, ctx);
+  route.method === 'GET' ? retryTransient(() => route.handler(rq, ctx), ctx.config.server.failoverRetryMs) : route.handler(rq, ctx);
 
 export function asApiError(e: unknown, log: Logger, requestId: string, path: string): ApiError {
   if (e instanceof ApiError) return e;

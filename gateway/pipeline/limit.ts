@@ -11,8 +11,6 @@ import { retryTransient } from '../../shared/nats/transient.ts';
 import type { RateLimit, Route } from '../route.ts';
 
 const HOUR = 3600_000;
-/** How long the job limit's write is retried through a failover before the creation is answered 503. */
-const TAKE_RETRY_MS = 8000;
 const MINUTE = 60_000;
 
 /** The route's declared limit; undeclared: per key with auth, per address without. */
@@ -65,7 +63,10 @@ export function createLimit(config: Config, limits: KV): Limits {
     const at = Date.now();
     // retried through a failover (issue 45); a take written by a try that timed out counts one token
     // more for the hour (the safe side)
-    return retryTransient(() => takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at), TAKE_RETRY_MS).then((d) => {
+    return retryTransient(
+      () => takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at),
+      config.server.failoverRetryMs,
+    ).then((d) => {
       if (!d.allowed) throw refuse(d.retryAfter);
       return { giveBack: () => giveTokenBack(limits, 'jobs', keyHash!, at, HOUR) };
     });

@@ -128,6 +128,7 @@ function serviceRoutes(service: ServiceName): Route[] {
             // asked again, same job id, while NATS fails over (gateway/jobs/retry.ts)
             const created = await retryCreation(() => submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId), {
               signal: req.signal,
+              budgetMs: ctx.config.server.failoverRetryMs,
               chargeAgain: service !== 'labs', // the dataset fee: gateway/jobs/retry.ts
             });
             let { job, balance } = created;

@@ -41,10 +41,21 @@ export async function connectNats(url: string, name: string, credsFile = '', log
     ...(credsFile ? { authenticator: credsAuthenticator(readFileSync(credsFile)) } : {}),
   });
   if (log) watchStatus(nc, name, log);
+  const listens = servers.map((s) => s.replace(/^nats:\/\//, ''));
   if (servers.length > 1)
     leaveServerWithoutQuorum(nc, (server) => {
-      avoid.set(server, Date.now());
+      const now = Date.now();
+      avoid.set(server, now);
+      for (const [k, at] of avoid) if (now - at > AVOID_MS) avoid.delete(k);
+      // every server failed the check within AVOID_MS: the whole cluster is electing its meta
+      // leader (after a heal), and moving would only drop this connection's requests and pulls
+      // every 2 s (issue 45, run 3): stay
+      if (listens.every((l) => avoid.has(l))) {
+        log?.warn({ connection: name, server }, 'NATS: no server has a JetStream quorum (an election); staying');
+        return false;
+      }
       log?.warn({ connection: name, server }, 'NATS: this server has no JetStream quorum; moving to another');
+      return true;
     });
   return nc;
 }
@@ -75,21 +86,29 @@ const QUORUM_TIMEOUT_MS = 1000;
  * through the servers every ~2 s. Issue 45: every 5 s, and with nats.js redialling the server being
  * left on a process's first forced reconnect, a client stayed ~20 s on a cut-off node.
  */
-function leaveServerWithoutQuorum(nc: NatsConnection, leaving: (server: string) => void) {
+function leaveServerWithoutQuorum(nc: NatsConnection, leave: (server: string) => boolean) {
   let misses = 0;
   let asking = false;
   const timer = setInterval(() => {
     if (asking || nc.isClosed() || nc.isDraining()) return;
     asking = true;
     // stream names: answered by the meta leader only (account info is answered by any server,
-    // a cut-off one included, so it says nothing about quorum)
+    // a cut-off one included, so it says nothing about quorum). A cut-off meta leader answers them
+    // too, from its own state, for as long as the partition lasts (issue 45, run 3: 20 s): the
+    // replicas of a stream must also have been heard from (streamHeard)
     nc.request('$JS.API.STREAM.NAMES', '{"offset":0}', { timeout: QUORUM_TIMEOUT_MS })
       .then(
-        (m) => {
-          const body = m.json<{ error?: { code: number; err_code?: number } }>();
+        async (m) => {
+          const body = m.json<{ error?: { code: number; err_code?: number }; streams?: string[] | null }>();
           // JetStream not enabled for this account: nothing to watch
           if (body.error?.err_code === 10039) clearInterval(timer);
-          return !body.error;
+          if (body.error) return false;
+          const names = [...(body.streams ?? [])].sort().slice(0, 2);
+          if (!names.length) return true;
+          // either of two streams answering with its replicas heard from: one stream electing its
+          // leader (4-15 s) does not move every connection
+          for (const name of names) if (await streamHeard(nc, name)) return true;
+          return false;
         },
         () => false,
       )
@@ -98,7 +117,7 @@ function leaveServerWithoutQuorum(nc: NatsConnection, leaving: (server: string) 
         misses = answered ? 0 : misses + 1;
         if (misses >= QUORUM_MISSES && !nc.isClosed() && !nc.isDraining()) {
           misses = 0;
-          leaving(nc.getServer());
+          if (!leave(nc.getServer())) return;
           nc.reconnect().catch(() => {
             /* closed meanwhile */
           });
@@ -110,6 +129,27 @@ function leaveServerWithoutQuorum(nc: NatsConnection, leaving: (server: string) 
   }, QUORUM_CHECK_MS);
   timer.unref();
   void nc.closed().then(() => clearInterval(timer));
+}
+
+/** A replica not heard from by its stream's leader for this long counts as gone. */
+const REPLICA_SILENT_NS = 4e9;
+
+/**
+ * Whether `stream`'s leader answers through this connection's server and has heard from a majority
+ * of its replicas lately. From a server cut off from the majority: no answer (the leader is on the
+ * other side), or a leader that is cut off itself and has not heard from its followers.
+ */
+async function streamHeard(nc: NatsConnection, stream: string): Promise<boolean> {
+  try {
+    const m = await nc.request(`$JS.API.STREAM.INFO.${stream}`, '', { timeout: QUORUM_TIMEOUT_MS });
+    const info = m.json<{ error?: unknown; cluster?: { replicas?: { active?: number; offline?: boolean }[] } }>();
+    if (info.error) return false;
+    const replicas = info.cluster?.replicas ?? [];
+    const heard = replicas.filter((r) => !r.offline && (r.active ?? Infinity) < REPLICA_SILENT_NS).length;
+    return heard + 1 >= Math.floor((replicas.length + 1) / 2) + 1;
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -6,13 +6,19 @@ import { isTransientNatsError, retryTransient } from '../../shared/nats/transien
 import type { Logger } from '../../shared/log.ts';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 
+/** A read may be asked again after any 503 of NATS or a service (`wallet.balance did not answer`): it has no effect. */
+const readAgain = (e: unknown) => isTransientNatsError(e) || (e instanceof ApiError && e.code === 'service_unavailable');
+
 /**
- * A GET reads only: asked again while NATS fails over (server.failoverRetryMs) (issue 45: a balance read answered 503 where
- * the same read a second later, on the server the connection moved to, was served). Other methods
- * retry inside their handler, where it is known what is safe to repeat (gateway/jobs/retry.ts).
+ * A customer's GET reads only: asked again while NATS fails over (server.failoverRetryMs; issue
+ * 45: a balance read answered 503 where the same read a second later, on the server the connection
+ * moved to, was served). Not the routes without a key (/readyz must say "not ready" at once). Other
+ * methods retry inside their handler, where it is known what is safe to repeat (gateway/jobs/retry.ts).
  */
 export const handle = (route: Route, rq: RouteRequest, ctx: GatewayContext): Promise<Reply> =>
-  route.method === 'GET' ? retryTransient(() => route.handler(rq, ctx), ctx.config.server.failoverRetryMs) : route.handler(rq, ctx);
+  route.method === 'GET' && route.auth
+    ? retryTransient(() => route.handler(rq, ctx), ctx.config.server.failoverRetryMs, readAgain)
+    : route.handler(rq, ctx);
 
 export function asApiError(e: unknown, log: Logger, requestId: string, path: string): ApiError {
   if (e instanceof ApiError) return e;

@@ -86,10 +86,13 @@ const QUORUM_TIMEOUT_MS = 1000;
  * healthy, so the client never moves, while every JetStream request through it fails for as long
  * as the partition lasts (partition.test.ts: job creation failed for the whole 30 s 2/1 split and
  * 27 s after it healed). Every QUORUM_CHECK_MS the connection asks JetStream for the stream names
- * (only the meta leader answers them); after QUORUM_MISSES misses in a row it reconnects, to the next server
- * of its list that it did not leave so within AVOID_MS. A cluster-wide outage only makes it rotate
- * through the servers every ~2 s. Issue 45: every 5 s, and with nats.js redialling the server being
- * left on a process's first forced reconnect, a client stayed ~20 s on a cut-off node.
+ * (only the meta leader answers them) and for two streams' info (their leader must have heard from a
+ * majority of its replicas: a cut-off meta leader answers stream names for as long as the partition
+ * lasts); after QUORUM_MISSES misses in a row it reconnects, to the first server of its list it did
+ * not leave so within AVOID_MS. When every server failed within AVOID_MS (the whole cluster electing
+ * its meta leader), it stays. Issue 45: checked every 5 s on stream names only, and nats.js
+ * redialling the server being left on a process's first forced reconnect, a client stayed ~20 s
+ * (or the whole fault) on a cut-off node.
  */
 function leaveServerWithoutQuorum(nc: NatsConnection, leave: (server: string) => boolean) {
   let misses = 0;

@@ -154,7 +154,7 @@ onShutdown(stopAll);
 
 try {
   for (const name of names) {
-    const nc = await connectNats(url, name, config.nats.credsFile);
+    const nc = await connectNats(url, name, config.nats.credsFile, log.child({ nats: name }));
     conns.push(nc);
     // once, before the first unit: streams, buckets and stores exist before anything uses them
     if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });

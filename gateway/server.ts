@@ -41,7 +41,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
       target: { route, rateLimit: rateLimitOf(route), ...validators(route) } as CompiledRoute,
     })),
   );
-  const authenticate = createAuth(ctx.kv.keys, { maxEntries: config.server.authCacheKeys });
+  const authenticate = createAuth(ctx.kv.keys, { maxEntries: config.server.authCacheKeys, lookupRetryMs: config.server.failoverRetryMs });
   setBalanceCopyLimit(config.server.balanceCopyWallets);
   const { limit, unrouted } = createLimit(config, ctx.kv.limits);
   const addressOf = createClientAddress(config.server);

@@ -2,11 +2,23 @@
 // it is; NATS not answering (a failover window) into 503 with Retry-After; anything else into a
 // 500 that shows no internals (the log has them).
 import { ApiError } from '../../shared/errors.ts';
-import { isTransientNatsError } from '../../shared/nats/transient.ts';
+import { isTransientNatsError, retryTransient } from '../../shared/nats/transient.ts';
 import type { Logger } from '../../shared/log.ts';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 
-export const handle = (route: Route, rq: RouteRequest, ctx: GatewayContext): Promise<Reply> => route.handler(rq, ctx);
+/** A read may be asked again after any 503 of NATS or a service (`wallet.balance did not answer`): it has no effect. */
+const readAgain = (e: unknown) => isTransientNatsError(e) || (e instanceof ApiError && e.code === 'service_unavailable');
+
+/**
+ * A customer's GET reads only: asked again while NATS fails over (server.failoverRetryMs; issue
+ * 45: a balance read answered 503 where the same read a second later, on the server the connection
+ * moved to, was served). Not the routes without a key (/readyz must say "not ready" at once). Other
+ * methods retry inside their handler, where it is known what is safe to repeat (gateway/jobs/retry.ts).
+ */
+export const handle = (route: Route, rq: RouteRequest, ctx: GatewayContext): Promise<Reply> =>
+  route.method === 'GET' && route.auth
+    ? retryTransient(() => route.handler(rq, ctx), ctx.config.server.failoverRetryMs, readAgain)
+    : route.handler(rq, ctx);
 
 export function asApiError(e: unknown, log: Logger, requestId: string, path: string): ApiError {
   if (e instanceof ApiError) return e;

@@ -7,6 +7,7 @@ import type { KV } from '@nats-io/kv';
 import type { Config } from '../../shared/config/index.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { takeToken, giveTokenBack, LocalLimiter } from '../../shared/limits.ts';
+import { retryTransient } from '../../shared/nats/transient.ts';
 import type { RateLimit, Route } from '../route.ts';
 
 const HOUR = 3600_000;
@@ -60,7 +61,12 @@ export function createLimit(config: Config, limits: KV): Limits {
     // never pass it) and given back by the caller when no job came of it
     local(jobRequests, keyHash!);
     const at = Date.now();
-    return takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at).then((d) => {
+    // retried through a failover (issue 45); a take written by a try that timed out counts one token
+    // more for the hour (the safe side)
+    return retryTransient(
+      () => takeToken(limits, 'jobs', keyHash!, config.limits.jobsPerHour, HOUR, at),
+      config.server.failoverRetryMs,
+    ).then((d) => {
       if (!d.allowed) throw refuse(d.retryAfter);
       return { giveBack: () => giveTokenBack(limits, 'jobs', keyHash!, at, HOUR) };
     });

@@ -7,6 +7,7 @@ import { Objm, type ObjectResult } from '@nats-io/obj';
 import yazl from 'yazl';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 import { idempotent, idempotencyKeyOf, fingerprintOf, IDEMPOTENCY_DOC } from '../idempotency.ts';
+import { retryCreation } from '../jobs/retry.ts';
 import { newId } from '../../shared/ids.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
@@ -126,7 +127,12 @@ function serviceRoutes(service: ServiceName): Route[] {
             answerJob: (id) => jobAnswer(ctx, walletId, id),
           },
           async (jobId) => {
-            const created = await submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId);
+            // asked again, same job id, while NATS fails over (gateway/jobs/retry.ts)
+            const created = await retryCreation(() => submitJob(deps(ctx), service, req.body, walletId, req.limited, jobId), {
+              signal: req.signal,
+              budgetMs: ctx.config.server.failoverRetryMs,
+              chargeAgain: service !== 'labs', // the dataset fee: gateway/jobs/retry.ts
+            });
             let { job, balance } = created;
             const ms = waitMs(ctx, req.query.wait);
             if (ms > 0) {

@@ -46,6 +46,12 @@ export const ServerConfig = T.Object(
       description:
         'Shorthand for `trustedProxies: ["loopback"]` (a proxy on this machine). Before session 16 it believed the first X-Forwarded-For address, which the client writes; now only the hops the listed proxies added are read.',
     }),
+    failoverRetryMs: T.Integer({
+      minimum: 0,
+      default: 20_000,
+      description:
+        'How long the gateway asks NATS again, inside one request, while it fails over (a stream electing its leader, the connection moving off a cut-off node), before it answers 503: the key lookup, the job limit, every read (GET), and a job creation with the same job id (nothing charged twice). 0 answers the first failure.',
+    }),
     authCacheKeys: T.Integer({
       minimum: 1,
       default: 10_000,

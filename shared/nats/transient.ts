@@ -26,3 +26,25 @@ export function transientKind(e: unknown): TransientKind | null {
 
 /** Whether `e` is a passing unavailability of NATS (see transientKind). */
 export const isTransientNatsError = (e: unknown): boolean => transientKind(e) !== null;
+
+/**
+ * `f` again while it fails with a passing unavailability (or `retryIf` says so), pausing 100 ms
+ * doubling to 1 s, for at most `budgetMs`: a request asked again 1-2 s later (after the connection
+ * moved off a cut-off server, or a stream elected its leader) is served, where the first failure
+ * would have been a 503 (issue 45). Only for operations that are safe to repeat.
+ */
+export async function retryTransient<T>(
+  f: () => Promise<T>,
+  budgetMs: number,
+  retryIf: (e: unknown) => boolean = isTransientNatsError,
+): Promise<T> {
+  const end = Date.now() + budgetMs;
+  for (let wait = 100; ; wait = Math.min(wait * 2, 1000)) {
+    try {
+      return await f();
+    } catch (e) {
+      if (!retryIf(e) || Date.now() + wait > end) throw e;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}

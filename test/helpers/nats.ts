@@ -45,7 +45,9 @@ export function testConfig(overrides: Record<string, unknown> = {}, natsUrl = ''
     overrides: deepMerge(
       {
         dataDir: tempDir('payloads-data-'),
-        server: { port: 0, logLevel: 'warn' },
+        // a failure is answered at once (a test asserting a 503 does not wait out the retries);
+        // the reliability scenarios' processes keep the default (test/reliability/partition.scenario.ts)
+        server: { port: 0, logLevel: 'warn', failoverRetryMs: 0 },
         nats: { url: natsUrl },
         outbound: { allowCidrs: ['127.0.0.0/8', '::1/128'] },
         jobs: { ackWaitSeconds: 5, maxDeliver: 3 },

@@ -150,6 +150,8 @@ export async function startNetnsCluster(dataDir: string): Promise<NetCluster> {
           serverName: `payloads-${n.name}`,
           bin: wrapper,
           ownProcessGroup: true,
+          // kept beside its store: the partition scenario keeps it with a bad run's logs
+          logFile: join(dir, 'nats-server.log'),
           // no_advertise: clients must not learn 127.0.0.1:4222 of another namespace (on the host it is someone else's port)
           extra: `cluster { name: "payloads", host: "${n.addr}", port: 6222, no_advertise: true, routes: [${routes}] }`,
         });
@@ -182,7 +184,8 @@ export async function startNetnsCluster(dataDir: string): Promise<NetCluster> {
       },
       stop: async () => {
         await cleanup();
-        rmSync(join(dataDir, 'netns'), { recursive: true, force: true });
+        // the nodes' logs stay (the caller may keep them); their stores go
+        for (const n of nodes) rmSync(join(dataDir, 'netns', n.name, 'store'), { recursive: true, force: true });
       },
     };
   } catch (e) {

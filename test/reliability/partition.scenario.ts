@@ -7,9 +7,11 @@
 // Figures (jobs created, failed creations by code, time to recover) are printed as comments and
 // kept in docs/reliability.md. Needs root and `ip netns`; skips with the reason elsewhere.
 //   PARTITION_SECONDS=30 (default) the length of each fault
-import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import t, { type Test } from 'tap';
+import { writeFileSync, mkdirSync, cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { spawnActor, type ActorProcess, type ProcessName } from '../../scripts/cluster-lib.ts';
@@ -24,7 +26,17 @@ import { BUCKETS, STREAMS } from '../../shared/names.ts';
 import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
 import { startPages } from './fixtures/pages.ts';
 
-t.setTimeout(900_000);
+t.setTimeout(1_200_000);
+
+/** `modprobe sch_netem`: what it said ('loaded' when it worked). */
+async function loadNetem(): Promise<string> {
+  try {
+    await promisify(execFile)('modprobe', ['sch_netem']);
+    return 'loaded';
+  } catch (e) {
+    return String((e as { stderr?: string }).stderr || (e as Error).message).trim();
+  }
+}
 const FAULT_MS = Number(process.env.PARTITION_SECONDS ?? 30) * 1000;
 // One run takes 4-15 min on 2 cores (three 30 s faults under load, each followed by a full recovery
 // check), too long for the suite's budget: `npm run test:partitions` runs it (PARTITION_TESTS=1).
@@ -50,6 +62,27 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   );
   const procs: ActorProcess[] = [];
   t.teardown(() => Promise.all(procs.map((p) => p.stop())));
+  // registered after the cluster's and the processes' teardowns, so it runs before them (tap runs
+  // teardowns last-first): a run below the goal keeps every process's and node's log, and the
+  // timeline of failed requests, under test-output/ (PARTITION_KEEP_LOGS=1 keeps them always)
+  const timeline: string[] = [];
+  let belowGoal = false;
+  t.teardown(() => {
+    if (!belowGoal && process.env.PARTITION_KEEP_LOGS !== '1') return;
+    const out = join('test-output', `partitions-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+    mkdirSync(out, { recursive: true });
+    for (const p of readdirSync(join(dataDir, 'procs'))) {
+      const f = join(dataDir, 'procs', p, 'output.log');
+      if (existsSync(f)) cpSync(f, join(out, `${p}.log`));
+    }
+    for (const n of cluster.nodes) {
+      const f = join(dataDir, 'netns', n.name, 'nats-server.log');
+      if (existsSync(f)) cpSync(f, join(out, `nats-${n.name}.log`));
+    }
+    writeFileSync(join(out, 'timeline.log'), `${timeline.join('\n')}\n`);
+    writeFileSync(join(out, 'figures.json'), JSON.stringify(figures, null, 2));
+    console.log(`# logs of this run kept in ${out}`);
+  });
   for (const name of ['wallet', 'job-supervisor', 'converter', 'gateway'] as ProcessName[]) {
     procs.push(
       await spawnActor(name, { natsUrl: cluster.url, dataDir, replicas: 3, configFile, logLevel: process.env.TEST_LOG_LEVEL ?? 'warn' }),
@@ -61,66 +94,95 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
   const { key, walletId } = await createKey(nc, 'admin');
   await wallet.grant(nc, walletId, 1_000_000, 'partition test funds', 'partition-funds');
   const jsm = await jetstreamManager(nc);
-  // right after a heal the stream may have no leader yet: wait until one of the three is named
-  const ledgerLeader = async () =>
-    retry(async () => {
-      const leader = (await jsm.streams.info(STREAMS.ledger)).cluster?.leader;
-      const i = cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
-      if (i < 0) throw new Error(`no LEDGER leader among the nodes yet (${leader ?? 'none'})`);
-      return i;
-    }, 30000);
-
   const created: string[] = [];
   const paid: string[] = [];
   const figures: Record<string, unknown>[] = [];
 
-  /** Jobs from three clients (and a top-up every 5th round of one) every 250 ms while `fault` runs; its figures. */
+  /** What the goal asks of every scenario (issue 45). */
+  const GOAL = { created: 0.97, balance: 0.995, recoverMs: 5000 };
+  const note = (line: string) => timeline.push(`${new Date().toISOString()} ${line}`);
+
+  /**
+   * Jobs from three clients and balance reads from a fourth (and a top-up every 5th round of one)
+   * every 250 ms while `fault` runs; its figures. Recovered: the first success of either after the
+   * last failure that began after the fault started, measured from the fault's start.
+   */
   async function underLoad(name: string, fault: () => Promise<void>) {
     const codes: Record<string, number> = {};
+    const balanceCodes: Record<string, number> = {};
     let ok = 0;
+    let balanceOk = 0;
     let lastFailureAt = 0;
+    let firstFailureAt = 0;
     let slowestMs = 0;
     let stop = false;
+    const failed = (kind: string, asked: number, r: { status: number; json?: any }) => {
+      const code = `${r.status} ${r.json?.error?.code ?? ''}`.trim();
+      (kind === 'balance' ? balanceCodes : codes)[code] = ((kind === 'balance' ? balanceCodes : codes)[code] ?? 0) + 1;
+      lastFailureAt = Date.now();
+      firstFailureAt ||= asked;
+      note(`${name} ${kind} failed after ${Date.now() - asked} ms: ${code} ${r.json?.error?.message ?? ''}`);
+    };
     // three clients: one stuck on a request that hangs does not stop the others from trying
-    const loop = Promise.all(
-      [0, 1, 2].map((c) =>
-        (async () => {
-          for (let i = c * 100_000; !stop; i++) {
-            const asked = Date.now();
-            const r = await http(base, 'POST', '/v1/websitepro/jobs', {
-              key,
-              body: { url: `${pages.url}${name}-${i}`, outputs: ['metadata'] },
-              timeoutMs: 60000,
-            }).catch((e: Error) => ({ status: 0, json: { error: { code: `client: ${e.name}` } } }));
-            slowestMs = Math.max(slowestMs, Date.now() - asked);
-            if (r.status === 201) {
-              ok++;
-              created.push(r.json.job.id);
-            } else {
-              const code = `${r.status} ${r.json?.error?.code ?? ''}`.trim();
-              codes[code] = (codes[code] ?? 0) + 1;
-              lastFailureAt = Date.now();
-            }
-            if (c === 0 && i % 5 === 0) {
-              // a top-up made and paid: an acknowledged payment must be credited exactly once
-              await wallet
-                .topupCreate(nc, walletId, 1)
-                .then((c) => wallet.topupPay(nc, c.topup.id))
-                .then(
-                  (p) => {
-                    paid.push(p.topup.id);
-                  },
-                  () => {},
-                );
-            }
-            await sleep(250);
+    const creations = [0, 1, 2].map((c) =>
+      (async () => {
+        for (let i = c * 100_000; !stop; i++) {
+          const asked = Date.now();
+          const r = await http(base, 'POST', '/v1/websitepro/jobs', {
+            key,
+            body: { url: `${pages.url}${name}-${i}`, outputs: ['metadata'] },
+            timeoutMs: 60000,
+          }).catch((e: Error) => ({ status: 0, json: { error: { code: `client: ${e.name}`, message: e.message } } }));
+          slowestMs = Math.max(slowestMs, Date.now() - asked);
+          if (r.status === 201) {
+            ok++;
+            created.push(r.json.job.id);
+          } else failed('creation', asked, r);
+          if (c === 0 && i % 5 === 0) {
+            // a top-up made and paid: an acknowledged payment must be credited exactly once
+            await wallet
+              .topupCreate(nc, walletId, 1)
+              .then((c) => wallet.topupPay(nc, c.topup.id))
+              .then(
+                (p) => {
+                  paid.push(p.topup.id);
+                },
+                () => {},
+              );
           }
-        })(),
-      ),
+          await sleep(250);
+        }
+      })(),
     );
+    const reads = (async () => {
+      while (!stop) {
+        const asked = Date.now();
+        const r = await http(base, 'GET', '/v1/balance', { key, timeoutMs: 60000 }).catch((e: Error) => ({
+          status: 0,
+          json: { error: { code: `client: ${e.name}`, message: e.message } },
+        }));
+        if (r.status === 200) balanceOk++;
+        else failed('balance', asked, r);
+        await sleep(250);
+      }
+    })();
+    // which server the gateway's connection is on, noted when it changes (GET /readyz says)
+    const watchGateway = (async () => {
+      let was = '';
+      while (!stop) {
+        const r = await http(base, 'GET', '/readyz', { timeoutMs: 5000 }).catch(() => null);
+        const on = r?.status === 200 ? (r.json.nats as string) : `not ready (${r?.status ?? 'no answer'})`;
+        const node = cluster.nodes.find((n) => n.url.endsWith(on))?.name ?? on;
+        if (node !== was) note(`${name}: gateway on ${node}`);
+        was = node;
+        await sleep(500);
+      }
+    })();
     const t0 = Date.now();
+    note(`${name}: fault begins`);
     await fault();
     const healedAt = Date.now();
+    note(`${name}: healed`);
     // recovered: a job created after the heal
     const recovered = await until(
       `a job created after ${name} healed`,
@@ -137,19 +199,51 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
       250,
     );
     stop = true;
-    await loop;
+    await Promise.all([...creations, reads, watchGateway]);
+    const failedCount = Object.values(codes).reduce((a, b) => a + b, 0);
+    const balanceFailed = Object.values(balanceCodes).reduce((a, b) => a + b, 0);
     const f = {
       scenario: name,
       faultSeconds: Math.round((healedAt - t0) / 1000),
       created: ok,
       failedCreations: codes,
-      recoverSeconds: +((recovered - healedAt) / 1000).toFixed(1),
+      createdShare: +(ok / Math.max(1, ok + failedCount)).toFixed(4),
+      balanceReads: balanceOk,
+      failedBalanceReads: balanceCodes,
+      balanceShare: +(balanceOk / Math.max(1, balanceOk + balanceFailed)).toFixed(4),
+      // from the fault's start to the last failure (0: none)
+      outageSeconds: lastFailureAt > t0 ? +((lastFailureAt - Math.max(t0, firstFailureAt)) / 1000).toFixed(1) : 0,
+      recoverSeconds: lastFailureAt > t0 ? +((lastFailureAt - t0) / 1000).toFixed(1) : 0,
+      recoveredAfterHealSeconds: +((recovered - healedAt) / 1000).toFixed(1),
       slowestCreationSeconds: +(slowestMs / 1000).toFixed(1),
       failuresAfterHealSeconds: lastFailureAt > healedAt ? +((lastFailureAt - healedAt) / 1000).toFixed(1) : 0,
     };
     figures.push(f);
     t.comment(JSON.stringify(f));
+    const meets =
+      f.createdShare >= GOAL.created &&
+      f.balanceShare >= GOAL.balance &&
+      f.failuresAfterHealSeconds === 0 &&
+      (failedCount + balanceFailed === 0 || f.recoverSeconds * 1000 <= GOAL.recoverMs);
+    if (!meets) belowGoal = true;
     return f;
+  }
+
+  /** The availability goal of issue 45, asserted for one scenario's figures. */
+  function available(t: Test, f: Awaited<ReturnType<typeof underLoad>>) {
+    t.ok(
+      f.createdShare >= GOAL.created,
+      `${f.scenario}: ${(f.createdShare * 100).toFixed(1)} % of job creations succeeded (goal ${GOAL.created * 100} %)`,
+    );
+    t.ok(
+      f.balanceShare >= GOAL.balance,
+      `${f.scenario}: ${(f.balanceShare * 100).toFixed(1)} % of balance reads succeeded (goal ${GOAL.balance * 100} %)`,
+    );
+    t.equal(f.failuresAfterHealSeconds, 0, `${f.scenario}: no failure after the heal`);
+    t.ok(
+      f.recoverSeconds * 1000 <= GOAL.recoverMs,
+      `${f.scenario}: served again ${f.recoverSeconds} s after the fault began (goal ${GOAL.recoverMs / 1000} s)`,
+    );
   }
 
   /** Nothing lost: every created job finished, every acknowledged charge and credit in the ledger once, the audit clean. */
@@ -186,59 +280,53 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
     t.same(report.violations, [], `${when}: money audit clean (no double charge, refund or credit)`);
   }
 
-  await t.test(`the LEDGER leader isolated for ${FAULT_MS / 1000} s`, async (t) => {
-    const victim = await ledgerLeader();
-    t.ok(victim >= 0, `isolating ${cluster.nodes[victim]?.name}`);
-    await underLoad('isolate-leader', async () => {
+  /** Node index of a stream's leader (right after a heal there may be none yet: waits for one). */
+  const leaderOf = async (stream: string) =>
+    retry(async () => {
+      const leader = (await jsm.streams.info(stream)).cluster?.leader;
+      const i = cluster.nodes.findIndex((n) => `payloads-${n.name}` === leader);
+      if (i < 0) throw new Error(`no ${stream} leader among the nodes yet (${leader ?? 'none'})`);
+      return i;
+    }, 30000);
+
+  /** One node cut off from the other two for FAULT_MS under load, then healed; availability asserted, nothing lost. */
+  async function isolate(t: Test, name: string, victim: number) {
+    t.comment(`isolating ${cluster.nodes[victim]!.name}`);
+    const f = await underLoad(name, async () => {
+      note(`${name}: cutting ${cluster.nodes[victim]!.name}`);
       await cluster.cut(victim);
       await sleep(FAULT_MS);
       await cluster.heal(victim);
     });
-    await nothingLost('after the leader was isolated');
-  });
+    available(t, f);
+    await nothingLost(`after ${name}`);
+  }
 
-  await t.test('a 2/1 split, leader on the majority side, then healed', async (t) => {
-    const leader = await ledgerLeader();
-    const minority = (leader + 1) % 3;
-    t.comment(`cutting ${cluster.nodes[minority]!.name} off; LEDGER leader ${cluster.nodes[leader]!.name}`);
-    // a connection of its own, on the node about to be cut off: it must move to the majority
-    const minorityServer = cluster.nodes[minority]!.url.replace('nats://', '');
-    // the client picks a server of its list at random: connect until it picked the minority's
-    let onMinority = await connectNats(cluster.url, 'on-minority');
-    for (let i = 0; i < 30 && onMinority.getServer() !== minorityServer; i++) {
-      await onMinority.close();
-      onMinority = await connectNats(cluster.url, 'on-minority');
-    }
-    t.teardown(() => onMinority.close().catch(() => {}));
-    t.equal(onMinority.getServer(), minorityServer, 'a client connected to the node to be cut off');
-    let movedAfterMs = -1;
-    await underLoad('split-2-1', async () => {
-      await cluster.cut(minority);
-      const cutAt = Date.now();
-      // the client needs ~20 s to notice (two missed checks 5 s apart, after the cut-off node lost
-      // its meta leadership): a shorter fault is held until it moved, for at most 45 s
-      const watch = (async () => {
-        while (Date.now() - cutAt < 45_000) {
-          if (onMinority.getServer() !== minorityServer) {
-            movedAfterMs = Date.now() - cutAt;
-            return;
-          }
-          await sleep(250);
-        }
-      })();
-      await sleep(FAULT_MS);
-      await watch;
-      await cluster.heal(minority);
-      t.comment(`split held ${Math.round((Date.now() - cutAt) / 1000)} s`);
+  for (const [label, stream] of [
+    ['LEDGER', STREAMS.ledger],
+    ['KV_jobs', `KV_${BUCKETS.jobs}`],
+    ['tasks stream', STREAMS.tasks],
+  ] as const) {
+    await t.test(`the ${label} leader isolated for ${FAULT_MS / 1000} s`, async (t) => {
+      await isolate(t, `isolate-${label.replace(' ', '-')}-leader`, await leaderOf(stream));
     });
-    t.ok(movedAfterMs >= 0, `the client left the node without quorum ${movedAfterMs} ms after the cut`);
-    t.comment(`client moved off the minority node after ${movedAfterMs} ms`);
-    await nothingLost('after the 2/1 split');
+  }
+
+  await t.test("a 2/1 split with the gateway's node on the minority side", async (t) => {
+    // the gateway says which server its connection is on (GET /ready answers `nats`)
+    const on = (await retry(async () => {
+      const r = await http(base, 'GET', '/readyz');
+      if (r.status !== 200) throw new Error(`ready ${r.status}`);
+      return r.json.nats as string;
+    })) as string;
+    const minority = cluster.nodes.findIndex((n) => n.url.replace('nats://', '') === on);
+    t.ok(minority >= 0, `the gateway is on ${on}`);
+    await isolate(t, 'split-2-1-gateway-minority', minority);
   });
 
   await t.test(`a flapping link: down/up every 2 s for ${FAULT_MS / 1000} s`, async (t) => {
-    const victim = await ledgerLeader();
-    await underLoad('flapping', async () => {
+    const victim = await leaderOf(STREAMS.ledger);
+    const f = await underLoad('flapping', async () => {
       const end = Date.now() + FAULT_MS;
       while (Date.now() < end) {
         await cluster.cut(victim);
@@ -247,16 +335,21 @@ t.test('network partitions under load', { skip: unavailable ?? false }, async (t
         await sleep(2000);
       }
     });
+    available(t, f);
     await nothingLost('after the flapping link');
   });
 
+  // netem is a kernel module (sch_netem) that may be unloaded: load it first, and say why not
+  const modprobe = await loadNetem();
   const noNetem = await netemUnavailable(cluster.nodes[0]!.ns, 'eth0');
+  if (noNetem) t.comment(`modprobe sch_netem: ${modprobe}`);
   await t.test('200 ms delay on every link (tc netem)', { skip: noNetem ?? false }, async (t) => {
-    await underLoad('delay-200ms', async () => {
+    const f = await underLoad('delay-200ms', async () => {
       for (let i = 0; i < 3; i++) await cluster.delay(i, 200);
       await sleep(FAULT_MS);
       for (let i = 0; i < 3; i++) await cluster.delay(i, 0);
     });
+    available(t, f);
     await nothingLost('after 200 ms of delay');
   });
   if (noNetem) t.comment(`netem scenario skipped: ${noNetem}`);

@@ -8,3 +8,4 @@ export { reportPageReply, wantsReportHtml, renderLabsReportHtml } from './labs-r
 export { jobEventStream, decodeCursor, type SeenState } from './events.ts';
 export { findJob } from './find.ts';
 export { openStreamsOf } from './stream-cap.ts';
+export { retryCreation } from './retry.ts';

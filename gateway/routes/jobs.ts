@@ -7,7 +7,6 @@ import { Objm, type ObjectResult } from '@nats-io/obj';
 import yazl from 'yazl';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 import { idempotent, idempotencyKeyOf, fingerprintOf, IDEMPOTENCY_DOC } from '../idempotency.ts';
-import { retryCreation } from '../jobs/retry.ts';
 import { newId } from '../../shared/ids.ts';
 import { ApiError, type ErrorCode } from '../../shared/errors.ts';
 import { SERVICES, type ServiceName } from '../../shared/names.ts';
@@ -26,6 +25,7 @@ import {
   jobMayAppearMs,
   findJob,
   type JobDeps,
+  retryCreation,
 } from '../jobs/index.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
 import { jobDoc, pageResultFile, pageSetZip, resultsRoute } from './pages.ts';

@@ -374,7 +374,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const cur = await readJob(d.jobs, id);
       if (!cur) {
         // archived a moment ago by another instance (its copy is on the way), or gone: off the list
-        if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
+        // (not known yet while this copy reads the archive: left for a later sweep)
+        if ((await projection.archivedAt(id).catch(() => undefined)) === null) projection.notArchivable(id);
         return false;
       }
       if (!isSettled(cur.job)) {

@@ -229,10 +229,11 @@ export class JobProjection {
     const archive = await jsm.streams.info(STREAMS.jobsArchive);
     const archiveStore = `${archive.config.name} ${archive.created}`;
     const archiveLast = archive.state.last_seq;
-    this.freshArchiveLast = (
-      (f) => async () =>
-        (await f()).state.last_seq
-    )(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
+    // the last sequence the archive holds (0 when it holds none: every copy aged out, nothing to wait for)
+    this.freshArchiveLast = ((f) => async () => {
+      const st = (await f()).state;
+      return st.messages > 0 ? st.last_seq : 0;
+    })(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
     const why = this.open(false) || this.distrust(last) || this.distrustArchive(archiveStore, archiveLast);
     if (why) {
       this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
@@ -471,9 +472,14 @@ export class JobProjection {
    */
   async sync(maxWaitMs = SYNC_WAIT_MS): Promise<void> {
     if (!this.complete)
-      throw new ApiError('service_unavailable', 'the job list is being rebuilt after a restart; retry in a few seconds', undefined, {
-        'retry-after': '5',
-      });
+      throw new ApiError(
+        'service_unavailable',
+        'the job list is being rebuilt after a restart; retry in a few seconds',
+        { retryAfter: 5 },
+        {
+          'retry-after': '5',
+        },
+      );
     const last = await this.freshLast();
     if (last <= this.applied.seq) return;
     if (await this.applied.reached(last, Math.min(200, maxWaitMs))) return;
@@ -485,9 +491,14 @@ export class JobProjection {
     if (await this.applied.reached(last, maxWaitMs)) return;
     // a watch that delivered nothing for a while: start it again from the checkpoint
     this.kvFollow?.restartIfSilent(STALL_MS);
-    throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, {
-      'retry-after': '2',
-    });
+    throw new ApiError(
+      'service_unavailable',
+      'the job list is catching up with the job store; retry in a few seconds',
+      { retryAfter: 2 },
+      {
+        'retry-after': '2',
+      },
+    );
   }
 
   /**
@@ -560,14 +571,26 @@ export class JobProjection {
   /**
    * The archive sequence of a job's document, or null when it is not archived. A job missing from
    * the bucket may have been archived a moment ago by another instance: the archive is followed up
-   * to its current end first (at most `maxWaitMs`).
+   * to its current end first (at most `maxWaitMs`). Until this copy has read the archive that far
+   * (a rebuild, or a start behind it) a job it does not know is not known to be absent: that throws
+   * service_unavailable with a retry time, as the list does, instead of answering "no such job".
    */
   async archivedAt(id: string, maxWaitMs = SYNC_WAIT_MS): Promise<number | null> {
     const seq = () => (this.q.row.get(id) as Row | undefined)?.archive_seq ?? null;
     const now = seq();
     if (now !== null) return now;
     const last = await this.freshArchiveLast();
-    if (last > this.archived.seq) await this.archived.reached(last, maxWaitMs);
+    if (last > this.archived.seq && !(await this.archived.reached(last, maxWaitMs)) && seq() === null) {
+      this.archiveFollow?.restartIfSilent(STALL_MS);
+      throw new ApiError(
+        'service_unavailable',
+        this.archiveAtEnd
+          ? 'the archive of finished jobs is catching up; retry in a few seconds'
+          : 'the archive of finished jobs is being read after a restart; retry in a few seconds',
+        { retryAfter: this.archiveAtEnd ? 2 : 5 },
+        { 'retry-after': this.archiveAtEnd ? '2' : '5' },
+      );
+    }
     return seq();
   }
 

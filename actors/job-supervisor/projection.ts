@@ -132,7 +132,7 @@ export class JobProjection {
   private kvFollow?: Follower<KvWatchEntry>;
   private loop?: Promise<void>;
   private markCaughtUp!: () => void;
-  /** Resolves once the copy has reached the stream's end as it was at start. */
+  /** Resolves once the copy has reached both streams' ends as they were at start (the catch-up is over). */
   readonly caughtUp = new Promise<void>((r) => (this.markCaughtUp = r));
   private storeId = '';
   private freshLast!: () => Promise<number>;
@@ -336,9 +336,20 @@ export class JobProjection {
     }
   }
 
+  /**
+   * True until both followers have applied what their streams held at start: a copy resumed from
+   * an old checkpoint (a supervisor that was down while others worked) catches up in the background
+   * meanwhile, and what needs the whole copy answers service_unavailable (sync, archivedAt).
+   */
+  get catchingUp(): boolean {
+    return !this.kvAtEnd || !this.archiveAtEnd;
+  }
+
   /** A rebuild is complete once both followers have reached the ends their streams had at start. */
   private completeIfBoth() {
-    if (this.complete || !this.kvAtEnd || !this.archiveAtEnd) return;
+    if (!this.kvAtEnd || !this.archiveAtEnd) return;
+    this.markCaughtUp();
+    if (this.complete) return;
     if (this.sqlite.open) this.q.setMeta.run('complete', '1');
     this.complete = true;
     if (this.startedAs.mode === 'rebuilt') this.o.log.info({ file: this.file, jobs: this.count() }, 'job projection: rebuilt');
@@ -425,7 +436,6 @@ export class JobProjection {
       this.kvAtEnd = true;
       this.completeIfBoth();
     }
-    if (end) this.markCaughtUp();
   }
 
   /**
@@ -479,6 +489,14 @@ export class JobProjection {
         {
           'retry-after': '5',
         },
+      );
+    // resumed from an old checkpoint: a part until the tail written meanwhile is applied (both streams)
+    if (this.catchingUp)
+      throw new ApiError(
+        'service_unavailable',
+        'the job list is catching up with what was written while this instance was stopped; retry in a few seconds',
+        { retryAfter: 5 },
+        { 'retry-after': '5' },
       );
     const last = await this.freshLast();
     if (last <= this.applied.seq) return;

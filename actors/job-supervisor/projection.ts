@@ -9,8 +9,8 @@
 // checkpoints (the tail only); a file that is missing, of another store, of another layout, or ahead
 // of a stream is thrown away and rebuilt from the bucket's last values and the archive in the
 // background. Readers of a list are told (service_unavailable) while it is rebuilt or behind, never
-// answered from a part. This file follows the streams; the tables, statements and file slot are in
-// projection-schema.ts, the reads (list, due lists) in projection-reads.ts.
+// answered from a part. Here: following the streams; projection-schema.ts: tables, statements,
+// file slot; projection-reads.ts: the list and due lists.
 import Database from 'better-sqlite3';
 import { rmSync } from 'node:fs';
 import type { KV, KvWatchEntry } from '@nats-io/kv';
@@ -34,7 +34,6 @@ import {
   rowOf,
 } from './projection-schema.ts';
 import { ProjectionReads } from './projection-reads.ts';
-import type { Row } from './projection-schema.ts';
 import { Follower } from './follow.ts';
 
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
@@ -407,7 +406,7 @@ export class JobProjection extends ProjectionReads {
    * service_unavailable with a retry time, as the list does, instead of answering "no such job".
    */
   async archivedAt(id: string, maxWaitMs = SYNC_WAIT_MS): Promise<number | null> {
-    const seq = () => (this.q.row.get(id) as Row | undefined)?.archive_seq ?? null;
+    const seq = () => this.row(id)?.archive_seq ?? null;
     const now = seq();
     if (now !== null) return now;
     const last = await this.freshArchiveLast();

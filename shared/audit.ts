@@ -10,7 +10,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS, STREAMS, subjects } from './names.ts';
 import { ledgerRef, type LedgerMessage, type TopupRecord } from './protocol/wallet.ts';
 import { isFinished, type JobRecord } from './protocol/jobs.ts';
-import { datasetUsers, isDatasetFee } from './jobs/dataset.ts';
+import { datasetUsers, isDatasetFee, type DatasetMark } from './services/index.ts';
 import { orphanedJobViolations, pageSetViolations, unrefundedResults, type PageResults } from './audit-refunds.ts';
 import type { PageMessage } from './jobs/pages.ts';
 import { AuditIncomplete, READ_TIMEOUT_MS, readAll, readBucket, readStream, type ReadOptions } from './audit-read.ts';
@@ -163,7 +163,7 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   }
   v.push(...unrefundedResults(jobs.values()));
   // The one-time dataset fee: kept by at most one job per wallet, and only by a job that delivered a
-  // result needing the dataset (shared/jobs/dataset.ts).
+  // result needing the dataset (shared/services/dataset.ts).
   const keptFees = new Map<string, string[]>();
   for (const job of jobs.values()) {
     const fee = job?.results?.find(isDatasetFee);
@@ -174,6 +174,19 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
   }
   for (const [walletId, ids] of keptFees)
     if (ids.length > 1) v.push(`wallet ${walletId}: ${ids.length} dataset fees kept (jobs ${ids.sort().join(', ')})`);
+  // A held mark names the job that carries the fee; one whose job does not exist was left by a
+  // creation that died after its claim (the wallet's next dataset job takes it over once it is
+  // stale). A confirmed mark older than the time its document is surely kept may outlive its job.
+  const keptSinceMarks = o.keptMs === undefined ? -Infinity : Date.now() - o.keptMs;
+  for (const [walletId, m] of await readBucket<Partial<DatasetMark>>(nc, BUCKETS.datasets, undefined, ro)) {
+    if (!m || typeof m !== 'object') continue;
+    const job = typeof m.jobId === 'string' ? jobs.get(m.jobId) : undefined;
+    if (job && job.walletId === walletId) continue;
+    if (m.pending !== true && !((Number(m.at) || 0) >= keptSinceMarks)) continue;
+    v.push(
+      `wallet ${walletId}: dataset mark held by job ${m.jobId ?? '(none named)'}, which does not exist${m.pending ? ' (claimed, never confirmed)' : ''}`,
+    );
+  }
 
   // A delivered result keeps its file until the job expires (a lost one is refunded: shared/jobs/lost.ts).
   const now = Date.now();

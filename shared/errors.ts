@@ -203,7 +203,10 @@ export class ApiError extends Error {
   }
   static fromJSON(o: { code?: unknown; message?: unknown; [k: string]: unknown }): ApiError {
     const { code, message, ...details } = o;
-    return new ApiError(ApiError.isCode(code) ? code : 'internal', typeof message === 'string' ? message : undefined, details);
+    // headers do not cross NATS: a `retryAfter` (seconds) in the details is the Retry-After the service meant
+    const retry = details.retryAfter;
+    const headers = typeof retry === 'number' && retry > 0 ? { 'retry-after': String(retry) } : undefined;
+    return new ApiError(ApiError.isCode(code) ? code : 'internal', typeof message === 'string' ? message : undefined, details, headers);
   }
 }
 

@@ -60,6 +60,8 @@ const PARALLEL = 16;
 const PULL_EXPIRES_MS = 1000; // the least nats.js allows; a stop step of main.ts has 1.5 s for the wallet and the supervisor
 /** Documents moved to the archive at once (each: a read, a publish, a delete by sequence). */
 const ARCHIVE_PARALLEL = 16;
+/** How long the start waits for its projection's tail before it answers anyway (the rest is caught up in the background). */
+const START_CATCH_UP_WAIT_MS = 2000;
 /** How long a progress line waits before it is written to the job document (see noteProgress). */
 const PROGRESS_DELAY_MS = 250;
 
@@ -88,7 +90,10 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
   // that cannot be trusted is rebuilt in the background (the list answers 503 meanwhile).
   const projection = new JobProjection({ dir: join(config.dataDir, 'job-supervisor'), keepMs: config.retention.jobRecords * 1000, log });
   await withRetry('job projection', () => projection.start(d.jobs, d.jsm), { log });
-  if (projection.complete) await within(projection.caughtUp, 15_000, undefined);
+  // A short tail is applied before the first answer; a long one (a supervisor that was down while
+  // others worked) is caught up in the background: the list and archived jobs answer 503 with
+  // Retry-After meanwhile, as during a rebuild, and the rest of the actor works at once.
+  if (projection.complete) await within(projection.caughtUp, START_CATCH_UP_WAIT_MS, undefined);
   log.info({ file: projection.file, ...projection.startedAs, applied: projection.appliedCount }, 'job projection opened');
   d.copyOf = (id) => projection.getStored(id);
   /** A job's document in the archive (shared/jobs/archive.ts), or null when it is not there. */
@@ -383,7 +388,8 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       const cur = await readJob(d.jobs, id);
       if (!cur) {
         // archived a moment ago by another instance (its copy is on the way), or gone: off the list
-        if ((await projection.archivedAt(id)) === null) projection.notArchivable(id);
+        // (not known yet while this copy reads the archive: left for a later sweep)
+        if ((await projection.archivedAt(id).catch(() => undefined)) === null) projection.notArchivable(id);
         return false;
       }
       if (!isSettled(cur.job)) {
@@ -477,6 +483,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
             oldestUnfinished: oldest,
             projection: {
               complete: projection.complete,
+              catchingUp: projection.catchingUp,
               mode,
               ...(reason ? { reason } : {}),
               appliedAtStart: from,

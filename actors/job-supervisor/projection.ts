@@ -9,25 +9,33 @@
 // checkpoints (the tail only); a file that is missing, of another store, of another layout, or ahead
 // of a stream is thrown away and rebuilt from the bucket's last values and the archive in the
 // background. Readers of a list are told (service_unavailable) while it is rebuilt or behind, never
-// answered from a part.
+// answered from a part. Here: following the streams; projection-schema.ts: tables, statements,
+// file slot; projection-reads.ts: the list and due lists.
 import Database from 'better-sqlite3';
-import { mkdirSync, rmSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { KV, KvWatchEntry } from '@nats-io/kv';
 import { DeliverPolicy, JetStreamApiError, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { STREAMS } from '../../shared/names.ts';
-import { archivedRevision, isSettled } from '../../shared/jobs/archive.ts';
+import { archivedRevision } from '../../shared/jobs/archive.ts';
 import type { Logger } from '../../shared/log.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
-import { processAlive } from '../../shared/runtime.ts';
-import { isFinished, isUnrefunded, type JobRecord, type JobStatus } from '../../shared/protocol/jobs.ts';
-import { LIST_MAX } from '../../shared/protocol/job-supervisor.ts';
-import { KeptDocs, DOCS_DDL, DOC_OF_ROW, PAGE_SIZE } from './kept-docs.ts';
+import type { JobRecord } from '../../shared/protocol/jobs.ts';
+import { KeptDocs, PAGE_SIZE } from './kept-docs.ts';
+import {
+  claimSlot,
+  DDL,
+  distrustArchive,
+  distrustBucket,
+  LAYOUT,
+  META_DDL,
+  prepareStatements,
+  releaseSlot,
+  rowOf,
+} from './projection-schema.ts';
+import { ProjectionReads } from './projection-reads.ts';
 import { Follower } from './follow.ts';
 
-/** Bump when the table changes: a file of another layout is rebuilt. */
-const LAYOUT = 8;
 /** Job documents kept in memory, newest writes first: the guess for a compare-and-set write. */
 const RECENT_DOCS = 2000;
 /** Changes applied per SQLite transaction (one commit per batch, not per change). */
@@ -36,29 +44,6 @@ const SYNC_WAIT_MS = 2000;
 const STALL_MS = 3000;
 /** A rebuild's watch (or archive consumer) that delivers nothing this long is started again from the checkpoint. */
 const REBUILD_STALL_MS = 10_000;
-
-const UPSERT = `INSERT INTO jobs (id, wallet_id, status, created_at, revision, purge_due, webhook_due, forget_due, files, unrefunded, archive_due, archive_seq)
-  VALUES (@id, @wallet_id, @status, @created_at, @revision, @purge_due, @webhook_due, @forget_due, @files, @unrefunded, @archive_due, @archive_seq)
-  ON CONFLICT (id) DO UPDATE SET wallet_id = excluded.wallet_id, status = excluded.status, created_at = excluded.created_at,
-    revision = excluded.revision, purge_due = excluded.purge_due, webhook_due = excluded.webhook_due,
-    forget_due = excluded.forget_due, files = excluded.files, unrefunded = excluded.unrefunded,
-    archive_due = excluded.archive_due, archive_seq = excluded.archive_seq`;
-const META_DDL = 'CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)';
-const DDL = `
-CREATE TABLE IF NOT EXISTS jobs (
-  id TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, status TEXT NOT NULL, created_at INTEGER NOT NULL,
-  revision INTEGER NOT NULL,
-  purge_due INTEGER, webhook_due INTEGER, forget_due INTEGER, files TEXT, unrefunded INTEGER,
-  archive_due INTEGER, archive_seq INTEGER) WITHOUT ROWID;
-${DOCS_DDL}
-CREATE INDEX IF NOT EXISTS jobs_wallet ON jobs (wallet_id, created_at DESC, id DESC);
-CREATE INDEX IF NOT EXISTS jobs_unfinished ON jobs (status, created_at) WHERE status IN ('queued', 'processing');
-CREATE INDEX IF NOT EXISTS jobs_purge ON jobs (purge_due) WHERE purge_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_webhook ON jobs (webhook_due) WHERE webhook_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_forget ON jobs (forget_due) WHERE forget_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_archive ON jobs (archive_due) WHERE archive_due IS NOT NULL;
-CREATE INDEX IF NOT EXISTS jobs_unrefunded ON jobs (unrefunded, created_at) WHERE unrefunded IS NOT NULL;
-`;
 
 export interface ProjectionOptions {
   /** Folder of the projection files (a slot per live instance). */
@@ -70,45 +55,8 @@ export interface ProjectionOptions {
   rebuildStallMs?: number;
 }
 
-/** A file slot not used by a live instance: in this process (held) or another (its pid file). */
-const held = new Set<string>();
-function claimSlot(dir: string): string {
-  mkdirSync(dir, { recursive: true });
-  for (let i = 0; ; i++) {
-    const file = join(dir, i ? `jobs-${i}.sqlite` : 'jobs.sqlite');
-    if (held.has(file)) continue;
-    const pidFile = `${file}.pid`;
-    const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : 0;
-    if (pid && pid !== process.pid && processAlive(pid)) continue;
-    writeFileSync(pidFile, String(process.pid));
-    held.add(file);
-    return file;
-  }
-}
-
-export interface Row {
-  id: string;
-  wallet_id: string;
-  status: JobStatus;
-  created_at: number;
-  revision: number;
-  purge_due: number | null;
-  webhook_due: number | null;
-  forget_due: number | null;
-  files: string | null;
-  /** When the document is to move to the archive (finished, purged, nothing left to send or refund). */
-  archive_due: number | null;
-  /** The document's sequence in the archive once it moved there (then the bucket no longer holds it). */
-  archive_seq: number | null;
-  /** The document as last applied, while the job is one of its wallet's newest LIST_MAX; else null. */
-  doc: string | null;
-}
-
-export class JobProjection {
+export class JobProjection extends ProjectionReads {
   readonly file: string;
-  private sqlite!: Database.Database;
-  private q!: ReturnType<JobProjection['prepare']>;
-  private docs!: KeptDocs;
   private applied = new AppliedUpTo(0);
   /** The archive stream's sequence applied. */
   private archived = new AppliedUpTo(0);
@@ -132,7 +80,7 @@ export class JobProjection {
   private kvFollow?: Follower<KvWatchEntry>;
   private loop?: Promise<void>;
   private markCaughtUp!: () => void;
-  /** Resolves once the copy has reached the stream's end as it was at start. */
+  /** Resolves once the copy has reached both streams' ends as they were at start (the catch-up is over). */
   readonly caughtUp = new Promise<void>((r) => (this.markCaughtUp = r));
   private storeId = '';
   private freshLast!: () => Promise<number>;
@@ -141,6 +89,7 @@ export class JobProjection {
 
   private readonly o: ProjectionOptions;
   constructor(o: ProjectionOptions) {
+    super();
     this.o = o;
     this.file = claimSlot(o.dir);
   }
@@ -164,44 +113,9 @@ export class JobProjection {
       return `the file has another layout (${layout}; this version's is ${LAYOUT})`;
     }
     this.sqlite.exec(DDL);
-    this.q = this.prepare();
+    this.q = prepareStatements(this.sqlite);
     this.docs = new KeptDocs(this.sqlite);
     return '';
-  }
-
-  private prepare() {
-    const s = this.sqlite;
-    return {
-      meta: s.prepare('SELECT v FROM meta WHERE k = ?').pluck(),
-      setMeta: s.prepare('INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
-      // a write to the bucket newer than the row: the document is (back) in the bucket
-      upsert: s.prepare(`${UPSERT} WHERE jobs.revision < excluded.revision`),
-      // an archived copy of the revision the row holds (or a newer one): the row points at it
-      archive: s.prepare(`${UPSERT} WHERE jobs.revision <= excluded.revision`),
-      archiveDue: s.prepare('SELECT id FROM jobs WHERE archive_due IS NOT NULL AND archive_due <= ? ORDER BY archive_due LIMIT ?').pluck(),
-      notArchivable: s.prepare('UPDATE jobs SET archive_due = NULL WHERE id = ?'),
-      remove: s.prepare('DELETE FROM jobs WHERE id = ?'),
-      removeAt: s.prepare('DELETE FROM jobs WHERE id = ? AND revision <= ?'),
-      row: s.prepare(`SELECT jobs.*, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.id = ?`),
-      list: s.prepare(
-        `SELECT jobs.id, docs.doc FROM jobs LEFT JOIN docs ON ${DOC_OF_ROW} WHERE jobs.wallet_id = ? ORDER BY jobs.created_at DESC, jobs.id DESC LIMIT ?`,
-      ),
-      unfinished: s
-        .prepare(
-          `SELECT id FROM jobs WHERE status = ? AND created_at <= ? AND status IN ('queued', 'processing') ORDER BY created_at LIMIT ?`,
-        )
-        .pluck(),
-      purgeDue: s.prepare('SELECT id FROM jobs WHERE purge_due IS NOT NULL AND purge_due <= ? ORDER BY purge_due LIMIT ?').pluck(),
-      webhookDue: s.prepare('SELECT id FROM jobs WHERE webhook_due IS NOT NULL AND webhook_due <= ? ORDER BY webhook_due LIMIT ?').pluck(),
-      forgetDue: s.prepare('SELECT id, revision FROM jobs WHERE forget_due IS NOT NULL AND forget_due <= ? ORDER BY forget_due LIMIT ?'),
-      unrefunded: s.prepare('SELECT id FROM jobs WHERE unrefunded = 1 ORDER BY created_at LIMIT ?').pluck(),
-      keptFiles: s.prepare(
-        'SELECT id, files FROM jobs WHERE purge_due IS NOT NULL AND purge_due > ? AND files IS NOT NULL ORDER BY purge_due LIMIT ?',
-      ),
-      count: s.prepare('SELECT count(*) FROM jobs').pluck(),
-      countUnfinished: s.prepare(`SELECT count(*) FROM jobs WHERE status IN ('queued', 'processing')`).pluck(),
-      oldestUnfinished: s.prepare(`SELECT id, created_at FROM jobs WHERE status IN ('queued', 'processing') ORDER BY created_at LIMIT 1`),
-    };
   }
 
   /**
@@ -229,11 +143,12 @@ export class JobProjection {
     const archive = await jsm.streams.info(STREAMS.jobsArchive);
     const archiveStore = `${archive.config.name} ${archive.created}`;
     const archiveLast = archive.state.last_seq;
-    this.freshArchiveLast = (
-      (f) => async () =>
-        (await f()).state.last_seq
-    )(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
-    const why = this.open(false) || this.distrust(last) || this.distrustArchive(archiveStore, archiveLast);
+    // the last sequence the archive holds (0 when it holds none: every copy aged out, nothing to wait for)
+    this.freshArchiveLast = ((f) => async () => {
+      const st = (await f()).state;
+      return st.messages > 0 ? st.last_seq : 0;
+    })(freshRead(() => jsm.streams.info(STREAMS.jobsArchive)));
+    const why = this.open(false) || distrustBucket(this.q, this.storeId, last) || distrustArchive(this.q, archiveStore, archiveLast);
     if (why) {
       this.o.log.warn({ file: this.file, reason: why }, 'job projection: rebuilding in the background');
       this.sqlite.close();
@@ -258,15 +173,6 @@ export class JobProjection {
     if (last <= from || (await this.nothingAfter(from))) this.reached(Math.max(from, last), true);
     this.loop = this.follow(kv, last);
     this.archiveLoop = this.followArchive(jsm);
-  }
-
-  /** Why the archive checkpoint cannot be trusted (the stream was made again, or is behind it), or ''. */
-  private distrustArchive(store: string, last: number): string {
-    const had = this.q.meta.get('archive_store') as string | undefined;
-    if (had !== store) return `the file is of another archive (${had ?? 'none'}, the stream is ${store})`;
-    const applied = Number(this.q.meta.get('archive_applied'));
-    if (!(applied >= 0) || applied > last) return `the file is ahead of the archive (applied ${applied}, the stream ends at ${last})`;
-    return '';
   }
 
   /**
@@ -335,23 +241,23 @@ export class JobProjection {
     }
   }
 
+  /**
+   * True until both followers have applied what their streams held at start: a copy resumed from
+   * an old checkpoint (a supervisor that was down while others worked) catches up in the background
+   * meanwhile, and what needs the whole copy answers service_unavailable (sync, archivedAt).
+   */
+  get catchingUp(): boolean {
+    return !this.kvAtEnd || !this.archiveAtEnd;
+  }
+
   /** A rebuild is complete once both followers have reached the ends their streams had at start. */
   private completeIfBoth() {
-    if (this.complete || !this.kvAtEnd || !this.archiveAtEnd) return;
+    if (!this.kvAtEnd || !this.archiveAtEnd) return;
+    this.markCaughtUp();
+    if (this.complete) return;
     if (this.sqlite.open) this.q.setMeta.run('complete', '1');
     this.complete = true;
     if (this.startedAs.mode === 'rebuilt') this.o.log.info({ file: this.file, jobs: this.count() }, 'job projection: rebuilt');
-  }
-
-  /** Why the file cannot be trusted, or '' when it can be resumed. */
-  private distrust(last: number): string {
-    const store = this.q.meta.get('store') as string | undefined;
-    if (store === undefined) return 'no projection file';
-    if (store !== this.storeId) return `the file is of another store (${store}, the bucket is ${this.storeId})`;
-    if (this.q.meta.get('layout') !== String(LAYOUT)) return 'the file has another layout';
-    const applied = Number(this.q.meta.get('applied'));
-    if (!(applied >= 0) || applied > last) return `the file is ahead of the stream (applied ${applied}, the stream ends at ${last})`;
-    return '';
   }
 
   /** Follow the bucket from the checkpoint until stopped; a watch that ends starts again from where it got. */
@@ -424,7 +330,6 @@ export class JobProjection {
       this.kvAtEnd = true;
       this.completeIfBoth();
     }
-    if (end) this.markCaughtUp();
   }
 
   /**
@@ -432,30 +337,9 @@ export class JobProjection {
    * is the archive's copy at that sequence (the row is replaced by it at the same revision too).
    */
   upsert(job: JobRecord, revision: number, doc = JSON.stringify(job), archiveSeq?: number): void {
-    const files =
-      job.purgedAt === undefined
-        ? job.results.filter((r) => r.status === 'done' && r.file).map((r) => [r.key, r.file!.store, r.file!.name])
-        : [];
-    const finished = isFinished(job);
     const placed = this.docs.place(job);
     const changed =
-      this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run({
-        id: job.id,
-        wallet_id: job.walletId,
-        status: job.status,
-        created_at: job.createdAt,
-        revision,
-        purge_due: job.purgedAt === undefined ? job.expiresAt : null,
-        webhook_due: job.webhook?.state === 'pending' ? Math.max(job.webhook.nextAt ?? 0, job.webhook.claimUntil ?? 0) : null,
-        // a document leaves the bucket only once finished and its files are deleted (the purge needs it)
-        forget_due: finished && job.purgedAt !== undefined ? Math.max(job.expiresAt, job.finishedAt ?? 0) + this.o.keepMs : null,
-        files: files.length ? JSON.stringify(files) : null,
-        // a finished job with a failed result not refunded (a settle cut short): found again by the sweep
-        unrefunded: finished && job.results.some(isUnrefunded) ? 1 : null,
-        // nothing will change it any more: it leaves the bucket for the archive (shared/jobs/archive.ts)
-        archive_due: isSettled(job) && archiveSeq === undefined ? job.purgedAt! : null,
-        archive_seq: archiveSeq ?? null,
-      }).changes > 0;
+      this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run(rowOf(job, revision, this.o.keepMs, archiveSeq)).changes > 0;
     this.docs.written(job, doc, placed, changed);
     const had = this.recent.get(job.id);
     if (!had || had.revision < revision) {
@@ -471,9 +355,22 @@ export class JobProjection {
    */
   async sync(maxWaitMs = SYNC_WAIT_MS): Promise<void> {
     if (!this.complete)
-      throw new ApiError('service_unavailable', 'the job list is being rebuilt after a restart; retry in a few seconds', undefined, {
-        'retry-after': '5',
-      });
+      throw new ApiError(
+        'service_unavailable',
+        'the job list is being rebuilt after a restart; retry in a few seconds',
+        { retryAfter: 5 },
+        {
+          'retry-after': '5',
+        },
+      );
+    // resumed from an old checkpoint: a part until the tail written meanwhile is applied (both streams)
+    if (this.catchingUp)
+      throw new ApiError(
+        'service_unavailable',
+        'the job list is catching up with what was written while this instance was stopped; retry in a few seconds',
+        { retryAfter: 5 },
+        { 'retry-after': '5' },
+      );
     const last = await this.freshLast();
     if (last <= this.applied.seq) return;
     if (await this.applied.reached(last, Math.min(200, maxWaitMs))) return;
@@ -485,22 +382,14 @@ export class JobProjection {
     if (await this.applied.reached(last, maxWaitMs)) return;
     // a watch that delivered nothing for a while: start it again from the checkpoint
     this.kvFollow?.restartIfSilent(STALL_MS);
-    throw new ApiError('service_unavailable', 'the job list is catching up with the job store; retry in a few seconds', undefined, {
-      'retry-after': '2',
-    });
-  }
-
-  /**
-   * A wallet's newest jobs first: each id with its document as last applied, or null for one the
-   * projection does not keep (a newer job of the wallet was deleted since: read it from the bucket).
-   */
-  list(walletId: string, limit: number): { id: string; doc: string | null }[] {
-    return this.q.list.all(walletId, Math.min(limit, LIST_MAX)) as { id: string; doc: string | null }[];
-  }
-
-  /** How many documents the projection keeps for a wallet (tests: the bound). */
-  docsKept(walletId: string): number {
-    return this.docs.count(walletId);
+    throw new ApiError(
+      'service_unavailable',
+      'the job list is catching up with the job store; retry in a few seconds',
+      { retryAfter: 2 },
+      {
+        'retry-after': '2',
+      },
+    );
   }
 
   /** The job as this instance last saw it in the bucket (recent writes only), with its revision. */
@@ -509,65 +398,29 @@ export class JobProjection {
     return r ? { job: JSON.parse(r.doc) as JobRecord, revision: r.revision } : null;
   }
 
-  row(id: string): Row | null {
-    return (this.q.row.get(id) as Row | undefined) ?? null;
-  }
-
-  /** Ids of unfinished jobs in a status, created before a time, oldest first. */
-  unfinished(status: 'queued' | 'processing', createdBefore: number, limit = 500): string[] {
-    return this.q.unfinished.all(status, createdBefore, limit) as string[];
-  }
-
-  /** Ids of jobs past expiresAt whose files are not yet deleted, soonest first. */
-  expired(now: number, limit = 500): string[] {
-    return this.q.purgeDue.all(now, limit) as string[];
-  }
-
-  /** Files that should still be in the stores (done results of jobs not expired), soonest expiry first. */
-  /** Finished jobs with a failed result not refunded (each must be settled again), oldest first. */
-  unrefunded(limit = 1_000): string[] {
-    return this.q.unrefunded.all(limit) as string[];
-  }
-
-  keptFiles(now: number, limit = 10_000): { jobId: string; key: string; store: string; name: string }[] {
-    const out: { jobId: string; key: string; store: string; name: string }[] = [];
-    for (const r of this.q.keptFiles.all(now, limit) as { id: string; files: string }[]) {
-      for (const [key, store, name] of JSON.parse(r.files) as string[][]) out.push({ jobId: r.id, key: key!, store: store!, name: name! });
-    }
-    return out;
-  }
-
-  /** Ids of jobs whose webhook is due and not claimed by a live instance. */
-  webhooksDue(now: number, limit = 500): string[] {
-    return this.q.webhookDue.all(now, limit) as string[];
-  }
-
-  /** Finished, purged jobs past their record retention: their documents leave the bucket. */
-  forgetDue(now: number, limit = 500): { id: string; revision: number }[] {
-    return this.q.forgetDue.all(now, limit) as { id: string; revision: number }[];
-  }
-
-  /** Jobs whose documents are due to move to the archive, oldest purge first. */
-  archiveDue(now: number, limit = 500): string[] {
-    return this.q.archiveDue.all(now, limit) as string[];
-  }
-
-  /** The bucket's document is not one to archive (or is gone): off the due list until a write says otherwise. */
-  notArchivable(id: string): void {
-    this.q.notArchivable.run(id);
-  }
-
   /**
    * The archive sequence of a job's document, or null when it is not archived. A job missing from
    * the bucket may have been archived a moment ago by another instance: the archive is followed up
-   * to its current end first (at most `maxWaitMs`).
+   * to its current end first (at most `maxWaitMs`). Until this copy has read the archive that far
+   * (a rebuild, or a start behind it) a job it does not know is not known to be absent: that throws
+   * service_unavailable with a retry time, as the list does, instead of answering "no such job".
    */
   async archivedAt(id: string, maxWaitMs = SYNC_WAIT_MS): Promise<number | null> {
-    const seq = () => (this.q.row.get(id) as Row | undefined)?.archive_seq ?? null;
+    const seq = () => this.row(id)?.archive_seq ?? null;
     const now = seq();
     if (now !== null) return now;
     const last = await this.freshArchiveLast();
-    if (last > this.archived.seq) await this.archived.reached(last, maxWaitMs);
+    if (last > this.archived.seq && !(await this.archived.reached(last, maxWaitMs)) && seq() === null) {
+      this.archiveFollow?.restartIfSilent(STALL_MS);
+      throw new ApiError(
+        'service_unavailable',
+        this.archiveAtEnd
+          ? 'the archive of finished jobs is catching up; retry in a few seconds'
+          : 'the archive of finished jobs is being read after a restart; retry in a few seconds',
+        { retryAfter: this.archiveAtEnd ? 2 : 5 },
+        { 'retry-after': this.archiveAtEnd ? '2' : '5' },
+      );
+    }
     return seq();
   }
 
@@ -578,22 +431,6 @@ export class JobProjection {
       this.q.removeAt.run(id, revision);
     })();
     this.recent.delete(id);
-  }
-
-  count(): number {
-    return this.q.count.get() as number;
-  }
-
-  unfinishedStats(): { unfinished: number; oldest: { id: string; createdAt: number } | null } {
-    const o = this.q.oldestUnfinished.get() as { id: string; created_at: number } | undefined;
-    return { unfinished: this.q.countUnfinished.get() as number, oldest: o ? { id: o.id, createdAt: o.created_at } : null };
-  }
-
-  /** The query plan of a due list (tests: each is an index search, never a scan of every job). */
-  plan(which: 'purgeDue' | 'webhookDue' | 'forgetDue' | 'unfinished' | 'list' | 'unrefunded' | 'archiveDue'): string {
-    const sql = (this.q[which] as unknown as { source: string }).source;
-    const args = { unfinished: ['queued', 1, 1], list: ['w', 1], unrefunded: [1] }[which as string] ?? [1, 1];
-    return (this.sqlite.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { detail: string }[]).map((r) => r.detail).join('; ');
   }
 
   async stop(): Promise<void> {
@@ -607,7 +444,6 @@ export class JobProjection {
       this.flushArchive(false);
       this.sqlite.close();
     }
-    held.delete(this.file);
-    rmSync(`${this.file}.pid`, { force: true });
+    releaseSlot(this.file);
   }
 }

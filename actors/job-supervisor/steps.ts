@@ -6,7 +6,7 @@ import { sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks, taskOf } from '../../shared/jobs/dispatch.ts';
 import { publishShared } from '../../shared/jobs/share.ts';
 import { readJob, updateJob, refundedTotal, publishJobEvent, type StoredJob } from '../../shared/jobs/store.ts';
-import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
+import { isDatasetFee, datasetUsers, releaseDatasetMark } from '../../shared/services/index.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { endIfOrphaned } from './orphaned.ts';
 import { failpoint } from '../../shared/failpoints.ts';

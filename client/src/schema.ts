@@ -340,7 +340,7 @@ export interface paths {
         };
         /**
          * One job
-         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.
+         * @description With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, or while a supervisor that just started is still reading the archive, such a job answers 503 `service_unavailable` (with `Retry-After` in the second case), never 404.
          *
          *     **Errors:** [`bad_request`](http://localhost:8080/docs/errors#bad_request) 400, [`unauthorized`](http://localhost:8080/docs/errors#unauthorized) 401, [`not_found`](http://localhost:8080/docs/errors#not_found) 404, [`rate_limited`](http://localhost:8080/docs/errors#rate_limited) 429, [`internal`](http://localhost:8080/docs/errors#internal) 500, [`service_unavailable`](http://localhost:8080/docs/errors#service_unavailable) 503.
          */

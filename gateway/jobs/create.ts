@@ -19,7 +19,7 @@ import { readBalance } from '../balances.ts';
 import { SLOTS_RESULT_KEY, type JobRecord, type JobSubmitted, type ResultRecord } from '../../shared/protocol/jobs.ts';
 import type { QuoteDoc } from '../../shared/schemas/api.ts';
 import { createJobRecord, publishJobEvent, readJob } from '../../shared/jobs/store.ts';
-import { claimDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/jobs/dataset.ts';
+import { claimDatasetMark, confirmDatasetMark, isDatasetFee, releaseDatasetMark } from '../../shared/services/index.ts';
 import { withRetry, sleep } from '../../shared/runtime.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
 import { walletTasks, type WalletTasks } from '../../shared/jobs/share.ts';
@@ -41,6 +41,7 @@ const planContext = (d: JobDeps, walletId: string): PlanContext => ({
   walletId,
   catalogueKv: d.kv.catalogue,
   datasetsKv: d.kv.datasets,
+  datasetStale: { jobs: d.kv.jobs, staleMs: jobMayAppearMs(d.config) },
 });
 const costOf = (plan: Plan) => plan.items.reduce((s, i) => s + i.price, 0);
 
@@ -314,7 +315,14 @@ export async function commitJob(
   }
   const store = await storeNewJob(d, job);
   if (store.stored) failpoint('gateway.after-job-write');
-  if (store.stored) return afterCommit(d, job, balance);
+  if (store.stored) {
+    // the job exists: its mark is never taken over (a failed confirmation is done by a later plan)
+    if (markClaimed)
+      await confirmDatasetMark(d.kv.datasets, walletId, job.id).catch((err) =>
+        d.log.warn({ err, jobId: job.id, walletId }, 'dataset mark not confirmed; the next plan of the wallet confirms it'),
+      );
+    return afterCommit(d, job, balance);
+  }
   if (store.maybe) {
     // A write timed out and nothing settled whether it was stored: it may still appear. Refunding
     // now could let a stored job run unpaid; the orphan sweep refunds the charge after its grace

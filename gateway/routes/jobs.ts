@@ -230,7 +230,7 @@ const jobRoutes: Route[] = [
     auth: true,
     summary: 'One job',
     description:
-      'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, such a job answers 503 `service_unavailable`.',
+      'With `wait`, the answer is held until the job is finished or the time is over (long polling). A job whose record passed its retention (`retention.jobRecords` after its results expired) answers 404 `not_found`. A job whose results expired is kept in the archive of finished jobs, which a job-supervisor reads: with none running, or while a supervisor that just started is still reading the archive, such a job answers 503 `service_unavailable` (with `Retry-After` in the second case), never 404.',
     tags: ['jobs'],
     query: WaitQuery,
     responses: { 200: { description: 'The job and the current balance.', schema: JobWithBalance } },

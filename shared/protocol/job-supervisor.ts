@@ -38,6 +38,8 @@ export const jobsApi = {
         reason: T.Optional(T.String()),
         appliedAtStart: T.Integer(),
         appliedSinceStart: T.Integer(),
+        /** Still applying what the streams held at start (a resumed copy behind them): the list answers 503 meanwhile. */
+        catchingUp: T.Optional(T.Boolean()),
       }),
     }),
   }),

@@ -31,3 +31,13 @@ export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type Check
 export { keepTaskSecrets, taskParams } from './task-secret.ts';
 export type { ConverterControls, ControlSecrets } from './websitepro-controls.ts';
 export { scopeRulesOf } from './websitepro-crawl.ts';
+export {
+  claimDatasetMark,
+  confirmDatasetMark,
+  datasetFeeOwed,
+  datasetUsers,
+  isDatasetFee,
+  releaseDatasetMark,
+  type DatasetMark,
+  type MarkStaleness,
+} from './dataset.ts';

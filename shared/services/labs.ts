@@ -3,6 +3,7 @@ import { Type as T, type Static } from '@sinclair/typebox';
 import { BUCKETS, OBJECT_STORES, subjects } from '../names.ts';
 import { ApiError } from '../errors.ts';
 import { readCatalogue } from '../catalogue.ts';
+import { datasetFeeOwed } from './dataset.ts';
 import { takeToken } from '../limits.ts';
 import { wallet } from '../protocol/wallet.ts';
 import { resolvePinned, toApiError, tcpProbe, takeCheck, type PinnedAddress } from '../outbound/index.ts';
@@ -96,7 +97,7 @@ export const labs: ServiceModule<LabsRequest> = {
     if (err.instancePath === '/webhook') return 'bad_webhook';
     return 'bad_request';
   },
-  async plan(body, { config, catalogueKv, datasetsKv, walletId }) {
+  async plan(body, { config, catalogueKv, datasetsKv, datasetStale, walletId }) {
     const relay = parseRelayUrl(body.relay, config.labs.allowedPorts);
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const entries = await readCatalogue(catalogueKv, 'labs');
@@ -125,9 +126,9 @@ export const labs: ServiceModule<LabsRequest> = {
         task: { subject: subjects.taskLabs, params: { ...params, module: 'custom', checks: custom } },
       });
     if (items.some((i) => i.needsDataset)) {
-      // what the quote shows; job creation claims the wallet's mark atomically (gateway/jobs/create.ts)
-      const paid = await datasetsKv.get(walletId);
-      if (!paid || paid.operation !== 'PUT') items.push({ key: 'dataset', price: p.dataset, oneTime: true });
+      // what the quote shows; job creation claims the wallet's mark atomically (gateway/jobs/create.ts),
+      // taking over a mark whose job never appeared
+      if (await datasetFeeOwed(datasetsKv, walletId, datasetStale)) items.push({ key: 'dataset', price: p.dataset, oneTime: true });
     }
     return { target: relay.hostname.replace(/^\[|\]$/g, ''), items };
   },

@@ -8,6 +8,7 @@ import type { Config } from '../config/index.ts';
 import type { ServiceName } from '../names.ts';
 import type { ErrorCode } from '../errors.ts';
 import type { PageSetRecord } from '../protocol/jobs.ts';
+import type { MarkStaleness } from './dataset.ts';
 
 export interface PlanItem {
   key: string;
@@ -47,6 +48,8 @@ export interface PlanContext {
   walletId: string;
   catalogueKv: KV;
   datasetsKv: KV;
+  /** Lets the plan tell an abandoned dataset mark from a held one (shared/jobs/dataset.ts); without it a held mark is held. */
+  datasetStale?: MarkStaleness;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the registry holds modules of every body type; each module's plan gets its own validated body

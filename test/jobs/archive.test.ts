@@ -15,6 +15,7 @@ import { JobProjection } from '../../actors/job-supervisor/projection.ts';
 import { fingerprintOf, recordKey } from '../../gateway/idempotency.ts';
 import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
+import { ApiError } from '../../shared/errors.ts';
 
 t.jobs = 2;
 
@@ -186,4 +187,50 @@ t.test('a document written straight to the archive (revision 0) leaves the recor
     got = await s.request('GET', `/v1/jobs/${doc.id}`, { key });
   }
   t.equal(got.status, 404, 'past its record retention the job is gone, though the bucket never held it');
+});
+
+// Issue 44 item 10: a job the projection does not know while it is still reading the archive (a
+// rebuild, or a start behind it) is not known to be absent: 503 with Retry-After, never a 404.
+t.test('while the archive is read, an unknown job answers 503 with Retry-After; once read, 404', async (t) => {
+  const { nc } = await startTestNats(t);
+  const kv = await new Kvm(nc).open(BUCKETS.jobs);
+  const jsm = await jetstreamManager(nc);
+  const doc = (id: string) =>
+    ({
+      id,
+      walletId: 'w1',
+      service: 'websitepro',
+      status: 'completed',
+      target: 'https://example.com/',
+      request: {},
+      createdAt: 1_000,
+      finishedAt: 2_000,
+      expiresAt: 3_000,
+      purgedAt: 4_000,
+      cost: 30,
+      refunded: 0,
+      results: [],
+    }) as JobRecord;
+  const ids = Array.from({ length: 300 }, (_, i) => `old${i}`);
+  for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => archiveJob(jsm.jetstream(), doc(id), 0)));
+  const p = new JobProjection({ dir: tempDir('payloads-arch-'), keepMs: 3600_000, log: testLog() });
+  await p.start(kv, jsm);
+  t.teardown(() => p.stop());
+  t.equal(p.startedAs.mode, 'rebuilt');
+  // fails against the projection that answered null (404) when its 2 s wait ran out mid-rebuild
+  const err = await p.archivedAt('old299', 0).then(
+    (seq) => ({ seq }),
+    (e: ApiError) => e,
+  );
+  t.match(
+    err,
+    { code: 'service_unavailable', headers: { 'retry-after': '5' }, details: { retryAfter: 5 } },
+    'not known yet: 503, retry in 5 s',
+  );
+  // the details carry the retry time across NATS: the gateway answers it as Retry-After
+  t.same(ApiError.fromJSON((err as ApiError).toJSON()).headers, { 'retry-after': '5' }, 'Retry-After survives the service call');
+  for (let i = 0; i < 200 && !p.complete; i++) await new Promise((r) => setTimeout(r, 50));
+  t.ok(p.complete);
+  t.ok((await p.archivedAt('old299', 0))! > 0, 'once read, the archived job is found');
+  t.equal(await p.archivedAt('never-was', 0), null, 'and a job that is nowhere is absent (404)');
 });

@@ -88,7 +88,7 @@ t.test(
     await s.startWorker();
     const { walletId } = await s.newWallet(10_000);
     // a gateway claimed the mark and died before charging: no job document exists
-    await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: 'job_neverwritten', at: Date.now() }));
+    await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: 'job_neverwritten', at: Date.now(), pending: true }));
     const early = await s.submit(walletId, [conformance, fee], 'labs');
     t.same(
       early.job.results.map((r) => r.key),
@@ -121,5 +121,14 @@ t.test(
     );
     await s.finished(third.job.id);
     t.same(await s.violations(), []);
+    // a mark written before claims were confirmed (no `pending`) counts as paid: never taken over
+    await s.deps.kv.datasets.put(walletId, JSON.stringify({ jobId: 'job_before_flags', at: Date.now() - 3600_000 }));
+    const fourth = await s.submit(walletId, [conformance, fee], 'labs');
+    t.same(
+      fourth.job.results.map((r) => r.key),
+      ['conformance'],
+      'an unflagged mark is held',
+    );
+    await s.finished(fourth.job.id);
   },
 );

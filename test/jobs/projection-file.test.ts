@@ -13,6 +13,7 @@ import type { JobRecord } from '../../shared/protocol/jobs.ts';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { start as startSupervisor } from '../../actors/job-supervisor/index.ts';
 import { jobsService } from '../../shared/protocol/job-supervisor.ts';
+import { archiveJob } from '../../shared/jobs/archive.ts';
 
 const jobOf = (id: string, over: Partial<JobRecord> = {}): JobRecord =>
   ({
@@ -247,5 +248,47 @@ t.test('the supervisor restarted on a store with history catches up from its fil
     list.jobs.map((j) => j.id),
     ['job1500', 'job1493'],
     'the list has the job written while it was down, newest first',
+  );
+});
+
+// Issue 44 item 11: a supervisor that comes back behind (its checkpoint is old: it was down while
+// others worked) answers at once and catches up in the background; until the tail of both streams
+// is applied the list answers 503 with Retry-After, never a list that misses what was written meanwhile.
+t.test('a copy resumed behind answers 503 with Retry-After until the tail of both streams is applied', async (t) => {
+  const { nc } = await startTestNats(t);
+  const dir = tempDir('payloads-proj-');
+  const kv = await fill(nc, 0, 10);
+  const jsm = await jetstreamManager(nc);
+  const first = await open(nc, dir);
+  await first.caughtUp;
+  await first.stop();
+  // while it is stopped: 5,000 jobs of one wallet reach the archive, and one bucket write
+  const ids = Array.from({ length: 5000 }, (_, i) => `arch${i}`);
+  for (let i = 0; i < ids.length; i += 250)
+    await Promise.all(
+      ids
+        .slice(i, i + 250)
+        .map((id, j) =>
+          archiveJob(jsm.jetstream(), jobOf(id, { walletId: 'wA', createdAt: 10_000 + i + j, expiresAt: 3_000, purgedAt: 4_000 }), 0),
+        ),
+    );
+  await kv.put('job0', JSON.stringify(jobOf('job0', { status: 'failed' })));
+  const second = await open(nc, dir);
+  t.teardown(() => second.stop());
+  t.equal(second.startedAs.mode, 'resumed');
+  t.ok(second.catchingUp, 'behind its streams');
+  // fails against the projection that answered the list as soon as the bucket's tail was applied
+  await t.rejects(
+    second.sync(),
+    { code: 'service_unavailable', headers: { 'retry-after': '5' }, details: { retryAfter: 5 } },
+    'the list is not answered from a part',
+  );
+  await second.caughtUp;
+  t.notOk(second.catchingUp);
+  await second.sync();
+  t.same(
+    second.list('wA', 2).map((r) => r.id),
+    ['arch4999', 'arch4998'],
+    'once caught up, the list has what was archived while it was down',
   );
 });

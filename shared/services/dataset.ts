@@ -5,6 +5,12 @@
 // The mark is given back when that job's charge fails, and when the job delivers no result that
 // needed the dataset (its fee is then refunded: actors/job-supervisor/steps.ts), so a later job
 // carries the fee again.
+// A claim is written `pending` and confirmed once the job's document is stored. A pending mark whose
+// job never appeared (its gateway died between the claim and the write) is abandoned: the plan then
+// quotes the fee again and the next job's claim takes the mark over. A confirmed mark is never taken
+// over, whatever becomes of its job (archived, then deleted with its record retention): the fee was
+// paid. Marks written before the flag existed count as confirmed. `admin audit` reports a held mark
+// whose job does not exist (shared/audit.ts).
 import type { KV } from '@nats-io/kv';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiError } from '../errors.ts';
@@ -14,6 +20,15 @@ import type { JobRecord, ResultRecord } from '../protocol/jobs.ts';
 export interface DatasetMark {
   jobId: string;
   at: number;
+  /** Claimed, the job's document not yet known to be stored. */
+  pending?: true;
+}
+
+/** What a job creation needs to tell an abandoned mark from a held one. */
+export interface MarkStaleness {
+  jobs: KV;
+  /** How long after its claim a job's document may still appear (gateway/jobs/create.ts jobMayAppearMs). */
+  staleMs: number;
 }
 
 /** The result that is the dataset fee: no work of its own. */
@@ -43,18 +58,14 @@ const holder = (e: { operation: string; value: Uint8Array; json<T>(): T } | null
  * A mark older than `staleMs` whose job has no document (its gateway died between the claim and
  * the job's write) is taken over: left alone, the wallet would never pay the fee again.
  */
-export async function claimDatasetMark(
-  kv: KV,
-  walletId: string,
-  jobId: string,
-  stale?: { jobs: KV; staleMs: number },
-): Promise<number | null> {
+export async function claimDatasetMark(kv: KV, walletId: string, jobId: string, stale?: MarkStaleness): Promise<number | null> {
   for (let attempt = 0; attempt < 30; attempt++) {
     const cur = await kv.get(walletId);
     const held = holder(cur);
     if (held !== null && !(held && stale && (await isAbandoned(cur!, held, stale)))) return null;
     try {
-      return await kvCasPut(kv, walletId, JSON.stringify({ jobId, at: Date.now() } satisfies DatasetMark), cur?.revision ?? 0);
+      const mark: DatasetMark = { jobId, at: Date.now(), pending: true };
+      return await kvCasPut(kv, walletId, JSON.stringify(mark), cur?.revision ?? 0);
     } catch (e) {
       if (!isCasConflict(e)) throw e;
       await sleep(Math.random() * Math.min(100, 5 * (attempt + 1)));
@@ -63,16 +74,54 @@ export async function claimDatasetMark(
   throw new ApiError('service_unavailable', 'too many concurrent job creations of this wallet; retry', {}, { 'retry-after': '1' });
 }
 
-async function isAbandoned(mark: { json<T>(): T }, heldBy: string, stale: { jobs: KV; staleMs: number }): Promise<boolean> {
-  let at = 0;
+async function isAbandoned(mark: { json<T>(): T }, heldBy: string, stale: MarkStaleness): Promise<boolean> {
+  let m: Partial<DatasetMark> = {};
   try {
-    at = Number(mark.json<Partial<DatasetMark>>().at) || 0;
+    m = mark.json<Partial<DatasetMark>>();
   } catch {
-    /* unreadable: treated as old */
+    /* unreadable: held by nobody we can name, never taken over */
   }
-  if (Date.now() - at < stale.staleMs) return false;
+  if (m.pending !== true) return false; // confirmed (or written before claims were confirmed): paid
+  if (Date.now() - (Number(m.at) || 0) < stale.staleMs) return false;
   const doc = await stale.jobs.get(heldBy);
   return !doc || doc.operation !== 'PUT' || !doc.value.length;
+}
+
+/**
+ * Whether a new dataset job of the wallet carries the fee (what its plan quotes): the mark is free,
+ * or held by a claim whose job never appeared (abandoned: the job's claim takes it over). A pending
+ * mark whose job exists is confirmed on the way, as its creation would have done.
+ */
+export async function datasetFeeOwed(kv: KV, walletId: string, stale?: MarkStaleness): Promise<boolean> {
+  const cur = await kv.get(walletId);
+  const held = holder(cur);
+  if (held === null) return true;
+  if (!held || !stale) return false;
+  if (await isAbandoned(cur!, held, stale)) return true;
+  // pending, and either young (its creation confirms it) or its job exists: confirmed here, so that
+  // a creation that died between its write and its confirmation leaves no mark to take over later
+  const m = cur!.json<Partial<DatasetMark>>();
+  if (m.pending === true && Date.now() - (Number(m.at) || 0) >= stale.staleMs) await confirmDatasetMark(kv, walletId, held).catch(() => {}); // best effort: the next look does it
+  return false;
+}
+
+/**
+ * Mark the claim of `jobId` confirmed: its job's document is stored, so the mark is never taken
+ * over. Compare-and-set; a mark no longer held by `jobId` is left alone.
+ */
+export async function confirmDatasetMark(kv: KV, walletId: string, jobId: string): Promise<void> {
+  for (let attempt = 0; attempt < 30; attempt++) {
+    const cur = await kv.get(walletId);
+    if (!cur || holder(cur) !== jobId) return;
+    const m = cur.json<DatasetMark>();
+    if (m.pending !== true) return;
+    try {
+      await kvCasPut(kv, walletId, JSON.stringify({ jobId, at: m.at } satisfies DatasetMark), cur.revision);
+      return;
+    } catch (e) {
+      if (!isCasConflict(e)) throw e;
+    }
+  }
 }
 
 /** Give the mark back if `jobId` holds it; a mark held by another job is left alone. Idempotent. */

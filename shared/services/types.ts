@@ -48,7 +48,7 @@ export interface PlanContext {
   walletId: string;
   catalogueKv: KV;
   datasetsKv: KV;
-  /** Lets the plan tell an abandoned dataset mark from a held one (shared/jobs/dataset.ts); without it a held mark is held. */
+  /** Lets the plan tell an abandoned dataset mark from a held one (shared/services/dataset.ts); without it a held mark is held. */
   datasetStale?: MarkStaleness;
 }
 

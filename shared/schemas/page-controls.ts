@@ -4,7 +4,8 @@
 import { Type as T, type Static } from '@sinclair/typebox';
 
 /** A CSS selector as the caller wrote it; syntax is checked at plan time (a 400 before any charge). */
-export const Selector = T.String({ minLength: 1, maxLength: 512, description: 'A CSS selector.' });
+// no control characters: no selector a page can match holds one, and they are refused as garbage
+export const Selector = T.String({ minLength: 1, maxLength: 512, pattern: '^[^\\u0000-\\u001f\\u007f]+$', description: 'A CSS selector.' });
 export const SelectorList = (description: string) => T.Array(Selector, { minItems: 1, maxItems: 20, description });
 
 export const MAX_ACTIONS = 20;

@@ -165,7 +165,9 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
     await Promise.allSettled(steps);
   }
 
-  const names = Object.keys(FAILPOINTS) as FailpointName[];
+  // FAILPOINT_ONLY=a,b walks just those points (a failing point again, without the other twelve)
+  const only = process.env.FAILPOINT_ONLY?.split(',').filter(Boolean);
+  const names = (Object.keys(FAILPOINTS) as FailpointName[]).filter((f) => !only?.length || only.includes(f));
   const figures: string[] = [];
   for (const f of names) {
     await t.test(f, async (t) => {
@@ -184,10 +186,19 @@ t.test('every failpoint: crash there, restart, recover; the money stays right', 
       await startUnit(u);
       // the workload's own steps end too (a file it deletes after the crash must be in the check)
       await work;
+      // a creation that died after claiming the wallet's dataset mark leaves it held by no job; the
+      // audit reports it until the wallet's next labs job takes it over (once it is stale:
+      // shared/services/dataset.ts), so the walk sends that job, as a customer coming back would
+      let nextLabsAt = 0;
       const recovered = await until(async () => {
         const jobs = [...(await readBucket<JobRecord>(tn.nc, BUCKETS.jobs)).values()];
         if (jobs.some((j) => !isFinished(j))) return false;
-        return (await audit(tn.nc)).violations.length === 0;
+        const { violations } = await audit(tn.nc);
+        if (violations.some((v) => v.startsWith(`wallet ${walletId}: dataset mark held`)) && Date.now() >= nextLabsAt) {
+          nextLabsAt = Date.now() + 5_000;
+          await post(key, '/v1/labs/jobs?wait=15', { relay: `ws://127.0.0.1:${port}/?behave=fail`, checks: ['fp-check'] }).catch(() => {});
+        }
+        return violations.length === 0;
       }, 90_000);
       const report = await audit(tn.nc);
       t.ok(recovered, 'every job final and the audit clean');

@@ -14,7 +14,7 @@ import { CrawlReport, SKIP_REASONS, type ReportJson } from '../../shared/crawl/r
 import { compileScope } from '../../shared/crawl/scope.ts';
 import { parseRobots, type RobotsRules, type RobotsVerdict } from '../../shared/crawl/robots.ts';
 import { scopeRulesOf } from '../../shared/services/index.ts';
-import { publishPages } from '../../shared/jobs/pages.ts';
+import { publishPages, unsettled } from '../../shared/jobs/pages.ts';
 import type { CrawlRequest } from '../../shared/schemas/crawl.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
 import type { Deps } from './deps.ts';
@@ -142,7 +142,7 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again:
     if (res?.job) job = res.job;
   }
   const state = job.pageSet!.state;
-  const busy = state.includes('-') || state.includes('q');
+  const busy = unsettled(state);
   const past = deadlinePassed(job);
   const full = state.length >= ps.slots;
   const { admitted } = await s.frontier.counts(job.id);

@@ -18,10 +18,13 @@ import {
   waitingPages,
   type PageMessage,
   pageTaskKey,
+  resultPages,
+  unsettled,
 } from '../../shared/jobs/pages.ts';
 import { resultKey, type PlannedPage } from '../../shared/crawl/keys.ts';
 import type { CrawlPage } from '../../shared/jobs/crawl.ts';
 import { admitPageLinks, advanceCrawl, crawlPage, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
 import type { Deps } from './deps.ts';
 
@@ -97,7 +100,7 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'page outcome for no page of the job; dropped');
     return;
   }
-  if (ps.state[index] !== 'r') {
+  if (ps.state[index] !== 'r' && ps.state[index] !== 'x') {
     const crawl = ps.kind === 'crawl';
     const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
     if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
@@ -118,7 +121,7 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
       job.id,
       (j) => {
         const s = j.pageSet;
-        if (!s || s.state[index] === 'r') return false;
+        if (!s || s.state[index] === 'r' || s.state[index] === 'x') return false;
         s.state = s.state.slice(0, index) + 'r' + s.state.slice(index + 1);
         if (skipped && s.crawl) s.crawl.report = mergeReport(s.crawl.report, skipped);
         for (const r of results) {
@@ -161,7 +164,7 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
     }
     return;
   }
-  if (!ps.state.includes('-') && !ps.state.includes('q')) return finishPageSet(d, job);
+  if (!unsettled(ps.state)) return finishPageSet(d, job);
   const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
   const next = room > 0 ? waitingPages(job, room) : [];
   if (!next.length) return;
@@ -173,7 +176,8 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
 async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
   const ps = job.pageSet!;
   const perPage = ps.outputs.reduce((s, o) => s + (ps.unitPrices[o] ?? 0), 0);
-  const unused = Math.max(0, ps.slots - ps.pages) * perPage;
+  // slots minus the pages that became results: a dropped (`x`) page's slot comes back here
+  const unused = Math.max(0, ps.slots - resultPages(ps.state)) * perPage;
   if (unused > 0) await wallet.refund(d.nc, { walletId: job.walletId, jobId: job.id, resultKey: SLOTS_RESULT_KEY, amount: unused });
   const res = await updateJob(d.jobs, job.id, (j) => {
     const s = j.pageSet;
@@ -197,4 +201,21 @@ export async function failStuckPages(d: Deps, job: JobRecord, fail: (resultKey: 
   const state = job.pageSet?.state ?? '';
   for (let i = 0; i < state.length; i++)
     if (state[i] === 'q') await fail(pageTaskKey(i), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+}
+
+/**
+ * Drop a page (state `x`): it is not a result and costs nothing (its slot comes back in `_slots`);
+ * the crawl report counts why. Idempotent: a page already `r` or `x` is left alone.
+ */
+export async function dropPage(d: Deps, job: JobRecord, index: number, reason: SkipReason, url: string): Promise<boolean> {
+  const report = new CrawlReport();
+  report.skip(reason, url);
+  const res = await updateJob(d.jobs, job.id, (j) => {
+    const s = j.pageSet;
+    if (!s || index >= s.state.length || s.state[index] === 'r' || s.state[index] === 'x') return false;
+    s.state = s.state.slice(0, index) + 'x' + s.state.slice(index + 1);
+    if (s.crawl) s.crawl.report = mergeReport(s.crawl.report, report.toJSON());
+    return true;
+  });
+  return !!res?.changed;
 }

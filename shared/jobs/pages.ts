@@ -70,6 +70,10 @@ export function waitingPages(job: JobRecord, room: number): number[] {
   return out;
 }
 export const inFlight = (job: JobRecord) => (job.pageSet?.state.match(/q/g) ?? []).length;
+/** Pages whose results are recorded (`r`): what the slots paid for and used; `x` pages come back with the unused ones. */
+export const resultPages = (state: string) => (state.match(/r/g) ?? []).length;
+/** Pages not settled yet: waiting (`-`) or in flight (`q`); `r` and `x` are final. */
+export const unsettled = (state: string) => /[-q]/.test(state);
 
 /**
  * Publish the tasks of these pages (a page on a host the precheck found unreachable gets its failed

@@ -23,7 +23,8 @@ import {
 } from '../../shared/jobs/pages.ts';
 import { resultKey, type PlannedPage } from '../../shared/crawl/keys.ts';
 import type { CrawlPage } from '../../shared/jobs/crawl.ts';
-import { admitPageLinks, advanceCrawl, crawlPage, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import { admitPageLinks, advanceCrawl, crawlPage, crawlStore, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import { readFacts } from './crawl-send.ts';
 import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
 import type { Deps } from './deps.ts';
@@ -104,6 +105,16 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     const crawl = ps.kind === 'crawl';
     const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
     if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
+    if (crawl) {
+      // the outcome's facts: a retry holds it, a robots skip or a canonical copy drops it (crawl-send.ts)
+      const v = await readFacts(d, await crawlStore(d), job, index, page as CrawlPage, o);
+      if (v === 'held') return advancePageSet(d, job.id);
+      if ('dropped' in v) {
+        await dropPage(d, job, index, v.dropped, page.url);
+        return advancePageSet(d, job.id);
+      }
+      o = v.record as typeof o;
+    }
     const { key, results } = pageResults(job, page, o);
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
@@ -196,11 +207,20 @@ async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
   if (res?.changed) await d.afterFinish?.(res.job);
 }
 
-/** Backstop for a page set whose admitted pages never came back: each fails as worker_lost (refunded). */
+/**
+ * Backstop for a page set whose admitted pages never came back: each fails as worker_lost (refunded).
+ * A crawl's page counts from its own (latest) send, not the job's start: a long crawl's pages are not stuck.
+ */
 export async function failStuckPages(d: Deps, job: JobRecord, fail: (resultKey: string, message: string) => Promise<void>): Promise<void> {
   const state = job.pageSet?.state ?? '';
-  for (let i = 0; i < state.length; i++)
-    if (state[i] === 'q') await fail(pageTaskKey(i), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+  const crawl = job.pageSet?.kind === 'crawl' ? await crawlStore(d) : null;
+  const stuckBefore = Date.now() - d.config.jobs.stuckSeconds * 1000;
+  for (let i = 0; i < state.length; i++) {
+    if (state[i] !== 'q') continue;
+    const a = crawl ? await crawl.attempt(job.id, i) : null;
+    if (a && a.sentAt > stuckBefore) continue;
+    await fail(pageTaskKey(i, a ? a.tries + a.lost : 0), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+  }
 }
 
 /**

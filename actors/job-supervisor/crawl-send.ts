@@ -181,7 +181,7 @@ export async function resendLost(d: Deps, s: CrawlStore, job: JobRecord): Promis
     const a = await s.attempt(job.id, i);
     if (!a?.seq || now - a.sentAt < c.pageLostSeconds * 1000) continue;
     const alive = await d.jsm.streams.getMessage(STREAMS.tasks, { seq: a.seq }).then(
-      () => true,
+      (m) => !!m, // this client answers null for a sequence not in the stream
       (e: Error) => !/no message found|not found/i.test(e.message),
     );
     if (alive) continue;

@@ -24,7 +24,17 @@ import { testLog } from './nats.ts';
 const resolver = async (hostname: string) =>
   hostname === 'localhost' || hostname.endsWith('.localhost') ? [{ address: '127.0.0.1', family: 4 }] : [];
 
-export async function startCrawlFactsWorker(t: { teardown(fn: () => unknown): void }, nc: NatsConnection, config: Config) {
+/**
+ * `hold(url)`: that page's task is taken and held without an answer until the worker stops (then it
+ * is handed back with no outcome, as a converter killed mid-page); `held` lists the URLs held.
+ */
+export async function startCrawlFactsWorker(
+  t: { teardown(fn: () => unknown): void },
+  nc: NatsConnection,
+  config: Config,
+  o: { hold?: (url: string) => boolean } = {},
+) {
+  const held: string[] = [];
   const guard = { allowCidrs: config.outbound.allowCidrs, resolver, maxRedirects: 5 };
   const w = await runWorker({
     nc,
@@ -33,8 +43,13 @@ export async function startCrawlFactsWorker(t: { teardown(fn: () => unknown): vo
     consumer: CONSUMERS.converter,
     filterSubject: subjects.taskWebsitepro,
     concurrency: 4,
-    async handle({ task }) {
+    async handle({ task, signal }) {
       const p = task.params as unknown as PageTaskParams;
+      if (o.hold?.(p.url)) {
+        held.push(p.url);
+        await new Promise((r) => signal.addEventListener('abort', r, { once: true }));
+        throw new Error('stopped while holding the page');
+      }
       const origin = new URL(p.url).origin;
       let robots: { status: number | null; text: string } | undefined;
       let crawlDelayMs: number | undefined;
@@ -78,5 +93,5 @@ export async function startCrawlFactsWorker(t: { teardown(fn: () => unknown): vo
     await ad.stop();
     await w.stop();
   });
-  return w;
+  return { stop: () => w.stop(), held };
 }

@@ -10,6 +10,9 @@ import { startTestApp, type TestApp } from '../helpers/app.ts';
 import { startCrawlFactsWorker } from '../helpers/crawl-facts-worker.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
+import { Kvm } from '@nats-io/kv';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { BUCKETS, STREAMS } from '../../shared/names.ts';
 import { fixtureServer, type Route } from '../outbound/fixture-server.ts';
 
 const page =
@@ -144,4 +147,41 @@ t.test("a subdomain's own robots.txt: its disallowed path is never fetched there
   t.equal(job.crawl.skipped.robots?.count, 1, 'counted as a robots skip');
   t.same(job.crawl.skipped.robots?.sample, [docsOf('/private/x')]);
   t.equal(job.refunded, (limit - 3) * unit, "the skipped page's slot back");
+});
+
+t.test('a page task lost with no outcome is sent again by the sweep, and delivered once', async (t) => {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor'],
+    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, crawl: { pageLostSeconds: 10 }, retention: { sweepSeconds: 1 } },
+  });
+  const site = await fixtureServer(t, { '/': page('Home', ['/lost']), '/lost': page('Lost', []) });
+  // the first worker takes /lost and never answers; its task message is then removed from TASKS
+  const first = await startCrawlFactsWorker(t, await app.connect('converter'), app.config, { hold: (u) => u.endsWith('/lost') });
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, 100_000, 'test');
+  const r = await app.request('POST', '/v1/websitepro/jobs', {
+    key: k.key,
+    body: { url: site.url('/'), outputs: ['text'], crawl: { limit: 5 } },
+  });
+  t.equal(r.status, 201, r.text);
+  const id = r.json.job.id;
+  for (let i = 0; i < 150 && !first.held.length; i++) await new Promise((res) => setTimeout(res, 200));
+  t.same(first.held, [site.url('/lost')], 'the page is held by the first worker');
+  const kv = await new Kvm(app.nc).open(BUCKETS.crawlVisited);
+  const attempt = (await kv.get(`${id}.t1`))?.json<{ seq: number }>();
+  t.ok(attempt?.seq, 'its send is recorded with its TASKS sequence');
+  await (await jetstreamManager(app.nc)).streams.deleteMessage(STREAMS.tasks, attempt!.seq, false);
+  await first.stop();
+  await startCrawlFactsWorker(t, await app.connect('converter'), app.config);
+
+  const job = await finished(app, k.key, id);
+  t.equal(job.status, 'completed');
+  const results = job.results as { page: string; status: string }[];
+  t.same(results.map((x) => [x.page, x.status]).sort(), [
+    [site.url('/'), 'done'],
+    [site.url('/lost'), 'done'],
+  ]);
+  t.equal(site.hits.filter((h) => h === '/lost').length, 1, 'fetched once: by the task sent again');
+  t.equal(job.charged, 2 * (r.json.job.cost / 5), 'charged once per page');
+  t.same((await audit(app.nc)).violations, [], 'the money adds up');
 });

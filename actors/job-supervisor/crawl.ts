@@ -174,8 +174,25 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again:
   const delay = (await robotsOf(d, s, job, new URL(String(job.request.url)).origin))?.crawlDelayMs ?? 0;
   const wake = await sendWaiting(d, s, job, room, delay);
   // a page held by politeness asks again when it may go (the sweep is the backstop)
-  if (wake < Infinity) setTimeout(again, Math.max(0, wake - Date.now()) + 5).unref();
+  if (wake < Infinity) wakeAt(job.id, wake, again);
   return 'wait';
+}
+
+/** One timer per crawl, for its earliest wake-up: a held origin does not leave a timer per outcome. */
+const timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+function wakeAt(jobId: string, at: number, again: () => void): void {
+  const cur = timers.get(jobId);
+  if (cur && cur.at <= at && cur.at > Date.now()) return;
+  if (cur) clearTimeout(cur.timer);
+  const timer = setTimeout(
+    () => {
+      timers.delete(jobId);
+      again();
+    },
+    Math.max(0, at - Date.now()) + 5,
+  );
+  timer.unref();
+  timers.set(jobId, { at, timer });
 }
 
 /** The deadline passed: every waiting page is dropped in one write, counted `deadline`. */
@@ -196,5 +213,7 @@ async function dropWaiting(d: Deps, s: CrawlStore, job: JobRecord): Promise<JobR
 /** The crawl's frontier, visited set and page records go once it has finished. */
 export async function dropCrawl(d: Deps, jobId: string): Promise<void> {
   robotsCache.delete(jobId);
+  clearTimeout(timers.get(jobId)?.timer);
+  timers.delete(jobId);
   await (await crawlStore(d)).frontier.drop(jobId);
 }

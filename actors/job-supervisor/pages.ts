@@ -225,11 +225,11 @@ export async function failStuckPages(d: Deps, job: JobRecord, fail: (resultKey: 
 
 /**
  * Drop a page (state `x`): it is not a result and costs nothing (its slot comes back in `_slots`);
- * the crawl report counts why. Idempotent: a page already `r` or `x` is left alone.
+ * the crawl report counts why (`reason`; null: not a skip, e.g. a map's page). Idempotent: a page already `r` or `x` is left alone.
  */
-export async function dropPage(d: Deps, job: JobRecord, index: number, reason: SkipReason, url: string): Promise<boolean> {
+export async function dropPage(d: Deps, job: JobRecord, index: number, reason: SkipReason | null, url: string): Promise<boolean> {
   const report = new CrawlReport();
-  report.skip(reason, url);
+  if (reason) report.skip(reason, url);
   const res = await updateJob(d.jobs, job.id, (j) => {
     const s = j.pageSet;
     if (!s || index >= s.state.length || s.state[index] === 'r' || s.state[index] === 'x') return false;

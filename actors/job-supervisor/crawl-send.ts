@@ -169,6 +169,9 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
   return { record: o };
 }
 
+/** When each crawl's pages in flight were last checked for lost tasks (a bounded memo; a restart checks at once). */
+const lostChecked = new Map<string, number>();
+
 /**
  * Pages in flight whose task is gone from TASKS with no outcome, crawl.pageLostSeconds after it went
  * out: sent again (a new task key), at most crawl.maxRetries times, then failed as worker_lost.
@@ -177,6 +180,10 @@ export async function resendLost(d: Deps, s: CrawlStore, job: JobRecord): Promis
   const state = job.pageSet!.state;
   const now = Date.now();
   const c = d.config.crawl;
+  // looked at a few times per pageLostSeconds, not on every page's step (a KV read per page in flight)
+  if ((lostChecked.get(job.id) ?? 0) > now - (c.pageLostSeconds * 1000) / 4) return;
+  if (lostChecked.size >= 1000) lostChecked.delete(lostChecked.keys().next().value!);
+  lostChecked.set(job.id, now);
   for (let i = state.indexOf('q'); i >= 0; i = state.indexOf('q', i + 1)) {
     const a = await s.attempt(job.id, i);
     if (!a?.seq || now - a.sentAt < c.pageLostSeconds * 1000) continue;

@@ -185,3 +185,22 @@ t.test('a page task lost with no outcome is sent again by the sweep, and deliver
   t.equal(job.charged, 2 * (r.json.job.cost / 5), 'charged once per page');
   t.same((await audit(app.nc)).violations, [], 'the money adds up');
 });
+
+t.test('crawl.originConcurrency 1: never two pages of the origin at once, whatever the window', async (t) => {
+  let now = 0;
+  let most = 0;
+  const slow =
+    (links: string[]): Route =>
+    (q, r) => {
+      most = Math.max(most, ++now);
+      setTimeout(() => {
+        now--;
+        page(String(q.url), links)(q, r);
+      }, 150);
+    };
+  const paths = ['/1', '/2', '/3', '/4', '/5'];
+  const site = await fixtureServer(t, Object.fromEntries([['/', slow(paths)], ...paths.map((p) => [p, slow([])])]));
+  const { results } = await crawl(t, { crawl: { concurrency: 4, originConcurrency: 1 } }, { url: site.url('/'), crawl: { limit: 10 } });
+  t.equal(results.length, 6, 'every page delivered');
+  t.equal(most, 1, 'one request at a time on the origin (the server counted)');
+});

@@ -1,5 +1,6 @@
 // The crawl's steps in the supervisor (issue 42): a crawl is a page set whose pages are found as it
-// goes. When a crawl page is recorded, its links (the converter's `extra.links`, bounded by
+// goes. Sending pages and their outcome facts (politeness, retry, canonical, skipped): crawl-send.ts.
+// When a crawl page is recorded, its links (the converter's `extra.links`, bounded by
 // crawl.maxLinksPerPage) go through normalize → scope → robots → the frontier (shared/crawl/
 // admission.ts); each refusal is counted in the crawl report, merged into the document with the
 // page's own write. Admitting pages takes frontier entries (in order, each its page index = n - 1),
@@ -14,13 +15,14 @@ import { CrawlReport, SKIP_REASONS, type ReportJson } from '../../shared/crawl/r
 import { compileScope } from '../../shared/crawl/scope.ts';
 import { parseRobots, type RobotsRules, type RobotsVerdict } from '../../shared/crawl/robots.ts';
 import { scopeRulesOf } from '../../shared/services/index.ts';
-import { publishPages } from '../../shared/jobs/pages.ts';
+import { unsettled } from '../../shared/jobs/pages.ts';
+import { resendLost, sendWaiting, type CrawlFacts } from './crawl-send.ts';
 import type { CrawlRequest } from '../../shared/schemas/crawl.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
 import type { Deps } from './deps.ts';
 
 /** A crawl page's outcome facts beside the page's outputs. */
-export interface CrawlExtra {
+export interface CrawlExtra extends CrawlFacts {
   links?: string[];
   robots?: RobotsText;
   sitemap?: string[];
@@ -89,18 +91,17 @@ export async function admitPageLinks(d: Deps, job: JobRecord, page: CrawlPage, e
   const scope = compileScope(scopeRulesOf(start.href, job.request.crawl as CrawlRequest | undefined));
   const rules = await robotsOf(d, s, job, scope.origin);
   const robots = {
-    // the start origin's rules as page 0 read them; another origin (allowSubdomains) has no rules read yet
+    // the start origin's rules as page 0 read them; a page on another origin (allowSubdomains, in
+    // scope) is admitted, and its task reads that origin's robots.txt first (`crawl.originRobots`):
+    // an outcome `skipped` drops it (crawl-send.ts)
     async check(url: string | URL): Promise<RobotsVerdict> {
-      if (new URL(String(url)).origin !== scope.origin) return { ok: false, reason: 'robots_unavailable' };
+      if (new URL(String(url)).origin !== scope.origin) return { ok: true, crawlDelayMs: 0 };
       if (!rules) return { ok: true, crawlDelayMs: 0 };
       return rules.allows(String(url)) ? { ok: true, crawlDelayMs: rules.crawlDelayMs } : { ok: false, reason: 'robots' };
     },
   };
   const gate = { jobId: job.id, limit: ps.slots, scope, robots, frontier: s.frontier, report };
-  for (const url of links) {
-    const v = await admitLink(gate, { url, depth: page.depth + 1, from: page.url });
-    if (!v.ok && v.reason === 'robots_unavailable') report.skip('robots_unavailable', url);
-  }
+  for (const url of links) await admitLink(gate, { url, depth: page.depth + 1, from: page.url });
   return report.toJSON();
 }
 
@@ -118,69 +119,101 @@ export function mergeReport(into: ReportJson, delta: ReportJson): ReportJson {
   return out;
 }
 
-/** Grow the document's state to `n` pages (tasks out for all of them). */
-export const extendTo = (j: JobRecord, n: number): boolean => {
+/** Grow the document's state to `n` pages: `q` when their tasks are out, `-` when they wait to be sent. */
+export const extendTo = (j: JobRecord, n: number, fill: 'q' | '-' = 'q'): boolean => {
   const s = j.pageSet;
   if (!s || s.state.length >= n) return false;
-  s.state += 'q'.repeat(n - s.state.length);
+  s.state += fill.repeat(n - s.state.length);
   s.pages = s.state.length;
   return true;
 };
 
 /**
  * One step of a crawl: finish it when nothing is waiting or in flight and nothing more can come
- * (frontier exhausted, limit reached, or deadline passed), else admit pages from the frontier up to
- * `room`. Answers 'finish' when the caller should finish the page set.
+ * (frontier exhausted, limit reached, or deadline passed); else take frontier entries as waiting
+ * pages and send waiting pages as politeness allows (crawl-send.ts), up to `room` in flight.
+ * Answers 'finish' when the caller should finish the page set.
  */
 export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again: () => void): Promise<'finish' | 'wait'> {
   const s = await crawlStore(d);
   const ps = job.pageSet!;
   const cursor = await s.frontier.cursor(job.id);
-  // a coordinator that stopped between the cursor and its document write: those pages' tasks are out
+  // a coordinator that stopped between the cursor and its document write: those pages wait to be sent
   if (cursor.n > ps.state.length) {
-    const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, cursor.n));
+    const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, cursor.n, '-'));
     if (res?.job) job = res.job;
   }
-  const state = job.pageSet!.state;
-  const busy = state.includes('-') || state.includes('q');
   const past = deadlinePassed(job);
+  // past the deadline nothing more is sent: pages waiting are dropped (not results, their slots back)
+  if (past && job.pageSet!.state.includes('-')) job = await dropWaiting(d, s, job);
+  const state = job.pageSet!.state;
+  const busy = unsettled(state);
   const full = state.length >= ps.slots;
   const { admitted } = await s.frontier.counts(job.id);
   const more = admitted > state.length;
   if (!busy && (past || full || !more)) return 'finish';
-  if (past || full || !more || room <= 0) return 'wait';
-  // robots.txt's Crawl-delay (bounded by crawl.maxCrawlDelayMs): one page per gap; a step before the
-  // gap ends asks again when it does (the sweep is the backstop)
-  const origin = new URL(String(job.request.url)).origin;
-  const gap = (await robotsOf(d, s, job, origin))?.crawlDelayMs ?? 0;
-  const now = Date.now();
-  if (gap > 0) {
-    const nextAt = await s.nextAt(job.id);
-    if (nextAt > now) {
-      setTimeout(again, nextAt - now + 5).unref();
-      return 'wait';
+  if (past) return 'wait';
+  await resendLost(d, s, job);
+  const waiting = (state.match(/-/g) ?? []).length;
+  const take = Math.min(room - waiting, ps.slots - state.length);
+  if (more && !full && take > 0) {
+    // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
+    // document another coordinator grew): read past them, or they would take the room of new ones
+    const behind = Math.max(0, state.length - cursor.n);
+    const { entries } = await s.frontier.pending(job.id, behind + take);
+    if (entries.length) {
+      for (const e of entries) if (e.n - 1 >= state.length) await s.place(job.id, e.n - 1, e);
+      // records, then the cursor, then the document: a crash between leaves them to the next step
+      const last = entries[entries.length - 1]!;
+      await s.frontier.commit(job.id, cursor, last);
+      const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, last.n, '-'));
+      if (res?.job) job = res.job;
     }
-    room = 1;
   }
-  // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
-  // document another coordinator grew): read past them, or they would take the room of new ones
-  const behind = Math.max(0, state.length - cursor.n);
-  const { entries } = await s.frontier.pending(job.id, behind + Math.min(room, ps.slots - state.length));
-  const fresh = entries.filter((e) => e.n - 1 >= state.length);
-  if (!entries.length) return 'wait';
-  const pages = new Map<number, CrawlPage>();
-  for (const e of fresh) pages.set(e.n - 1, await s.place(job.id, e.n - 1, e));
-  // tasks first, then the cursor, then the document: a crash between leaves them to the next step
-  if (gap > 0 && pages.size) await s.setNextAt(job.id, now + gap);
-  await publishPages(d.js, job, [...pages.keys()], undefined, (i) => pages.get(i)!);
-  const last = entries[entries.length - 1]!;
-  await s.frontier.commit(job.id, cursor, last);
-  await updateJob(d.jobs, job.id, (j) => extendTo(j, last.n));
+  if (room <= 0 || !job.pageSet!.state.includes('-')) return 'wait';
+  const delay = (await robotsOf(d, s, job, new URL(String(job.request.url)).origin))?.crawlDelayMs ?? 0;
+  const wake = await sendWaiting(d, s, job, room, delay);
+  // a page held by politeness asks again when it may go (the sweep is the backstop)
+  if (wake < Infinity) wakeAt(job.id, wake, again);
   return 'wait';
+}
+
+/** One timer per crawl, for its earliest wake-up: a held origin does not leave a timer per outcome. */
+const timers = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+function wakeAt(jobId: string, at: number, again: () => void): void {
+  const cur = timers.get(jobId);
+  if (cur && cur.at <= at && cur.at > Date.now()) return;
+  if (cur) clearTimeout(cur.timer);
+  const timer = setTimeout(
+    () => {
+      timers.delete(jobId);
+      again();
+    },
+    Math.max(0, at - Date.now()) + 5,
+  );
+  timer.unref();
+  timers.set(jobId, { at, timer });
+}
+
+/** The deadline passed: every waiting page is dropped in one write, counted `deadline`. */
+async function dropWaiting(d: Deps, s: CrawlStore, job: JobRecord): Promise<JobRecord> {
+  const report = new CrawlReport();
+  const st = job.pageSet!.state;
+  for (let i = st.indexOf('-'); i >= 0; i = st.indexOf('-', i + 1)) report.skip('deadline', (await s.page(job, i))?.url ?? String(i));
+  const res = await updateJob(d.jobs, job.id, (j) => {
+    const ps = j.pageSet;
+    if (!ps?.state.includes('-')) return false;
+    ps.state = ps.state.replace(/-/g, 'x');
+    if (ps.crawl) ps.crawl.report = mergeReport(ps.crawl.report, report.toJSON());
+    return true;
+  });
+  return res?.job ?? job;
 }
 
 /** The crawl's frontier, visited set and page records go once it has finished. */
 export async function dropCrawl(d: Deps, jobId: string): Promise<void> {
   robotsCache.delete(jobId);
+  clearTimeout(timers.get(jobId)?.timer);
+  timers.delete(jobId);
   await (await crawlStore(d)).frontier.drop(jobId);
 }

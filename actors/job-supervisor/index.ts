@@ -353,7 +353,9 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
       // a result waiting for others whose release was cut short (a crash between the outcome and it)
       if (job.results.some((r) => r.status === 'pending' && r.after && !r.taskSeq))
         await releaseDependents(d, id).catch((err) => log.warn({ err, id }, 'sweep: release failed'));
-      if (!pending || unrefunded) await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
+      // a crawl steps on every sweep too: pages held by politeness or a Retry-After, lost tasks (crawl-send.ts)
+      if (!pending || unrefunded || job.pageSet?.kind === 'crawl')
+        await settleJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: settle failed'));
       if (pending && (job.startedAt ?? now) <= stuckBefore)
         await failStuckJob(d, id).catch((err) => log.warn({ err, id }, 'sweep: stuck check failed'));
       else if (pending && workerless && job.results.some((r) => r.status === 'pending' && r.subject && workerless(kindOf(job, r)))) {

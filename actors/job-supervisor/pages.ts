@@ -18,10 +18,14 @@ import {
   waitingPages,
   type PageMessage,
   pageTaskKey,
+  resultPages,
+  unsettled,
 } from '../../shared/jobs/pages.ts';
 import { resultKey, type PlannedPage } from '../../shared/crawl/keys.ts';
 import type { CrawlPage } from '../../shared/jobs/crawl.ts';
-import { admitPageLinks, advanceCrawl, crawlPage, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import { admitPageLinks, advanceCrawl, crawlPage, crawlStore, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import { readFacts } from './crawl-send.ts';
+import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
 import type { Deps } from './deps.ts';
 
@@ -97,10 +101,20 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     d.log.warn({ jobId: o.jobId, resultKey: o.resultKey }, 'page outcome for no page of the job; dropped');
     return;
   }
-  if (ps.state[index] !== 'r') {
+  if (ps.state[index] !== 'r' && ps.state[index] !== 'x') {
     const crawl = ps.kind === 'crawl';
     const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
     if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
+    if (crawl) {
+      // the outcome's facts: a retry holds it, a robots skip or a canonical copy drops it (crawl-send.ts)
+      const v = await readFacts(d, await crawlStore(d), job, index, page as CrawlPage, o);
+      if (v === 'held') return advancePageSet(d, job.id);
+      if ('dropped' in v) {
+        await dropPage(d, job, index, v.dropped, page.url);
+        return advancePageSet(d, job.id);
+      }
+      o = v.record as typeof o;
+    }
     const { key, results } = pageResults(job, page, o);
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
@@ -118,7 +132,7 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
       job.id,
       (j) => {
         const s = j.pageSet;
-        if (!s || s.state[index] === 'r') return false;
+        if (!s || s.state[index] === 'r' || s.state[index] === 'x') return false;
         s.state = s.state.slice(0, index) + 'r' + s.state.slice(index + 1);
         if (skipped && s.crawl) s.crawl.report = mergeReport(s.crawl.report, skipped);
         for (const r of results) {
@@ -161,7 +175,7 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
     }
     return;
   }
-  if (!ps.state.includes('-') && !ps.state.includes('q')) return finishPageSet(d, job);
+  if (!unsettled(ps.state)) return finishPageSet(d, job);
   const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
   const next = room > 0 ? waitingPages(job, room) : [];
   if (!next.length) return;
@@ -173,7 +187,8 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
 async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
   const ps = job.pageSet!;
   const perPage = ps.outputs.reduce((s, o) => s + (ps.unitPrices[o] ?? 0), 0);
-  const unused = Math.max(0, ps.slots - ps.pages) * perPage;
+  // slots minus the pages that became results: a dropped (`x`) page's slot comes back here
+  const unused = Math.max(0, ps.slots - resultPages(ps.state)) * perPage;
   if (unused > 0) await wallet.refund(d.nc, { walletId: job.walletId, jobId: job.id, resultKey: SLOTS_RESULT_KEY, amount: unused });
   const res = await updateJob(d.jobs, job.id, (j) => {
     const s = j.pageSet;
@@ -192,9 +207,35 @@ async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
   if (res?.changed) await d.afterFinish?.(res.job);
 }
 
-/** Backstop for a page set whose admitted pages never came back: each fails as worker_lost (refunded). */
+/**
+ * Backstop for a page set whose admitted pages never came back: each fails as worker_lost (refunded).
+ * A crawl's page counts from its own (latest) send, not the job's start: a long crawl's pages are not stuck.
+ */
 export async function failStuckPages(d: Deps, job: JobRecord, fail: (resultKey: string, message: string) => Promise<void>): Promise<void> {
   const state = job.pageSet?.state ?? '';
-  for (let i = 0; i < state.length; i++)
-    if (state[i] === 'q') await fail(pageTaskKey(i), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+  const crawl = job.pageSet?.kind === 'crawl' ? await crawlStore(d) : null;
+  const stuckBefore = Date.now() - d.config.jobs.stuckSeconds * 1000;
+  for (let i = 0; i < state.length; i++) {
+    if (state[i] !== 'q') continue;
+    const a = crawl ? await crawl.attempt(job.id, i) : null;
+    if (a && a.sentAt > stuckBefore) continue;
+    await fail(pageTaskKey(i, a ? a.tries + a.lost : 0), `no worker finished the page within ${d.config.jobs.stuckSeconds} s`);
+  }
+}
+
+/**
+ * Drop a page (state `x`): it is not a result and costs nothing (its slot comes back in `_slots`);
+ * the crawl report counts why (`reason`; null: not a skip, e.g. a map's page). Idempotent: a page already `r` or `x` is left alone.
+ */
+export async function dropPage(d: Deps, job: JobRecord, index: number, reason: SkipReason | null, url: string): Promise<boolean> {
+  const report = new CrawlReport();
+  if (reason) report.skip(reason, url);
+  const res = await updateJob(d.jobs, job.id, (j) => {
+    const s = j.pageSet;
+    if (!s || index >= s.state.length || s.state[index] === 'r' || s.state[index] === 'x') return false;
+    s.state = s.state.slice(0, index) + 'x' + s.state.slice(index + 1);
+    if (s.crawl) s.crawl.report = mergeReport(s.crawl.report, report.toJSON());
+    return true;
+  });
+  return !!res?.changed;
 }

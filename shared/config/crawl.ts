@@ -27,6 +27,30 @@ export const CrawlConfig = T.Object(
       default: 120000,
       description: 'Longest Retry-After (429/503) a crawl waits before asking an origin again; a longer one is cut to this.',
     }),
+    originConcurrency: T.Integer({
+      minimum: 1,
+      default: 4,
+      description:
+        'Pages of one origin in flight at once in one crawl (an origin not the start one waits at 1 until its robots.txt is read).',
+    }),
+    delayMs: T.Integer({
+      minimum: 0,
+      default: 0,
+      description:
+        "Least time between two page starts on one origin in one crawl; the larger of this and robots.txt's Crawl-delay applies. 0: only the concurrency limits.",
+    }),
+    maxRetries: T.Integer({
+      minimum: 0,
+      default: 3,
+      description:
+        'Times a crawl page that answered 429/503 is asked again (after the Retry-After, else a back-off); after that its results fail as http_error (refunded).',
+    }),
+    pageLostSeconds: T.Integer({
+      minimum: 10,
+      default: 300,
+      description:
+        'A crawl page whose task is gone from the task queue with no outcome this long after it was sent is sent again (at most crawl.maxRetries times, then worker_lost).',
+    }),
     maxLinksPerPage: T.Integer({
       minimum: 1,
       default: 1000,

@@ -17,6 +17,7 @@
 //   the ordinals are dense and `n <= limit` holds across coordinators: the admission count and the queue
 //   are one write. The message id `<jobId>:<hash>` makes a retried publish (a coordinator that died between
 //   its visited entry and its publish, then redelivered) land once;
+// Both are provisioned by shared/nats/provision.ts (the age of a page set's results).
 // - cursor: key `<jobId>.cursor` in the same bucket, `{seq, n}` of the last entry handed to the task queue,
 //   moved by compare-and-set. A coordinator publishes the tasks of `pending()` first (their message ids
 //   make a second publish harmless), then `commit()`s: a crash in between hands the same pages out again,
@@ -48,8 +49,10 @@ export interface FrontierEntry {
 export type AdmitResult = { ok: true; n: number; seq: number } | { ok: false; reason: 'duplicate' | 'limit' | 'bad_url' };
 
 interface Visited {
-  st: 'admitting' | 'queued' | 'limit';
+  /** `canonical`: named by page `i`'s rel=canonical, never admitted (claimCanonical). */
+  st: 'admitting' | 'queued' | 'limit' | 'canonical';
   at: number;
+  i?: number;
 }
 
 export interface Cursor {
@@ -76,7 +79,10 @@ export class Frontier {
     this.kv = kv;
   }
 
-  /** Open (creating if absent) the bucket and the stream. */
+  /**
+   * Open the bucket and the stream. shared/nats/provision.ts creates them with the service's retention;
+   * created here only if absent (the library's own tests, which do not provision).
+   */
   static async open(nc: NatsConnection, o: { replicas?: number; maxAgeMs?: number } = {}): Promise<Frontier> {
     const replicas = o.replicas ?? 1;
     const maxAgeMs = o.maxAgeMs ?? 8 * 24 * 3600 * 1000;
@@ -97,7 +103,14 @@ export class Frontier {
           if (!/already in use|exists/i.test(err.message)) throw err;
         });
     }
-    const kv = await new Kvm(nc).create(VISITED_BUCKET, { history: 1, ttl: maxAgeMs, replicas });
+    const kvm = new Kvm(nc);
+    const kv = await jsm.streams
+      .info(`KV_${VISITED_BUCKET}`)
+      .then(() => kvm.open(VISITED_BUCKET))
+      .catch((e: Error) => {
+        if (!/stream not found/i.test(e.message)) throw e;
+        return kvm.create(VISITED_BUCKET, { history: 1, ttl: maxAgeMs, replicas });
+      });
     return new Frontier(jetstream(nc), jsm, kv);
   }
 
@@ -119,7 +132,7 @@ export class Frontier {
     let rev: number;
     if (seen && seen.operation === 'PUT') {
       const v = seen.json<Visited>();
-      if (v.st === 'queued') return { ok: false, reason: 'duplicate' };
+      if (v.st === 'queued' || v.st === 'canonical') return { ok: false, reason: 'duplicate' };
       if (v.st === 'limit') return { ok: false, reason: 'limit' };
       // `admitting` left by a coordinator that died before its publish: finish its work (the message id
       // keeps a publish that did land from landing twice)
@@ -159,6 +172,42 @@ export class Frontier {
         if (!isConflict(e)) throw e; // another URL took this ordinal: read the tail again
       }
     }
+  }
+
+  /**
+   * Page `index` says its rel=canonical is `url` (its own origin, another uniqueKey). `duplicate`: that
+   * URL is a page of the crawl already (admitted, or claimed by another page's canonical), so this page
+   * is a copy of it; `claimed`: it is not, and is now in the visited set as this page's (a link to it
+   * later is a duplicate). A repeat by the same page answers `claimed` again.
+   */
+  async claimCanonical(jobId: string, url: string, index: number): Promise<'duplicate' | 'claimed'> {
+    const key = uniqueKey(url);
+    if (!key) return 'claimed';
+    const vk = `${jobId}.${hashOf(key)}`;
+    const mine = enc({ st: 'canonical', at: Date.now(), i: index } satisfies Visited);
+    for (let tries = 0; tries < 5; tries++) {
+      const seen = await this.kv.get(vk);
+      if (!seen || seen.operation !== 'PUT') {
+        try {
+          await this.kv.create(vk, mine);
+          return 'claimed';
+        } catch (e) {
+          if (!isConflict(e)) throw e;
+          continue;
+        }
+      }
+      const v = seen.json<Visited>();
+      if (v.st === 'canonical') return v.i === index ? 'claimed' : 'duplicate';
+      if (v.st !== 'limit') return 'duplicate';
+      // lost the race for the crawl's last slot: never a page, so this one stands for it
+      try {
+        await this.kv.update(vk, mine, seen.revision);
+        return 'claimed';
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+      }
+    }
+    return 'claimed';
   }
 
   private async entryAt(seq: number): Promise<FrontierEntry | null> {

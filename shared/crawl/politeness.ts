@@ -68,13 +68,15 @@ export interface Answer {
   /** HTTP status, or null when no answer came (then only the slot is given back). */
   status: number | null;
   retryAfter?: string | string[];
+  /** Retry-After already parsed (ms from now; the converter's `retry.retryAfterMs`), used when `retryAfter` is absent. */
+  retryAfterMs?: number | null;
 }
 
 export function answered(s: OriginState, r: PolitenessRules, now: number, a: Answer): { state: OriginState; retryAt: number | null } {
   const state: OriginState = { ...s, inFlight: Math.max(0, s.inFlight - 1) };
   if (a.status === 429 || a.status === 503) {
     const strikes = (s.strikes ?? 0) + 1;
-    const asked = parseRetryAfter(a.retryAfter, now);
+    const asked = parseRetryAfter(a.retryAfter, now) ?? a.retryAfterMs ?? null;
     const wait = Math.min(asked ?? BACKOFF_BASE_MS * 2 ** Math.min(strikes - 1, 20), r.maxRetryAfterMs);
     const holdUntil = Math.max(s.holdUntil ?? 0, now + wait);
     return { state: { ...state, strikes, holdUntil }, retryAt: holdUntil };

@@ -2,7 +2,8 @@
 // with its ordinal n, and the visited set) and, beside the visited keys in the same bucket, one
 // record per page handed out (`<jobId>.p<index>`: url, key, depth), the page keys taken
 // (`<jobId>.k<hash>` → index, create-if-absent: unique across supervisors) and the start origin's
-// robots.txt (`<jobId>.robots`). Page index = frontier ordinal - 1; page 0 is the start URL, known
+// robots.txt (`<jobId>.robots`), each page's sends (`<jobId>.t<index>`) and each origin's politeness
+// (`<jobId>.o<hash>`). Page index = frontier ordinal - 1; page 0 is the start URL, known
 // from the request. Nothing here lives in one process's memory: a supervisor restarted mid-crawl
 // reads on. Frontier.drop removes all of it when the crawl ends.
 import { createHash } from 'node:crypto';
@@ -11,10 +12,33 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import { Frontier, VISITED_BUCKET } from '../crawl/frontier.ts';
 import { clashKey, pageKeyOf, type PlannedPage } from '../crawl/keys.ts';
 import { parseTargetUrl } from '../outbound/index.ts';
+import { NEW_ORIGIN, type OriginState } from '../crawl/politeness.ts';
 import type { JobRecord } from '../protocol/jobs.ts';
 
 export interface CrawlPage extends PlannedPage {
   depth: number;
+}
+
+/** A crawl page's sends (`<jobId>.t<index>`): retries after 429/503, re-sends of a lost task. */
+export interface PageAttempt {
+  /** 429/503 answers so far (its task key is `page:<index>~<tries + lost>` from the first retry on). */
+  tries: number;
+  /** Re-sends of a task lost with no outcome. */
+  lost: number;
+  /** When its latest task went out, and that task's TASKS sequence. */
+  sentAt: number;
+  seq?: number;
+  /** Held until then (a 429/503's Retry-After or back-off). */
+  retryAt?: number;
+  /** The `at` of the last retry outcome handled (a redelivered one is not counted twice). */
+  last?: number;
+}
+
+/** An origin's politeness state (shared/crawl/politeness.ts) with the pages in flight on it and its robots' Crawl-delay. */
+export interface OriginPolite extends OriginState {
+  pages: number[];
+  /** Another origin than the start's: its Crawl-delay, once a page of it read its robots.txt. */
+  crawlDelayMs?: number;
 }
 
 /** What a crawl's first page task reads of the start origin's robots.txt (actors/converter/page.ts). */
@@ -95,14 +119,38 @@ export class CrawlStore {
     return page;
   }
 
-  /** The earliest start of the crawl's next page (robots.txt Crawl-delay), 0 when none was set. */
-  async nextAt(jobId: string): Promise<number> {
-    const e = await this.kv.get(`${jobId}.polite`);
-    return e && e.operation === 'PUT' ? e.json<{ nextAt: number }>().nextAt : 0;
+  /** Page `index`'s sends and retries (none yet: null). */
+  async attempt(jobId: string, index: number): Promise<PageAttempt | null> {
+    const e = await this.kv.get(`${jobId}.t${index}`);
+    return e && e.operation === 'PUT' ? e.json<PageAttempt>() : null;
   }
 
-  async setNextAt(jobId: string, nextAt: number): Promise<void> {
-    await this.kv.put(`${jobId}.polite`, enc({ nextAt }));
+  async setAttempt(jobId: string, index: number, a: PageAttempt): Promise<void> {
+    await this.kv.put(`${jobId}.t${index}`, enc(a));
+  }
+
+  /** An origin's politeness state in this crawl (shared/crawl/politeness.ts). */
+  async origin(jobId: string, origin: string): Promise<OriginPolite> {
+    const e = await this.kv.get(`${jobId}.o${hashOf(origin)}`);
+    return e && e.operation === 'PUT' ? e.json<OriginPolite>() : { ...NEW_ORIGIN, pages: [] };
+  }
+
+  /** Change an origin's politeness state by compare-and-set (two supervisors never lose each other's write). */
+  async updateOrigin(jobId: string, origin: string, f: (s: OriginPolite) => OriginPolite | null): Promise<OriginPolite> {
+    const k = `${jobId}.o${hashOf(origin)}`;
+    for (;;) {
+      const e = await this.kv.get(k);
+      const cur = e && e.operation === 'PUT' ? e.json<OriginPolite>() : { ...NEW_ORIGIN, pages: [] };
+      const next = f(cur);
+      if (!next) return cur;
+      try {
+        if (e && e.operation === 'PUT') await this.kv.update(k, enc(next), e.revision);
+        else await this.kv.create(k, enc(next));
+        return next;
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+    }
   }
 
   async robots(jobId: string): Promise<RobotsText | null> {

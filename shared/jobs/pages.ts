@@ -15,10 +15,14 @@ import { startPageOf } from './crawl.ts';
 /** Results a job document, a page of `GET /v1/jobs/{id}/results` or a webhook carries at most. */
 export const RESULTS_INLINE = 1000;
 
-/** A page's task carries this result key: `page:<index>` (the page's results are keyed by its page key). */
-export const pageTaskKey = (index: number) => `page:${index}`;
+/**
+ * A page's task carries this result key: `page:<index>` (the page's results are keyed by its page key);
+ * a crawl page sent again (after a 429/503, or a lost task) `page:<index>~<send>`, so its task and
+ * outcome message ids are new ones (the streams' duplicate windows would drop a repeat of the first).
+ */
+export const pageTaskKey = (index: number, send = 0) => (send > 0 ? `page:${index}~${send}` : `page:${index}`);
 export function pageIndexOf(resultKey: string): number | null {
-  const m = /^page:(\d{1,7})$/.exec(resultKey);
+  const m = /^page:(\d{1,7})(?:~\d{1,4})?$/.exec(resultKey);
   return m ? Number(m[1]) : null;
 }
 export const pageMsgId = (jobId: string, index: number) => `page:${jobId}:${index}`;
@@ -41,7 +45,16 @@ export interface PageTaskParams {
   pageKey: string;
   outputs: string[];
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
-  crawl?: { robots: boolean; sitemaps?: number };
+  crawl?: {
+    robots: boolean;
+    sitemaps?: number;
+    /**
+     * A page on another origin than the start's (allowSubdomains): read that origin's robots.txt first;
+     * the outcome says `skipped` ('robots' | 'robots_unavailable') when it forbids the page or cannot be
+     * read, and `crawlDelayMs` (session-30 contract section 1).
+     */
+    originRobots?: true;
+  };
 }
 
 /** A job's pages, derived from its request (deterministic: the same on every process). Small cache: outcomes of one job come in a row. */
@@ -70,6 +83,10 @@ export function waitingPages(job: JobRecord, room: number): number[] {
   return out;
 }
 export const inFlight = (job: JobRecord) => (job.pageSet?.state.match(/q/g) ?? []).length;
+/** Pages whose results are recorded (`r`): what the slots paid for and used; `x` pages come back with the unused ones. */
+export const resultPages = (state: string) => (state.match(/r/g) ?? []).length;
+/** Pages not settled yet: waiting (`-`) or in flight (`q`); `r` and `x` are final. */
+export const unsettled = (state: string) => /[-q]/.test(state);
 
 /**
  * Publish the tasks of these pages (a page on a host the precheck found unreachable gets its failed
@@ -81,13 +98,15 @@ export async function publishPages(
   indexes: number[],
   timeoutMs?: number,
   pageAt: (i: number) => PlannedPage = (i) => pagesOf(job)[i]!,
-): Promise<void> {
+  keyAt: (i: number) => string = pageTaskKey,
+): Promise<Map<number, number>> {
+  const seqs = new Map<number, number>();
   const ps = job.pageSet!;
   const opts = (msgID: string) => ({ msgID, ...(timeoutMs ? { timeout: timeoutMs } : {}) });
   await Promise.all(
     indexes.map(async (i) => {
       const p = pageAt(i);
-      const key = pageTaskKey(i);
+      const key = keyAt(i);
       const down = ps.unreachable?.[hostOfPage(p)];
       if (down) {
         const o: Outcome = {
@@ -109,19 +128,26 @@ export async function publishPages(
         source: p.source,
         pageKey: p.key,
         outputs: ps.outputs,
-        ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i) } : {}),
+        ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i, p) } : {}),
       };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);
       // on the wallet's subject, as every task (shared/jobs/share.ts): counted in its share
-      await js.publish(subjects.taskOfWallet(subjects.taskWebsitepro, job.walletId), JSON.stringify(task), opts(taskMsgId(job.id, key)));
+      const ack = await js.publish(
+        subjects.taskOfWallet(subjects.taskWebsitepro, job.walletId),
+        JSON.stringify(task),
+        opts(taskMsgId(job.id, key)),
+      );
+      seqs.set(i, ack.seq);
     }),
   );
+  return seqs;
 }
 
 /** A crawl page's task asks for its links; page 0 also for robots.txt and (unless `sitemap: "skip"`) the sitemaps' URLs. */
-function crawlParams(job: JobRecord, i: number): NonNullable<PageTaskParams['crawl']> {
+function crawlParams(job: JobRecord, i: number, p: PlannedPage): NonNullable<PageTaskParams['crawl']> {
   const c = job.request.crawl as { sitemap?: string } | undefined;
-  if (i !== 0) return { robots: false };
+  if (i !== 0)
+    return new URL(p.url).origin === new URL(String(job.request.url)).origin ? { robots: false } : { robots: false, originRobots: true };
   // the outcome carries them: bounded well under a NATS message whatever the limit
   return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
 }

@@ -17,6 +17,9 @@ import type { Config } from '../config/index.ts';
 const HOUR = 3600 * 1000;
 const DAY = 24 * HOUR;
 
+/** How long a page set's results (PAGES) and a crawl's frontier and visited set are kept at most. */
+const pageSetMs = (cfg: Config) => Math.max(cfg.retention.websitepro, cfg.retention.shots, cfg.retention.labs) * 1000 + DAY;
+
 export interface Provisioned {
   streams: string[];
   buckets: string[];
@@ -102,7 +105,18 @@ export function streamConfigs(cfg: Config): Partial<StreamConfig>[] {
       subjects: [subjects.pagesAll],
       retention: RetentionPolicy.Limits,
       discard: DiscardPolicy.Old,
-      max_age: nanos(Math.max(cfg.retention.websitepro, cfg.retention.shots, cfg.retention.labs) * 1000 + DAY),
+      max_age: nanos(pageSetMs(cfg)),
+      duplicate_window: nanos(10 * 60 * 1000),
+    },
+    // A crawl's frontier (shared/crawl/frontier.ts): one subject per crawl, purged when the crawl ends;
+    // the age limit is a backstop for a crawl that never finished, as long as its page set's results.
+    {
+      ...common,
+      name: STREAMS.crawlFrontier,
+      subjects: [subjects.crawlFrontierAll],
+      retention: RetentionPolicy.Limits,
+      discard: DiscardPolicy.Old,
+      max_age: nanos(pageSetMs(cfg)),
       duplicate_window: nanos(10 * 60 * 1000),
     },
     {
@@ -163,6 +177,8 @@ export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; histo
     { name: BUCKETS.idempotency, ttlMs: 24 * HOUR, history: 1 },
     // a clean-up not finished within this is given up (the relay keeps the test events)
     { name: BUCKETS.labsCleanups, ttlMs: HOUR, history: 1 },
+    // a crawl's visited set, cursor and page records (shared/jobs/crawl.ts): dropped at its end
+    { name: BUCKETS.crawlVisited, ttlMs: pageSetMs(cfg), history: 1 },
   ].map((b) => ({ ...b, replicas: cfg.nats.replicas }));
 }
 

@@ -128,11 +128,15 @@ export interface PageSetRecord {
   unitPrices: Record<string, number>;
   /** Pages paid for (the quote's quantity): the URLs given, duplicates included. */
   slots: number;
-  /** Pages to convert (a batch: its distinct URLs). */
+  /** Pages to convert (a batch: its distinct URLs; a crawl: the pages handed out so far, `x` ones included). */
   pages: number;
   /** Pages in the task queue at most (config crawl.concurrency when created). */
   window: number;
-  /** One character per page: `-` waiting, `q` admitted (task out), `r` recorded (results in PAGES). */
+  /**
+   * One character per page: `-` waiting, `q` admitted (task out), `r` recorded (results in PAGES),
+   * `x` dropped (not a result: a crawl's canonical duplicate, a robots skip of another origin, a map
+   * page; it costs nothing: its slot comes back with the unused ones in `_slots`).
+   */
   state: string;
   /** Results recorded, delivered and failed. */
   resultCount: number;

@@ -67,7 +67,15 @@ export function toPublicJob(job: JobRecord, baseUrl: string, now = Date.now()): 
     const ps = job.pageSet;
     out.resultCount = ps.resultCount;
     if (ps.resultCount > 0) out.resultsNext = FIRST_RESULTS_CURSOR;
-    out.pages = { total: ps.pages, recorded: (ps.state.match(/r/g) ?? []).length, slots: ps.slots, done: ps.done, failed: ps.failed };
+    // `x` pages (dropped: a canonical duplicate, a robots skip) are not pages of the result set
+    const dropped = (ps.state.match(/x/g) ?? []).length;
+    out.pages = {
+      total: ps.pages - dropped,
+      recorded: (ps.state.match(/r/g) ?? []).length,
+      slots: ps.slots,
+      done: ps.done,
+      failed: ps.failed,
+    };
     if (ps.crawl) out.crawl = { skipped: ps.crawl.report.skipped, ...(ps.crawl.deadline ? { deadline: ps.crawl.deadline } : {}) };
   }
   if (job.error) out.error = job.error;

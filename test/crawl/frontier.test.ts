@@ -16,6 +16,16 @@ t.test('frontier on NATS', async (t) => {
   const subjectCount = async (subject: string, stream = FRONTIER_STREAM) =>
     (await jsm.streams.info(stream, { subjects_filter: subject })).state.subjects?.[subject] ?? 0;
 
+  t.test('rel=canonical: a copy of a page, or the page standing for its canonical URL', async (t) => {
+    const job = 'job_canonical';
+    t.match(await a.admit(job, { url: 'https://e.com/b', depth: 1 }, 10), { ok: true, n: 1 });
+    t.equal(await a.claimCanonical(job, 'https://e.com/b#x', 7), 'duplicate', 'its canonical is a page of the crawl');
+    t.equal(await a.claimCanonical(job, 'https://e.com/c', 8), 'claimed', 'a canonical not seen yet: page 8 stands for it');
+    t.equal(await b.claimCanonical(job, 'https://e.com/c?utm_source=x', 8), 'claimed', 'the same page again: the same answer');
+    t.equal(await b.claimCanonical(job, 'https://e.com/c', 9), 'duplicate', 'another page naming it is a copy');
+    t.same(await b.admit(job, { url: 'https://e.com/c', depth: 2 }, 10), { ok: false, reason: 'duplicate' }, 'never admitted later');
+  });
+
   t.test('duplicates fold by uniqueKey', async (t) => {
     const job = 'job_dupes';
     t.match(await a.admit(job, { url: 'https://e.com/', depth: 0 }, 10), { ok: true, n: 1 });

@@ -26,6 +26,7 @@ import type { CrawlPage } from '../../shared/jobs/crawl.ts';
 import { admitPageLinks, advanceCrawl, crawlPage, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
 import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
+import { advanceMap, recordMapPage } from './map.ts';
 import type { Deps } from './deps.ts';
 
 /** A page's outcome facts as the converter reports them (actors/converter/page.ts). */
@@ -101,6 +102,8 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     return;
   }
   if (ps.state[index] !== 'r' && ps.state[index] !== 'x') {
+    // a map's page is never a result: its links only (map.ts)
+    if (ps.map) return recordMapPage(d, job, index, o).then(() => advancePageSet(d, job.id));
     const crawl = ps.kind === 'crawl';
     const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
     if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
@@ -153,6 +156,7 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
   const job = cur?.job;
   const ps = job?.pageSet;
   if (!job || !ps || job.status !== 'processing') return;
+  if (ps.map) return advanceMap(d, job, await walletShareRoom(d, job), () => advancePageSet(d, jobId));
   if (ps.kind === 'crawl') {
     // page 0 is published at creation; every other page comes from the frontier
     const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));

@@ -42,6 +42,10 @@ export interface PageTaskParams {
   outputs: string[];
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
   crawl?: { robots: boolean; sitemaps?: number };
+  /** A map's page: fetched only for its links (no output made or stored). */
+  linksOnly?: true;
+  /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
+  sitemapOnly?: true;
 }
 
 /** A job's pages, derived from its request (deterministic: the same on every process). Small cache: outcomes of one job come in a row. */
@@ -109,6 +113,7 @@ export async function publishPages(
       const params: PageTaskParams = {
         page: true,
         index: i,
+        ...mapParams(job),
         url: p.url,
         source: p.source,
         pageKey: p.key,
@@ -128,6 +133,12 @@ function crawlParams(job: JobRecord, i: number): NonNullable<PageTaskParams['cra
   if (i !== 0) return { robots: false };
   // the outcome carries them: bounded well under a NATS message whatever the limit
   return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
+}
+
+/** A map's pages are fetched for links only; `sitemap: "only"` (crawl or map) reads no page's links. */
+function mapParams(job: JobRecord): Pick<PageTaskParams, 'linksOnly' | 'sitemapOnly'> {
+  const only = (job.request.crawl as { sitemap?: string } | undefined)?.sitemap === 'only';
+  return { ...(job.pageSet?.map ? { linksOnly: true } : {}), ...(only ? { sitemapOnly: true } : {}) };
 }
 
 /** Sitemap URLs a crawl's first page hands to the supervisor at most. */

@@ -53,7 +53,9 @@ const pagesCache = new Map<string, PlannedPage[]>();
 export function pagesOf(job: Pick<JobRecord, 'id' | 'request'>): PlannedPage[] {
   let pages = pagesCache.get(job.id);
   // a crawl's pages are found as it goes (shared/jobs/crawl.ts): only its start URL is in the request
-  if (!pages && job.request.crawl !== undefined) return [startPageOf(job)];
+  // (a map is a crawl even when its body has no `crawl`: its defaults do)
+  const crawl = job.request.crawl !== undefined || (Array.isArray(job.request.outputs) && job.request.outputs.includes('map'));
+  if (!pages && crawl) return [startPageOf(job)];
   if (!pages) {
     const urls = Array.isArray(job.request.urls) ? job.request.urls.map(String) : [];
     pages = planBatch(urls, (raw) => parseTargetUrl(raw)).pages;

@@ -210,5 +210,18 @@ t.test('`sitemap: "only"`: a map fetches no page, a crawl converts only the site
   t.same(cj.results.map((x: { key: string }) => x.key).sort(), ['index/text', 's1/text', 's2/text'], 'the start URL and the sitemap URLs');
   const hits = site.hits.slice(before);
   t.notOk(hits.includes('/a') || hits.includes('/s1/deep'), `no link followed (${hits.join(' ')})`);
+
+  // a start URL robots.txt forbids: nothing listed, a failed result, nothing charged
+  const shut = await fixtureServer(t, {
+    '/robots.txt': (_q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end('User-agent: *\nDisallow: /\n'),
+    '/': page('Home', []),
+  });
+  const s = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body: { url: shut.url('/'), outputs: ['map'] } });
+  t.equal(s.status, 201, s.text);
+  const sj = await finished(app, k.key, s.json.job.id);
+  t.equal(sj.status, 'failed');
+  t.match(sj.results, [{ key: 'map', status: 'failed', error: 'robots_disallowed' }]);
+  t.equal(sj.charged, 0, 'all five blocks back');
+  t.same(shut.hits, ['/robots.txt'], 'the page itself not fetched');
   t.same((await audit(app.nc)).violations, [], 'the money adds up');
 });

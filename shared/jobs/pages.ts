@@ -39,13 +39,13 @@ export interface PageTaskParams {
   url: string;
   source: string;
   pageKey: string;
-  outputs: string[];
-  /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
-  crawl?: { robots: boolean; sitemaps?: number };
   /** A map's page: fetched only for its links (no output made or stored). */
   linksOnly?: true;
   /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
   sitemapOnly?: true;
+  outputs: string[];
+  /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
+  crawl?: { robots: boolean; sitemaps?: number };
 }
 
 /** A job's pages, derived from its request (deterministic: the same on every process). Small cache: outcomes of one job come in a row. */

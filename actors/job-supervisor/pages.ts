@@ -102,12 +102,12 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     return;
   }
   if (ps.state[index] !== 'r' && ps.state[index] !== 'x') {
-    // a map's page is never a result: its links only (map.ts)
-    if (ps.map) return recordMapPage(d, job, index, o).then(() => advancePageSet(d, job.id));
     const crawl = ps.kind === 'crawl';
     const page = crawl ? await crawlPage(d, job, index) : pagesOf(job)[index]!;
     if (!page) throw new Error(`crawl ${job.id}: no record of page ${index}`);
     const { key, results } = pageResults(job, page, o);
+    // a map's page is never a result: its links only (map.ts); after the crawl's own reading of the outcome
+    if (ps.map) return recordMapPage(d, job, index, o).then(() => advancePageSet(d, job.id));
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
     // each failed result refunded on its own (one ledger entry per key, whatever repeats)

@@ -79,10 +79,31 @@ export function pageSetViolations(
   const failedBack = results.filter((r) => r.status === 'failed').reduce((s, r) => s + r.price, 0);
   if (failedBack !== ps.resultsRefunded) v.push(`job ${job.id}: PAGES refunds ${failedBack} but the job counts ${ps.resultsRefunded}`);
   if (results.length !== ps.resultCount) v.push(`job ${job.id}: ${results.length} results in PAGES but the job counts ${ps.resultCount}`);
+  if (ps.map && isFinished(job)) v.push(...mapViolations(job, results));
   if (isFinished(job)) {
     const delivered = results.filter((r) => r.status === 'done').reduce((s, r) => s + r.price, 0);
     if (job.cost - job.refunded !== delivered)
       v.push(`job ${job.id}: charged ${job.cost - job.refunded} but delivered ${delivered} (${results.length} results)`);
   }
+  return v;
+}
+
+/**
+ * A finished map (`pageSet.map`): one result `map`, priced ceil(count/1000) blocks (0 when it
+ * failed), and `_slots` the blocks of the cap not used: (ceil(slots/1000) - ceil(count/1000)) x the
+ * block price (shared/services/websitepro-crawl.ts, actors/job-supervisor/map.ts).
+ */
+function mapViolations(job: JobRecord, results: { key: string; status: string; price: number }[]): string[] {
+  const ps = job.pageSet!;
+  const blocks = (n: number) => Math.ceil(n / 1000);
+  const price = ps.unitPrices.map ?? 0;
+  const count = ps.map?.count ?? 0;
+  const used = results[0]?.status === 'done' ? blocks(count) : 0;
+  const v: string[] = [];
+  if (results.length !== 1 || results[0]!.key !== 'map') v.push(`job ${job.id} (map): ${results.length} results, not the one \`map\``);
+  else if (results[0]!.price !== used * price) v.push(`job ${job.id} (map): ${count} URLs priced ${results[0]!.price}, not ${used} blocks`);
+  if (job.cost !== blocks(ps.slots) * price) v.push(`job ${job.id} (map): charged ${job.cost} for ${blocks(ps.slots)} blocks`);
+  if ((ps.slotsRefunded ?? 0) !== (blocks(ps.slots) - used) * price)
+    v.push(`job ${job.id} (map): ${ps.slotsRefunded ?? 0} refunded for unused blocks, not ${(blocks(ps.slots) - used) * price}`);
   return v;
 }

@@ -51,7 +51,8 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   const { task } = ctx;
   const p = task.params as unknown as PageTaskParams;
   const outputs = p.outputs as (TextOutput | 'pdf')[];
-  const text = outputs.filter((o): o is TextOutput => o !== 'pdf');
+  // a map's page (linksOnly) makes no output: only its links, for the supervisor
+  const text = p.linksOnly ? [] : outputs.filter((o): o is TextOutput => o !== 'pdf');
   const { config } = deps;
   const put = async (o: string, data: Uint8Array, contentType: string, ext: string): Promise<StoredFile> => {
     const name = objectName(task.jobId, resultKey(p.pageKey, o));
@@ -96,6 +97,8 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     ...(robots ? { robots } : {}),
     ...(sitemap?.length ? { sitemap } : {}),
   });
+  // a map's page 0 with `sitemap: "only"` reads robots.txt and the sitemaps, nothing else
+  if (p.linksOnly && p.sitemapOnly) return { extra: crawled({ page: p.url, outputs: {} }) };
 
   let res;
   try {
@@ -180,7 +183,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     }
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
     const found = result.outputs.links as OutputFile | OutputFailure | undefined;
-    if (p.crawl && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
+    if (p.crawl && !p.sitemapOnly && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
     for (const o of text) {
       const r = result.outputs[o] as OutputFile | OutputFailure | undefined;
       if (!r) out[o] = { error: 'conversion_failed', message: `no ${o} was produced` };

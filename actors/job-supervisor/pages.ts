@@ -27,6 +27,7 @@ import { admitPageLinks, advanceCrawl, crawlPage, crawlStore, dropCrawl, extendT
 import { readFacts } from './crawl-send.ts';
 import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
+import { advanceMap, recordMapPage } from './map.ts';
 import type { Deps } from './deps.ts';
 
 /** A page's outcome facts as the converter reports them (actors/converter/page.ts). */
@@ -116,6 +117,8 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
       o = v.record as typeof o;
     }
     const { key, results } = pageResults(job, page, o);
+    // a map's page is never a result: its links only (map.ts); after the crawl's own reading of the outcome
+    if (ps.map) return recordMapPage(d, job, index, o).then(() => advancePageSet(d, job.id));
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
     // each failed result refunded on its own (one ledger entry per key, whatever repeats)
@@ -164,6 +167,7 @@ export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
   const job = cur?.job;
   const ps = job?.pageSet;
   if (!job || !ps || job.status !== 'processing') return;
+  if (ps.map) return advanceMap(d, job, await walletShareRoom(d, job), () => advancePageSet(d, jobId));
   if (ps.kind === 'crawl') {
     // page 0 is published at creation; every other page comes from the frontier
     const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));

@@ -847,7 +847,7 @@ export interface components {
             /** @description Public http(s) URL (exactly one of `url` and `urls`). */
             url?: string;
             /** @description Outputs to produce; duplicates count once. */
-            outputs: ("metadata" | "markdown" | "text" | "html" | "pdf" | "links" | "images" | "rawHtml")[];
+            outputs: ("metadata" | "markdown" | "text" | "html" | "pdf" | "links" | "images" | "rawHtml" | "map")[];
             /** @description Public https URL that receives a signed POST when the job is finished (labs: each finished report). See docs/webhooks.md. */
             webhook?: string;
             /** @description Removed from the page before anything else (every output, links and images included). */
@@ -928,11 +928,8 @@ export interface components {
             urls?: string[];
             /** @description Crawl the start URL’s origin: one job, every page a result. */
             crawl?: {
-                /**
-                 * @description Most pages converted (the quote is `limit` x the per-page price; slots not used are refunded).
-                 * @default 100
-                 */
-                limit: number;
+                /** @description Most pages converted, default 100 (the quote is `limit` x the per-page price; slots not used are refunded). A map (`outputs: ["map"]`): most URLs listed, default 5,000. */
+                limit?: number;
                 /** @description Links followed from the start URL; default: no bound but the limit. */
                 maxDepth?: number;
                 /** @description Globs on the path (e.g. `/docs/**`): only matching pages are converted. */

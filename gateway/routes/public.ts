@@ -45,7 +45,15 @@ export function pricing(config: Config) {
       websitepro: {
         items: Object.entries(p.websitepro).map(([k, v]) =>
           // the page controls are free but for the browser they need (waitFor, actions): `render`
-          item(k, v, k === 'render' ? 'job whose page is rendered for waitFor or actions (not a pdf-only job)' : 'output'),
+          item(
+            k,
+            v,
+            k === 'render'
+              ? 'job whose page is rendered for waitFor or actions (not a pdf-only job)'
+              : k === 'map'
+                ? 'block of 1,000 URLs a map lists'
+                : 'output',
+          ),
         ),
       },
       shots: {

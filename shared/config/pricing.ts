@@ -14,6 +14,7 @@ export const PricingConfig = T.Object(
         links: Price(10, 'Payloads for the links output (every link of the page, JSON).'),
         images: Price(10, 'Payloads for the images output (every image of the page, JSON).'),
         rawHtml: Price(10, 'Payloads for the rawHtml output (the HTML as fetched or rendered).'),
+        map: Price(50, 'Payloads per block of 1,000 URLs a map lists (the quote is ceil(limit/1000) blocks; unused blocks are refunded).'),
         render: Price(
           40,
           'Payloads once per job whose page is rendered in a browser before conversion (waitFor, actions); a pdf-only job does not pay it.',

@@ -43,6 +43,10 @@ export interface PageTaskParams {
   url: string;
   source: string;
   pageKey: string;
+  /** A map's page: fetched only for its links (no output made or stored). */
+  linksOnly?: true;
+  /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
+  sitemapOnly?: true;
   outputs: string[];
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
   crawl?: {
@@ -62,7 +66,9 @@ const pagesCache = new Map<string, PlannedPage[]>();
 export function pagesOf(job: Pick<JobRecord, 'id' | 'request'>): PlannedPage[] {
   let pages = pagesCache.get(job.id);
   // a crawl's pages are found as it goes (shared/jobs/crawl.ts): only its start URL is in the request
-  if (!pages && job.request.crawl !== undefined) return [startPageOf(job)];
+  // (a map is a crawl even when its body has no `crawl`: its defaults do)
+  const crawl = job.request.crawl !== undefined || (Array.isArray(job.request.outputs) && job.request.outputs.includes('map'));
+  if (!pages && crawl) return [startPageOf(job)];
   if (!pages) {
     const urls = Array.isArray(job.request.urls) ? job.request.urls.map(String) : [];
     pages = planBatch(urls, (raw) => parseTargetUrl(raw)).pages;
@@ -124,6 +130,7 @@ export async function publishPages(
       const params: PageTaskParams = {
         page: true,
         index: i,
+        ...mapParams(job),
         url: p.url,
         source: p.source,
         pageKey: p.key,
@@ -150,6 +157,12 @@ function crawlParams(job: JobRecord, i: number, p: PlannedPage): NonNullable<Pag
     return new URL(p.url).origin === new URL(String(job.request.url)).origin ? { robots: false } : { robots: false, originRobots: true };
   // the outcome carries them: bounded well under a NATS message whatever the limit
   return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
+}
+
+/** A map's pages are fetched for links only; `sitemap: "only"` (crawl or map) reads no page's links. */
+function mapParams(job: JobRecord): Pick<PageTaskParams, 'linksOnly' | 'sitemapOnly'> {
+  const only = (job.request.crawl as { sitemap?: string } | undefined)?.sitemap === 'only';
+  return { ...(job.pageSet?.map ? { linksOnly: true } : {}), ...(only ? { sitemapOnly: true } : {}) };
 }
 
 /** Sitemap URLs a crawl's first page hands to the supervisor at most. */

@@ -152,6 +152,13 @@ export interface PageSetRecord {
   unreachable?: Record<string, { error: string; message: string }>;
   /** A crawl: why found URLs were not pages (shared/crawl/report.ts) and its deadline. */
   crawl?: { report: ReportJson; deadline?: number };
+  /**
+   * A map (websitepro `outputs: ["map"]`, kind `crawl`): its pages are fetched for links only (each
+   * `x`); `slots` are URLs listed at most, priced per block of 1,000 (unitPrices.map). `sitemapUrls`:
+   * the frontier's ordinals 2..sitemapUrls+1 came from page 0's sitemaps; `count`: URLs listed (set
+   * at the end); `error`: why nothing could be listed (robots.txt).
+   */
+  map?: { sitemapUrls?: number; count?: number; error?: { error: string; message: string } };
 }
 
 /** The result key of the one ledger refund of a page set's unused slots. */

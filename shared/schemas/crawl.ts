@@ -30,8 +30,9 @@ export const CrawlOptions = T.Object(
       T.Integer({
         minimum: 1,
         maximum: CRAWL_LIMIT_MAX,
-        default: CRAWL_LIMIT_DEFAULT,
-        description: 'Most pages converted (the quote is `limit` x the per-page price; slots not used are refunded).',
+        // no schema default: a map's default (MAP_LIMIT_DEFAULT) differs from a crawl's; the plan applies each
+        description:
+          'Most pages converted, default 100 (the quote is `limit` x the per-page price; slots not used are refunded). A map (`outputs: ["map"]`): most URLs listed, default 5,000.',
       }),
     ),
     maxDepth: T.Optional(

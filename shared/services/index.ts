@@ -30,7 +30,7 @@ export {
 export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type CheckedAddress } from './labs.ts';
 export { keepTaskSecrets, taskParams } from './task-secret.ts';
 export type { ConverterControls, ControlSecrets } from './websitepro-controls.ts';
-export { scopeRulesOf } from './websitepro-crawl.ts';
+export { mapBlocks, scopeRulesOf } from './websitepro-crawl.ts';
 export {
   claimDatasetMark,
   confirmDatasetMark,

@@ -8,9 +8,9 @@ import { parseWebhook, precheckWebhook, WebhookField } from '../webhook.ts';
 import { planControls, WEBSITEPRO_CONTROL_FIELDS, type WebsiteproControlsBody } from './websitepro-controls.ts';
 import { CRAWL_BODY_FIELDS } from '../schemas/crawl.ts';
 import { planBatchJob, precheckBatch } from './websitepro-batch.ts';
-import { planCrawlJob } from './websitepro-crawl.ts';
+import { planCrawlJob, planMapJob } from './websitepro-crawl.ts';
 
-export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf', 'links', 'images', 'rawHtml'] as const;
+export const WEBSITEPRO_OUTPUTS = ['metadata', 'markdown', 'text', 'html', 'pdf', 'links', 'images', 'rawHtml', 'map'] as const;
 export type WebsiteproOutput = (typeof WEBSITEPRO_OUTPUTS)[number];
 
 export const WebsiteproBody = T.Object(
@@ -75,8 +75,10 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (body.webhook !== undefined) parseWebhook(body.webhook);
     const outputs = [...new Set(body.outputs)];
     if (!outputs.length) throw new ApiError('no_output');
+    // a map (the site's URLs, one JSON result) is a job of its own: websitepro-crawl.ts checks its body
+    const map = outputs.includes('map') ? planMapJob(body as unknown as Parameters<typeof planMapJob>[0], url, outputs, config) : null;
     // a page set (urls) converts each page as fetched: page controls and rawHtml are one-page only for now
-    if (body.urls || body.crawl) {
+    if (!map && (body.urls || body.crawl)) {
       const control = PAGE_SET_REFUSED.find((k) => body[k as keyof WebsiteproRequest] !== undefined);
       const set = body.urls ? '`urls`' : '`crawl`';
       if (control) throw new ApiError('bad_request', `\`${control}\` applies to a one-page job (\`url\`), not yet to ${set}`);
@@ -85,11 +87,13 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     }
     // every control is checked (400) before the service's own availability (503)
     const c = await planControls(body, outputs);
-    const batch = body.urls
-      ? planBatchJob(body.urls, outputs, config)
-      : body.crawl
-        ? planCrawlJob(url!, outputs, body.crawl, config)
-        : null;
+    const batch = map
+      ? map
+      : body.urls
+        ? planBatchJob(body.urls, outputs, config)
+        : body.crawl
+          ? planCrawlJob(url!, outputs, body.crawl, config)
+          : null;
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');

@@ -68,7 +68,6 @@ t.test('a crawl delivers exactly its site', async (t) => {
   await bad({ ...body, crawl: { limit: 10_001 } }, 'bad_request', 'a limit over 10,000');
   await bad({ ...body, crawl: { excludePaths: [`/${'x'.repeat(300)}`] } }, 'bad_request', 'a glob over 256 characters');
   await bad({ urls: [site.url('/')], outputs: ['markdown'], crawl: {} }, 'bad_request', 'crawl with urls');
-  await bad({ ...body, crawl: { sitemap: 'only' } }, 'bad_request', 'sitemap only (not yet)');
   await bad({ ...body, rawHtml: undefined, outputs: ['rawHtml'] }, 'bad_request', 'rawHtml in a crawl');
   t.equal((await wallet.balance(app.nc, k.walletId)).balance, 100_000, 'nothing charged');
 

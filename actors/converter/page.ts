@@ -13,7 +13,9 @@ import { ApiError } from '../../shared/errors.ts';
 import { resultKey } from '../../shared/crawl/keys.ts';
 import type { PageTaskParams } from '../../shared/jobs/pages.ts';
 import { ROBOTS_TEXT_MAX, type RobotsText } from '../../shared/jobs/crawl.ts';
-import { fetchRobots } from '../../shared/crawl/robots.ts';
+import { fetchRobots, RobotsCache, type RobotsOptions } from '../../shared/crawl/robots.ts';
+import { parseRetryAfter } from '../../shared/crawl/politeness.ts';
+import { uniqueKey } from '../../shared/crawl/normalize.ts';
 import { readSitemaps } from '../../shared/crawl/sitemap.ts';
 import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
@@ -37,7 +39,23 @@ export type PageOutcomeExtra = {
   robots?: RobotsText;
   /** A crawl's first page: the URLs of the origin's sitemaps (robots.txt's `Sitemap:` lines, else /sitemap.xml). */
   sitemap?: string[];
+  /** The page's `<link rel=canonical>` when it is on the page's origin and another page (by uniqueKey). */
+  canonical?: string;
+  /** A crawl page that answered 429/503 (not a wall): no result; the supervisor asks again later. */
+  retry?: { status: number; retryAfterMs: number | null };
+  /** A crawl page on another origin whose own robots.txt forbids it or cannot be read: no result. */
+  skipped?: 'robots' | 'robots_unavailable';
+  /** With `crawl.originRobots`: that origin's Crawl-delay (bounded), for its politeness. */
+  crawlDelayMs?: number;
 };
+
+/**
+ * robots.txt of the other origins a crawl reaches (allowSubdomains), read once per origin by this
+ * converter and kept 10 minutes (bounded: 256 origins); the start origin's is the supervisor's.
+ */
+let originRobots: RobotsCache | undefined;
+const robotsOfOrigins = (config: PageDeps['config'], guard: RobotsOptions['guard']) =>
+  (originRobots ??= new RobotsCache({ guard, ...config.crawl }, 256, 10 * 60_000));
 
 const failAll = (outputs: string[], f: { error: string; message: string; extra?: Record<string, unknown> }) =>
   Object.fromEntries(outputs.map((o) => [o, f]));
@@ -92,10 +110,18 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     robots = { status: rules.status, text: (rules.text ?? '').slice(0, ROBOTS_TEXT_MAX) };
     if (p.crawl.sitemaps) sitemap = await sitemapUrls(deps, p.url, rules.sitemaps, p.crawl.sitemaps, guard);
   }
+  // a page on another origin than the start's reads that origin's robots.txt first
+  let crawlDelayMs: number | undefined;
+  if (p.crawl?.originRobots) {
+    const v = await robotsOfOrigins(config, guard).check(p.url);
+    if (!v.ok) return { extra: { page: p.url, outputs: {}, skipped: v.reason } satisfies PageOutcomeExtra };
+    crawlDelayMs = v.crawlDelayMs;
+  }
   const crawled = (extra: PageOutcomeExtra): PageOutcomeExtra => ({
     ...extra,
     ...(robots ? { robots } : {}),
     ...(sitemap?.length ? { sitemap } : {}),
+    ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
   });
   // a map's page 0 with `sitemap: "only"` reads robots.txt and the sitemaps, nothing else
   if (p.linksOnly && p.sitemapOnly) return { extra: crawled({ page: p.url, outputs: {} }) };
@@ -120,6 +146,15 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   // its evidence (shared/crawl/walls.ts), as in a one-page job
   const wall = wallFailure(res);
   if (wall) return { extra: crawled({ page: res.url, outputs: failAll(outputs, wall) }) };
+  // a crawl's page that says "not now" is asked again later (the supervisor holds its origin), not failed
+  if (p.crawl && (res.status === 429 || res.status === 503))
+    return {
+      extra: crawled({
+        page: res.url,
+        outputs: {},
+        retry: { status: res.status, retryAfterMs: parseRetryAfter(res.headers['retry-after'], Date.now()) },
+      }),
+    };
   if (res.status >= 400)
     return {
       extra: crawled({
@@ -130,6 +165,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
 
   const out: Record<string, PageOutput> = {};
   let links: string[] | undefined;
+  let canonical: string | undefined;
   const contentType = String(res.headers['content-type'] ?? '');
   // a crawl's page also gives its links (the links output's one extractor), stored only when asked for
   const made: TextOutput[] = p.crawl && !text.includes('links') ? [...text, 'links'] : text;
@@ -184,6 +220,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
     const found = result.outputs.links as OutputFile | OutputFailure | undefined;
     if (p.crawl && !p.sitemapOnly && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
+    if (p.crawl && result.canonical) canonical = sameOriginCopy(result.canonical, res.url);
     for (const o of text) {
       const r = result.outputs[o] as OutputFile | OutputFailure | undefined;
       if (!r) out[o] = { error: 'conversion_failed', message: `no ${o} was produced` };
@@ -203,7 +240,17 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         downloadName(p.pageKey, 'pdf'),
       );
   }
-  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}) }) };
+  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}), ...(canonical ? { canonical } : {}) }) };
+}
+
+/** The canonical URL when it names another page of the same origin (a crawl folds the copy), else undefined. */
+function sameOriginCopy(canonical: string, page: string): string | undefined {
+  try {
+    if (new URL(canonical).origin !== new URL(page).origin) return undefined;
+    return uniqueKey(canonical) !== uniqueKey(page) ? canonical : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The origin's sitemap URLs (files of another origin are never fetched); none when they cannot be read. */

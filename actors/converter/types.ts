@@ -36,6 +36,8 @@ export type ConvertResult =
       outputs: Partial<Record<TextOutput, OutputFile | OutputFailure>>;
       /** How many elements each selector of the controls matched (absent without controls). */
       selectors?: Record<string, number>;
+      /** An HTML page's `<link rel=canonical>`, absolute (absent when it names none). */
+      canonical?: string;
     };
 
 export const CONTENT_TYPES: Record<TextOutput, { contentType: string; ext: string }> = {

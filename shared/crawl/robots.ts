@@ -134,9 +134,13 @@ export class RobotsCache {
   /** robots.txt fetches made (tests and the crawl report read it). */
   fetches = 0;
 
-  constructor(opts: RobotsOptions, maxOrigins = 1000) {
+  private readonly ttlMs: number;
+
+  /** `ttlMs`: how long a file read (or a 4xx) is kept before it is read again (RFC 9309: at most a day). */
+  constructor(opts: RobotsOptions, maxOrigins = 1000, ttlMs = 24 * 3600_000) {
     this.opts = opts;
     this.maxOrigins = maxOrigins;
+    this.ttlMs = ttlMs;
   }
 
   /** The rules of the URL's origin, fetched once (again only after an unreachable answer's retryAt). */
@@ -146,7 +150,7 @@ export class RobotsCache {
     const cached = this.rules.get(origin);
     if (cached) {
       const r = await cached;
-      if (r.state !== 'unreachable' || (r.retryAt ?? 0) > now) return r;
+      if (r.state !== 'unreachable' ? now - r.fetchedAt < this.ttlMs : (r.retryAt ?? 0) > now) return r;
       if (this.rules.get(origin) !== cached) return this.rulesFor(url); // another caller refreshed it
     }
     this.fetches++;

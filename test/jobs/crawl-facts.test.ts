@@ -1,9 +1,9 @@
 // The supervisor's side of a crawl page's outcome facts (session-30 contract sections 1-2): a 429/503
 // goes back and is asked again after its Retry-After, a site that 503s forever ends as refunded
 // http_error results, a rel=canonical copy is folded (state `x`, its slot back), and a subdomain's own
-// robots.txt keeps its disallowed path unfetched. Real gateway, supervisor, wallet, NATS and HTTP
-// servers; the converter's part of the contract is played by test/helpers/crawl-facts-worker.ts until
-// the converter branch produces those facts.
+// robots.txt keeps its disallowed path unfetched. Real gateway, supervisor, wallet, converter, NATS and
+// HTTP servers; test/helpers/crawl-facts-worker.ts plays the converter where a test needs a name the
+// real resolver cannot answer (a subdomain of localhost) or a page task held without an answer.
 import t, { type Test } from 'tap';
 import type http from 'node:http';
 import { startTestApp, type TestApp } from '../helpers/app.ts';
@@ -33,12 +33,13 @@ async function finished(app: TestApp, key: string, id: string) {
   throw new Error(`job ${id} did not finish`);
 }
 
-async function crawl(t: Test, config: Record<string, unknown>, body: Record<string, unknown>) {
+/** `converter: 'stand-in'`: test/helpers/crawl-facts-worker.ts plays the converter (it resolves `*.localhost`). */
+async function crawl(t: Test, config: Record<string, unknown>, body: Record<string, unknown>, converter: 'real' | 'stand-in' = 'real') {
   const app = await startTestApp(t, {
-    actors: ['wallet', 'job-supervisor'],
+    actors: ['wallet', 'job-supervisor', ...(converter === 'real' ? (['converter'] as const) : [])],
     config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, ...config },
   });
-  await startCrawlFactsWorker(t, await app.connect('converter'), app.config);
+  if (converter === 'stand-in') await startCrawlFactsWorker(t, await app.connect('converter'), app.config);
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const r = await app.request('POST', '/v1/websitepro/jobs', { key: k.key, body: { outputs: ['text'], ...body } });
@@ -137,7 +138,8 @@ t.test("a subdomain's own robots.txt: its disallowed path is never fetched there
     '/guide': byHost({ 'docs.localhost': page('Guide', []) }),
     '/private/x': byHost({ 'docs.localhost': page('Private', []) }),
   });
-  const { results, job, unit, limit } = await crawl(t, {}, { url: start, crawl: { limit: 10, allowSubdomains: true } });
+  // the stand-in converter: `docs.localhost` resolves nowhere on this machine but in its resolver
+  const { results, job, unit, limit } = await crawl(t, {}, { url: start, crawl: { limit: 10, allowSubdomains: true } }, 'stand-in');
   t.same(results.map((x) => x.page).sort(), [docsOf('/'), docsOf('/guide'), start].sort(), 'the subdomain is crawled');
   t.ok(log.includes('docs.localhost/robots.txt'), "the subdomain's robots.txt was read");
   t.notOk(

@@ -38,7 +38,8 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
   let source = decoded;
   const parse = () => parseHtml(source, input.finalUrl);
   let selectors: Counts | undefined;
-  const done = (): ConvertResult => ({ outputs: out, ...(selectors ? { selectors } : {}) });
+  let canonical: string | undefined;
+  const done = (): ConvertResult => ({ outputs: out, ...(selectors ? { selectors } : {}), ...(canonical ? { canonical } : {}) });
   try {
     let doc: Document;
     let page: ParsedPage;
@@ -55,6 +56,8 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       failAll(failure(e, 'the page does not parse as HTML'));
       return { outputs: out };
     }
+    // the page's own canonical URL (a crawl folds copies by it), read before anything is removed
+    canonical = guard(() => canonicalOf(doc, input.finalUrl), undefined);
     if (input.detectJs && !input.rendered) {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
@@ -185,4 +188,18 @@ function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
     onError?.(e);
     return fallback;
   }
+}
+
+/** The first `<link rel=canonical href>` of the document, absolute; undefined when none or not http(s). */
+function canonicalOf(doc: Document, base: string): string | undefined {
+  for (const l of doc.querySelectorAll('link[href]')) {
+    if (!(l.getAttribute('rel') ?? '').toLowerCase().split(/\s+/).includes('canonical')) continue;
+    try {
+      const u = new URL(l.getAttribute('href')!, doc.baseURI || base);
+      return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
 }

@@ -21,7 +21,8 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import type { RenderHtmlReply, RenderPdfReply } from './browser.ts';
+import { renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
+import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
 
 /** What a page task needs of the converter. */
@@ -68,9 +69,9 @@ export const isPageTask = (params: Record<string, unknown>) => params.page === t
 export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<TaskResult> {
   const { task } = ctx;
   const p = task.params as unknown as PageTaskParams;
-  const outputs = p.outputs as (TextOutput | 'pdf')[];
+  const outputs = p.outputs as (TextOutput | 'pdf' | 'rawHtml')[];
   // a map's page (linksOnly) makes no output: only its links, for the supervisor
-  const text = p.linksOnly ? [] : outputs.filter((o): o is TextOutput => o !== 'pdf');
+  const text = p.linksOnly ? [] : outputs.filter((o): o is TextOutput => o !== 'pdf' && o !== 'rawHtml');
   const { config } = deps;
   const put = async (o: string, data: Uint8Array, contentType: string, ext: string): Promise<StoredFile> => {
     const name = objectName(task.jobId, resultKey(p.pageKey, o));
@@ -181,6 +182,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       rendered: false,
       outputs: made,
       warnings: [],
+      ...(p.controls ? { controls: p.controls } : {}),
     };
     let result: ConvertResult;
     try {
@@ -228,6 +230,11 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       else out[o] = { file: await put(o, Buffer.from(r.data, 'utf8'), r.contentType, r.ext || CONTENT_TYPES[o].ext) };
     }
   }
+  if (outputs.includes('rawHtml'))
+    // the page as fetched: its own bytes and content type
+    out.rawHtml = isHtmlType(sniffType(res.body, contentType))
+      ? { file: await put('rawHtml', res.body, contentType || 'text/html', 'raw.html') }
+      : { error: 'unsupported_content', message: `a ${contentType || 'non-HTML'} target has no rawHtml` };
   if (outputs.includes('pdf')) {
     // a PDF target is its own PDF; everything else is printed by a browser
     if (sniffType(res.body, contentType) === 'application/pdf') out.pdf = { file: await put('pdf', res.body, 'application/pdf', 'pdf') };
@@ -238,6 +245,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         objectName(task.jobId, resultKey(p.pageKey, 'pdf')),
         res.url,
         downloadName(p.pageKey, 'pdf'),
+        p,
       );
   }
   return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}), ...(canonical ? { canonical } : {}) }) };
@@ -287,13 +295,21 @@ function linkUrls(json: string, max: number): string[] {
   return [...urls];
 }
 
-async function printPage(deps: PageDeps, store: string, name: string, url: string, filename: string): Promise<PageOutput> {
+async function printPage(
+  deps: PageDeps,
+  store: string,
+  name: string,
+  url: string,
+  filename: string,
+  p: PageTaskParams,
+): Promise<PageOutput> {
   try {
-    const reply = await call<RenderPdfReply>(
+    // the page's controls and pdf options, as a one-page job's print (no credentials: a page set has none)
+    const reply = await renderPdf(
       deps.nc,
-      subjects.browser.renderPdf,
+      deps.config,
       { url, store, objectName: name },
-      deps.config.shots.pageTimeoutMs + 10000,
+      taskControls(p as unknown as Record<string, unknown>),
     );
     return { file: { store, name, contentType: 'application/pdf', bytes: reply.bytes, filename } };
   } catch (e) {

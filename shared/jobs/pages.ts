@@ -48,6 +48,10 @@ export interface PageTaskParams {
   /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
   sitemapOnly?: true;
   outputs: string[];
+  /** The request's HTML controls, the same for every page (removeSelectors, targetSelectors, mainContent). */
+  controls?: { removeSelectors?: string[]; targetSelectors?: string[]; mainContent?: false };
+  /** The request's `pdf` options (the pdf output). */
+  pdf?: Record<string, unknown>;
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
   crawl?: {
     robots: boolean;
@@ -135,6 +139,7 @@ export async function publishPages(
         source: p.source,
         pageKey: p.key,
         outputs: ps.outputs,
+        ...pageControls(job),
         ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i, p) } : {}),
       };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);
@@ -157,6 +162,17 @@ function crawlParams(job: JobRecord, i: number, p: PlannedPage): NonNullable<Pag
     return new URL(p.url).origin === new URL(String(job.request.url)).origin ? { robots: false } : { robots: false, originRobots: true };
   // the outcome carries them: bounded well under a NATS message whatever the limit
   return { robots: true, ...(c?.sitemap === 'skip' ? {} : { sitemaps: Math.min(job.pageSet!.slots, SITEMAP_URLS_MAX) }) };
+}
+
+/** The controls every page of the set applies, from the stored request (it holds no credential). */
+function pageControls(job: JobRecord): Pick<PageTaskParams, 'controls' | 'pdf'> {
+  const r = job.request as { removeSelectors?: string[]; targetSelectors?: string[]; mainContent?: boolean; pdf?: Record<string, unknown> };
+  const controls: NonNullable<PageTaskParams['controls']> = {
+    ...(r.removeSelectors?.length ? { removeSelectors: r.removeSelectors } : {}),
+    ...(r.targetSelectors?.length ? { targetSelectors: r.targetSelectors } : {}),
+    ...(r.mainContent === false ? { mainContent: false as const } : {}),
+  };
+  return { ...(Object.keys(controls).length ? { controls } : {}), ...(r.pdf ? { pdf: r.pdf } : {}) };
 }
 
 /** A map's pages are fetched for links only; `sitemap: "only"` (crawl or map) reads no page's links. */

@@ -36,18 +36,12 @@ export const RENDER_KEY = 'render';
 const printsPdfEntry = (e: CatalogueEntry) => Array.isArray(e.catalogue.prints) && e.catalogue.prints.includes('pdf');
 const printsPdf = (entries: CatalogueEntry[]) => entries.some(printsPdfEntry);
 
-/** Body fields a page set (`urls`) does not take yet: its pages are converted as fetched. */
-const PAGE_SET_REFUSED = [
-  'removeSelectors',
-  'targetSelectors',
-  'mainContent',
-  'waitFor',
-  'timeout',
-  'headers',
-  'cookies',
-  'actions',
-  'pdf',
-] as const;
+/**
+ * Body fields a page set (`urls`, `crawl`) does not take: a render per page (waitFor, actions, its
+ * timeout) is not offered yet, and credentials (headers, cookies) are never stored, while a page
+ * set's tasks are published as its pages are admitted, long after the request (docs/websitepro.md).
+ */
+const PAGE_SET_REFUSED = ['waitFor', 'timeout', 'headers', 'cookies', 'actions'] as const;
 
 export const websitepro: ServiceModule<WebsiteproRequest> = {
   name: 'websitepro',
@@ -77,13 +71,15 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (!outputs.length) throw new ApiError('no_output');
     // a map (the site's URLs, one JSON result) is a job of its own: websitepro-crawl.ts checks its body
     const map = outputs.includes('map') ? planMapJob(body as unknown as Parameters<typeof planMapJob>[0], url, outputs, config) : null;
-    // a page set (urls) converts each page as fetched: page controls and rawHtml are one-page only for now
+    // a page set (urls, crawl) takes the HTML controls, pdf options and rawHtml; not a render per page nor credentials
     if (!map && (body.urls || body.crawl)) {
       const control = PAGE_SET_REFUSED.find((k) => body[k as keyof WebsiteproRequest] !== undefined);
       const set = body.urls ? '`urls`' : '`crawl`';
-      if (control) throw new ApiError('bad_request', `\`${control}\` applies to a one-page job (\`url\`), not yet to ${set}`);
-      if (outputs.includes('rawHtml'))
-        throw new ApiError('bad_request', `the rawHtml output applies to a one-page job (\`url\`), not yet to ${set}`);
+      if (control)
+        throw new ApiError(
+          'bad_request',
+          `\`${control}\` applies to a one-page job (\`url\`), not to ${set}: ${control === 'headers' || control === 'cookies' ? 'credentials are never stored, and a page set sends its pages long after the request' : 'a page set does not render each page in a browser'}`,
+        );
     }
     // every control is checked (400) before the service's own availability (503)
     const c = await planControls(body, outputs);

@@ -103,7 +103,7 @@ t.test('crawl and map of a local site', async (t) => {
   );
   t.match(m.stderr, /map job_\S+: 5 URLs, charged \d+ Payloads/);
 
-  const mj = await runCli(['--json', 'map', site.url('/'), '--limit', '100', '--exclude', '/old/**'], env);
+  const mj = await runCli(['map', site.url('/'), '--json', '--limit', '100', '--exclude', '/old/**'], env);
   t.equal(mj.code, 0, mj.stderr);
   const map = JSON.parse(mj.stdout) as { url: string; count: number; urls: { url: string; source: string; depth: number }[] };
   t.equal(map.url, site.url('/'));

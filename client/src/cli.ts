@@ -12,6 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { addConvertOptions, convertBody } from './convert-options.ts';
+import { addCrawlCommands } from './crawl-cli.ts';
 import { addShotControlFlags, shotControlsFromFlags, type ShotFlags } from './shots-flags.ts';
 import { createPayloadsClient, PayloadsError, DEFAULT_BASE_URL, type Job, type PayloadsClient, type Result } from './index.ts';
 
@@ -171,7 +172,7 @@ async function followWithBars(c: PayloadsClient, job: Job, dir: string, io: Io):
 export function program(io: Io): Command {
   const p = new Command('payloads')
     .description(
-      'Payloads API from the terminal: screenshots, page conversion, Nostr relay tests, wallet.\nKey: PAYLOADS_KEY or ~/.config/payloads/config.json; API: PAYLOADS_URL (default http://localhost:8080).',
+      'Payloads API from the terminal: screenshots, page conversion, site crawls and maps, Nostr relay tests, wallet.\nKey: PAYLOADS_KEY or ~/.config/payloads/config.json; API: PAYLOADS_URL (default http://localhost:8080).',
     )
     .configureOutput({ writeOut: (s) => io.out.write(s), writeErr: (s) => io.err.write(s) })
     .exitOverride()
@@ -341,6 +342,16 @@ export function program(io: Io): Command {
     }
     if (outPath || json()) io.err.write(resultTable(job, files) + '\n');
     if (job.status !== 'completed' || job.results.some((r) => r.status === 'failed')) process.exitCode = EXIT.failed;
+  });
+
+  addCrawlCommands(p, {
+    io,
+    client: () => client(io),
+    json,
+    key: () => loadConfig(io.env).key,
+    fail: () => {
+      process.exitCode = EXIT.failed;
+    },
   });
 
   p.command('labs')

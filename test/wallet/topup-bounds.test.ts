@@ -8,6 +8,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { startTestApp } from '../helpers/app.ts';
 import { startClnNode } from '../helpers/lightning-node.ts';
 import { BUCKETS } from '../../shared/names.ts';
+import { LOOKUP_REUSE_MS } from '../../actors/wallet/topups.ts';
 
 t.test('unpaid top-ups: capped per wallet, polls cached, gone after their retention', async (t) => {
   const node = await startClnNode(t);
@@ -30,12 +31,17 @@ t.test('unpaid top-ups: capped per wallet, polls cached, gone after their retent
   // 30 polls of one pending top-up within a second: the node is asked once or twice, not 30 times
   const before = node.lookups();
   const polls: number[] = [];
+  const t0 = Date.now();
   for (let i = 0; i < 30; i++) polls.push((await app.request('GET', `/v1/topups/${a.json.topup.id}`, { key })).status);
+  // the bound is counted, not timed: one lookup per LOOKUP_REUSE_MS of the polls (a busy machine makes
+  // them slower) plus the wallet's own background checks in that time; uncached it would be 30
+  const took = Date.now() - t0;
+  const bound = Math.ceil(took / LOOKUP_REUSE_MS) + Math.ceil(took / app.config.wallet.lightning.pollMs) + 1;
   t.ok(
     polls.every((s) => s === 200),
     'every poll answered',
   );
-  t.ok(node.lookups() - before <= 2, `node asked ${node.lookups() - before} times for 30 polls`);
+  t.ok(node.lookups() - before <= Math.min(bound, 10), `node asked ${node.lookups() - before} times for 30 polls in ${took} ms`);
 
   // the first invoice expires at the node: the top-up ends unpaid, frees a place, then leaves the bucket
   [...node.invoices.values()][0]!.status = 'expired'; // the first invoice made: a's

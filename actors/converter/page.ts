@@ -5,7 +5,8 @@
 // (`extra.page`), which the supervisor records as the page's results (actors/job-supervisor/pages.ts).
 import { objectName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { TaskContext, TaskResult } from '../../shared/worker.ts';
-import { guardedFetch, OutboundError } from '../../shared/outbound/index.ts';
+import { OutboundError } from '../../shared/outbound/index.ts';
+import { cachedFetch } from './cache.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { call } from '../../shared/micro.ts';
 import { subjects } from '../../shared/names.ts';
@@ -37,6 +38,8 @@ export type PageOutcomeExtra = {
   robots?: RobotsText;
   /** A crawl's first page: the URLs of the origin's sitemaps (robots.txt's `Sitemap:` lines, else /sitemap.xml). */
   sitemap?: string[];
+  /** The page was served from the fetch cache: when it was fetched (ISO). */
+  cachedAt?: string;
 };
 
 const failAll = (outputs: string[], f: { error: string; message: string; extra?: Record<string, unknown> }) =>
@@ -101,16 +104,24 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   if (p.linksOnly && p.sitemapOnly) return { extra: crawled({ page: p.url, outputs: {} }) };
 
   let res;
+  let cachedAt: string | undefined;
   try {
-    res = await guardedFetch(p.url, {
-      allowCidrs: config.outbound.allowCidrs,
-      maxRedirects: config.outbound.maxRedirects,
-      connectTimeoutMs: config.outbound.connectTimeoutMs,
-      timeoutMs: config.websitepro.fetchTimeoutMs,
-      maxBytes: config.websitepro.maxBytes,
-      signal: ctx.signal,
-      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-    });
+    // a page set sends no headers or cookies and renders only when the page needs it: always eligible
+    ({ res, cachedAt } = await cachedFetch(
+      deps.nc,
+      config,
+      p.url,
+      {
+        allowCidrs: config.outbound.allowCidrs,
+        maxRedirects: config.outbound.maxRedirects,
+        connectTimeoutMs: config.outbound.connectTimeoutMs,
+        timeoutMs: config.websitepro.fetchTimeoutMs,
+        maxBytes: config.websitepro.maxBytes,
+        signal: ctx.signal,
+        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+      },
+      { maxAge: p.maxAge ?? 0, eligible: true },
+    ));
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     const f = e instanceof OutboundError ? { error: e.code, message: e.message } : { error: 'unreachable', message: (e as Error).message };
@@ -203,7 +214,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         downloadName(p.pageKey, 'pdf'),
       );
   }
-  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}) }) };
+  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}), ...(cachedAt ? { cachedAt } : {}) }) };
 }
 
 /** The origin's sitemap URLs (files of another origin are never fetched); none when they cannot be read. */

@@ -48,6 +48,8 @@ export interface PageTaskParams {
   /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
   sitemapOnly?: true;
   outputs: string[];
+  /** Seconds: the page may be served from the fetch cache if fetched this recently (actors/converter/cache.ts). */
+  maxAge?: number;
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
   crawl?: {
     robots: boolean;
@@ -135,6 +137,7 @@ export async function publishPages(
         source: p.source,
         pageKey: p.key,
         outputs: ps.outputs,
+        ...(typeof job.request.maxAge === 'number' && job.request.maxAge > 0 ? { maxAge: job.request.maxAge } : {}),
         ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i, p) } : {}),
       };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);

@@ -15,9 +15,13 @@ type Res = { key: string; status: string; cachedAt?: string; page?: string; sour
 t.test('maxAge: fetched, cached, bypassed, batched, refused', async (t) => {
   const app = await startTestApp(t, {
     actors: ['wallet', 'job-supervisor', 'converter'],
-    config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, websitepro: { fetchTimeoutMs: 5000, cacheMaxAgeSeconds: 3600 } },
+    config: {
+      outbound: { allowCidrs: ['127.0.0.1/32'] },
+      websitepro: { fetchTimeoutMs: 5000, cacheMaxAgeSeconds: 3600, cacheEntryMaxBytes: 20_000 },
+    },
   });
-  const site = await fixtureServer(t, { '/post': html(ARTICLE), '/other': html(ARTICLE), '/third': html(ARTICLE) });
+  const BIG = ARTICLE.replace('</body>', `<p>${'More text for a page over the cache entry cap. '.repeat(600)}</p></body>`);
+  const site = await fixtureServer(t, { '/post': html(ARTICLE), '/other': html(ARTICLE), '/third': html(ARTICLE), '/big': html(BIG) });
   const hits = (path: string) => site.hits.filter((h) => h === path).length;
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
@@ -76,6 +80,13 @@ t.test('maxAge: fetched, cached, bypassed, batched, refused', async (t) => {
   const again = await run({ urls: [site.url('/third')], outputs: ['markdown'], maxAge: 600 });
   t.equal(hits('/third'), 1, "the batch's own fetch was cached");
   t.ok(again.results[0]!.cachedAt);
+
+  // a page over the entry cap (websitepro.cacheEntryMaxBytes) is not kept: fetched every time
+  t.ok(BIG.length > 20_000 && ARTICLE.length < 20_000, 'the fixtures straddle the cap');
+  await run({ url: site.url('/big'), outputs: ['text'], maxAge: 600 });
+  const big = await run({ url: site.url('/big'), outputs: ['text'], maxAge: 600 });
+  t.equal(hits('/big'), 2, 'a page over the cap is fetched again');
+  t.notOk(big.results[0]!.cachedAt);
 
   // a bad maxAge is a 400 before anything is charged or fetched
   const spent = await balance();

@@ -9,12 +9,13 @@
 //   is one message: the final URL, status, the headers conversion reads, the redirect chain and the
 //   body (a body over websitepro.cacheEntryMaxBytes is not kept); the bucket's max bytes and age are
 //   config (shared/nats/provision.ts);
+// - an entry is served only if the guard would allow its address and size today (servable);
 // - the cache is best effort: a bucket that cannot be read or written is a fetch, never a failure.
 import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { BUCKETS } from '../../shared/names.ts';
-import { guardedFetch, type GuardedFetchOptions, type GuardedResponse } from '../../shared/outbound/index.ts';
+import { blockReason, guardedFetch, type GuardedFetchOptions, type GuardedResponse } from '../../shared/outbound/index.ts';
 import type { Config } from '../../shared/config/index.ts';
 
 /** Headers of the fetched response that conversion reads; the others are not kept. */
@@ -79,6 +80,13 @@ export function decodeEntry(data: Uint8Array): { res: GuardedResponse; at: numbe
   return { res, at: meta.at };
 }
 
+/**
+ * An entry is served only as the guard would let it through now: its address still allowed (a
+ * narrowed `outbound.allowCidrs` is not bypassed by an older entry) and its body within the fetch's size cap.
+ */
+const servable = (res: GuardedResponse, opts: GuardedFetchOptions) =>
+  blockReason(res.address, opts.allowCidrs) === null && res.body.length <= (opts.maxBytes ?? Number.POSITIVE_INFINITY);
+
 /** guardedFetch through the cache (see the head of this file). */
 export async function cachedFetch(
   nc: NatsConnection,
@@ -94,7 +102,8 @@ export async function cachedFetch(
       .then((kv) => kv.get(key))
       .then((e) => (e && e.operation === 'PUT' && e.length ? decodeEntry(e.value) : null))
       .catch(() => null);
-    if (hit && Date.now() - hit.at <= use.maxAge * 1000) return { res: hit.res, cachedAt: new Date(hit.at).toISOString() };
+    if (hit && Date.now() - hit.at <= use.maxAge * 1000 && servable(hit.res, opts))
+      return { res: hit.res, cachedAt: new Date(hit.at).toISOString() };
   }
   const at = Date.now();
   const res = await guardedFetch(url, opts);

@@ -88,6 +88,20 @@ t.test('maxAge: fetched, cached, bypassed, batched, refused', async (t) => {
   t.equal(hits('/big'), 2, 'a page over the cap is fetched again');
   t.notOk(big.results[0]!.cachedAt);
 
+  // a crawl's pages read it too (robots.txt is read each time: it is not a page)
+  const crawlSite = await fixtureServer(t, {
+    '/': html('<html><head><title>Home</title></head><body><h1>Home</h1><a href="/a">a</a></body></html>'),
+    '/a': html(ARTICLE),
+  });
+  const crawlHits = () => crawlSite.hits.filter((h) => h === '/' || h === '/a').length;
+  const crawl = { limit: 5, sitemap: 'skip' };
+  const c1 = await run({ url: crawlSite.url('/'), outputs: ['markdown'], crawl });
+  t.equal(crawlHits(), 2, 'the first crawl fetched both pages');
+  t.equal(c1.results.filter((r) => r.status === 'done').length, 2);
+  const c2 = await run({ url: crawlSite.url('/'), outputs: ['markdown'], crawl, maxAge: 600 });
+  t.equal(crawlHits(), 2, 'the second crawl took both pages from the cache');
+  t.equal(c2.results.filter((r) => r.status === 'done' && r.cachedAt).length, 2, 'each says cachedAt');
+
   // a bad maxAge is a 400 before anything is charged or fetched
   const spent = await balance();
   const seen = site.hits.length;

@@ -39,6 +39,8 @@ export const BUCKETS = {
   devInvoices: 'dev_invoices',
   /** A crawl's visited set (uniqueKey hashes) and frontier cursor (shared/crawl/frontier.ts, which creates it). */
   crawlVisited: 'crawl_visited',
+  /** Fetched pages, for websitepro `maxAge` (actors/converter/cache.ts); bounded by websitepro.cacheMaxBytes / cacheMaxAgeSeconds. */
+  fetchCache: 'fetch_cache',
 } as const;
 
 export const OBJECT_STORES = {

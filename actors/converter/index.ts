@@ -36,7 +36,8 @@ import { handlePage, isPageTask } from './page.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
-import { guardedFetch, OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
+import { OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
+import { cachedFetch } from './cache.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
 import { wallFailure } from './walls.ts';
 import {
@@ -124,20 +125,29 @@ async function produce(
   const credentials = originHeaders(t.secret);
   let res: GuardedResponse | null = null;
   let failed: Entry | null = null;
+  let cachedAt: string | undefined;
   try {
-    res = await step(ctx, 'fetching', () =>
-      guardedFetch(url, {
-        allowCidrs: config.outbound.allowCidrs,
-        maxRedirects: config.outbound.maxRedirects,
-        connectTimeoutMs: config.outbound.connectTimeoutMs,
-        timeoutMs: config.websitepro.fetchTimeoutMs,
-        maxBytes: config.websitepro.maxBytes,
-        signal: ctx.signal,
-        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-        // the caller's headers and cookies go to the target's origin only, on every hop that is there
-        ...(credentials ? { originHeaders: { origin: new URL(url).origin, headers: credentials } } : {}),
-      }),
+    const fetched = await step(ctx, 'fetching', () =>
+      cachedFetch(
+        deps.nc,
+        config,
+        url,
+        {
+          allowCidrs: config.outbound.allowCidrs,
+          maxRedirects: config.outbound.maxRedirects,
+          connectTimeoutMs: config.outbound.connectTimeoutMs,
+          timeoutMs: config.websitepro.fetchTimeoutMs,
+          maxBytes: config.websitepro.maxBytes,
+          signal: ctx.signal,
+          headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+          // the caller's headers and cookies go to the target's origin only, on every hop that is there
+          ...(credentials ? { originHeaders: { origin: new URL(url).origin, headers: credentials } } : {}),
+        },
+        { maxAge: Number(task.params.maxAge) || 0, eligible: !credentials && !forcesRender(t.controls) },
+      ),
     );
+    res = fetched.res;
+    cachedAt = fetched.cachedAt;
     // a wall (bot challenge, CAPTCHA, login) is not a delivery, whatever its status (shared/crawl/walls.ts)
     const wall = wallFailure(res);
     if (wall) failed = { ...wall, extra: { page: res.url, ...wall.extra } };
@@ -149,7 +159,7 @@ async function produce(
   if (failed || !res) return failEvery(deps, ctx, index, outputs, self, failed!);
 
   const contentType = String(res.headers['content-type'] ?? '');
-  const facts: Record<string, unknown> = { page: res.url };
+  const facts: Record<string, unknown> = { page: res.url, ...(cachedAt ? { cachedAt } : {}) };
   const selectors: Record<string, number> = {};
   const counted = (more: Record<string, number> | undefined) => {
     for (const [k, n] of Object.entries(more ?? {})) selectors[k] = Math.max(selectors[k] ?? 0, n);

@@ -5,7 +5,8 @@
 // (`extra.page`), which the supervisor records as the page's results (actors/job-supervisor/pages.ts).
 import { objectName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { TaskContext, TaskResult } from '../../shared/worker.ts';
-import { guardedFetch, OutboundError } from '../../shared/outbound/index.ts';
+import { OutboundError } from '../../shared/outbound/index.ts';
+import { cachedFetch } from './cache.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { call } from '../../shared/micro.ts';
 import { subjects } from '../../shared/names.ts';
@@ -48,6 +49,8 @@ export type PageOutcomeExtra = {
   skipped?: 'robots' | 'robots_unavailable';
   /** With `crawl.originRobots`: that origin's Crawl-delay (bounded), for its politeness. */
   crawlDelayMs?: number;
+  /** The page was served from the fetch cache: when it was fetched (ISO). */
+  cachedAt?: string;
 };
 
 /**
@@ -128,16 +131,24 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   if (p.linksOnly && p.sitemapOnly) return { extra: crawled({ page: p.url, outputs: {} }) };
 
   let res;
+  let cachedAt: string | undefined;
   try {
-    res = await guardedFetch(p.url, {
-      allowCidrs: config.outbound.allowCidrs,
-      maxRedirects: config.outbound.maxRedirects,
-      connectTimeoutMs: config.outbound.connectTimeoutMs,
-      timeoutMs: config.websitepro.fetchTimeoutMs,
-      maxBytes: config.websitepro.maxBytes,
-      signal: ctx.signal,
-      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-    });
+    // a page set sends no headers or cookies and renders only when the page needs it: always eligible
+    ({ res, cachedAt } = await cachedFetch(
+      deps.nc,
+      config,
+      p.url,
+      {
+        allowCidrs: config.outbound.allowCidrs,
+        maxRedirects: config.outbound.maxRedirects,
+        connectTimeoutMs: config.outbound.connectTimeoutMs,
+        timeoutMs: config.websitepro.fetchTimeoutMs,
+        maxBytes: config.websitepro.maxBytes,
+        signal: ctx.signal,
+        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+      },
+      { maxAge: p.maxAge ?? 0, eligible: true },
+    ));
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     const f = e instanceof OutboundError ? { error: e.code, message: e.message } : { error: 'unreachable', message: (e as Error).message };
@@ -248,7 +259,15 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         p,
       );
   }
-  return { extra: crawled({ page: res.url, outputs: out, ...(links ? { links } : {}), ...(canonical ? { canonical } : {}) }) };
+  return {
+    extra: crawled({
+      page: res.url,
+      outputs: out,
+      ...(links ? { links } : {}),
+      ...(canonical ? { canonical } : {}),
+      ...(cachedAt ? { cachedAt } : {}),
+    }),
+  };
 }
 
 /** The canonical URL when it names another page of the same origin (a crawl folds the copy), else undefined. */

@@ -33,6 +33,8 @@ import type { Deps } from './deps.ts';
 /** A page's outcome facts as the converter reports them (actors/converter/page.ts). */
 type PageExtra = {
   page?: string;
+  /** Served from the fetch cache: when the page was fetched (actors/converter/cache.ts). */
+  cachedAt?: string;
   outputs?: Record<string, { file?: ResultRecord['file']; error?: string; message?: string; extra?: Record<string, unknown> }>;
 };
 
@@ -55,7 +57,7 @@ function pageResults(
 ): { key: string; results: ResultRecord[] } {
   const ps = job.pageSet!;
   const extra = (o.extra ?? {}) as PageExtra;
-  const facts = { page: extra.page ?? page.url, source: page.source };
+  const facts = { page: extra.page ?? page.url, source: page.source, ...(extra.cachedAt ? { cachedAt: extra.cachedAt } : {}) };
   const results = ps.outputs.map((out): ResultRecord => {
     const price = ps.unitPrices[out] ?? 0;
     const e =

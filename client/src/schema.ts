@@ -522,6 +522,11 @@ export interface components {
             filename?: string;
             oneTime?: boolean;
             progress?: string;
+            /**
+             * Format: date-time
+             * @description `websitepro` with `maxAge`: the page was served from the fetch cache, fetched at this time (ISO 8601); absent when it was fetched for this job.
+             */
+            cachedAt?: string;
             /** @description `websitepro`, on a result failed with `blocked` or `login_required`: why the page was judged a wall (a bot challenge, a CAPTCHA or a login) rather than its content. Such a result is refunded. */
             evidence?: {
                 /** @description HTTP status the page answered with. */
@@ -949,7 +954,7 @@ export interface components {
                 /** @description Deadline of the whole crawl (seconds); slots not fetched by then are refunded. */
                 timeout?: number;
             };
-            /** @description Seconds (default 0: always fetch): a page fetched this recently (no headers or cookies asked for) may be served from the cache. */
+            /** @description Seconds (default 0: always fetch; at most the server's `websitepro.cacheMaxAgeSeconds`, 7 days by default): a page fetched this recently may be served from the fetch cache (the result then says `cachedAt`), at the same price. Only a request with no `headers`/`cookies` and no `waitFor`/`actions` reads or writes the cache. */
             maxAge?: number;
         };
         ShotsBody: {

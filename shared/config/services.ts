@@ -35,6 +35,24 @@ export const WebsiteproConfig = T.Object(
       default: 60000,
       description: 'Longest one page conversion (all text outputs, on a worker thread) may take; the thread is then replaced.',
     }),
+    cacheMaxAgeSeconds: T.Integer({
+      minimum: 60,
+      maximum: 30 * 86400,
+      default: 7 * 86400,
+      description:
+        "The fetch cache (`maxAge`, actors/converter/cache.ts): the largest `maxAge` a body may ask for (more is a 400), and how long a fetched page is kept (the bucket `fetch_cache`'s max age).",
+    }),
+    cacheMaxBytes: T.Integer({
+      minimum: 1024 * 1024,
+      default: 256 * 1024 * 1024,
+      description: "The fetch cache's size bound (the bucket `fetch_cache`'s max bytes; the oldest pages make room).",
+    }),
+    cacheEntryMaxBytes: T.Integer({
+      minimum: 1024,
+      maximum: 1000 * 1000,
+      default: 768 * 1024,
+      description: "Largest fetched body the cache keeps (under NATS's 1 MB message limit); a bigger page is fetched every time.",
+    }),
   },
   { default: {} },
 );

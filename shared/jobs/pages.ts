@@ -52,6 +52,8 @@ export interface PageTaskParams {
   controls?: { removeSelectors?: string[]; targetSelectors?: string[]; mainContent?: false };
   /** The request's `pdf` options (the pdf output). */
   pdf?: Record<string, unknown>;
+  /** Seconds: the page may be served from the fetch cache if fetched this recently (actors/converter/cache.ts). */
+  maxAge?: number;
   /** A crawl's page: its links come back in the outcome (`extra.links`); page 0 also reads robots.txt (`extra.robots`). */
   crawl?: {
     robots: boolean;
@@ -140,6 +142,7 @@ export async function publishPages(
         pageKey: p.key,
         outputs: ps.outputs,
         ...pageControls(job),
+        ...(typeof job.request.maxAge === 'number' && job.request.maxAge > 0 ? { maxAge: job.request.maxAge } : {}),
         ...(ps.kind === 'crawl' ? { crawl: crawlParams(job, i, p) } : {}),
       };
       const task = taskOf(job, { key, status: 'pending', price: 0, refunded: false }, params as unknown as Record<string, unknown>);

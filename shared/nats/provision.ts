@@ -164,7 +164,7 @@ async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number
  */
 const BUCKET_READS = { allow_direct: false };
 
-export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; history: number }[] {
+export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; history: number; maxBytes?: number }[] {
   return [
     { name: BUCKETS.keys, ttlMs: 0, history: 1 },
     { name: BUCKETS.jobs, ttlMs: 0, history: 1 },
@@ -179,6 +179,13 @@ export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; histo
     { name: BUCKETS.labsCleanups, ttlMs: HOUR, history: 1 },
     // a crawl's visited set, cursor and page records (shared/jobs/crawl.ts): dropped at its end
     { name: BUCKETS.crawlVisited, ttlMs: pageSetMs(cfg), history: 1 },
+    // fetched pages for websitepro `maxAge` (actors/converter/cache.ts): bounded in size and age
+    {
+      name: BUCKETS.fetchCache,
+      ttlMs: cfg.websitepro.cacheMaxAgeSeconds * 1000,
+      history: 1,
+      maxBytes: cfg.websitepro.cacheMaxBytes,
+    },
   ].map((b) => ({ ...b, replicas: cfg.nats.replicas }));
 }
 
@@ -196,10 +203,17 @@ export async function provision(nc: NatsConnection, cfg: Config): Promise<Provis
   for (const sc of streamConfigs(cfg)) await ensureStream(jsm, sc);
   const kvm = new Kvm(nc);
   for (const b of bucketConfigs(cfg)) {
-    await kvm.create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas, ...BUCKET_READS }).catch(async (e: Error) => {
-      if (!/already in use/i.test(e.message)) throw e;
+    const size = b.maxBytes ? { max_bytes: b.maxBytes } : {};
+    await kvm
+      .create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas, ...size, ...BUCKET_READS })
+      .catch(async (e: Error) => {
+        if (!/already in use/i.test(e.message)) throw e;
+      });
+    // a bucket with a size bound is a cache: when full, the oldest entries make room (a KV refuses new writes by default)
+    await alignStream(jsm, `KV_${b.name}`, b.ttlMs, cfg.nats.replicas, {
+      ...BUCKET_READS,
+      ...(b.maxBytes ? { max_bytes: b.maxBytes, discard: DiscardPolicy.Old } : {}),
     });
-    await alignStream(jsm, `KV_${b.name}`, b.ttlMs, cfg.nats.replicas, BUCKET_READS);
   }
   const objm = new Objm(nc);
   for (const s of storeConfigs(cfg)) {

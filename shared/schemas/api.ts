@@ -62,6 +62,13 @@ export const Result = T.Object(
     filename: T.Optional(T.String()),
     oneTime: T.Optional(T.Boolean()),
     progress: T.Optional(T.String()),
+    cachedAt: T.Optional(
+      T.String({
+        format: 'date-time',
+        description:
+          '`websitepro` with `maxAge`: the page was served from the fetch cache, fetched at this time (ISO 8601); absent when it was fetched for this job.',
+      }),
+    ),
     evidence: T.Optional(
       T.Object(
         {

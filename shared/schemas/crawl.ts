@@ -64,12 +64,12 @@ export const MaxAgeField = T.Integer({
   maximum: 30 * 86400,
   // no schema default: a body without it stays as sent (Ajv would add `maxAge: 0` to every body)
   description:
-    'Seconds (default 0: always fetch): a page fetched this recently (no headers or cookies asked for) may be served from the cache.',
+    "Seconds (default 0: always fetch; at most the server's `websitepro.cacheMaxAgeSeconds`, 7 days by default): a page fetched this recently may be served from the fetch cache (the result then says `cachedAt`), at the same price. Only a request with no `headers`/`cookies` and no `waitFor`/`actions` reads or writes the cache.",
 });
 
 /**
- * The fields spread into WebsiteproBody. `crawl` and `maxAge` are defined here and backed by the
- * crawl's modules (another part of issue 42); a body using them is refused until they are.
+ * The fields spread into WebsiteproBody. `crawl` is backed by the crawl's modules, `maxAge` by the
+ * converter's fetch cache (actors/converter/cache.ts).
  */
 export const CRAWL_BODY_FIELDS = {
   urls: T.Optional(UrlsField),

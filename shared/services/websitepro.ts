@@ -62,7 +62,8 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
   async plan(body, { config, catalogueKv }) {
     if (body.url !== undefined && body.urls !== undefined) throw new ApiError('bad_url', 'give either `url` or `urls`, not both');
     if (body.url === undefined && body.urls === undefined) throw new ApiError('bad_url', 'url (or urls) is required');
-    if (body.maxAge !== undefined) throw new ApiError('bad_request', '`maxAge` is not available on this server yet');
+    if (body.maxAge !== undefined && body.maxAge > config.websitepro.cacheMaxAgeSeconds)
+      throw new ApiError('bad_request', `\`maxAge\` is at most ${config.websitepro.cacheMaxAgeSeconds} seconds on this server`);
     if (body.crawl !== undefined && body.urls !== undefined)
       throw new ApiError('bad_request', '`crawl` starts from one `url`; a crawl of several start URLs is several jobs');
     const url = body.urls ? null : parseTargetUrl(body.url);
@@ -104,6 +105,7 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
       outputs: keys,
       ...(c.controls ? { controls: c.controls } : {}),
       ...(o === 'pdf' && body.pdf ? { pdf: body.pdf } : {}),
+      ...(body.maxAge ? { maxAge: body.maxAge } : {}),
     });
     return {
       target: hostOf(url!),

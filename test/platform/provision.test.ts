@@ -41,3 +41,16 @@ t.test('buckets are read from their leader, also a bucket made earlier with dire
   await kv.put('k', 'v');
   t.equal((await kv.get('k'))?.string(), 'v', 'and the bucket reads through the leader');
 });
+
+t.test('the fetch cache is bounded by its config: size (oldest out first) and age', async (t) => {
+  const { nc, config } = await startTestNats(t);
+  const jsm = await jetstreamManager(nc);
+  const c = (await jsm.streams.info('KV_fetch_cache')).config;
+  t.equal(c.max_bytes, config.websitepro.cacheMaxBytes);
+  t.equal(c.max_age, config.websitepro.cacheMaxAgeSeconds * 1e9);
+  t.equal(c.discard, 'old', 'a full cache drops its oldest pages, not new writes');
+  await provision(nc, { ...config, websitepro: { ...config.websitepro, cacheMaxBytes: 8 * 1024 * 1024, cacheMaxAgeSeconds: 600 } });
+  const d = (await jsm.streams.info('KV_fetch_cache')).config;
+  t.equal(d.max_bytes, 8 * 1024 * 1024, 'a changed size bound is applied on the next start');
+  t.equal(d.max_age, 600 * 1e9);
+});

@@ -261,7 +261,9 @@ export async function readStream<R>(
         o.stallMs ?? STALL_MS,
       );
       if (how === 'deadline') throw new DeadlineReached();
-      if (how === 'done') return out;
+      // 'done' on `pending === 0` short of `last`: the consumer sits on a replica still catching up
+      // (after a partition heals): the rest by leader gets
+      if (how === 'done' && next > last) return out;
     }
     // leader gets from the first sequence not read (a gap, a deleted sequence, is skipped)
     const seqs = Array.from({ length: Math.max(0, last - next + 1) }, (_, i) => next + i);
@@ -316,11 +318,13 @@ export async function readBucket<T>(
     total = si.state.num_subjects ?? -1;
     if (o.consumer !== false && healthy(si)) {
       // each key's last value, in stream order
+      let upTo = 0;
       const how = await consumeOrdered(
         nc,
         `KV_${bucket}`,
         { filter_subjects: [`${prefix}>`], deliver_policy: DeliverPolicy.LastPerSubject },
         (m) => {
+          upTo = Math.max(upTo, m.seq);
           const key = m.subject.slice(prefix.length);
           seen.add(key);
           const op = m.headers?.get('KV-Operation');
@@ -331,7 +335,15 @@ export async function readBucket<T>(
         o.stallMs ?? STALL_MS,
       );
       if (how === 'deadline') throw new DeadlineReached();
-      if (how === 'done') return out;
+      if (how === 'done' && upTo >= si.state.last_seq) return out;
+      // The stream's last message is the last value of its key, so a complete read delivers it.
+      // Short of it, the ephemeral consumer sits on a replica still catching up after a partition
+      // healed (issue 45: the audit right after a heal missed every top-up written during the
+      // fault, the next audit found them all): its values may be old too, so every key by leader gets
+      if (how === 'done') {
+        seen.clear();
+        out.clear();
+      }
     }
     // leader gets of the keys the consumer did not deliver
     const kv = await byDeadline(new Kvm(jetstream(nc, { timeout: READ_TIMEOUT_MS })).open(bucket), deadline);

@@ -33,6 +33,7 @@ import { casPublish, isCasConflict } from '../../shared/nats/cas.ts';
 import type { Logger } from '../../shared/log.ts';
 import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
+import { retryTransient } from '../../shared/nats/transient.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
 import { Projection, type Row } from './projection.ts';
 import { faultPoint } from './fault.ts';
@@ -62,6 +63,14 @@ const CHECKED_ROWS = 20;
 const BATCH = 2000;
 /** How long a read waits for its wallet's own entries while the projection is rebuilding. */
 const WALLET_CATCH_UP_MS = 10_000;
+/**
+ * One ledger write waits this long for its ack, then is tried again from the head for up to
+ * WRITE_RETRY_MS (issue 45: a write to a stale LEDGER leader waited out the client's 5 s default
+ * and the caller's 10 s; a new leader is elected in 2-15 s on the shared machine). Both stay inside
+ * a charge's 10 s request, so the wallet answers before the gateway gives up on it.
+ */
+const WRITE_TIMEOUT_MS = 2000;
+const WRITE_RETRY_MS = 7000;
 
 export function checkWalletId(walletId: unknown): string {
   if (typeof walletId !== 'string' || !WALLET_ID.test(walletId)) throw new ApiError('bad_request', 'walletId is missing or malformed');
@@ -356,54 +365,59 @@ export class Ledger {
 
   /** Append the entry `decide` asks for, atomically with the state it decided on. */
   append(walletId: string, decide: (head: Head) => Decision): Promise<AppendResult> {
-    return this.locked(walletId, async () => {
-      for (let attempt = 0; ; attempt++) {
-        const guess = this.known.get(walletId);
-        const head = guess ?? (await this.synced(walletId));
-        let d: Decision;
-        try {
-          d = decide(head);
-        } catch (e) {
-          if (!guess) throw e;
-          // a refusal (insufficient funds, no such charge, too late) is answered only on a head read
-          // from the stream: somebody else may have written since this instance's last write
+    // a write (or the head read before it) that NATS did not answer, tried again from the head:
+    // a write that was stored meanwhile is then found by its ref (`decide` answers it as done), and
+    // one that was not cannot land later on the same base (the expected last sequence)
+    return this.locked(walletId, () => retryTransient(() => this.appendOnce(walletId, decide), WRITE_RETRY_MS));
+  }
+
+  private async appendOnce(walletId: string, decide: (head: Head) => Decision): Promise<AppendResult> {
+    for (let attempt = 0; ; attempt++) {
+      const guess = this.known.get(walletId);
+      const head = guess ?? (await this.synced(walletId));
+      let d: Decision;
+      try {
+        d = decide(head);
+      } catch (e) {
+        if (!guess) throw e;
+        // a refusal (insufficient funds, no such charge, too late) is answered only on a head read
+        // from the stream: somebody else may have written since this instance's last write
+        this.known.delete(walletId);
+        attempt--;
+        continue;
+      }
+      if ('done' in d) {
+        // the same for a duplicate: its answer carries the current balance
+        if (guess) {
           this.known.delete(walletId);
           attempt--;
           continue;
         }
-        if ('done' in d) {
-          // the same for a duplicate: its answer carries the current balance
-          if (guess) {
-            this.known.delete(walletId);
-            attempt--;
-            continue;
-          }
-          return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
-        }
-        const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
-        if (msg.balanceAfter < 0) throw new ApiError('internal', 'refusing a ledger entry that makes a balance negative');
-        // forgotten until the write is known to have landed: a failed or unanswered publish may
-        // still have been stored, and then the guess is stale (step 4 would catch it, at a cost)
-        this.known.delete(walletId);
-        try {
-          const seq = await casPublish(this.js, subjects.ledger(walletId), JSON.stringify(msg), head.seq);
-          faultPoint('after-ledger-write');
-          this.projection.apply(seq, walletId, msg);
-          this.remember(walletId, { seq, balance: msg.balanceAfter });
-          return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
-        } catch (e) {
-          if (!isCasConflict(e)) throw e;
-          // A stale guess (another instance or a repair wrote since this instance's last write) is
-          // no contention: read the head now, no pause, and it does not count as an attempt.
-          if (guess) {
-            attempt--;
-            continue;
-          }
-          // Another instance wrote to this wallet in between: decide again on the new state.
-          if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
-          await sleep(Math.random() * Math.min(50, 2 + attempt * 2));
-        }
+        return { balance: head.balance, entry: d.done, duplicate: d.done !== null };
       }
-    });
+      const msg: LedgerMessage = { v: 1, ...d.write, balanceAfter: head.balance + d.write.amount, at: Date.now() };
+      if (msg.balanceAfter < 0) throw new ApiError('internal', 'refusing a ledger entry that makes a balance negative');
+      // forgotten until the write is known to have landed: a failed or unanswered publish may
+      // still have been stored, and then the guess is stale (step 4 would catch it, at a cost)
+      this.known.delete(walletId);
+      try {
+        const seq = await casPublish(this.js, subjects.ledger(walletId), JSON.stringify(msg), head.seq, { timeout: WRITE_TIMEOUT_MS });
+        faultPoint('after-ledger-write');
+        this.projection.apply(seq, walletId, msg);
+        this.remember(walletId, { seq, balance: msg.balanceAfter });
+        return { balance: msg.balanceAfter, entry: this.projection.byRef(walletId, msg.ref) ?? null, duplicate: false };
+      } catch (e) {
+        if (!isCasConflict(e)) throw e;
+        // A stale guess (another instance or a repair wrote since this instance's last write) is
+        // no contention: read the head now, no pause, and it does not count as an attempt.
+        if (guess) {
+          attempt--;
+          continue;
+        }
+        // Another instance wrote to this wallet in between: decide again on the new state.
+        if (attempt > 200) throw new ApiError('service_unavailable', 'ledger: too much contention on one wallet');
+        await sleep(Math.random() * Math.min(50, 2 + attempt * 2));
+      }
+    }
   }
 }

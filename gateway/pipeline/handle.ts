@@ -6,8 +6,14 @@ import { isTransientNatsError, retryTransient } from '../../shared/nats/transien
 import type { Logger } from '../../shared/log.ts';
 import type { GatewayContext, Reply, Route, RouteRequest } from '../route.ts';
 
-/** A read may be asked again after any 503 of NATS or a service (`wallet.balance did not answer`): it has no effect. */
-const readAgain = (e: unknown) => isTransientNatsError(e) || (e instanceof ApiError && e.code === 'service_unavailable');
+/**
+ * Whether a read is asked again: NATS unanswered or timed out (no responders, JetStream 10008, a
+ * timeout), or a service's 503 that says only that (micro.ts's `did not answer (failing over)`).
+ * Not a 503 that carries Retry-After: the service answered and named its wait itself (the
+ * supervisor catching up: `retry-after: 5`); asking again at once for 20 s only holds the client.
+ */
+export const readAgain = (e: unknown): boolean =>
+  isTransientNatsError(e) || (e instanceof ApiError && e.code === 'service_unavailable' && !e.headers?.['retry-after']);
 
 /**
  * A customer's GET reads only: asked again while NATS fails over (server.failoverRetryMs; issue

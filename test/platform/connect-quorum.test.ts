@@ -48,3 +48,27 @@ t.test('a connection leaves a server without JetStream for another within a few 
   await sleep(3000);
   t.not(nc!.getServer(), without, 'and did not come back to it');
 });
+
+t.test('a connection stays where it is when no other server has a quorum either (an election)', async (t) => {
+  const ports = [await freePort(), await freePort()];
+  const plains = ports.map((p) =>
+    spawn(process.env.NATS_SERVER_BIN ?? 'nats-server', ['-a', '127.0.0.1', '-p', String(p)], { stdio: 'ignore' }),
+  );
+  t.teardown(() => {
+    for (const p of plains) p.kill('SIGKILL');
+  });
+  const url = ports.map((p) => `nats://127.0.0.1:${p}`).join(',');
+  let nc: NatsConnection | null = null;
+  for (let i = 0; i < 40 && !nc; i++) nc = await connectNats(url, 'quorum-stay').catch(() => sleep(100).then(() => null));
+  t.ok(nc, 'connected');
+  t.teardown(() => nc?.close());
+  const first = nc!.getServer();
+  const moves: string[] = [];
+  void (async () => {
+    for await (const s of nc!.status()) if (s.type === 'reconnect') moves.push(nc!.getServer());
+  })();
+  // five rounds of two misses each: before, every round moved it to the other server
+  await sleep(10_000);
+  t.same(moves, [], 'never moved');
+  t.equal(nc!.getServer(), first, 'still on the server it connected to');
+});

@@ -12,7 +12,7 @@
 //    same job once it has finished and the system is idle.
 // Every result of the BIG crawl is read through GET /v1/jobs/{id}/results?after= and counted: a
 // wrong count, a page twice or a failed page throws (the bench fails).
-//   node --import tsx bench/run.ts crawl      (BENCH_QUICK=1: BIG = 1,000 pages instead of 10,000)
+//   npm run bench -- crawl      (BENCH_QUICK=1: BIG = 1,000 pages instead of 10,000)
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createKey } from '../shared/keys.ts';
@@ -28,7 +28,8 @@ export const CRAWL_CONFIG: Record<string, Record<string, unknown>> = {};
 
 const OUTPUTS = ['markdown'];
 const SMALL = 100;
-const RATE_PAGES = 1000;
+// CRAWL_BENCH_PAGES / CRAWL_BENCH_RATE_PAGES: other sizes (the test's smallest run)
+const ratePages = () => Number(process.env.CRAWL_BENCH_RATE_PAGES ?? 1000);
 const bigPages = () => Number(process.env.CRAWL_BENCH_PAGES ?? (quick() ? 1000 : 10_000));
 
 interface JobView {
@@ -41,6 +42,7 @@ interface JobView {
 
 export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[]; raw: unknown }> {
   const big = bigPages();
+  const RATE_PAGES = ratePages();
   const site = await startSite(Math.max(big, RATE_PAGES, SMALL));
   const log = (s: string) => process.stderr.write(`bench: crawl: ${s}\n`);
   try {

@@ -1,8 +1,8 @@
 // `npm run bench`: every benchmark, bounded and local, then one table (stdout and
 // docs/performance.md) and the JSON behind it (bench/results/latest.json).
-//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [fairness] [services] [history]
-// (default: every part but history, which fills a store of 1 M jobs and runs 10 minutes of traffic:
-// named only; see bench/history.ts for its env)
+//   node --import tsx bench/run.ts [gateway] [pipeline] [memory] [durability] [fairness] [services] [history] [crawl]
+// (default: every part but history, which fills a store of 1 M jobs and runs 10 minutes of traffic,
+// and crawl, a 10,000-page crawl: named only; see bench/history.ts and bench/crawl.ts for their env)
 // Env: BENCH_QUICK=1 short runs; BENCH_OUT=<file> JSON elsewhere; BENCH_DOCS=1|0 force or forbid
 // rewriting docs/performance.md (default: only a full, non-quick run of every part rewrites it).
 import { execFileSync } from 'node:child_process';
@@ -18,7 +18,7 @@ import { runGatewayBench } from './gateway.ts';
 import { measureIdle, memoryFigures } from './memory.ts';
 
 const DEFAULT_PARTS = ['gateway', 'pipeline', 'memory', 'durability', 'fairness', 'services'] as const;
-const ALL_PARTS = [...DEFAULT_PARTS, 'history'] as const;
+const ALL_PARTS = [...DEFAULT_PARTS, 'history', 'crawl'] as const;
 type Part = (typeof ALL_PARTS)[number];
 const SERVICE_BENCHES = ['converter', 'shots', 'labs'] as const;
 
@@ -182,6 +182,20 @@ export async function main(argv: string[]) {
     rows.push(...h.rows);
     raw.history = h.raw;
   }
+  if (parts.includes('crawl')) {
+    log('crawl (a generated site through the embedded default: pages/s vs a plain loop, RSS, job reads)');
+    const { runCrawlBench, CRAWL_CONFIG } = await import('./crawl.ts');
+    const cluster = await startCluster({ layout: 'one-process', config: CRAWL_CONFIG });
+    running.add(cluster);
+    try {
+      const c = await runCrawlBench(cluster);
+      rows.push(...c.rows);
+      raw.crawl = c.raw;
+    } finally {
+      running.delete(cluster);
+      await cluster.stop();
+    }
+  }
   if (parts.includes('services')) {
     for (const s of SERVICE_BENCHES) {
       log(s);
@@ -218,7 +232,9 @@ export async function main(argv: string[]) {
         ? process.env.HISTORY_BENCH_MODE === 'cluster'
           ? 'history-cluster.json'
           : 'history.json'
-        : 'latest.json',
+        : parts.length === 1 && parts[0] === 'crawl'
+          ? 'crawl.json'
+          : 'latest.json',
     );
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + '\n');

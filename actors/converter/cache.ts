@@ -107,7 +107,9 @@ export async function cachedFetch(
   }
   const at = Date.now();
   const res = await guardedFetch(url, opts);
-  if (res.status < 400 && res.body.length <= config.websitepro.cacheEntryMaxBytes) {
+  // a page the site says must not be kept (Cache-Control: no-store or private) is not stored
+  const control = String(res.headers['cache-control'] ?? '');
+  if (res.status < 400 && res.body.length <= config.websitepro.cacheEntryMaxBytes && !/\b(no-store|private)\b/i.test(control)) {
     await bucket(nc)
       .then((kv) => kv.put(key, encodeEntry(res, at)))
       .catch(() => undefined);

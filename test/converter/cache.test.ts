@@ -9,7 +9,11 @@ import { fixtureServer, html } from '../outbound/fixture-server.ts';
 
 t.test('the fetch cache: eligibility, age, and the guard of today', async (t) => {
   const { nc, config } = await startTestNats(t);
-  const site = await fixtureServer(t, { '/a': html('<p>hello from a</p>'), '/gone': (_q, r) => r.writeHead(404).end('no') });
+  const site = await fixtureServer(t, {
+    '/a': html('<p>hello from a</p>'),
+    '/gone': (_q, r) => r.writeHead(404).end('no'),
+    '/mine': (_q, r) => r.writeHead(200, { 'content-type': 'text/html', 'cache-control': 'private, max-age=60' }).end('<p>yours</p>'),
+  });
   const url = site.url('/a');
   const open = { allowCidrs: ['127.0.0.1/32'], maxBytes: 1_000_000 };
   const fetch = (o: typeof open, maxAge: number, eligible = true, u = url) => cachedFetch(nc, config, u, o, { maxAge, eligible });
@@ -45,4 +49,8 @@ t.test('the fetch cache: eligibility, age, and the guard of today', async (t) =>
   const gone = await fetch(open, 600, true, site.url('/gone'));
   t.notOk(gone.cachedAt, 'a 4xx answer is not kept');
   t.equal(site.hits.filter((h) => h === '/gone').length, 2);
+
+  await fetch(open, 0, true, site.url('/mine'));
+  t.notOk((await fetch(open, 600, true, site.url('/mine'))).cachedAt, 'Cache-Control: private is not kept');
+  t.equal(site.hits.filter((h) => h === '/mine').length, 2);
 });

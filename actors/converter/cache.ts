@@ -10,7 +10,8 @@
 //   body (a body over websitepro.cacheEntryMaxBytes is not kept); the bucket's max bytes and age are
 //   config (shared/nats/provision.ts);
 // - an entry is served only if the guard would allow its address and size today (servable);
-// - the cache is best effort: a bucket that cannot be read or written is a fetch, never a failure.
+// - the cache is best effort: a bucket that cannot be read or written is a fetch, never a failure;
+//   writes go on beside the conversion (at most WRITES_IN_FLIGHT at once), not before it.
 import { createHash } from 'node:crypto';
 import { Kvm, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
@@ -109,10 +110,28 @@ export async function cachedFetch(
   const res = await guardedFetch(url, opts);
   // a page the site says must not be kept (Cache-Control: no-store or private) is not stored
   const control = String(res.headers['cache-control'] ?? '');
-  if (res.status < 400 && res.body.length <= config.websitepro.cacheEntryMaxBytes && !/\b(no-store|private)\b/i.test(control)) {
-    await bucket(nc)
+  if (
+    res.status < 400 &&
+    res.body.length <= config.websitepro.cacheEntryMaxBytes &&
+    !/\b(no-store|private)\b/i.test(control) &&
+    writing < WRITES_IN_FLIGHT
+  ) {
+    // off the page's path: the conversion does not wait for the write's fsync; bounded, so a slow
+    // NATS costs skipped entries, not memory
+    writing++;
+    void bucket(nc)
       .then((kv) => kv.put(key, encodeEntry(res, at)))
-      .catch(() => undefined);
+      .catch(() => undefined)
+      .finally(() => writing--);
   }
   return { res };
+}
+
+/** Cache writes under way at once in this process; a fetch beyond them is not kept. */
+const WRITES_IN_FLIGHT = 16;
+let writing = 0;
+
+/** Resolves when this process's cache writes under way are done (tests; a stop). */
+export async function cacheWritesSettled(): Promise<void> {
+  while (writing > 0) await new Promise((r) => setTimeout(r, 10));
 }

@@ -3,7 +3,7 @@
 // would still allow its address and size.
 import t from 'tap';
 import { startTestNats } from '../helpers/nats.ts';
-import { cachedFetch } from '../../actors/converter/cache.ts';
+import { cachedFetch, cacheWritesSettled } from '../../actors/converter/cache.ts';
 import { OutboundError } from '../../shared/outbound/index.ts';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
 
@@ -16,7 +16,14 @@ t.test('the fetch cache: eligibility, age, and the guard of today', async (t) =>
   });
   const url = site.url('/a');
   const open = { allowCidrs: ['127.0.0.1/32'], maxBytes: 1_000_000 };
-  const fetch = (o: typeof open, maxAge: number, eligible = true, u = url) => cachedFetch(nc, config, u, o, { maxAge, eligible });
+  // each call waits for its cache write (written beside the conversion, not before it)
+  const fetch = async (o: typeof open, maxAge: number, eligible = true, u = url) => {
+    try {
+      return await cachedFetch(nc, config, u, o, { maxAge, eligible });
+    } finally {
+      await cacheWritesSettled();
+    }
+  };
 
   const first = await fetch(open, 600, false);
   t.notOk(first.cachedAt);

@@ -4,6 +4,7 @@
 // maxAge is a 400 that costs nothing. Real gateway, supervisor, wallet, converter, NATS; the target is
 // a local HTTP server that counts its hits.
 import t from 'tap';
+import { cacheWritesSettled } from '../../actors/converter/cache.ts';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { audit } from '../../shared/audit.ts';
@@ -34,6 +35,8 @@ t.test('maxAge: fetched, cached, bypassed, batched, refused', async (t) => {
     for (let i = 0; i < 10 && (job.status === 'queued' || job.status === 'processing'); i++)
       job = (await app.request('GET', `/v1/jobs/${job.id}?wait=25`, { key: k.key })).json.job;
     t.equal(job.status, 'completed', JSON.stringify(job.results));
+    // the converter (in this process) writes the cache beside the conversion: done before the next job
+    await cacheWritesSettled();
     return job as { results: Res[]; charged: number; cost: number };
   };
 

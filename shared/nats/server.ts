@@ -136,7 +136,8 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   if (opts.monitor) lines.push('http_port: -1');
   if (opts.cluster) {
     lines.push(
-      `cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`,
+      // routes pinged every second, dropped after 4 unanswered (config/cluster/n*.conf says why)
+      `cluster { name: "${opts.cluster.name}", host: "127.0.0.1", port: ${opts.cluster.port}, ping_interval: "1s", ping_max: 4, routes: [${opts.cluster.routes.map((r) => `"${r}"`).join(', ')}] }`,
     );
   }
   if (opts.extra) lines.push(opts.extra);

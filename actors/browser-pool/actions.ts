@@ -61,6 +61,26 @@ export async function clickOn(page: Page, selector: string, counts: SelectorCoun
   const el = await page.$(selector);
   if (!el) throw selectorNotFound(selector, counts);
   try {
+    // aimed only once the element stopped moving (its box the same over two animation frames, as
+    // Playwright's "stable"): a page that inserts content above it would otherwise take the click
+    await el
+      .evaluate(
+        (e) =>
+          new Promise<void>((done) => {
+            let last = '';
+            let frames = 0;
+            const look = () => {
+              const r = e.getBoundingClientRect();
+              const now = `${r.x},${r.y},${r.width},${r.height}`;
+              if ((now === last && frames > 0) || ++frames > 30) return done();
+              last = now;
+              requestAnimationFrame(look);
+            };
+            requestAnimationFrame(look);
+            setTimeout(done, 1000);
+          }),
+      )
+      .catch(() => {});
     await el.click();
   } catch {
     await el.evaluate((e) => (e as HTMLElement).click());

@@ -88,6 +88,17 @@ export function decodeEntry(data: Uint8Array): { res: GuardedResponse; at: numbe
 const servable = (res: GuardedResponse, opts: GuardedFetchOptions) =>
   blockReason(res.address, opts.allowCidrs) === null && res.body.length <= (opts.maxBytes ?? Number.POSITIVE_INFINITY);
 
+/** The options of a websitepro target's fetch (one page or a page set's page): the guard, the bounds, what we accept. */
+export const targetFetchOptions = (config: Pick<Config, 'outbound' | 'websitepro'>, signal: AbortSignal): GuardedFetchOptions => ({
+  allowCidrs: config.outbound.allowCidrs,
+  maxRedirects: config.outbound.maxRedirects,
+  connectTimeoutMs: config.outbound.connectTimeoutMs,
+  timeoutMs: config.websitepro.fetchTimeoutMs,
+  maxBytes: config.websitepro.maxBytes,
+  signal,
+  headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+});
+
 /** guardedFetch through the cache (see the head of this file). */
 export async function cachedFetch(
   nc: NatsConnection,

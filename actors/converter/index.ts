@@ -37,7 +37,7 @@ import { putObject } from '../../shared/nats/objects.ts';
 import { advertise } from '../../shared/catalogue.ts';
 import { objectName, TaskFailure, type Outcome, type StoredFile, type Task } from '../../shared/protocol/jobs.ts';
 import { OutboundError, type GuardedResponse } from '../../shared/outbound/index.ts';
-import { cachedFetch } from './cache.ts';
+import { cachedFetch, targetFetchOptions } from './cache.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
 import { wallFailure } from './walls.ts';
 import {
@@ -133,13 +133,7 @@ async function produce(
         config,
         url,
         {
-          allowCidrs: config.outbound.allowCidrs,
-          maxRedirects: config.outbound.maxRedirects,
-          connectTimeoutMs: config.outbound.connectTimeoutMs,
-          timeoutMs: config.websitepro.fetchTimeoutMs,
-          maxBytes: config.websitepro.maxBytes,
-          signal: ctx.signal,
-          headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
+          ...targetFetchOptions(config, ctx.signal),
           // the caller's headers and cookies go to the target's origin only, on every hop that is there
           ...(credentials ? { originHeaders: { origin: new URL(url).origin, headers: credentials } } : {}),
         },

@@ -6,7 +6,7 @@
 import { objectName, type StoredFile } from '../../shared/protocol/jobs.ts';
 import type { TaskContext, TaskResult } from '../../shared/worker.ts';
 import { OutboundError } from '../../shared/outbound/index.ts';
-import { cachedFetch } from './cache.ts';
+import { cachedFetch, targetFetchOptions } from './cache.ts';
 import { putObject } from '../../shared/nats/objects.ts';
 import { call } from '../../shared/micro.ts';
 import { subjects } from '../../shared/names.ts';
@@ -134,21 +134,10 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   let cachedAt: string | undefined;
   try {
     // a page set sends no headers or cookies and renders only when the page needs it: always eligible
-    ({ res, cachedAt } = await cachedFetch(
-      deps.nc,
-      config,
-      p.url,
-      {
-        allowCidrs: config.outbound.allowCidrs,
-        maxRedirects: config.outbound.maxRedirects,
-        connectTimeoutMs: config.outbound.connectTimeoutMs,
-        timeoutMs: config.websitepro.fetchTimeoutMs,
-        maxBytes: config.websitepro.maxBytes,
-        signal: ctx.signal,
-        headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'accept-language': 'en;q=0.9,*;q=0.5' },
-      },
-      { maxAge: p.maxAge ?? 0, eligible: true },
-    ));
+    ({ res, cachedAt } = await cachedFetch(deps.nc, config, p.url, targetFetchOptions(config, ctx.signal), {
+      maxAge: p.maxAge ?? 0,
+      eligible: true,
+    }));
   } catch (e) {
     if (ctx.signal.aborted) throw e;
     const f = e instanceof OutboundError ? { error: e.code, message: e.message } : { error: 'unreachable', message: (e as Error).message };

@@ -15,7 +15,7 @@ import { parseHtml, releaseSelectorEngines, type ParsedPage } from './parse.ts';
 import { needsJavaScript } from './detect-js.ts';
 import { prepareDoc } from './prepare.ts';
 import { removeDebris } from './debris.ts';
-import { basicFacts, buildMetadata, collectPageFacts } from './facts.ts';
+import { basicFacts, buildMetadata, canonicalOf, collectPageFacts } from './facts.ts';
 import { dropTitleHeading, mainContent, prepare, type MainContent } from './content.ts';
 import { removeSelected, selectTargets, type Counts } from './controls.ts';
 import { indexPage } from '../elements.ts';
@@ -57,7 +57,7 @@ export function convertHtml(input: ConvertInput, mt: string): ConvertResult {
       return { outputs: out };
     }
     // the page's own canonical URL (a crawl folds copies by it), read before anything is removed
-    canonical = guard(() => canonicalOf(doc, input.finalUrl), undefined);
+    canonical = guard(() => canonicalOf(page) ?? undefined, undefined);
     if (input.detectJs && !input.rendered) {
       const why = guard(() => needsJavaScript(doc), null);
       if (why) return { needsJavaScript: true, reason: why };
@@ -188,18 +188,4 @@ function guard<T>(fn: () => T, fallback: T, onError?: (e: unknown) => void): T {
     onError?.(e);
     return fallback;
   }
-}
-
-/** The first `<link rel=canonical href>` of the document, absolute; undefined when none or not http(s). */
-function canonicalOf(doc: Document, base: string): string | undefined {
-  for (const l of doc.querySelectorAll('link[href]')) {
-    if (!(l.getAttribute('rel') ?? '').toLowerCase().split(/\s+/).includes('canonical')) continue;
-    try {
-      const u = new URL(l.getAttribute('href')!, doc.baseURI || base);
-      return u.protocol === 'http:' || u.protocol === 'https:' ? u.href : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-  return undefined;
 }

@@ -55,6 +55,26 @@ const nameOf = (v: unknown): string | null => {
   return null;
 };
 
+/** `u` made absolute against `base` when it is an http(s) URL; null otherwise. */
+function absoluteHttp(u: string | null | undefined, base: string): string | null {
+  if (!u) return null;
+  try {
+    const r = new URL(u, base);
+    return r.protocol === 'http:' || r.protocol === 'https:' ? r.href : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The page's `<link rel=canonical href>`, absolute (metadata's `canonical`; a crawl folds copies by it). */
+export const canonicalOf = (page: ParsedPage): string | null =>
+  absoluteHttp(
+    named(page, 'link')
+      .find((l) => attrIs(l, 'rel', 'canonical'))
+      ?.getAttribute('href'),
+    page.doc.baseURI,
+  );
+
 export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFacts {
   const { doc } = page;
   const metas = named(page, 'meta');
@@ -73,15 +93,7 @@ export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFac
   }
   const ld = jsonLd(page);
   const ldFirst = (k: string) => ld.map((o) => o[k]).find((v) => v !== undefined && v !== null);
-  const abs = (u: string | null | undefined) => {
-    if (!u) return null;
-    try {
-      const r = new URL(u, doc.baseURI);
-      return r.protocol === 'http:' || r.protocol === 'https:' ? r.href : null;
-    } catch {
-      return null;
-    }
-  };
+  const abs = (u: string | null | undefined) => absoluteHttp(u, doc.baseURI);
   const links = named(page, 'link');
   const icons = links.filter(
     (l) =>
@@ -140,7 +152,7 @@ export function collectPageFacts(page: ParsedPage, input: ConvertInput): PageFac
       clean(openGraph.locale?.replace('_', '-')) ??
       meta('http-equiv', 'content-language') ??
       clean(input.contentLanguage?.split(',')[0]),
-    canonical: abs(links.find((l) => attrIs(l, 'rel', 'canonical'))?.getAttribute('href')),
+    canonical: canonicalOf(page),
     // `[rel="author"], [itemprop="author"]` (rel ignores ASCII case in HTML), walked only when needed
     author:
       nameOf(ldFirst('author')) ??

@@ -522,6 +522,14 @@ export interface components {
             filename?: string;
             oneTime?: boolean;
             progress?: string;
+            /** @description `websitepro`: the URL of the page the result was made of, after redirects. */
+            page?: string;
+            /** @description `websitepro` batch and crawl: the URL as asked for (a batch) or as found (a crawl), before redirects. */
+            source?: string;
+            /** @description `websitepro` with page controls: how many elements each selector of the request matched. */
+            selectors?: {
+                [key: string]: number;
+            };
             /**
              * Format: date-time
              * @description `websitepro` with `maxAge`: the page was served from the fetch cache, fetched at this time (ISO 8601); absent when it was fetched for this job.

@@ -62,6 +62,15 @@ export const Result = T.Object(
     filename: T.Optional(T.String()),
     oneTime: T.Optional(T.Boolean()),
     progress: T.Optional(T.String()),
+    page: T.Optional(T.String({ description: '`websitepro`: the URL of the page the result was made of, after redirects.' })),
+    source: T.Optional(
+      T.String({ description: '`websitepro` batch and crawl: the URL as asked for (a batch) or as found (a crawl), before redirects.' }),
+    ),
+    selectors: T.Optional(
+      T.Record(T.String(), T.Integer({ minimum: 0 }), {
+        description: '`websitepro` with page controls: how many elements each selector of the request matched.',
+      }),
+    ),
     cachedAt: T.Optional(
       T.String({
         format: 'date-time',

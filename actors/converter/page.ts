@@ -55,11 +55,15 @@ export type PageOutcomeExtra = {
 
 /**
  * robots.txt of the other origins a crawl reaches (allowSubdomains), read once per origin by this
- * converter and kept 10 minutes (bounded: 256 origins); the start origin's is the supervisor's.
+ * converter (one cache per config) and kept 10 minutes (bounded: 256 origins); the start origin's is
+ * the supervisor's.
  */
-let originRobots: RobotsCache | undefined;
-const robotsOfOrigins = (config: PageDeps['config'], guard: RobotsOptions['guard']) =>
-  (originRobots ??= new RobotsCache({ guard, ...config.crawl }, 256, 10 * 60_000));
+const originRobots = new WeakMap<PageDeps['config'], RobotsCache>();
+function robotsOfOrigins(config: PageDeps['config'], guard: RobotsOptions['guard']): RobotsCache {
+  let c = originRobots.get(config);
+  if (!c) originRobots.set(config, (c = new RobotsCache({ guard, ...config.crawl }, 256, 10 * 60_000)));
+  return c;
+}
 
 const failAll = (outputs: string[], f: { error: string; message: string; extra?: Record<string, unknown> }) =>
   Object.fromEntries(outputs.map((o) => [o, f]));

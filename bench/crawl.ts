@@ -1,11 +1,13 @@
 // Crawls (issue 42 "Measure"): a generated site on 127.0.0.1 (bench/lib/site.ts) crawled through the
 // embedded default (gateway and every actor in one process, bench/lib/cluster.ts one-process layout),
-// three figures each against a baseline measured in the same run:
+// four figures each against a baseline measured in the same run:
 // 1. pages/s of a crawl of SMALL pages (markdown) through the service against a plain loop in this
 //    process that fetches the same URLs (guardedFetch) and converts them with the converter's own pool
 //    (actors/converter/pool.ts, as many threads as the converter's, outputs markdown + links, links
 //    followed breadth-first) with as many pages in flight as the crawl has (min(crawl.concurrency,
 //    limits.walletTasks, websitepro.concurrency));
+// 1b. CPU per page of the same two runs (the service's process and nats-server; the plain loop's
+//    process): what figure 1 is made of when the machine's cores are the limit;
 // 2. peak RSS of the one process (converter and supervisor, with the gateway and the wallet beside
 //    them) during a BIG-page crawl against a 100-page crawl;
 // 3. p99 of GET /v1/jobs/{id} of the BIG crawl while it runs (one request after another) against the
@@ -13,6 +15,7 @@
 // Every result of the BIG crawl is read through GET /v1/jobs/{id}/results?after= and counted: a
 // wrong count, a page twice or a failed page throws (the bench fails).
 //   npm run bench -- crawl      (BENCH_QUICK=1: BIG = 1,000 pages instead of 10,000)
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createKey } from '../shared/keys.ts';
@@ -31,6 +34,18 @@ const SMALL = 100;
 // CRAWL_BENCH_PAGES / CRAWL_BENCH_RATE_PAGES: other sizes (the test's smallest run)
 const ratePages = () => Number(process.env.CRAWL_BENCH_RATE_PAGES ?? 1000);
 const bigPages = () => Number(process.env.CRAWL_BENCH_PAGES ?? (quick() ? 1000 : 10_000));
+
+/** CPU time a process has used so far (user + system, every thread), in ms; 0 once it is gone. */
+function cpuMsOf(pid: number): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+/** USER_HZ: 100 on Linux (sysconf(_SC_CLK_TCK)). */
+const CLOCK_TICKS = 100;
 
 interface JobView {
   id: string;
@@ -116,13 +131,19 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
     // pages/s: the service, then the plain loop on the same URLs with as many pages in flight
     log(`${RATE_PAGES} pages, the service`);
     site.reset();
+    const servicePids = [cluster.procs.get('one-process')?.pid, cluster.nats.pid].filter((p): p is number => !!p);
+    const cpu0 = servicePids.map(cpuMsOf);
     const rate = await crawl(RATE_PAGES, 100);
+    const serviceCpuMs = servicePids.reduce((sum, pid, i) => sum + cpuMsOf(pid) - cpu0[i]!, 0);
     const serviceHits = site.hits();
     const c = cluster.config;
     const inFlight = Math.min(c.crawl.concurrency, c.limits.walletTasks, c.websitepro.concurrency);
     log(`${RATE_PAGES} pages, the plain loop (${inFlight} in flight)`);
     site.reset();
+    const own0 = process.cpuUsage();
     const plain = await plainLoop(site, cluster, RATE_PAGES, inFlight);
+    const own = process.cpuUsage(own0);
+    const plainCpuMs = (own.user + own.system) / 1000;
 
     // the big crawl: RSS, job reads while it runs, then the same reads idle, then every result
     log(`${big} pages`);
@@ -143,6 +164,13 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
         samples: [servicePps],
         baselineSamples: [plain.pps],
         note: `service: POST to completed, one-process layout, ${inFlight} pages in flight (min of crawl.concurrency ${c.crawl.concurrency}, limits.walletTasks ${c.limits.walletTasks}, websitepro.concurrency ${c.websitepro.concurrency}); ${serviceHits} page requests. Plain loop: guardedFetch + the converter's ConvertPool (${plain.threads} threads, markdown + links), breadth-first with ${inFlight} in flight, ${plain.pages} pages`,
+      }),
+      figure({
+        name: `crawl: CPU per page, the service (its process and nats-server) vs the plain loop (${RATE_PAGES} pages)`,
+        unit: 'ms',
+        samples: [serviceCpuMs / RATE_PAGES],
+        baselineSamples: [plainCpuMs / RATE_PAGES],
+        note: `CPU time (user + system, every thread) from /proc during the crawl above, over its pages; the plain loop's is this process's own (its fetches, its converter threads, the site's server in this process too), the service's includes the gateway answering this bench's job reads every 100 ms. Not a goal of its own: it says what the pages/s ratio is made of on a machine whose cores are the limit`,
       }),
       figure({
         name: `crawl: peak RSS of the one process (converter + supervisor + gateway + wallet), ${big}-page vs ${SMALL}-page crawl`,

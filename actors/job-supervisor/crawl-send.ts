@@ -18,7 +18,7 @@ import { STREAMS, subjects } from '../../shared/names.ts';
 import { outcomeMsgId, type JobRecord, type Outcome } from '../../shared/protocol/jobs.ts';
 import { answered, decide, started, type PolitenessRules } from '../../shared/crawl/politeness.ts';
 import type { CrawlStore, OriginPolite, PageAttempt, CrawlPage } from '../../shared/jobs/crawl.ts';
-import { markAdmitted, pageTaskKey, publishPages } from '../../shared/jobs/pages.ts';
+import { pageTaskKey, publishPages } from '../../shared/jobs/pages.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
 import type { ReportJson } from '../../shared/crawl/report.ts';
 import type { Deps } from './deps.ts';
@@ -46,19 +46,45 @@ function rulesOf(d: Deps, job: JobRecord, origin: string, st: OriginPolite, star
   };
 }
 
+type Known = [CrawlPage | null, PageAttempt | null];
+const knownOf = (s: CrawlStore, job: JobRecord, i: number): Promise<Known> => Promise.all([s.page(job, i), s.attempt(job.id, i)]);
+
+/** The records of the first `n` waiting pages, being read (for sendWaiting; a read not used fails silently). */
+export function readAhead(s: CrawlStore, job: JobRecord, state: string, n: number): Map<number, Promise<Known>> {
+  const out = new Map<number, Promise<Known>>();
+  for (let i = state.indexOf('-'); i >= 0 && out.size < n; i = state.indexOf('-', i + 1)) {
+    const p = knownOf(s, job, i);
+    p.catch(() => {});
+    out.set(i, p);
+  }
+  return out;
+}
+
 /**
- * Send waiting pages (`-`), at most `room`, as their origins' politeness allows; answers the earliest
- * time a page that could not go may (Infinity: none waits on time).
+ * Send waiting pages (`-` in `state`: the document's, with the pages just taken), at most `room`, as
+ * their origins' politeness allows; answers the pages sent (the caller marks them `q` in its document
+ * write) and the earliest time a page that could not go may (Infinity: none waits on time).
  */
-export async function sendWaiting(d: Deps, s: CrawlStore, job: JobRecord, room: number, startDelayMs: number): Promise<number> {
-  const state = job.pageSet!.state;
+export async function sendWaiting(
+  d: Deps,
+  s: CrawlStore,
+  job: JobRecord,
+  state: string,
+  room: number,
+  startDelayMs: number,
+  early: Map<number, Promise<Known>> = new Map(),
+): Promise<{ sent: number[]; wake: number }> {
   const now = Date.now();
   let wake = Infinity;
   const out: { i: number; page: CrawlPage; a: PageAttempt | null }[] = [];
-  for (let i = state.indexOf('-'); i >= 0 && out.length < room; i = state.indexOf('-', i + 1)) {
-    const page = await s.page(job, i);
+  const waiting: number[] = [];
+  for (let i = state.indexOf('-'); i >= 0; i = state.indexOf('-', i + 1)) waiting.push(i);
+  // their records read a few ahead together (politeness may pass over some)
+  const known = new Map(waiting.slice(0, room + 2).map((i) => [i, early.get(i) ?? knownOf(s, job, i)]));
+  for (let k = 0; k < waiting.length && out.length < room; k++) {
+    const i = waiting[k]!;
+    const [page, a] = await (known.get(i) ?? knownOf(s, job, i));
     if (!page) continue;
-    const a = await s.attempt(job.id, i);
     if (a?.retryAt && a.retryAt > now) {
       wake = Math.min(wake, a.retryAt);
       continue;
@@ -80,7 +106,7 @@ export async function sendWaiting(d: Deps, s: CrawlStore, job: JobRecord, room: 
     });
     if (ok) out.push({ i, page, a });
   }
-  if (!out.length) return wake;
+  if (!out.length) return { sent: [], wake };
   const by = new Map(out.map((p) => [p.i, p]));
   const idx = [...by.keys()];
   const seqs = await publishPages(
@@ -91,12 +117,14 @@ export async function sendWaiting(d: Deps, s: CrawlStore, job: JobRecord, room: 
     (i) => by.get(i)!.page,
     (i) => pageTaskKey(i, sendOf(by.get(i)!.a)),
   );
-  for (const { i, a } of out) {
-    const { retryAt: _, ...rest } = a ?? { tries: 0, lost: 0 };
-    await s.setAttempt(job.id, i, { ...rest, sentAt: now, ...(seqs.has(i) ? { seq: seqs.get(i)! } : {}) });
-  }
-  await updateJob(d.jobs, job.id, (j) => markAdmitted(j, idx));
-  return wake;
+  // each send noted before the document says `q` (a lost task is found by its sequence)
+  await Promise.all(
+    out.map(({ i, a }) => {
+      const { retryAt: _, ...rest } = a ?? { tries: 0, lost: 0 };
+      return s.setAttempt(job.id, i, { ...rest, sentAt: now, ...(seqs.has(i) ? { seq: seqs.get(i)! } : {}) });
+    }),
+  );
+  return { sent: idx, wake };
 }
 
 /** Give the page's place on its origin back (and, from another origin's page, learn its Crawl-delay). */

@@ -10,13 +10,13 @@
 // extended: those tasks were out before the cursor moved).
 import type { JobRecord } from '../../shared/protocol/jobs.ts';
 import { CrawlStore, type CrawlPage, type RobotsText } from '../../shared/jobs/crawl.ts';
-import { admitLink } from '../../shared/crawl/admission.ts';
+import { admitLinks } from '../../shared/crawl/admission.ts';
 import { CrawlReport, SKIP_REASONS, type ReportJson } from '../../shared/crawl/report.ts';
 import { compileScope } from '../../shared/crawl/scope.ts';
 import { parseRobots, type RobotsRules, type RobotsVerdict } from '../../shared/crawl/robots.ts';
 import { scopeRulesOf } from '../../shared/services/index.ts';
-import { unsettled } from '../../shared/jobs/pages.ts';
-import { resendLost, sendWaiting, type CrawlFacts } from './crawl-send.ts';
+import { markAdmitted, unsettled } from '../../shared/jobs/pages.ts';
+import { readAhead, resendLost, sendWaiting, type CrawlFacts } from './crawl-send.ts';
 import type { CrawlRequest } from '../../shared/schemas/crawl.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
 import type { Deps } from './deps.ts';
@@ -101,7 +101,10 @@ export async function admitPageLinks(d: Deps, job: JobRecord, page: CrawlPage, e
     },
   };
   const gate = { jobId: job.id, limit: ps.slots, scope, robots, frontier: s.frontier, report };
-  for (const url of links) await admitLink(gate, { url, depth: page.depth + 1, from: page.url });
+  await admitLinks(
+    gate,
+    links.map((url) => ({ url, depth: page.depth + 1, from: page.url })),
+  );
   return report.toJSON();
 }
 
@@ -131,13 +134,23 @@ export const extendTo = (j: JobRecord, n: number, fill: 'q' | '-' = 'q'): boolea
 /**
  * One step of a crawl: finish it when nothing is waiting or in flight and nothing more can come
  * (frontier exhausted, limit reached, or deadline passed); else take frontier entries as waiting
- * pages and send waiting pages as politeness allows (crawl-send.ts), up to `room` in flight.
- * Answers 'finish' when the caller should finish the page set.
+ * pages and send waiting pages as politeness allows (crawl-send.ts), up to `room` in flight. Entries
+ * are taken `ps.window` ahead of what goes now: the next page outcome sends the next page without
+ * reading the frontier first. The pages taken and the pages sent are one document write.
+ * Answers 'finish' when the caller should finish the page set, 'filled' when it sent a page into
+ * every place it had (nothing more can go before an outcome).
  */
-export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again: () => void): Promise<'finish' | 'wait'> {
+export async function advanceCrawl(
+  d: Deps,
+  job: JobRecord,
+  roomOf: number | Promise<number>,
+  again: () => void,
+): Promise<'finish' | 'wait' | 'filled'> {
   const s = await crawlStore(d);
   const ps = job.pageSet!;
-  const cursor = await s.frontier.cursor(job.id);
+  // the first waiting pages' records are read beside the frontier's cursor and tail (and the room)
+  const early = readAhead(s, job, ps.state, ps.window);
+  const [cursor, tail, room] = await Promise.all([s.frontier.cursor(job.id), s.frontier.tail(job.id), roomOf]);
   // a coordinator that stopped between the cursor and its document write: those pages wait to be sent
   if (cursor.n > ps.state.length) {
     const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, cursor.n, '-'));
@@ -149,33 +162,50 @@ export async function advanceCrawl(d: Deps, job: JobRecord, room: number, again:
   const state = job.pageSet!.state;
   const busy = unsettled(state);
   const full = state.length >= ps.slots;
-  const { admitted } = await s.frontier.counts(job.id);
-  const more = admitted > state.length;
+  const more = tail.n > state.length;
   if (!busy && (past || full || !more)) return 'finish';
   if (past) return 'wait';
   await resendLost(d, s, job);
   const waiting = (state.match(/-/g) ?? []).length;
-  const take = Math.min(room - waiting, ps.slots - state.length);
-  if (more && !full && take > 0) {
+  const take = Math.min(Math.max(0, room) + ps.window - waiting, ps.slots - state.length);
+  let grown = state.length;
+  const takeEntries = async () => {
+    if (!more || full || take <= 0) return;
     // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
     // document another coordinator grew): read past them, or they would take the room of new ones
     const behind = Math.max(0, state.length - cursor.n);
-    const { entries } = await s.frontier.pending(job.id, behind + take);
-    if (entries.length) {
-      for (const e of entries) if (e.n - 1 >= state.length) await s.place(job.id, e.n - 1, e);
-      // records, then the cursor, then the document: a crash between leaves them to the next step
-      const last = entries[entries.length - 1]!;
-      await s.frontier.commit(job.id, cursor, last);
-      const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, last.n, '-'));
-      if (res?.job) job = res.job;
-    }
+    const entries = await s.frontier.pendingAfter(job.id, cursor, behind + take);
+    if (!entries.length) return;
+    // records, then the cursor, then the document: a crash between leaves them to the next step
+    await Promise.all(entries.filter((e) => e.n - 1 >= state.length).map((e) => s.place(job.id, e.n - 1, e)));
+    const last = entries[entries.length - 1]!;
+    await s.frontier.commit(job.id, cursor, last);
+    grown = Math.max(grown, last.n);
+  };
+  let sent: number[] = [];
+  const send = async (st: string) => {
+    if (room <= 0 || !st.includes('-')) return;
+    const delay = (await robotsOf(d, s, job, new URL(String(job.request.url)).origin))?.crawlDelayMs ?? 0;
+    const r = await sendWaiting(d, s, job, st, room, delay, early);
+    sent = r.sent;
+    // a page held by politeness asks again when it may go (the sweep is the backstop)
+    if (r.wake < Infinity) wakeAt(job.id, r.wake, again);
+  };
+  // pages waiting already go first (the frontier is read for the ones after them); else take, then send
+  if (waiting >= room) {
+    await send(state);
+    await takeEntries();
+  } else {
+    await takeEntries();
+    await send(state + '-'.repeat(grown - state.length));
   }
-  if (room <= 0 || !job.pageSet!.state.includes('-')) return 'wait';
-  const delay = (await robotsOf(d, s, job, new URL(String(job.request.url)).origin))?.crawlDelayMs ?? 0;
-  const wake = await sendWaiting(d, s, job, room, delay);
-  // a page held by politeness asks again when it may go (the sweep is the backstop)
-  if (wake < Infinity) wakeAt(job.id, wake, again);
-  return 'wait';
+  if (grown > state.length || sent.length)
+    await updateJob(d.jobs, job.id, (j) => {
+      const a = extendTo(j, grown, '-');
+      return markAdmitted(j, sent) || a;
+    });
+  // every place in the window taken: what comes next waits for a page's outcome (each steps again)
+  return sent.length > 0 && sent.length >= room ? 'filled' : 'wait';
 }
 
 /** One timer per crawl, for its earliest wake-up: a held origin does not leave a timer per outcome. */

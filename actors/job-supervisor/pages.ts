@@ -96,8 +96,9 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     }
   }
   // a crawl's page task goes out before the document grows by it (advanceCrawl): grow it here
+  // (the pages before it wait: a page sent with it whose mark did not land yet is sent again under the same task id)
   if (cur.job.pageSet?.kind === 'crawl' && index >= cur.job.pageSet.pages && (await crawlPage(d, cur.job, index)))
-    cur = (await updateJob(d.jobs, cur.job.id, (j) => extendTo(j, index + 1), undefined, cur)) ?? cur;
+    cur = (await updateJob(d.jobs, cur.job.id, (j) => extendTo(j, index + 1, '-') && markAdmitted(j, [index]), undefined, cur)) ?? cur;
   const job = cur.job;
   const ps = job.pageSet;
   if (!ps || index >= ps.pages) {
@@ -111,16 +112,22 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
     if (crawl) {
       // the outcome's facts: a retry holds it, a robots skip or a canonical copy drops it (crawl-send.ts)
       const v = await readFacts(d, await crawlStore(d), job, index, page as CrawlPage, o);
-      if (v === 'held') return advancePageSet(d, job.id);
+      if (v === 'held') return void (await stepPageSet(d, job.id));
       if ('dropped' in v) {
         await dropPage(d, job, index, v.dropped, page.url);
-        return advancePageSet(d, job.id);
+        return void (await stepPageSet(d, job.id));
       }
       o = v.record as typeof o;
     }
+    // the page is done at the target (its origin's place given back): the next page goes out now,
+    // while this one is recorded; this page's own write and step follow
+    const early = stepPageSet(d, job.id, index).catch((e: Error) => {
+      d.log.warn({ jobId: job.id, err: e }, 'page set step failed');
+      return false;
+    });
     const { key, results } = pageResults(job, page, o);
     // a map's page is never a result: its links only (map.ts); after the crawl's own reading of the outcome
-    if (ps.map) return recordMapPage(d, job, index, o).then(() => advancePageSet(d, job.id));
+    if (ps.map) return recordMapPage(d, job, index, o).then(() => void stepPageSet(d, job.id));
     const msg: PageMessage = { v: 1, jobId: job.id, index, pageKey: key, results };
     await d.js.publish(subjects.page(job.id), JSON.stringify(msg), { msgID: pageMsgId(job.id, index) });
     // each failed result refunded on its own (one ledger entry per key, whatever repeats)
@@ -155,39 +162,80 @@ export async function recordPage(d: Deps, o: Outcome): Promise<void> {
       undefined,
       cur,
     );
+    // the early step filled the window: nothing more goes before another outcome, which steps again
+    if (await early) return;
   }
-  await advancePageSet(d, job.id);
+  await stepPageSet(d, job.id);
+}
+
+/** Pages still `q` in the document whose outcome is in hand (being recorded): not in flight any more. */
+const doneOf = (state: string, freed: ReadonlySet<number>) => [...freed].filter((i) => state[i] === 'q').length;
+
+/** Per page set, in this process: the step running and the one asked for after it (with the pages it may count as done). */
+const steps = new Map<string, { running: Promise<boolean> | null; next: Promise<boolean> | null; freed: Set<number> }>();
+
+/**
+ * Ask for a step of the page set (advancePageSet). One runs at a time per page set in this process;
+ * asking while one runs joins the next one (one more step, not one per caller), which reads the
+ * document when it starts, so it sees what every caller wrote before asking. `done`: a page whose
+ * outcome is being recorded, so the step may send another in its place before its own write lands.
+ */
+export function stepPageSet(d: Deps, jobId: string, done?: number): Promise<boolean> {
+  let q = steps.get(jobId);
+  if (!q) steps.set(jobId, (q = { running: null, next: null, freed: new Set() }));
+  if (done !== undefined) q.freed.add(done);
+  if (q.next) return q.next;
+  const e = q;
+  const run: Promise<boolean> = (e.running ?? Promise.resolve(false))
+    .catch(() => {})
+    .then(async () => {
+      e.next = null;
+      e.running = run;
+      const freed = e.freed;
+      e.freed = new Set();
+      try {
+        return await advancePageSet(d, jobId, freed);
+      } finally {
+        if (e.running === run) e.running = null;
+        if (!e.running && !e.next) steps.delete(jobId);
+      }
+    });
+  e.next = run;
+  return run;
 }
 
 /**
  * Admit pages up to the window (and the wallet's share), or finish the job once every page is
  * recorded: the unused slots' one refund, then the finish in one write. Called after every page
- * and by the sweep (settleJob).
+ * and by the sweep (settleJob). True when it sent a page into every place it had.
  */
-export async function advancePageSet(d: Deps, jobId: string): Promise<void> {
+export async function advancePageSet(d: Deps, jobId: string, freed: ReadonlySet<number> = new Set()): Promise<boolean> {
   const cur = await readJob(d.jobs, jobId);
   const job = cur?.job;
   const ps = job?.pageSet;
-  if (!job || !ps || job.status !== 'processing') return;
-  if (ps.map) return advanceMap(d, job, await walletShareRoom(d, job), () => advancePageSet(d, jobId));
+  if (!job || !ps || job.status !== 'processing') return false;
+  if (ps.map) return advanceMap(d, job, await walletShareRoom(d, job), () => stepPageSet(d, jobId).then(() => {})).then(() => false);
   if (ps.kind === 'crawl') {
     // page 0 is published at creation; every other page comes from the frontier
-    const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
-    const again = () => void advancePageSet(d, jobId).catch((e: Error) => d.log.warn({ jobId, err: e }, 'crawl step failed'));
-    if ((await advanceCrawl(d, job, room, again)) === 'finish') {
+    const room = walletShareRoom(d, job).then((share) => Math.min(ps.window - inFlight(job) + doneOf(ps.state, freed), share));
+    room.catch(() => {}); // awaited by advanceCrawl; this keeps a failure before that from going unhandled
+    const again = () => void stepPageSet(d, jobId).catch((e: Error) => d.log.warn({ jobId, err: e }, 'crawl step failed'));
+    const step = await advanceCrawl(d, job, room, again);
+    if (step === 'finish') {
       const now = await readJob(d.jobs, jobId);
       if (now?.job.status === 'processing') await finishPageSet(d, now.job);
       await dropCrawl(d, job.id);
     }
-    return;
+    return step === 'filled';
   }
-  if (!unsettled(ps.state)) return finishPageSet(d, job);
-  const room = Math.min(ps.window - inFlight(job), await walletShareRoom(d, job));
+  if (!unsettled(ps.state)) return finishPageSet(d, job).then(() => false);
+  const room = Math.min(ps.window - inFlight(job) + doneOf(ps.state, freed), await walletShareRoom(d, job));
   const next = room > 0 ? waitingPages(job, room) : [];
-  if (!next.length) return;
+  if (!next.length) return false;
   // tasks first, then the mark: a crash between leaves them `-`, admitted again (the same task ids)
   await publishPages(d.js, job, next);
   await updateJob(d.jobs, jobId, (j) => markAdmitted(j, next));
+  return next.length >= room;
 }
 
 async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {

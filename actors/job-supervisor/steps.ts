@@ -179,7 +179,7 @@ export async function settleJob(d: Deps, jobId: string, known?: StoredJob | null
   let guess = known ?? (await readJob(d.jobs, jobId));
   let cur = guess?.job;
   if (!cur || cur.status === 'queued') return;
-  if (cur.pageSet) return advancePageSet(withFinish(d), jobId);
+  if (cur.pageSet) return void (await advancePageSet(withFinish(d), jobId));
   // a finished job is settled again only when a delivered result was lost since (loseResult)
   if (isFinished(cur) && !cur.results.some(isUnrefunded)) return;
   // Results still pending: only the failed ones are settled now (refunded and marked), the job

@@ -28,25 +28,51 @@ export type LinkVerdict =
   | { ok: false; reason: 'robots_unavailable'; retryAt?: number };
 
 export async function admitLink(g: LinkGate, link: { url: string; depth: number; from?: string }): Promise<LinkVerdict> {
-  const skip = (reason: Exclude<SkipReason, 'robots_unavailable' | 'deadline'>): LinkVerdict => {
-    g.report.skip(reason, link.url);
-    return { ok: false, reason };
+  return (await admitLinks(g, [link]))[0]!;
+}
+
+/**
+ * A page's links through the filters, in their order; those that pass every filter but the frontier
+ * are admitted together (Frontier.admitMany: a page's links cost a few round trips, not a few each).
+ */
+export async function admitLinks(g: LinkGate, links: { url: string; depth: number; from?: string }[]): Promise<LinkVerdict[]> {
+  const out: LinkVerdict[] = new Array(links.length);
+  const skip = (i: number, reason: Exclude<SkipReason, 'robots_unavailable' | 'deadline'>) => {
+    g.report.skip(reason, links[i]!.url);
+    out[i] = { ok: false, reason };
   };
-  const key = uniqueKey(link.url);
-  if (!key) return skip('bad_url');
-  const inScope = g.scope.check(key, link.depth);
-  if (!inScope.ok) return skip(inScope.reason);
-  const robots = await g.robots.check(key);
-  if (!robots.ok) {
-    if (robots.reason === 'robots_unavailable')
-      return { ok: false, reason: 'robots_unavailable', ...(robots.retryAt ? { retryAt: robots.retryAt } : {}) };
-    return skip('robots');
+  const passed: number[] = [];
+  for (let i = 0; i < links.length; i++) {
+    const link = links[i]!;
+    const key = uniqueKey(link.url);
+    if (!key) {
+      skip(i, 'bad_url');
+      continue;
+    }
+    const inScope = g.scope.check(key, link.depth);
+    if (!inScope.ok) {
+      skip(i, inScope.reason);
+      continue;
+    }
+    const robots = await g.robots.check(key);
+    if (robots.ok) passed.push(i);
+    else if (robots.reason === 'robots_unavailable')
+      out[i] = { ok: false, reason: 'robots_unavailable', ...(robots.retryAt ? { retryAt: robots.retryAt } : {}) };
+    else skip(i, 'robots');
   }
-  const admitted = await g.frontier.admit(
+  if (!passed.length) return out;
+  const admitted = await g.frontier.admitMany(
     g.jobId,
-    { url: link.url, depth: link.depth, ...(link.from ? { from: link.from } : {}) },
+    passed.map((i) => {
+      const l = links[i]!;
+      return { url: l.url, depth: l.depth, ...(l.from ? { from: l.from } : {}) };
+    }),
     g.limit,
   );
-  if (!admitted.ok) return skip(admitted.reason);
-  return { ok: true, n: admitted.n };
+  passed.forEach((i, k) => {
+    const a = admitted[k]!;
+    if (a.ok) out[i] = { ok: true, n: a.n };
+    else skip(i, a.reason);
+  });
+  return out;
 }

@@ -3,7 +3,9 @@
 //
 //   await Frontier.open(nc, {replicas, maxAgeMs})
 //   frontier.admit(jobId, {url, depth, from}, limit)  → {ok: true, n, seq} | {ok: false, reason}
+//   frontier.admitMany(jobId, items, limit)           → the same for a page's links, in one pass
 //   frontier.pending(jobId, max)                      → {cursor, entries}   the next entries not yet taken
+//   frontier.tail(jobId)                              → {seq, n} of the last admitted entry
 //   frontier.commit(jobId, cursor, lastSeq)           → true, or false when another coordinator took them first
 //   frontier.counts(jobId)                            → {admitted, taken}
 //   frontier.drop(jobId)                              at the crawl's end: its keys and entries go
@@ -44,6 +46,13 @@ export interface FrontierEntry {
   from?: string;
   /** Ordinal among the crawl's admitted URLs, 1..limit. */
   n: number;
+}
+
+/** A URL to admit: its depth and the page it was found on (absent for the start URL and sitemap URLs). */
+export interface AdmitItem {
+  url: string;
+  depth: number;
+  from?: string;
 }
 
 export type AdmitResult = { ok: true; n: number; seq: number } | { ok: false; reason: 'duplicate' | 'limit' | 'bad_url' };
@@ -123,55 +132,100 @@ export class Frontier {
   }
 
   /** Admit a URL once per crawl, while the crawl has room. */
-  async admit(jobId: string, item: { url: string; depth: number; from?: string }, limit: number): Promise<AdmitResult> {
-    const key = uniqueKey(item.url);
-    if (!key) return { ok: false, reason: 'bad_url' };
-    const h = hashOf(key);
-    const vk = `${jobId}.${h}`;
-    const seen = await this.kv.get(vk);
-    let rev: number;
-    if (seen && seen.operation === 'PUT') {
-      const v = seen.json<Visited>();
-      if (v.st === 'queued' || v.st === 'canonical') return { ok: false, reason: 'duplicate' };
-      if (v.st === 'limit') return { ok: false, reason: 'limit' };
+  async admit(jobId: string, item: AdmitItem, limit: number): Promise<AdmitResult> {
+    return (await this.admitMany(jobId, [item], limit))[0]!;
+  }
+
+  /**
+   * Admit a page's links at once, each as `admit` would, in their order: the visited reads, the
+   * claims and the final marks go out together (one round trip each, not one per link); only the
+   * frontier publishes follow one another (each expects the one before it as the subject's last).
+   * A link repeated in the list is a duplicate of its first spelling.
+   */
+  async admitMany(jobId: string, items: AdmitItem[], limit: number): Promise<AdmitResult[]> {
+    const out: AdmitResult[] = new Array(items.length);
+    const firsts = new Set<string>();
+    const work: { i: number; key: string; h: string; vk: string }[] = [];
+    items.forEach((item, i) => {
+      const key = uniqueKey(item.url);
+      if (!key) return void (out[i] = { ok: false, reason: 'bad_url' });
+      const h = hashOf(key);
+      if (firsts.has(h)) return void (out[i] = { ok: false, reason: 'duplicate' });
+      firsts.add(h);
+      work.push({ i, key, h, vk: `${jobId}.${h}` });
+    });
+    const seen = await Promise.all(work.map((w) => this.kv.get(w.vk)));
+    const claims: { w: (typeof work)[number]; rev: number }[] = [];
+    const fresh: typeof work = [];
+    work.forEach((w, k) => {
+      const e = seen[k];
+      if (!e || e.operation !== 'PUT') return void fresh.push(w);
+      const v = e.json<Visited>();
+      if (v.st === 'queued' || v.st === 'canonical') out[w.i] = { ok: false, reason: 'duplicate' };
+      else if (v.st === 'limit') out[w.i] = { ok: false, reason: 'limit' };
       // `admitting` left by a coordinator that died before its publish: finish its work (the message id
       // keeps a publish that did land from landing twice)
-      rev = seen.revision;
-    } else {
-      if ((await this.last(jobId)).n >= limit) return { ok: false, reason: 'limit' };
-      try {
-        rev = await this.kv.create(vk, enc({ st: 'admitting', at: Date.now() } satisfies Visited));
-      } catch (e) {
-        if (isConflict(e)) return { ok: false, reason: 'duplicate' }; // another coordinator admits it
-        throw e;
+      else claims.push({ w, rev: e.revision });
+    });
+    if (!fresh.length && !claims.length) return out;
+    let last = await this.last(jobId);
+    // nothing is written for a URL the crawl has no room for (the count is read first)
+    const room = Math.max(0, limit - last.n);
+    for (const w of fresh.slice(room)) out[w.i] = { ok: false, reason: 'limit' };
+    const created = await Promise.all(
+      fresh.slice(0, room).map((w) =>
+        this.kv.create(w.vk, enc({ st: 'admitting', at: Date.now() } satisfies Visited)).then(
+          (rev) => ({ w, rev }),
+          (e) => {
+            if (!isConflict(e)) throw e;
+            out[w.i] = { ok: false, reason: 'duplicate' }; // another coordinator admits it
+            return null;
+          },
+        ),
+      ),
+    );
+    for (const c of created) if (c) claims.push(c);
+    claims.sort((a, b) => a.w.i - b.w.i);
+    const marks: Promise<unknown>[] = [];
+    const mark = (vk: string, st: Visited['st'], rev: number) =>
+      marks.push(this.kv.update(vk, enc({ st, at: Date.now() } satisfies Visited), rev).catch(() => {}));
+    for (const { w, rev } of claims) {
+      const item = items[w.i]!;
+      for (;;) {
+        if (last.n >= limit) {
+          mark(w.vk, 'limit', rev);
+          out[w.i] = { ok: false, reason: 'limit' };
+          break;
+        }
+        const entry: FrontierEntry = {
+          url: item.url,
+          uniqueKey: w.key,
+          depth: item.depth,
+          ...(item.from ? { from: item.from } : {}),
+          n: last.n + 1,
+        };
+        try {
+          const ack = await this.js.publish(frontierSubject(jobId), enc(entry), {
+            msgID: `${jobId}:${w.h}`,
+            expect: { lastSubjectSequence: last.seq },
+          });
+          // a duplicate: an earlier publish of this very URL landed (its ordinal is in the stream
+          // already, the subject's last is unchanged)
+          if (ack.duplicate) out[w.i] = { ok: true, n: (await this.entryAt(ack.seq))?.n ?? entry.n, seq: ack.seq };
+          else {
+            out[w.i] = { ok: true, n: entry.n, seq: ack.seq };
+            last = { seq: ack.seq, n: entry.n };
+          }
+          mark(w.vk, 'queued', rev);
+          break;
+        } catch (e) {
+          if (!isConflict(e)) throw e; // another URL took this ordinal: read the tail again
+          last = await this.last(jobId);
+        }
       }
     }
-    for (;;) {
-      const last = await this.last(jobId);
-      if (last.n >= limit) {
-        await this.kv.update(vk, enc({ st: 'limit', at: Date.now() } satisfies Visited), rev).catch(() => {});
-        return { ok: false, reason: 'limit' };
-      }
-      const entry: FrontierEntry = {
-        url: item.url,
-        uniqueKey: key,
-        depth: item.depth,
-        ...(item.from ? { from: item.from } : {}),
-        n: last.n + 1,
-      };
-      try {
-        const ack = await this.js.publish(frontierSubject(jobId), enc(entry), {
-          msgID: `${jobId}:${h}`,
-          expect: { lastSubjectSequence: last.seq },
-        });
-        // a duplicate: an earlier publish of this very URL landed (its ordinal is in the stream already)
-        const n = ack.duplicate ? ((await this.entryAt(ack.seq))?.n ?? entry.n) : entry.n;
-        await this.kv.update(vk, enc({ st: 'queued', at: Date.now() } satisfies Visited), rev).catch(() => {});
-        return { ok: true, n, seq: ack.seq };
-      } catch (e) {
-        if (!isConflict(e)) throw e; // another URL took this ordinal: read the tail again
-      }
-    }
+    await Promise.all(marks);
+    return out;
   }
 
   /**
@@ -225,6 +279,11 @@ export class Frontier {
   /** The next `max` admitted entries not yet handed out, after the cursor. */
   async pending(jobId: string, max: number): Promise<{ cursor: Cursor; entries: (FrontierEntry & { seq: number })[] }> {
     const cursor = await this.cursor(jobId);
+    return { cursor, entries: await this.pendingAfter(jobId, cursor, max) };
+  }
+
+  /** The next `max` admitted entries after a cursor the caller read. */
+  async pendingAfter(jobId: string, cursor: Cursor, max: number): Promise<(FrontierEntry & { seq: number })[]> {
     const entries: (FrontierEntry & { seq: number })[] = [];
     let seq = cursor.seq;
     while (entries.length < max) {
@@ -239,7 +298,7 @@ export class Frontier {
       seq = m.seq;
       entries.push({ ...m.json<FrontierEntry>(), seq: m.seq });
     }
-    return { cursor, entries };
+    return entries;
   }
 
   /** Move the cursor past `entry` (the last one handed out); false when another coordinator moved it first. */
@@ -253,6 +312,11 @@ export class Frontier {
       if (isConflict(e)) return false;
       throw e;
     }
+  }
+
+  /** The last admitted entry's stream sequence and ordinal ({0, 0}: none yet). */
+  tail(jobId: string): Promise<{ seq: number; n: number }> {
+    return this.last(jobId);
   }
 
   async counts(jobId: string): Promise<{ admitted: number; taken: number }> {

@@ -64,6 +64,8 @@ const isConflict = (e: unknown) => /wrong last sequence|key exists/i.test(String
 export class CrawlStore {
   readonly frontier: Frontier;
   private readonly kv: KV;
+  /** Page records read or made here (never changed once made): a crawl's steps read them again and again. Bounded. */
+  private readonly known = new Map<string, CrawlPage>();
 
   private constructor(frontier: Frontier, kv: KV) {
     this.frontier = frontier;
@@ -77,9 +79,18 @@ export class CrawlStore {
 
   /** A handed-out page (index 0: the start URL), or null when no coordinator recorded it. */
   async page(job: Pick<JobRecord, 'id' | 'request'>, index: number): Promise<CrawlPage | null> {
-    if (index === 0) return { ...startPageOf(job), key: await this.keyOf(job.id, 0, startPageOf(job).key) };
-    const e = await this.kv.get(`${job.id}.p${index}`);
-    return e && e.operation === 'PUT' ? e.json<CrawlPage>() : null;
+    const rk = `${job.id}.p${index}`;
+    const had = this.known.get(rk);
+    if (had) return had;
+    if (index === 0) return this.remember(rk, { ...startPageOf(job), key: await this.keyOf(job.id, 0, startPageOf(job).key) });
+    const e = await this.kv.get(rk);
+    return e && e.operation === 'PUT' ? this.remember(rk, e.json<CrawlPage>()) : null;
+  }
+
+  private remember(rk: string, page: CrawlPage): CrawlPage {
+    if (this.known.size >= 4096) this.known.delete(this.known.keys().next().value!);
+    this.known.set(rk, page);
+    return page;
   }
 
   /** The unique key of page `index` (its own spelling or the first free `~n`); the same on a repeat. */
@@ -101,8 +112,9 @@ export class CrawlStore {
   /** Make page `index` of a frontier entry (its key and record); a repeat answers the same page. */
   async place(jobId: string, index: number, entry: { url: string; depth: number; from?: string }): Promise<CrawlPage> {
     const rk = `${jobId}.p${index}`;
-    const had = await this.kv.get(rk);
-    if (had?.operation === 'PUT') return had.json<CrawlPage>();
+    const known = this.known.get(rk);
+    if (known) return known;
+    // made here first (a repeat, after a step that stopped, finds the key and the record taken)
     const page: CrawlPage = {
       url: entry.url,
       source: entry.url,
@@ -114,9 +126,9 @@ export class CrawlStore {
     } catch (e) {
       if (!isConflict(e)) throw e;
       const now = await this.kv.get(rk);
-      if (now?.operation === 'PUT') return now.json<CrawlPage>();
+      if (now?.operation === 'PUT') return this.remember(rk, now.json<CrawlPage>());
     }
-    return page;
+    return this.remember(rk, page);
   }
 
   /** Page `index`'s sends and retries (none yet: null). */

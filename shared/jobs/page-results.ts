@@ -7,7 +7,7 @@ import type { NatsConnection } from '@nats-io/nats-core';
 import type { JobRecord } from '../protocol/jobs.ts';
 import type { JobDoc, ResultDoc } from '../schemas/api.ts';
 import { toPublicJob, toPublicResult } from '../protocol/public-job.ts';
-import { decodeCursor, encodeCursor, readPageResults, RESULTS_INLINE } from './pages.ts';
+import { decodeCursor, encodeCursor, readPageResults, RESULTS_INLINE, type PageMessage } from './pages.ts';
 import { ApiError } from '../errors.ts';
 
 export interface PagesReader {
@@ -27,6 +27,47 @@ export async function pagesReader(nc: NatsConnection, js: JetStreamClient): Prom
   return { js, jsm: await jsm };
 }
 
+/**
+ * The first page of each recently read page set's results, kept in this process: a page's PAGES
+ * message never changes once written and the subject only grows, so a page full up to
+ * RESULTS_INLINE is final, and one that was not is read on from its last sequence. A job read
+ * while its crawl runs costs the messages written since the last read, not all of them again.
+ * Bounded by results held (FIRST_PAGES_MAX_RESULTS, the oldest read dropped first). Exported for its test.
+ */
+const firstPages = new Map<string, { messages: PageMessage[]; next: number | null; lastSeq: number; count: number }>();
+let firstPagesHeld = 0;
+export const FIRST_PAGES_MAX_RESULTS = 20_000;
+
+export async function firstResults(r: PagesReader, jobId: string): Promise<{ messages: PageMessage[]; next: number | null }> {
+  const had = firstPages.get(jobId);
+  let e: NonNullable<typeof had>;
+  if (!had) {
+    const got = await readPageResults(r.js, r.jsm, jobId, 1, RESULTS_INLINE);
+    e = { messages: got.messages, next: got.next, lastSeq: got.seqs.at(-1) ?? 0, count: 0 };
+  } else if (had.next === null) {
+    const room = RESULTS_INLINE - had.count;
+    const got = await readPageResults(r.js, r.jsm, jobId, had.lastSeq + 1, room);
+    if (got.messages.length && got.messages[0]!.results.length > room) e = { ...had, next: got.seqs[0]! };
+    else e = { messages: [...had.messages, ...got.messages], next: got.next, lastSeq: got.seqs.at(-1) ?? had.lastSeq, count: 0 };
+  } else e = had;
+  // entered again as the newest read
+  if (had) {
+    firstPages.delete(jobId);
+    firstPagesHeld -= had.count;
+  }
+  e.count = e.messages.reduce((n, m) => n + m.results.length, 0);
+  if (e.lastSeq > 0) {
+    firstPages.set(jobId, e);
+    firstPagesHeld += e.count;
+  }
+  while (firstPagesHeld > FIRST_PAGES_MAX_RESULTS && firstPages.size) {
+    const [oldest, o] = firstPages.entries().next().value!;
+    firstPages.delete(oldest);
+    firstPagesHeld -= o.count;
+  }
+  return e;
+}
+
 /** One page of a page set's results from a cursor (absent: the first). */
 export async function pageOfResults(
   r: PagesReader,
@@ -41,7 +82,7 @@ export async function pageOfResults(
     // a one-page job: all its results, one page
     return from === 1 ? { results: job.results.map((x) => toPublicResult(job, x, baseUrl, now)), next: null } : { results: [], next: null };
   }
-  const { messages, next } = await readPageResults(r.js, r.jsm, job.id, from, RESULTS_INLINE);
+  const { messages, next } = from === 1 ? await firstResults(r, job.id) : await readPageResults(r.js, r.jsm, job.id, from, RESULTS_INLINE);
   return {
     results: messages.flatMap((m) => m.results.map((x) => toPublicResult(job, x, baseUrl, now))),
     next: next === null ? null : encodeCursor(next),

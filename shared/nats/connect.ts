@@ -1,5 +1,6 @@
 import { connect, credsAuthenticator, type NatsConnection, type Server } from '@nats-io/transport-node';
 import { readFileSync } from 'node:fs';
+import './request-settled.ts';
 
 export type { NatsConnection };
 

@@ -1,6 +1,6 @@
 // The crawl bench (bench/crawl.ts) in its smallest run: the generated site is whole (a breadth-first
 // walk of its links from `/` reaches every page, nothing else answers), and the bench, on the embedded
-// default's layout, gives its three figures and reads every result of its big crawl through the
+// default's layout, gives its four figures and reads every result of its big crawl through the
 // paging. No figure is judged here (speed belongs to the bench); the bench itself throws on a wrong count.
 import t from 'tap';
 import { startSite, pagePath } from '../../bench/lib/site.ts';
@@ -27,14 +27,14 @@ t.test('the site: every page reachable from / by its links, once; other paths 40
   for (const p of ['/p/250', '/robots.txt', '/sitemap.xml', '/p/x']) t.equal((await fetch(new URL(p, site.url))).status, 404, p);
 });
 
-t.test('the bench, smallest run: three figures, every result read', async (t) => {
+t.test('the bench, smallest run: four figures, every result read', async (t) => {
   process.env.CRAWL_BENCH_PAGES = '120';
   process.env.CRAWL_BENCH_RATE_PAGES = '60';
   const { runCrawlBench, CRAWL_CONFIG } = await import('../../bench/crawl.ts');
   const cluster = await startCluster({ layout: 'one-process', config: CRAWL_CONFIG });
   t.teardown(() => cluster.stop());
   const { rows, raw } = await runCrawlBench(cluster);
-  t.equal(rows.length, 3);
+  t.equal(rows.length, 4);
   t.same(
     rows.filter(isSkipped).map((r) => r.name),
     [],

@@ -67,6 +67,48 @@ t.test('frontier on NATS', async (t) => {
     t.equal(await kvSubjects(), before, 'no visited entry past the limit');
   });
 
+  t.test("a page's links at once (admitMany): in order, repeats folded, two coordinators racing", async (t) => {
+    const job = 'job_many';
+    const links = ['https://e.com/x', 'https://e.com/y', 'https://E.com/x#top', 'mailto:a@e.com', 'https://e.com/z'];
+    const first = await a.admitMany(
+      job,
+      links.map((url) => ({ url, depth: 1 })),
+      100,
+    );
+    t.match(first, [
+      { ok: true, n: 1 },
+      { ok: true, n: 2 },
+      { ok: false, reason: 'duplicate' },
+      { ok: false, reason: 'bad_url' },
+      { ok: true, n: 3 },
+    ]);
+    // two coordinators with overlapping pages of links, 9 slots left for 20 distinct URLs
+    const pageOf = (from: number) => Array.from({ length: 12 }, (_, i) => ({ url: `https://e.com/m/${from + i}`, depth: 2 }));
+    const [ra, rb] = await Promise.all([a.admitMany(job, pageOf(0), 12), b.admitMany(job, pageOf(8), 12)]);
+    const ok = [...ra, ...rb].filter((r) => r.ok) as { n: number }[];
+    t.same(
+      ok.map((r) => r.n).sort((x, y) => x - y),
+      [4, 5, 6, 7, 8, 9, 10, 11, 12],
+      'the 9 slots left, each ordinal once',
+    );
+    t.ok([...ra, ...rb].every((r) => r.ok || r.reason === 'duplicate' || r.reason === 'limit'));
+    const { entries } = await a.pending(job, 100);
+    t.equal(entries.length, 12, 'the frontier holds the limit');
+    t.equal(new Set(entries.map((e) => e.uniqueKey)).size, 12, 'no URL twice');
+    t.same(
+      entries.map((e) => e.n),
+      Array.from({ length: 12 }, (_, i) => i + 1),
+      'in ordinal order',
+    );
+    const xs = entries.filter((e) => e.url.startsWith('https://e.com/m/')).map((e) => Number(e.url.split('/').pop()));
+    const mine = xs.filter((x) => x < 8);
+    t.same(
+      mine,
+      [...mine].sort((p, q) => p - q),
+      "one coordinator's links keep their page order",
+    );
+  });
+
   t.test('a coordinator that died mid-admission loses nothing and doubles nothing', async (t) => {
     const job = 'job_crash';
     const kv = await new Kvm(nats.nc).open(VISITED_BUCKET);

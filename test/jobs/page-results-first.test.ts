@@ -1,0 +1,56 @@
+// The first page of a page set's results as GET /v1/jobs/{id} shows it, kept between reads
+// (shared/jobs/page-results.ts firstResults): after every write it equals a fresh read of PAGES,
+// while the page fills, once it is full (RESULTS_INLINE), and for two jobs read in turn.
+import t from 'tap';
+import { jetstream } from '@nats-io/jetstream';
+import { subjects } from '../../shared/names.ts';
+import { pageMsgId, readPageResults, RESULTS_INLINE, type PageMessage } from '../../shared/jobs/pages.ts';
+import { firstResults, pagesReader } from '../../shared/jobs/page-results.ts';
+import { startTestNats } from '../helpers/nats.ts';
+
+t.test('the first results page, read on from where it stopped, equals a fresh read after every write', async (t) => {
+  const nats = await startTestNats(t);
+  const js = jetstream(nats.nc);
+  const r = await pagesReader(nats.nc, js);
+  const counts = new Map<string, number>();
+  const write = async (jobId: string, results: number) => {
+    const index = counts.get(jobId) ?? 0;
+    counts.set(jobId, index + 1);
+    const msg: PageMessage = {
+      v: 1,
+      jobId,
+      index,
+      pageKey: `p${index}`,
+      results: Array.from({ length: results }, (_, k) => ({ key: `p${index}/${k}`, status: 'done', price: 1, refunded: false })),
+    };
+    await js.publish(subjects.page(jobId), JSON.stringify(msg), { msgID: pageMsgId(jobId, index) });
+  };
+  const same = async (jobId: string, what: string) => {
+    const fresh = await readPageResults(r.js, r.jsm, jobId, 1, RESULTS_INLINE);
+    const kept = await firstResults(r, jobId);
+    t.same(
+      { keys: kept.messages.map((m) => m.pageKey), next: kept.next },
+      { keys: fresh.messages.map((m) => m.pageKey), next: fresh.next },
+      what,
+    );
+    return kept;
+  };
+  t.same((await firstResults(r, 'job_none')).messages, [], 'no page yet: none');
+  for (let i = 0; i < 3; i++) await write('job_a', 1);
+  await same('job_a', 'three pages');
+  await write('job_a', 1);
+  await write('job_b', 3);
+  await same('job_a', 'a fourth page, read on');
+  await same('job_b', 'another job beside it');
+  // fill job_a's first page: pages of 7 results until past RESULTS_INLINE
+  let kept;
+  for (let i = 0; i < 150; i++) {
+    await write('job_a', 7);
+    if (i % 37 === 0 || i > 140) kept = await same('job_a', `after ${i + 5} pages`);
+  }
+  t.ok(kept!.next !== null, 'the first page is full: it says where the next begins');
+  t.ok(kept!.messages.reduce((n, m) => n + m.results.length, 0) <= RESULTS_INLINE, 'never more than RESULTS_INLINE');
+  await write('job_a', 1);
+  await same('job_a', 'a full page stays as it is');
+  await same('job_b', 'the other job unchanged');
+});

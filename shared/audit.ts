@@ -62,9 +62,28 @@ export async function readLedger(nc: NatsConnection, deadline = Infinity, o: Rea
   );
 }
 
+/** How long the audit waits before it reads again to confirm what it found. */
+const CONFIRM_AFTER_MS = 1000;
+
+/**
+ * The audit. A violation is confirmed before it is reported: the whole read is made again, by leader
+ * gets only, a second later, and what that read finds is the report. Right after a partition heals
+ * a replica a consumer sits on, or the stream info a read starts from, can still be behind, and the
+ * read misses what is there (issue 45: every charge and credit written during a 2/1 split missing
+ * from an audit made right after the heal, while the test's own read just before had found each
+ * once, and the next audit found them all); a real violation (a double charge, a missing refund) is
+ * in the ledger and found again.
+ */
 export async function audit(nc: NatsConnection, o: AuditOptions = {}): Promise<AuditReport> {
   try {
-    return await auditAll(nc, o);
+    const first = await auditAll(nc, o);
+    if (!first.violations.length || o.consumer === false) return first;
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(CONFIRM_AFTER_MS, (o.deadline ?? Infinity) - Date.now()))));
+    // a second read the deadline cuts short confirms nothing: the first read's report stands
+    return await auditAll(nc, { ...o, consumer: false }).catch((e: unknown) => {
+      if (e instanceof AuditIncomplete) return first;
+      throw e;
+    });
   } catch (e) {
     if (!(e instanceof AuditIncomplete)) throw e;
     return { complete: false, progress: e.message, violations: [], wallets: 0, entries: 0, jobs: 0, topups: 0, balances: {} };

@@ -71,6 +71,13 @@ const WALLET_CATCH_UP_MS = 10_000;
  */
 const WRITE_TIMEOUT_MS = 2000;
 const WRITE_RETRY_MS = 7000;
+/**
+ * A write waiting for the projection while its consumer has delivered nothing for this long: the
+ * consumer is taken as stuck and started again from the last applied sequence (issue 45, session
+ * 31: after a flapping link healed, nats.js's ordered consumer delivered nothing more, every
+ * charge after a failed write waited out `until`, and job creation failed for minutes).
+ */
+export const PROJECTION_STUCK_MS = 3000;
 
 export function checkWalletId(walletId: unknown): string {
   if (typeof walletId !== 'string' || !WALLET_ID.test(walletId)) throw new ApiError('bad_request', 'walletId is missing or malformed');
@@ -97,6 +104,12 @@ export class Ledger {
   /** The consumer's last message had nothing pending after it. */
   private drained = false;
   private stopped = false;
+  /** When the consumer last delivered (or started): the watchdog's clock. */
+  private delivered = Date.now();
+  private watchdog: NodeJS.Timeout | undefined;
+  private restarting = false;
+  /** Times the projection's consumer was started again by the watchdog (tests, diagnostics). */
+  restarts = 0;
   /**
    * Names this instance's consumers (wallet_projection_<id>_<n>): an ordered consumer's name is its
    * prefix and a counter, so a prefix shared by two instances would make them pull from one consumer.
@@ -132,23 +145,59 @@ export class Ledger {
     const began = Date.now();
     // a stream whose every entry after the checkpoint was deleted delivers nothing: nothing to wait for
     if (info.state.messages === 0 || from >= this.startSeq) this.caughtUp(began);
-    const messages = await withRetry(
-      'ledger consumer',
-      async () => {
-        const consumer = await this.js.consumers.get(STREAMS.ledger, {
-          name_prefix: `wallet_projection_${this.id}`,
-          deliver_policy: DeliverPolicy.StartSequence,
-          opt_start_seq: from + 1,
-        });
-        return consumer.consume({ expires: CONSUME_EXPIRES_MS });
-      },
-      { log: this.log },
-    );
+    this.run(await withRetry('ledger consumer', () => this.openConsumer(from + 1), { log: this.log }), began);
+    this.watchdog = setInterval(() => this.unstick(), 1000);
+    this.watchdog.unref();
+  }
+
+  private async openConsumer(fromSeq: number): Promise<ConsumerMessages> {
+    const consumer = await this.js.consumers.get(STREAMS.ledger, {
+      // a consumer started again has a prefix of its own: the ordered consumer numbers its names
+      // from 1 again, and the stopped one's name may still be taken on the server
+      name_prefix: `wallet_projection_${this.id}${this.restarts ? `_r${this.restarts}` : ''}`,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: fromSeq,
+    });
+    return consumer.consume({ expires: CONSUME_EXPIRES_MS });
+  }
+
+  private run(messages: ConsumerMessages, began: number): void {
     this.messages = messages;
+    this.delivered = Date.now();
     this.loop = this.consume(messages, began).catch((e) => {
       // a drained or closed connection ends the consumer at stop; anything else is logged, never unhandled
       if (!this.stopped) this.log.error({ err: e }, 'ledger: projection consumer ended');
     });
+  }
+
+  /**
+   * The watchdog: a write waits for the projection (`until`) and the consumer has delivered nothing
+   * for PROJECTION_STUCK_MS: stop it and start a new one from the last applied sequence. Costs
+   * nothing while nobody waits (no request is made to find out).
+   */
+  private unstick(): void {
+    if (this.stopped || this.restarting || !this.waiters.length) return;
+    if (Date.now() - this.delivered < PROJECTION_STUCK_MS) return;
+    this.restarting = true;
+    this.log.warn(
+      { applied: this.applied, waitingFor: Math.min(...this.waiters.map((w) => w.seq)) },
+      'ledger: the projection consumer delivered nothing while a write waited for it; starting it again',
+    );
+    const old = this.messages;
+    const oldLoop = this.loop;
+    void (async () => {
+      old?.stop();
+      // its last batch is applied as it ends (a wedged one is not waited for past a second)
+      await Promise.race([oldLoop, new Promise((r) => setTimeout(r, 1000))]);
+      if (this.stopped) return;
+      this.restarts++;
+      this.run(await this.openConsumer(this.applied + 1), Date.now());
+    })()
+      .catch((e) => this.log.warn({ err: e }, 'ledger: the projection consumer could not be started again; trying on the next check'))
+      .finally(() => {
+        this.restarting = false;
+        this.delivered = Date.now(); // the next check gives the new consumer its time
+      });
   }
 
   /** Where to resume: the checkpoint if the file is this stream's and not ahead of it, else 0 after a reset. */
@@ -214,6 +263,7 @@ export class Ledger {
     };
     try {
       for await (const m of messages) {
+        this.delivered = Date.now();
         const walletId = m.subject.slice(subjects.ledger('').length);
         let body: LedgerMessage | null = null;
         try {
@@ -269,6 +319,7 @@ export class Ledger {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.watchdog);
     this.messages?.stop();
     await this.loop;
     for (const w of this.waiters) w.resolve();

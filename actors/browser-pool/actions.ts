@@ -70,15 +70,17 @@ export async function clickOn(page: Page, selector: string, counts: SelectorCoun
     for (let aim = 1; ; aim++) {
       await untilStill(el);
       // The box is read, then the press goes out: a page that inserts content above the element in
-      // between (a timer of its own) moves it, and the press lands on what took its place. The
-      // press, release and click are therefore let through only when they reach the element (as
-      // Playwright's hit target check): one that lands elsewhere is stopped before the page sees it
-      // and the click is aimed again. Session 31: waiting for a still box alone missed 1 in 8 under load.
+      // between (a timer of its own) moves it, and the press lands on what took its place. So the
+      // press is let through only when it reaches the element (as Playwright's hit target check);
+      // one that lands elsewhere is stopped before the page sees it, with its release and click,
+      // and the click is aimed again. What follows a press that reached the element goes through
+      // as it comes (a label's click on its input included). Session 31: waiting for a still box
+      // alone missed 1 in 8 under load.
       const guard = await el.evaluateHandle((e) => {
         const g = { missed: false, remove: () => {} };
         const check = (ev: Event) => {
-          if (ev.composedPath().includes(e)) return;
-          g.missed = true;
+          if ((ev.type === 'pointerdown' || ev.type === 'mousedown') && !ev.composedPath().includes(e)) g.missed = true;
+          if (!g.missed) return;
           ev.preventDefault();
           ev.stopImmediatePropagation();
         };

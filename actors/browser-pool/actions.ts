@@ -3,7 +3,7 @@
 // (the browser's own network namespace, behind the guard), at most ACTIONS_TOTAL_MS in all. A
 // selector that matches nothing fails the result as `selector_not_found`, naming it; every
 // selector's match count is kept for the result's `selectors`.
-import type { Page } from 'puppeteer-core';
+import type { ElementHandle, Page } from 'puppeteer-core';
 import type { KeyInput } from 'puppeteer-core';
 import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import { ACTIONS_TOTAL_MS, type PageAction, type SelectorCounts } from '../../shared/schemas/page-controls.ts';
@@ -55,38 +55,80 @@ export async function waitForMatch(page: Page, selector: string, ms: number, cou
   }
 }
 
-/** Clicks the first element `selector` matches (scrolled into view; a DOM click if it has no box to aim at). */
+/** Aims at most this many times at an element that moved away from under the press, then clicks it in the DOM. */
+const CLICK_AIMS = 3;
+
+/**
+ * Clicks the first element `selector` matches (scrolled into view; a DOM click if it has no box to
+ * aim at, or if it kept moving away from under the press).
+ */
 export async function clickOn(page: Page, selector: string, counts: SelectorCounts): Promise<void> {
   await requireMatch(page, selector, counts);
   const el = await page.$(selector);
   if (!el) throw selectorNotFound(selector, counts);
   try {
-    // aimed only once the element stopped moving (its box the same over two animation frames, as
-    // Playwright's "stable"): a page that inserts content above it would otherwise take the click
-    await el
-      .evaluate(
-        (e) =>
-          new Promise<void>((done) => {
-            let last = '';
-            let frames = 0;
-            const look = () => {
-              const r = e.getBoundingClientRect();
-              const now = `${r.x},${r.y},${r.width},${r.height}`;
-              if ((now === last && frames > 0) || ++frames > 30) return done();
-              last = now;
-              requestAnimationFrame(look);
-            };
-            requestAnimationFrame(look);
-            setTimeout(done, 1000);
-          }),
-      )
-      .catch(() => {});
-    await el.click();
+    for (let aim = 1; ; aim++) {
+      await untilStill(el);
+      // The box is read, then the press goes out: a page that inserts content above the element in
+      // between (a timer of its own) moves it, and the press lands on what took its place. So the
+      // press is let through only when it reaches the element (as Playwright's hit target check);
+      // one that lands elsewhere is stopped before the page sees it, with its release and click,
+      // and the click is aimed again. What follows a press that reached the element goes through
+      // as it comes (a label's click on its input included). Session 31: waiting for a still box
+      // alone missed 1 in 8 under load.
+      const guard = await el.evaluateHandle((e) => {
+        const g = { missed: false, remove: () => {} };
+        const check = (ev: Event) => {
+          if ((ev.type === 'pointerdown' || ev.type === 'mousedown') && !ev.composedPath().includes(e)) g.missed = true;
+          if (!g.missed) return;
+          ev.preventDefault();
+          ev.stopImmediatePropagation();
+        };
+        const types = ['pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click'];
+        for (const type of types) window.addEventListener(type, check, true);
+        g.remove = () => {
+          for (const type of types) window.removeEventListener(type, check, true);
+        };
+        return g;
+      });
+      let missed = false;
+      try {
+        await el.click();
+      } finally {
+        // a click that navigated leaves no page to ask: it landed
+        missed = await guard.evaluate((g) => (g.remove(), g.missed)).catch(() => false);
+        await guard.dispose().catch(() => {});
+      }
+      if (!missed) return;
+      if (aim >= CLICK_AIMS) throw new Error('the element kept moving away from under the press');
+    }
   } catch {
     await el.evaluate((e) => (e as HTMLElement).click());
   } finally {
     await el.dispose().catch(() => {});
   }
+}
+
+/** Resolves once the element's box is the same over two animation frames (Playwright's "stable"), 1 s at most. */
+function untilStill(el: ElementHandle): Promise<void> {
+  return el
+    .evaluate(
+      (e) =>
+        new Promise<void>((done) => {
+          let last = '';
+          let frames = 0;
+          const look = () => {
+            const r = e.getBoundingClientRect();
+            const now = `${r.x},${r.y},${r.width},${r.height}`;
+            if ((now === last && frames > 0) || ++frames > 30) return done();
+            last = now;
+            requestAnimationFrame(look);
+          };
+          requestAnimationFrame(look);
+          setTimeout(done, 1000);
+        }),
+    )
+    .catch(() => {});
 }
 
 /**

@@ -316,12 +316,19 @@ export class Topups {
     let r = await this.read(topupId);
     if (!r || r.rec.walletId !== walletId) throw new ApiError('not_found', 'No such top-up.');
     const w = this.pending.get(topupId);
-    if (r.rec.status === 'pending' && !(w?.lookedUpAt && Date.now() - w.lookedUpAt < LOOKUP_REUSE_MS)) {
+    if (r.rec.status === 'pending') {
       // A poll from the client is a good moment to look: it makes "paid" visible at once. A slow
       // backend does not hold the answer longer than 2 s (the check goes on in the background).
-      // The node is asked at most once per LOOKUP_REUSE_MS per top-up, however often clients ask.
-      await Promise.race([this.check(topupId), new Promise((r) => setTimeout(r, 2000).unref())]);
-      r = (await this.read(topupId)) ?? r;
+      // The node is asked at most once per LOOKUP_REUSE_MS per top-up, however often clients ask: a
+      // poll within that time of a lookup reuses its answer, and waits for it while it is under way
+      // (the document read above may be older than the node's answer: a poll right after a background
+      // check asked the node answered "pending" for an invoice the node had just called expired)
+      const recent = !!w?.lookedUpAt && Date.now() - w.lookedUpAt < LOOKUP_REUSE_MS;
+      const look = recent ? this.checking.get(topupId) : this.check(topupId);
+      if (look) {
+        await Promise.race([look, new Promise((r) => setTimeout(r, 2000).unref())]);
+        r = (await this.read(topupId)) ?? r;
+      }
     }
     return { topup: publicTopup(r.rec), balance: await this.balance(walletId) };
   }

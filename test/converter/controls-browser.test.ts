@@ -16,6 +16,14 @@ const LATE = `<!doctype html><html><head><title>Late page</title></head><body><m
 <script>setTimeout(() => document.getElementById('slot').insertAdjacentHTML('beforeend', '<p id="late">Late content arrived.</p>'), 400)</script>
 </main></body></html>`;
 
+// the button is pushed down by content the page inserts when the pointer first moves: the press,
+// aimed where the button was, would land on that content (the late insert of LATE, made certain)
+const PUSHED = `<!doctype html><html><head><title>Pushed page</title></head><body><main><h1>Pushed page</h1>
+<p>Static words of the page, enough of them to be read as an article by anyone who looks at it.</p>
+<div id="above"></div><button id="go" onclick="document.getElementById('above').insertAdjacentHTML('afterend','<p id=hit>The button was clicked.</p>')">Go</button>
+<script>document.addEventListener('mousemove', () => document.getElementById('above').insertAdjacentHTML('beforeend', '<p style="height:300px;margin:0">Pushed in as the pointer came.</p>'), { once: true })</script>
+</main></body></html>`;
+
 t.test('browser controls through browser-pool', { skip }, async (t) => {
   const c = await startConverter(t, {
     outbound: { allowCidrs: ['127.0.0.1/32'] },
@@ -33,6 +41,7 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
   });
   const s = await fixtureServer(t, {
     '/late': html(LATE),
+    '/pushed': html(PUSHED),
     '/private': (req, res) => {
       seen.push({ who: 'target', path: '/private', headers: req.headers });
       html(`<title>Members</title><main><p id="ok">Members only.</p><img src="/own.png"><img src="${other.url('/pixel.png')}"></main>`)(
@@ -77,6 +86,24 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
     t.equal(r.markdown?.kind, 'done', JSON.stringify(r.markdown));
     t.match(await c.read(r.markdown!), /Clicked content arrived/);
     t.same(r.markdown!.extra?.selectors, { '#btn': 1, '#clicked': 1 });
+  });
+
+  t.test('actions: a click on a button that moves away from under the press reaches the button', async (t) => {
+    const r = await c.runBody(
+      {
+        url: s.url('/pushed'),
+        outputs: ['markdown'],
+        actions: [
+          { type: 'click', selector: '#go' },
+          { type: 'wait', selector: '#hit' },
+        ],
+      },
+      120000,
+    );
+    t.equal(r.markdown?.kind, 'done', JSON.stringify(r.markdown));
+    const md = await c.read(r.markdown!);
+    t.match(md, /Pushed in as the pointer came/, 'the page moved the button');
+    t.match(md, /The button was clicked/, 'and the click reached it');
   });
 
   t.test('an action selector that matches nothing: selector_not_found', async (t) => {

@@ -169,10 +169,17 @@ t.test('a page task lost with no outcome is sent again by the sweep, and deliver
   const id = r.json.job.id;
   for (let i = 0; i < 150 && !first.held.length; i++) await new Promise((res) => setTimeout(res, 200));
   t.same(first.held, [site.url('/lost')], 'the page is held by the first worker');
+  // the supervisor notes the send (with its TASKS sequence) after the publish, so the worker may hold
+  // the task before the note is written: wait for the note, do not assume it came first
   const kv = await new Kvm(app.nc).open(BUCKETS.crawlVisited);
-  const attempt = (await kv.get(`${id}.t1`))?.json<{ seq: number }>();
-  t.ok(attempt?.seq, 'its send is recorded with its TASKS sequence');
-  await (await jetstreamManager(app.nc)).streams.deleteMessage(STREAMS.tasks, attempt!.seq, false);
+  let attempt: { seq?: number } | undefined;
+  for (let i = 0; i < 150 && !attempt?.seq; i++) {
+    attempt = (await kv.get(`${id}.t1`))?.json<{ seq?: number }>();
+    if (!attempt?.seq) await new Promise((res) => setTimeout(res, 200));
+  }
+  const seq = attempt?.seq ?? 0;
+  t.ok(seq, 'its send is recorded with its TASKS sequence');
+  await (await jetstreamManager(app.nc)).streams.deleteMessage(STREAMS.tasks, seq, false);
   await first.stop();
   await startCrawlFactsWorker(t, await app.connect('converter'), app.config);
 

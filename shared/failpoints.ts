@@ -1,5 +1,5 @@
 // Failpoints: crash tests stop a process right after a write on a money path, then restart it and
-// check that nothing was lost or counted twice (test/reliability/failpoints.test.ts walks them all).
+// check that nothing was lost or counted twice (test/reliability/failpoints.scenario.ts walks them all).
 // Off unless PAYLOADS_FAILPOINTS names some (comma-separated) or WALLET_FAULT one of the wallet's;
 // never on with NODE_ENV=production or in production mode (MODE=production, disarmFailpointsIn).
 // A named point reached kills its own process (SIGKILL: no stop step, no flush, as a power cut).
@@ -10,6 +10,7 @@ export const FAILPOINTS = {
   'gateway.after-tasks': "the job's tasks are published, its document not written",
   'gateway.after-job-write': 'the job document is written, the client not answered',
   // job-supervisor
+  'supervisor.after-dispatch-tasks': "a job written `queued` has its tasks published by the supervisor's dispatch, not marked dispatched",
   'supervisor.after-outcome': "a result's outcome is written to the job document",
   'supervisor.after-result-refund': 'a failed result is refunded in the ledger, not yet marked refunded',
   'supervisor.after-refund-mark': 'refunds are marked in the job document, the job not finished',

@@ -32,6 +32,7 @@ export async function dispatchJob(d: Deps, jobId: string): Promise<void> {
   if (Date.now() - cur.job.createdAt > (d.config.wallet.orphanChargeGraceSeconds * 1000) / 2 && (await endIfOrphaned(d, jobId))) return;
   // the message id makes a repeated dispatch (redelivery, sweep, second instance) a no-op
   const pub = await publishRootTasks(d.js, d.jsm, d.config, cur.job);
+  failpoint('supervisor.after-dispatch-tasks');
   const res = await updateJob(d.jobs, jobId, (j) => markDispatched(j, new Map([...pub.taken, ...pub.held])));
   if (res?.changed) await publishJobEvent(d.nc, res.job, 'processing');
   await settleJob(d, jobId);

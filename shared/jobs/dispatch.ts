@@ -19,7 +19,7 @@ export const isRootTask = (r: ResultRecord) => r.status === 'pending' && !!r.sub
 /**
  * Publish the task of every root result through the wallet's share (shared/jobs/share.ts): those
  * within it go to workers, the rest are held until the wallet's own tasks finish. The stream
- * sequence of each one stored now (a duplicate, from an earlier try, has none to report).
+ * sequence of each one (a repeat of an earlier try: the first one's, for a task not held).
  */
 export async function publishRootTasks(
   js: JetStreamClient,

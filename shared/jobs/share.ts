@@ -70,9 +70,9 @@ export async function walletsWithHeld(jsm: JetStreamManager): Promise<string[]> 
 export const heldMsgId = (jobId: string, resultKey: string) => `held:${taskMsgId(jobId, resultKey)}`;
 
 export interface SharedPublish {
-  /** Tasks workers may take, by result key, with their stream sequence (none for a repeat). */
+  /** Tasks workers may take, by result key, with their stream sequence (a repeat's: the first publish's). */
   taken: Map<string, number>;
-  /** Tasks held past the share, by result key, with their stream sequence (none for a repeat). */
+  /** Tasks held past the share, by result key, with their stream sequence (none for a repeat: it may have moved). */
   held: Map<string, number>;
 }
 
@@ -108,7 +108,10 @@ export async function publishShared(
         msgID: take ? taskMsgId(task.jobId, task.resultKey) : heldMsgId(task.jobId, task.resultKey),
         ...(opts.timeoutMs ? { timeout: opts.timeoutMs } : {}),
       });
-      if (!ack.duplicate) (take ? out.taken : out.held).set(task.resultKey, ack.seq);
+      // A repeat (a dispatch again after a crash between its publish and its mark) is answered with
+      // the first publish's sequence: kept for a task workers may take, so the backstops that remove
+      // a result's task find it; not for a held one, which release.ts may have moved since.
+      if (!ack.duplicate || take) (take ? out.taken : out.held).set(task.resultKey, ack.seq);
     }),
   );
   return out;

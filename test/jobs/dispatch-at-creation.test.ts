@@ -5,9 +5,9 @@ import t from 'tap';
 import { DiscardPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { startJobsSystem } from './lib.ts';
 import { STREAMS, subjects } from '../../shared/names.ts';
-import { commitJob, newJobRecord } from '../../gateway/jobs/create.ts';
-import { createJobRecord } from '../../shared/jobs/store.ts';
-import { markDispatched } from '../../shared/jobs/dispatch.ts';
+import { commitJob, newJobRecord, publishSubmitted } from '../../gateway/jobs/create.ts';
+import { createJobRecord, readJob } from '../../shared/jobs/store.ts';
+import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 
@@ -81,5 +81,35 @@ t.test('a job created through commitJob publishes no job.submitted when its task
   await commitJob(s.deps, job);
   t.equal((await s.finished(job.id)).status, 'completed');
   t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, before, 'nothing written to JOBS');
+  t.same(await s.violations(), []);
+});
+
+t.test('a queued job dispatched again after its tasks went out (the supervisor died in between) points at its task', async (t) => {
+  const s = await startJobsSystem(t); // no worker: the task stays in TASKS
+  const { walletId } = await s.newWallet(1000);
+  const job = newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
+    walletId,
+    {},
+    s.config,
+  );
+  await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
+  await createJobRecord(s.deps.kv.jobs, job);
+  // the first dispatch's publish, whose mark was never written (supervisor.after-dispatch-tasks)
+  const first = await publishRootTasks(jetstream(s.nc), await jetstreamManager(s.nc), s.config, job);
+  const seq = first.taken.get('text');
+  t.ok(seq, 'the task is in TASKS');
+  await publishSubmitted(jetstream(s.nc), job);
+  const read = async () => (await readJob(s.deps.kv.jobs, job.id))!.job;
+  let cur = await read();
+  for (let i = 0; i < 100 && cur.status === 'queued'; i++) {
+    await sleep(100);
+    cur = await read();
+  }
+  t.equal(cur.status, 'processing', 'dispatched again');
+  // fails when the repeat's sequence is dropped: the backstops that remove a result's task by it
+  // (failStuckJob, failWorkerlessJob, endIfOrphaned) would leave this one for a worker
+  t.equal(cur.results[0]!.taskSeq, seq, "the result points at the first publish's task");
   t.same(await s.violations(), []);
 });

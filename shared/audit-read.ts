@@ -65,6 +65,36 @@ function byDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
+/** A replica not heard from by its stream's leader for this long counts as gone (raft heartbeats come every second). */
+const REPLICA_SILENT_NS = 4e9;
+/** How long a read waits for a stream info from a leader that has heard from a majority lately. */
+const FRESH_INFO_MS = 10_000;
+
+/** The answering leader has heard from a majority of its replicas lately (a single server: always). */
+const heardMajority = (si: StreamInfo) => {
+  const replicas = si.cluster?.replicas;
+  if (!replicas) return true;
+  const heard = replicas.filter((r) => !r.offline && (r.active ?? Infinity) < REPLICA_SILENT_NS).length;
+  return heard + 1 >= Math.floor((replicas.length + 1) / 2) + 1;
+};
+
+/**
+ * The stream's info, from a leader that has heard from a majority of its replicas lately; asked
+ * again (every 250 ms, for up to FRESH_INFO_MS or the deadline) while it has not. Right after a
+ * partition heals, a node cut off while it led the stream can still answer as its leader, with the
+ * last sequence it had when it was cut off: a read to that sequence missed every entry written
+ * during the fault (issue 45, session 31: a charge of every job created during a 2/1 split missing
+ * from a ledger read made right after the heal; the next read found them).
+ */
+async function freshInfo(jsm: JetStreamManager, stream: string, by: number, opts?: { subjects_filter?: string }): Promise<StreamInfo> {
+  const giveUp = Math.min(by, Date.now() + FRESH_INFO_MS);
+  for (;;) {
+    const si = await byDeadline(opts ? jsm.streams.info(stream, opts) : jsm.streams.info(stream), by);
+    if (heardMajority(si) || Date.now() + 250 >= giveUp) return si;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 /** Whether the stream's replicas are all current (a single server: always): then a consumer is safe to use. */
 const healthy = (si: StreamInfo) => (si.cluster?.replicas ?? []).every((r) => r.current && !r.offline);
 
@@ -241,7 +271,7 @@ export async function readStream<R>(
   let last = 0;
   const progress = { done: 0 };
   try {
-    const si = await byDeadline(jsm.streams.info(stream), infoBy);
+    const si = await freshInfo(jsm, stream, Math.max(infoBy, Math.min(deadline, Date.now() + FRESH_INFO_MS)));
     total = si.state.messages;
     if (total === 0) return [];
     next = si.state.first_seq;
@@ -292,7 +322,7 @@ export async function readStream<R>(
 export async function bucketKeys(nc: NatsConnection, bucket: string, deadline = Infinity): Promise<string[]> {
   const jsm = await byDeadline(jetstreamManager(nc, { timeout: READ_TIMEOUT_MS, checkAPI: false }), deadline);
   const prefix = `$KV.${bucket}.`;
-  const info = await byDeadline(jsm.streams.info(`KV_${bucket}`, { subjects_filter: `${prefix}>` }), deadline);
+  const info = await freshInfo(jsm, `KV_${bucket}`, deadline, { subjects_filter: `${prefix}>` });
   return Object.keys(info.state.subjects ?? {}).map((s) => s.slice(prefix.length));
 }
 
@@ -313,7 +343,7 @@ export async function readBucket<T>(
   let total = -1;
   const progress = { done: 0 };
   try {
-    const si = await byDeadline(jsm.streams.info(`KV_${bucket}`), infoBy);
+    const si = await freshInfo(jsm, `KV_${bucket}`, Math.max(infoBy, Math.min(deadline, Date.now() + FRESH_INFO_MS)));
     if (si.state.messages === 0) return out;
     total = si.state.num_subjects ?? -1;
     if (o.consumer !== false && healthy(si)) {

@@ -25,6 +25,7 @@ import {
 import { Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { isTransientNatsError } from './nats/transient.ts';
+import { leaderHeardMajority } from './nats/connect.ts';
 
 export const READ_CONCURRENCY = 32;
 // One read is one small message from a leader. Right after a leader is lost the first reads go
@@ -65,18 +66,8 @@ function byDeadline<T>(p: Promise<T>, deadline: number): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-/** A replica not heard from by its stream's leader for this long counts as gone (raft heartbeats come every second). */
-const REPLICA_SILENT_NS = 4e9;
 /** How long a read waits for a stream info from a leader that has heard from a majority lately. */
 const FRESH_INFO_MS = 10_000;
-
-/** The answering leader has heard from a majority of its replicas lately (a single server: always). */
-const heardMajority = (si: StreamInfo) => {
-  const replicas = si.cluster?.replicas;
-  if (!replicas) return true;
-  const heard = replicas.filter((r) => !r.offline && (r.active ?? Infinity) < REPLICA_SILENT_NS).length;
-  return heard + 1 >= Math.floor((replicas.length + 1) / 2) + 1;
-};
 
 /**
  * The stream's info, from a leader that has heard from a majority of its replicas lately; asked
@@ -90,7 +81,7 @@ async function freshInfo(jsm: JetStreamManager, stream: string, by: number, opts
   const giveUp = Math.min(by, Date.now() + FRESH_INFO_MS);
   for (;;) {
     const si = await byDeadline(opts ? jsm.streams.info(stream, opts) : jsm.streams.info(stream), by);
-    if (heardMajority(si) || Date.now() + 250 >= giveUp) return si;
+    if (leaderHeardMajority(si.cluster?.replicas ?? []) || Date.now() + 250 >= giveUp) return si;
     await new Promise((r) => setTimeout(r, 250));
   }
 }

@@ -35,6 +35,7 @@ import { withRetry } from '../../shared/runtime.ts';
 import { CONSUME_EXPIRES_MS } from '../../shared/nats/connect.ts';
 import { retryTransient } from '../../shared/nats/transient.ts';
 import type { LedgerMessage } from '../../shared/protocol/wallet.ts';
+import { distrust } from './checkpoint.ts';
 import { Projection, type Row } from './projection.ts';
 import { faultPoint } from './fault.ts';
 
@@ -57,8 +58,6 @@ const WALLET_ID = /^[A-Za-z0-9_-]{1,80}$/;
 
 /** Wallets whose last head this instance remembers (a forgotten one costs one head read on its next write). */
 const KNOWN_MAX = 100_000;
-/** The projection's newest rows compared with the stream's at start. */
-const CHECKED_ROWS = 20;
 /** Entries per projection transaction while catching up. */
 const BATCH = 2000;
 /** How long a read waits for its wallet's own entries while the projection is rebuilding. */
@@ -204,30 +203,7 @@ export class Ledger {
   private async trustedCheckpoint(info: StreamInfo): Promise<number> {
     const cp = this.projection.checkpoint();
     const s = info.state;
-    let why: string | null = null;
-    if (!cp) why = 'no checkpoint (a new file)';
-    else if (cp.stream !== info.config.name || cp.created !== info.created)
-      why = `another stream (${cp.stream} created ${cp.created}, the ledger is ${info.config.name} created ${info.created})`;
-    else if (cp.applied > s.last_seq) why = `the checkpoint ${cp.applied} is ahead of the stream's last sequence ${s.last_seq}`;
-    else if (cp.applied > 0 && s.messages > 0 && s.first_seq > cp.applied + 1)
-      why = `the stream's first sequence ${s.first_seq} moved past the checkpoint ${cp.applied}`;
-    else {
-      // The newest rows must still be the stream's entries: a store restored from another copy can
-      // share the stream's name and creation time, and writes a crash lost (acknowledged before they
-      // were on disk, or deleted by a repair while the wallet was down) are the stream's newest.
-      for (const row of this.projection.newest(CHECKED_ROWS)) {
-        const m = await this.jsm.streams.getMessage(STREAMS.ledger, { seq: row.id }).catch(() => null);
-        if (!m) {
-          why = `the entry ${row.id} of the projection is gone from the stream`;
-          break;
-        }
-        const e = m.json<LedgerMessage>();
-        if (m.subject !== subjects.ledger(row.walletId) || e.ref !== row.ref || e.balanceAfter !== row.balanceAfter) {
-          why = `the entry ${row.id} differs from the stream's`;
-          break;
-        }
-      }
-    }
+    const why = await distrust(this.projection, info, this.jsm);
     if (!why) {
       this.log.info(
         { file: this.projection.file, checkpoint: cp!.applied, lastSeq: s.last_seq },

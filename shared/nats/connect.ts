@@ -181,7 +181,7 @@ async function hasQuorum(nc: NatsConnection, strict: boolean): Promise<boolean |
 }
 
 /** A replica not heard from by its stream's leader for this long counts as gone. */
-const REPLICA_SILENT_NS = 4e9;
+export const REPLICA_SILENT_NS = 4e9;
 /** The same for a probe before a move: a leader cut off 2 s ago must not pass (raft heartbeats come every second). */
 const PROBE_HEARD_NS = 2e9;
 
@@ -195,12 +195,20 @@ async function streamHeard(nc: NatsConnection, stream: string, silentNs: number)
     const m = await nc.request(`$JS.API.STREAM.INFO.${stream}`, '', { timeout: QUORUM_TIMEOUT_MS });
     const info = m.json<{ error?: unknown; cluster?: { replicas?: { active?: number; offline?: boolean }[] } }>();
     if (info.error) return false;
-    const replicas = info.cluster?.replicas ?? [];
-    const heard = replicas.filter((r) => !r.offline && (r.active ?? Infinity) < silentNs).length;
-    return heard + 1 >= Math.floor((replicas.length + 1) / 2) + 1;
+    return leaderHeardMajority(info.cluster?.replicas ?? [], silentNs);
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether a stream's leader (its stream info's replicas: the followers) has heard from a majority
+ * of the stream's peers, itself included, within `silentNs`. A leader cut off from the others still
+ * answers as the leader for a while, with followers it has not heard from.
+ */
+export function leaderHeardMajority(replicas: readonly { active?: number; offline?: boolean }[], silentNs = REPLICA_SILENT_NS): boolean {
+  const heard = replicas.filter((r) => !r.offline && (r.active ?? Infinity) < silentNs).length;
+  return heard + 1 >= Math.floor((replicas.length + 1) / 2) + 1;
 }
 
 /**

@@ -10,19 +10,24 @@ import { createJobRecord, readJob } from '../../shared/jobs/store.ts';
 import { markDispatched, publishRootTasks } from '../../shared/jobs/dispatch.ts';
 import { publishOutcome } from '../../shared/worker.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
+import type { Config } from '../../shared/config/index.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A one-result websitepro job (`text`, 20 Payloads) of this wallet. */
+const textJob = (config: Config, walletId: string, params: Record<string, unknown> = {}) =>
+  newJobRecord(
+    'websitepro',
+    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params } }] },
+    walletId,
+    {},
+    config,
+  );
 
 t.test('an outcome that arrives before its job document is recorded once the document is written', async (t) => {
   const s = await startJobsSystem(t);
   const { walletId } = await s.newWallet(1000);
-  const job = newJobRecord(
-    'websitepro',
-    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
-    walletId,
-    {},
-    s.config,
-  );
+  const job = textJob(s.config, walletId);
   await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
   // the worker was faster than the gateway's write (or the write waited out a failover)
   await publishOutcome(s.nc, { v: 1, kind: 'done', jobId: job.id, resultKey: 'text', at: Date.now() });
@@ -71,13 +76,7 @@ t.test('a job created through commitJob publishes no job.submitted when its task
   const { walletId } = await s.newWallet(1000);
   const jsm = await jetstreamManager(s.nc);
   const before = (await jsm.streams.info(STREAMS.jobs)).state.last_seq;
-  const job = newJobRecord(
-    'websitepro',
-    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: { behave: 'succeed' } } }] },
-    walletId,
-    {},
-    s.config,
-  );
+  const job = textJob(s.config, walletId, { behave: 'succeed' });
   await commitJob(s.deps, job);
   t.equal((await s.finished(job.id)).status, 'completed');
   t.equal((await jsm.streams.info(STREAMS.jobs)).state.last_seq, before, 'nothing written to JOBS');
@@ -87,13 +86,7 @@ t.test('a job created through commitJob publishes no job.submitted when its task
 t.test('a queued job dispatched again after its tasks went out (the supervisor died in between) points at its task', async (t) => {
   const s = await startJobsSystem(t); // no worker: the task stays in TASKS
   const { walletId } = await s.newWallet(1000);
-  const job = newJobRecord(
-    'websitepro',
-    { target: '127.0.0.1', items: [{ key: 'text', price: 20, task: { subject: subjects.taskWebsitepro, params: {} } }] },
-    walletId,
-    {},
-    s.config,
-  );
+  const job = textJob(s.config, walletId);
   await wallet.charge(s.nc, { walletId, jobId: job.id, amount: job.cost });
   await createJobRecord(s.deps.kv.jobs, job);
   // the first dispatch's publish, whose mark was never written (supervisor.after-dispatch-tasks)
@@ -103,7 +96,8 @@ t.test('a queued job dispatched again after its tasks went out (the supervisor d
   await publishSubmitted(jetstream(s.nc), job);
   const read = async () => (await readJob(s.deps.kv.jobs, job.id))!.job;
   let cur = await read();
-  for (let i = 0; i < 100 && cur.status === 'queued'; i++) {
+  // up to 30 s: the supervisor may still be starting its consumers on a busy machine
+  for (let i = 0; i < 300 && cur.status === 'queued'; i++) {
     await sleep(100);
     cur = await read();
   }

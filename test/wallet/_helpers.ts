@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { start } from '../../actors/wallet/index.ts';
-import { testLog, type TestNats } from '../helpers/nats.ts';
+import { tempDir, testLog, type TestNats } from '../helpers/nats.ts';
 import type { Config } from '../../shared/config/index.ts';
 import { newId } from '../../shared/ids.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
@@ -28,6 +28,17 @@ export async function startWallet(t: Tap, tn: TestNats, opts: { nc?: NatsConnect
   };
   t.teardown(stop);
   return { nc, stop };
+}
+
+/** A ledger of its own in this process (its consumer and projection), as another wallet instance has. */
+export async function ledgerOn(t: Tap, nc: NatsConnection, name: string): Promise<Ledger> {
+  const ledger = new Ledger(nc, new Projection(tempDir(`payloads-ledger-${name}-`)), testLog());
+  await ledger.start();
+  t.teardown(async () => {
+    await ledger.stop();
+    ledger.projection.close();
+  });
+  return ledger;
 }
 
 /** The wallet's ledger and top-ups without its service, on a projection file in `dir` (kept across opens). */

@@ -3,15 +3,12 @@
 // the check, so a stale guess (another writer, a deleted entry) costs a re-read, never money.
 import t from 'tap';
 import { jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/nats-core';
-import { startTestNats, tempDir, testLog, type TestNats } from '../helpers/nats.ts';
-import { startWallet, walletId, fund } from './_helpers.ts';
+import { startTestNats, type TestNats } from '../helpers/nats.ts';
+import { ledgerOn, startWallet, walletId, fund } from './_helpers.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { readLedger } from '../../shared/audit.ts';
-import { Ledger } from '../../actors/wallet/ledger.ts';
-import { Projection } from '../../actors/wallet/projection.ts';
 import { charge, grant } from '../../actors/wallet/money.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
@@ -34,17 +31,6 @@ async function countHeadReads(t: Tap, tn: TestNats) {
       return n;
     },
   };
-}
-
-/** A second writer in this process: its own ledger consumer and projection, as another wallet instance has. */
-async function ledgerOn(t: Tap, nc: NatsConnection, name: string) {
-  const ledger = new Ledger(nc, new Projection(tempDir(`payloads-guess-${name}-`)), testLog());
-  await ledger.start();
-  t.teardown(async () => {
-    await ledger.stop();
-    ledger.projection.close();
-  });
-  return ledger;
 }
 
 const refusal = (p: Promise<unknown>) =>

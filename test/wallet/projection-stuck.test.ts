@@ -3,25 +3,10 @@
 // the consumer is started again from the last applied sequence, and the write goes through. Without
 // it the write waits out its 10 s and fails, and so does every later one.
 import t from 'tap';
-import type { NatsConnection } from '@nats-io/nats-core';
-import { startTestNats, tempDir, testLog } from '../helpers/nats.ts';
-import { walletId } from './_helpers.ts';
-import { Ledger } from '../../actors/wallet/ledger.ts';
-import { Projection } from '../../actors/wallet/projection.ts';
+import { startTestNats } from '../helpers/nats.ts';
+import { ledgerOn, walletId } from './_helpers.ts';
 import { grant } from '../../actors/wallet/money.ts';
 import { readLedger } from '../../shared/audit.ts';
-
-type Tap = { teardown(fn: () => unknown): void };
-
-async function ledgerOn(t: Tap, nc: NatsConnection, name: string) {
-  const ledger = new Ledger(nc, new Projection(tempDir(`payloads-stuck-${name}-`)), testLog());
-  await ledger.start();
-  t.teardown(async () => {
-    await ledger.stop();
-    ledger.projection.close();
-  });
-  return ledger;
-}
 
 t.test('a projection consumer that delivers nothing is started again when a write waits for it', async (t) => {
   const tn = await startTestNats(t);

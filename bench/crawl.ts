@@ -1,4 +1,5 @@
-// Crawls (issue 42 "Measure"): a generated site on 127.0.0.1 (bench/lib/site.ts) crawled through the
+// Crawls (issue 42 "Measure"): a generated site on 127.0.0.1 (bench/lib/site.ts, in a process of its
+// own: the bench's clock and the plain loop's CPU do not include its answers) crawled through the
 // embedded default (gateway and every actor in one process, bench/lib/cluster.ts one-process layout),
 // four figures each against a baseline measured in the same run:
 // 1. pages/s of a crawl of SMALL pages (markdown) through the service against a plain loop in this
@@ -7,7 +8,8 @@
 //    followed breadth-first) with as many pages in flight as the crawl has (min(crawl.concurrency,
 //    limits.walletTasks, websitepro.concurrency));
 // 1b. CPU per page of the same two runs (the service's process and nats-server; the plain loop's
-//    process): what figure 1 is made of when the machine's cores are the limit;
+//    process): what figure 1 is made of when the machine's cores are the limit; the bench's log also
+//    says how many messages a page wrote to each stream (`writes per page`, in the JSON too);
 // 2. peak RSS of the one process (converter and supervisor, with the gateway and the wallet beside
 //    them) during a BIG-page crawl against a 100-page crawl;
 // 3. p99 of GET /v1/jobs/{id} of the BIG crawl while it runs (one request after another) against the
@@ -20,11 +22,12 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { createKey } from '../shared/keys.ts';
 import { wallet } from '../shared/protocol/wallet.ts';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { guardedFetch } from '../shared/outbound/index.ts';
 import { ConvertPool } from '../actors/converter/pool.ts';
 import { figure, percentile, quick, type BenchRow } from './figure.ts';
 import type { Cluster } from './lib/cluster.ts';
-import { startSite, type Site } from './lib/site.ts';
+import { startSiteProcess, type Site } from './lib/site.ts';
 
 /** Settings of the cluster this benchmark starts (merged over BENCH_OVERRIDES): none beyond them. */
 export const CRAWL_CONFIG: Record<string, Record<string, unknown>> = {};
@@ -58,7 +61,7 @@ interface JobView {
 export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[]; raw: unknown }> {
   const big = bigPages();
   const RATE_PAGES = ratePages();
-  const site = await startSite(Math.max(big, RATE_PAGES, SMALL));
+  const site = await startSiteProcess(Math.max(big, RATE_PAGES, SMALL));
   const log = (s: string) => process.stderr.write(`bench: crawl: ${s}\n`);
   try {
     const k = await createKey(cluster.nc, 'admin');
@@ -130,16 +133,23 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
 
     // pages/s: the service, then the plain loop on the same URLs with as many pages in flight
     log(`${RATE_PAGES} pages, the service`);
-    site.reset();
+    await site.reset();
     const servicePids = [cluster.procs.get('one-process')?.pid, cluster.nats.pid].filter((p): p is number => !!p);
     const cpu0 = servicePids.map(cpuMsOf);
+    const writes0 = await streamWrites(cluster);
     const rate = await crawl(RATE_PAGES, 100);
+    const writes = perPage(writes0, await streamWrites(cluster), RATE_PAGES);
+    log(
+      `writes per page: ${Object.entries(writes)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
     const serviceCpuMs = servicePids.reduce((sum, pid, i) => sum + cpuMsOf(pid) - cpu0[i]!, 0);
-    const serviceHits = site.hits();
+    const serviceHits = await site.hits();
     const c = cluster.config;
     const inFlight = Math.min(c.crawl.concurrency, c.limits.walletTasks, c.websitepro.concurrency);
     log(`${RATE_PAGES} pages, the plain loop (${inFlight} in flight)`);
-    site.reset();
+    await site.reset();
     const own0 = process.cpuUsage();
     const plain = await plainLoop(site, cluster, RATE_PAGES, inFlight);
     const own = process.cpuUsage(own0);
@@ -170,7 +180,7 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
         unit: 'ms',
         samples: [serviceCpuMs / RATE_PAGES],
         baselineSamples: [plainCpuMs / RATE_PAGES],
-        note: `CPU time (user + system, every thread) from /proc during the crawl above, over its pages; the plain loop's is this process's own (its fetches, its converter threads, the site's server in this process too), the service's includes the gateway answering this bench's job reads every 100 ms. Not a goal of its own: it says what the pages/s ratio is made of on a machine whose cores are the limit`,
+        note: `CPU time (user + system, every thread) from /proc during the crawl above, over its pages; the plain loop's is this process's own (its fetches and its converter threads; the site runs in a process of its own for both), the service's includes the gateway answering this bench's job reads every 100 ms. Not a goal of its own: it says what the pages/s ratio is made of on a machine whose cores are the limit`,
       }),
       figure({
         name: `crawl: peak RSS of the one process (converter + supervisor + gateway + wallet), ${big}-page vs ${SMALL}-page crawl`,
@@ -191,7 +201,7 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
       rows,
       raw: {
         small: { seconds: small.seconds, rss: smallRss },
-        rate: { seconds: rate.seconds, hits: serviceHits, plain },
+        rate: { seconds: rate.seconds, hits: serviceHits, plain, writesPerPage: writes },
         big: { pages: big, seconds: busy.seconds, reads: busy.reads.length, rss: bigRss, p50: percentile(busy.reads, 50) },
         idle: { p50: percentile(idleReads, 50) },
         read,
@@ -200,6 +210,24 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
   } finally {
     await site.close();
   }
+}
+
+/** Each stream's last sequence (every message written to it, kept or not). */
+async function streamWrites(cluster: Cluster): Promise<Map<string, number>> {
+  const jsm = await jetstreamManager(cluster.nc);
+  const m = new Map<string, number>();
+  for await (const si of jsm.streams.list()) m.set(si.config.name, si.state.last_seq);
+  return m;
+}
+
+/** Messages written per page to each stream between two `streamWrites` (streams written to only). */
+function perPage(before: Map<string, number>, after: Map<string, number>, pages: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, seq] of after) {
+    const n = seq - (before.get(name) ?? 0);
+    if (n > 0) out[name] = Math.round((n / pages) * 100) / 100;
+  }
+  return out;
 }
 
 /** Fetch and convert `limit` pages of the site breadth-first, `inFlight` at a time, in this process. */

@@ -12,11 +12,13 @@
 // - `canonical`: a copy of a page the crawl already has (its uniqueKey is in the visited set) is
 //   dropped (`x`, counted `duplicate`); otherwise the canonical URL enters the visited set as this
 //   page's, so a later link to it is not fetched, and this page is delivered.
+// A page of the start origin, where the politeness can hold nothing back (its concurrency at least the
+// crawl's window, no gap between starts, no 429/503 counted), starts and ends with no write to its state.
 // A task lost with no outcome (gone from TASKS crawl.pageLostSeconds after it went out) is sent again,
 // at most crawl.maxRetries times, then fails as worker_lost.
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { outcomeMsgId, type JobRecord, type Outcome } from '../../shared/protocol/jobs.ts';
-import { answered, decide, started, type PolitenessRules } from '../../shared/crawl/politeness.ts';
+import { answered, decide, gapOf, started, type PolitenessRules } from '../../shared/crawl/politeness.ts';
 import type { CrawlStore, OriginPolite, PageAttempt, CrawlPage } from '../../shared/jobs/crawl.ts';
 import { pageTaskKey, publishPages } from '../../shared/jobs/pages.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
@@ -44,6 +46,22 @@ function rulesOf(d: Deps, job: JobRecord, origin: string, st: OriginPolite, star
     crawlDelayMs: other ? (st.crawlDelayMs ?? 0) : startDelayMs,
     maxRetryAfterMs: c.maxRetryAfterMs,
   };
+}
+
+/**
+ * Whether an origin's state can hold back none of the crawl's pages, so a page's start and end need not
+ * be written to it: the start origin, whose concurrency is at least the crawl's window (the job never has
+ * more pages in flight), with no gap between starts (crawl.delayMs and Crawl-delay 0), not held by a
+ * 429/503 nor counting one (a listed page's answer resets the back-off: until then pages are listed).
+ */
+function unrestrained(job: JobRecord, origin: string, r: PolitenessRules, st: OriginPolite, now: number): boolean {
+  return (
+    origin === startOrigin(job) &&
+    r.concurrency >= (job.pageSet?.window ?? Infinity) &&
+    gapOf(r) === 0 &&
+    !st.strikes &&
+    (st.holdUntil ?? 0) <= now
+  );
 }
 
 type Known = [CrawlPage | null, PageAttempt | null];
@@ -102,6 +120,8 @@ export async function sendWaiting(
         return null;
       }
       ok = true;
+      // nothing here could hold a page back: no write (two of a page's writes in NATS)
+      if (unrestrained(job, origin, r, st, now)) return null;
       return { ...st, ...started(cur, r, now), pages: [...st.pages, i] };
     });
     if (ok) out.push({ i, page, a });

@@ -69,7 +69,8 @@ export async function startCluster(
   } = {},
 ): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'payloads-bench-'));
-  const nats = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1 });
+  // NATS_SYNC_INTERVAL (e.g. 2m): what the fsync before every acknowledgement costs a bench (unsafe for money)
+  const nats = await startNatsServer({ storeDir: join(dir, 'nats'), port: -1, syncInterval: process.env.NATS_SYNC_INTERVAL || undefined });
   const configFile = join(dir, 'bench-config.json');
   const overrides: Record<string, Record<string, unknown>> = { ...BENCH_OVERRIDES };
   for (const [k, v] of Object.entries(opts.config ?? {})) overrides[k] = { ...overrides[k], ...v };

@@ -31,8 +31,8 @@ export interface Site {
   url: string;
   pages: number;
   /** Requests for pages (not robots/sitemap) since the start or the last reset. */
-  hits(): number;
-  reset(): void;
+  hits(): Promise<number>;
+  reset(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -57,8 +57,8 @@ export async function startSite(pages: number): Promise<Site> {
   return {
     url: `http://127.0.0.1:${port}/`,
     pages,
-    hits: () => hits,
-    reset: () => {
+    hits: async () => hits,
+    reset: async () => {
       hits = 0;
     },
     close: () =>
@@ -66,5 +66,36 @@ export async function startSite(pages: number): Promise<Site> {
         server.closeAllConnections();
         server.close(() => r());
       }),
+  };
+}
+
+/**
+ * The same site in a process of its own (bench/lib/site-process.ts): a bench that times requests to the
+ * service from this process must not have its clock wait behind the site's answers to the crawl
+ * (one event loop: a read's time measured the site's work as well as the service's).
+ */
+export async function startSiteProcess(pages: number): Promise<Site> {
+  const { spawnTs } = await import('./procs.ts');
+  const p = spawnTs('site', 'bench/lib/site-process.ts', [String(pages)], {});
+  const ask = <T>(m: string) =>
+    new Promise<T>((resolve, reject) => {
+      const gone = (code: number | null) => reject(new Error(`bench site exited (${code})`));
+      const on = (a: { [k: string]: T }) => {
+        if (!(m in a)) return;
+        p.child.off('message', on);
+        p.child.off('exit', gone);
+        resolve(a[m] as T);
+      };
+      p.child.on('message', on);
+      p.child.once('exit', gone);
+      p.child.send(m);
+    });
+  const url = await ask<string>('url');
+  return {
+    url,
+    pages,
+    hits: () => ask<number>('hits'),
+    reset: () => ask<true>('reset').then(() => {}),
+    close: () => p.stop(),
   };
 }

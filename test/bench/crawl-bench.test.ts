@@ -23,7 +23,7 @@ t.test('the site: every page reachable from / by its links, once; other paths 40
       }
   }
   t.same([...seen].sort(), Array.from({ length: 250 }, (_, i) => pagePath(i)).sort(), 'every page, nothing else');
-  t.equal(site.hits(), 250, 'each fetched once');
+  t.equal(await site.hits(), 250, 'each fetched once');
   for (const p of ['/p/250', '/robots.txt', '/sitemap.xml', '/p/x']) t.equal((await fetch(new URL(p, site.url))).status, 404, p);
 });
 

@@ -34,11 +34,18 @@ async function finished(app: TestApp, key: string, id: string) {
 }
 
 /** `converter: 'stand-in'`: test/helpers/crawl-facts-worker.ts plays the converter (it resolves `*.localhost`). */
-async function crawl(t: Test, config: Record<string, unknown>, body: Record<string, unknown>, converter: 'real' | 'stand-in' = 'real') {
+async function crawl(
+  t: Test,
+  config: Record<string, unknown>,
+  body: Record<string, unknown>,
+  converter: 'real' | 'stand-in' = 'real',
+  started: (app: TestApp) => Promise<void> = async () => {},
+) {
   const app = await startTestApp(t, {
     actors: ['wallet', 'job-supervisor', ...(converter === 'real' ? (['converter'] as const) : [])],
     config: { outbound: { allowCidrs: ['127.0.0.1/32'] }, ...config },
   });
+  await started(app);
   if (converter === 'stand-in') await startCrawlFactsWorker(t, await app.connect('converter'), app.config);
   const k = await app.newKey();
   await wallet.grant(app.nc, k.walletId, 100_000, 'test');
@@ -195,7 +202,8 @@ t.test('a page task lost with no outcome is sent again by the sweep, and deliver
   t.same((await audit(app.nc)).violations, [], 'the money adds up');
 });
 
-t.test('crawl.originConcurrency 1: never two pages of the origin at once, whatever the window', async (t) => {
+/** A home page linking five pages, each answered after `ms`; `most()`: the most requests the site had at once. */
+async function slowSite(t: Test, ms: number) {
   let now = 0;
   let most = 0;
   const slow =
@@ -205,11 +213,38 @@ t.test('crawl.originConcurrency 1: never two pages of the origin at once, whatev
       setTimeout(() => {
         now--;
         page(String(q.url), links)(q, r);
-      }, 150);
+      }, ms);
     };
   const paths = ['/1', '/2', '/3', '/4', '/5'];
   const site = await fixtureServer(t, Object.fromEntries([['/', slow(paths)], ...paths.map((p) => [p, slow([])])]));
+  return { site, most: () => most };
+}
+
+t.test('crawl.originConcurrency 1: never two pages of the origin at once, whatever the window', async (t) => {
+  const { site, most } = await slowSite(t, 150);
   const { results } = await crawl(t, { crawl: { concurrency: 4, originConcurrency: 1 } }, { url: site.url('/'), crawl: { limit: 10 } });
   t.equal(results.length, 6, 'every page delivered');
-  t.equal(most, 1, 'one request at a time on the origin (the server counted)');
+  t.equal(most(), 1, 'one request at a time on the origin (the server counted)');
+});
+
+t.test('an origin its politeness cannot restrain: no write to its state; one it can: written', async (t) => {
+  const run = async (crawlConfig: Record<string, number>) => {
+    const { site, most } = await slowSite(t, 50);
+    // every write to an origin's state (`<jobId>.o<hash>` in the crawl bucket), seen on its subject
+    const writes: string[] = [];
+    const { results } = await crawl(t, { crawl: crawlConfig }, { url: site.url('/'), crawl: { limit: 10 } }, 'real', async (app) => {
+      app.nc.subscribe(`$KV.${BUCKETS.crawlVisited}.>`, {
+        callback: (_e, m) => void (/\.o[0-9a-f]{40}$/.test(m.subject) && writes.push(m.subject)),
+      });
+      await app.nc.flush();
+    });
+    t.equal(results.length, 6, 'every page delivered');
+    return { writes: writes.length, most: most() };
+  };
+  const free = await run({ concurrency: 2, originConcurrency: 4 });
+  t.equal(free.writes, 0, 'window 2, origin concurrency 4, no delay: the origin state is never written');
+  t.ok(free.most <= 2, `never more pages in flight than the window (${free.most})`);
+  const held = await run({ concurrency: 2, originConcurrency: 1 });
+  t.ok(held.writes >= 10, `origin concurrency 1: every start and end written (${held.writes})`);
+  t.equal(held.most, 1, 'one request at a time on the origin');
 });

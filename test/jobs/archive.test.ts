@@ -211,14 +211,16 @@ t.test('while the archive is read, an unknown job answers 503 with Retry-After; 
       refunded: 0,
       results: [],
     }) as JobRecord;
-  const ids = Array.from({ length: 300 }, (_, i) => `old${i}`);
+  // enough that the rebuild cannot have read the last one when it is asked for, right after the start
+  // (300 were read once, on an idle machine, before the question: the test then saw a sequence)
+  const ids = Array.from({ length: 3000 }, (_, i) => `old${i}`);
   for (let i = 0; i < ids.length; i += 50) await Promise.all(ids.slice(i, i + 50).map((id) => archiveJob(jsm.jetstream(), doc(id), 0)));
   const p = new JobProjection({ dir: tempDir('payloads-arch-'), keepMs: 3600_000, log: testLog() });
   await p.start(kv, jsm);
   t.teardown(() => p.stop());
   t.equal(p.startedAs.mode, 'rebuilt');
   // fails against the projection that answered null (404) when its 2 s wait ran out mid-rebuild
-  const err = await p.archivedAt('old299', 0).then(
+  const err = await p.archivedAt('old2999', 0).then(
     (seq) => ({ seq }),
     (e: ApiError) => e,
   );
@@ -229,8 +231,8 @@ t.test('while the archive is read, an unknown job answers 503 with Retry-After; 
   );
   // the details carry the retry time across NATS: the gateway answers it as Retry-After
   t.same(ApiError.fromJSON((err as ApiError).toJSON()).headers, { 'retry-after': '5' }, 'Retry-After survives the service call');
-  for (let i = 0; i < 200 && !p.complete; i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 600 && !p.complete; i++) await new Promise((r) => setTimeout(r, 50));
   t.ok(p.complete);
-  t.ok((await p.archivedAt('old299', 0))! > 0, 'once read, the archived job is found');
+  t.ok((await p.archivedAt('old2999', 0))! > 0, 'once read, the archived job is found');
   t.equal(await p.archivedAt('never-was', 0), null, 'and a job that is nowhere is absent (404)');
 });

@@ -47,6 +47,29 @@ function cpuMsOf(pid: number): number {
     return 0;
   }
 }
+/** Wait (up to 30 s) until the processes used under 5 % of a core in all over 500 ms; answers the ms waited. */
+async function quiet(pids: number[]): Promise<number> {
+  const t0 = performance.now();
+  const cpu = () => pids.reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+  while (performance.now() - t0 < 30_000) {
+    const before = cpu();
+    await new Promise((r) => setTimeout(r, 500));
+    if (cpu() - before < 25) break;
+  }
+  return Math.round(performance.now() - t0);
+}
+
+/** A process's read-like and write-like system calls so far (/proc/<pid>/io syscr, syscw: sockets and files). */
+function syscallsOf(pid: number): [number, number] {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const n = (k: string) => Number(new RegExp(`^${k}: (\\d+)`, 'm').exec(io)?.[1] ?? 0);
+    return [n('syscr'), n('syscw')];
+  } catch {
+    return [0, 0];
+  }
+}
+
 /** USER_HZ: 100 on Linux (sysconf(_SC_CLK_TCK)). */
 const CLOCK_TICKS = 100;
 
@@ -137,6 +160,7 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
     const servicePids = [cluster.procs.get('one-process')?.pid, cluster.nats.pid].filter((p): p is number => !!p);
     const cpu0 = servicePids.map(cpuMsOf);
     const writes0 = await streamWrites(cluster);
+    const io0 = servicePids.map(syscallsOf);
     const rate = await crawl(RATE_PAGES, 100);
     const writes = perPage(writes0, await streamWrites(cluster), RATE_PAGES);
     log(
@@ -144,6 +168,12 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
         .map(([k, v]) => `${k} ${v}`)
         .join(', ')}`,
     );
+    const io = servicePids.map((pid, i) => {
+      const [r, w] = syscallsOf(pid);
+      const [r0, w0] = io0[i]!;
+      return `${pid === cluster.nats.pid ? 'nats-server' : 'service'} ${((r - r0) / RATE_PAGES).toFixed(1)} reads, ${((w - w0) / RATE_PAGES).toFixed(1)} writes`;
+    });
+    log(`system calls per page (read-like, write-like): ${io.join('; ')}`);
     const serviceCpuMs = servicePids.reduce((sum, pid, i) => sum + cpuMsOf(pid) - cpu0[i]!, 0);
     const serviceHits = await site.hits();
     const c = cluster.config;
@@ -160,6 +190,10 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
     sampler = cluster.sampleRss(500);
     const busy = await crawl(big, 0);
     const bigRss = sampler.stop()['one-process'] ?? [];
+    // idle: the end of a crawl still has work behind it (its frontier and visited set purged, the
+    // projection's last writes): the baseline's reads wait until the service and nats-server are quiet
+    const settledMs = await quiet(servicePids);
+    log(`idle after ${settledMs} ms`);
     const idleReads: number[] = [];
     for (let i = 0; i < Math.max(300, Math.min(busy.reads.length, 2000)); i++) idleReads.push((await getJob(busy.id)).ms);
     const read = await readAll(busy.id, big);
@@ -194,7 +228,7 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
         unit: 'ms',
         samples: [p99(busy.reads)],
         baselineSamples: [p99(idleReads)],
-        note: `one request after another: ${busy.reads.length} during the crawl (${Math.round(busy.seconds)} s, ${(big / busy.seconds).toFixed(1)} pages/s), ${idleReads.length} of the same finished job on an idle system; every result (${read.results}) then read through /results?after= in ${read.answers} answers and counted`,
+        note: `one request after another: ${busy.reads.length} during the crawl (${Math.round(busy.seconds)} s, ${(big / busy.seconds).toFixed(1)} pages/s), ${idleReads.length} of the same finished job once the service and nats-server were quiet (under 5 % of a core for 500 ms, ${settledMs} ms after the end); every result (${read.results}) then read through /results?after= in ${read.answers} answers and counted`,
       }),
     ];
     return {

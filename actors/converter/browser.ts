@@ -8,6 +8,7 @@ import { TaskFailure } from '../../shared/protocol/jobs.ts';
 import type { Config } from '../../shared/config/index.ts';
 import type { PageControls, PdfOptionsDoc, SelectorCounts } from '../../shared/schemas/page-controls.ts';
 import type { ConverterControls, ControlSecrets } from '../../shared/services/index.ts';
+import type { ConvertInput, ConvertResult } from './types.ts';
 
 export interface RenderHtmlReply {
   html: string;
@@ -115,4 +116,42 @@ export async function renderPdf(
     { ...req, ...(controls ? { controls } : {}), ...(t.pdf ? { pdf: t.pdf } : {}) },
     browserWaitMs(config, t.controls) + 5000,
   );
+}
+
+/**
+ * Convert a fetched page the way every websitepro page is converted (a one-page job's, a page set's):
+ * the first pass also asks whether the page needs JavaScript; one that does is rendered (`render`, by
+ * browser-pool) and its rendered DOM converted, and when no browser renders it the static HTML is
+ * converted with a warning that says so. `last.input` holds the input being converted (a caller that
+ * converts each output alone after a failure starts from it); `rendered` says the page was rendered.
+ */
+export async function convertPage(
+  run: (input: ConvertInput) => Promise<ConvertResult>,
+  base: ConvertInput,
+  render: () => Promise<RenderHtmlReply>,
+  last: { input: ConvertInput } = { input: base },
+): Promise<{ result: Exclude<ConvertResult, { needsJavaScript: true }>; rendered?: RenderHtmlReply }> {
+  last.input = { ...base, detectJs: true };
+  const first = await run(last.input);
+  if (!first.needsJavaScript) return { result: first };
+  const rendered = await render().catch((e: Error) => e);
+  last.input =
+    rendered instanceof Error
+      ? {
+          ...base,
+          warnings: [
+            ...(base.warnings ?? []),
+            `the page needs JavaScript (${first.reason}) but could not be rendered: ${rendered.message}; converted the static HTML`,
+          ],
+        }
+      : {
+          ...base,
+          body: Buffer.from(rendered.html, 'utf8'),
+          contentType: 'text/html; charset=utf-8',
+          finalUrl: rendered.finalUrl || base.finalUrl,
+          rendered: true,
+        };
+  const result = await run(last.input);
+  if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
+  return rendered instanceof Error ? { result } : { result, rendered };
 }

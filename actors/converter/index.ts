@@ -44,6 +44,7 @@ import {
   browserFailure,
   forcesRender,
   originHeaders,
+  convertPage,
   renderHtml,
   renderPdf,
   taskControls,
@@ -208,35 +209,27 @@ async function produce(
   }
   if (text.length) {
     let result: ConvertResult;
-    let last: ConvertInput = { ...base, detectJs: true };
+    const last = { input: base };
     try {
-      result = await step(ctx, 'converting', () => deps.pool.run(last));
-      if (result.needsJavaScript) {
-        const reason = result.reason;
-        const rendered = await renderHtml(deps.nc, config, renderUrl, t).catch((e: Error) => e);
-        if (rendered instanceof Error) {
-          base.warnings!.push(
-            `the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`,
-          );
-          last = base;
-        } else {
+      const c = await convertPage(
+        (input) => step(ctx, 'converting', () => deps.pool.run(input)),
+        base,
+        async () => {
+          const r = await renderHtml(deps.nc, config, renderUrl, t);
           await ctx.progress('converting the rendered page');
-          counted(rendered.selectors);
-          last = {
-            ...base,
-            body: Buffer.from(rendered.html, 'utf8'),
-            contentType: 'text/html; charset=utf-8',
-            finalUrl: rendered.finalUrl || res.url,
-            rendered: true,
-          };
-          Object.assign(base, { body: last.body, contentType: last.contentType, finalUrl: last.finalUrl, rendered: true });
-        }
-        result = await deps.pool.run(last);
-      }
+          counted(r.selectors);
+          return r;
+        },
+        last,
+      );
+      result = c.result;
+      // rawHtml below is the page as rendered
+      if (c.rendered)
+        Object.assign(base, { body: last.input.body, contentType: last.input.contentType, finalUrl: last.input.finalUrl, rendered: true });
     } catch (e) {
-      result = await convertEachAlone(deps, ctx, text, last, e);
+      result = await convertEachAlone(deps, ctx, text, last.input, e);
     }
-    if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
+    if (result.needsJavaScript) throw new Error('unreachable: the page was converted');
     counted(result.selectors);
     if (hasFacts(task)) facts.selectors = selectors;
     for (const o of text) {

@@ -8,8 +8,6 @@ import type { TaskContext, TaskResult } from '../../shared/worker.ts';
 import { OutboundError } from '../../shared/outbound/index.ts';
 import { cachedFetch, targetFetchOptions } from './cache.ts';
 import { putObject } from '../../shared/nats/objects.ts';
-import { call } from '../../shared/micro.ts';
-import { subjects } from '../../shared/names.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { resultKey } from '../../shared/crawl/keys.ts';
 import type { PageTaskParams } from '../../shared/jobs/pages.ts';
@@ -22,7 +20,7 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import { renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
+import { convertPage, renderHtml, renderPdf, taskControls } from './browser.ts';
 import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
 
@@ -190,32 +188,11 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     };
     let result: ConvertResult;
     try {
-      result = await deps.pool.run({ ...base, detectJs: true });
-      if (result.needsJavaScript) {
-        const reason = result.reason;
-        const rendered = await call<RenderHtmlReply>(
-          deps.nc,
-          subjects.browser.renderHtml,
-          { url: res.url },
-          config.shots.pageTimeoutMs + 5000,
-        ).catch((e: Error) => e);
-        const again: ConvertInput =
-          rendered instanceof Error
-            ? {
-                ...base,
-                warnings: [
-                  `the page needs JavaScript (${reason}) but could not be rendered: ${rendered.message}; converted the static HTML`,
-                ],
-              }
-            : {
-                ...base,
-                body: Buffer.from(rendered.html, 'utf8'),
-                contentType: 'text/html; charset=utf-8',
-                finalUrl: rendered.finalUrl || res.url,
-                rendered: true,
-              };
-        result = await deps.pool.run(again);
-      }
+      ({ result } = await convertPage(
+        (input) => deps.pool.run(input),
+        base,
+        () => renderHtml(deps.nc, config, res.url, null),
+      ));
     } catch (e) {
       const f =
         e instanceof ConversionError
@@ -223,7 +200,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
           : { error: 'conversion_failed', message: (e as Error).message };
       result = { outputs: Object.fromEntries(made.map((o) => [o, { ok: false, ...f }])) };
     }
-    if (result.needsJavaScript) throw new Error('unreachable: second pass asked for JavaScript');
+    if (result.needsJavaScript) throw new Error('unreachable: the page was converted');
     const found = result.outputs.links as OutputFile | OutputFailure | undefined;
     if (p.crawl && !p.sitemapOnly && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
     if (p.crawl && result.canonical) canonical = sameOriginCopy(result.canonical, res.url);

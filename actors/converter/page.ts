@@ -20,7 +20,8 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import { convertPage, renderHtml, renderPdf, taskControls } from './browser.ts';
+import { browserFailure, convertPage, renderHtml, renderPdf, taskControls } from './browser.ts';
+import { RENDER_KEY } from '../../shared/services/index.ts';
 import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
 
@@ -28,7 +29,8 @@ import type { Deps } from './job-files.ts';
 export type PageDeps = Pick<Deps, 'nc' | 'config' | 'pool'>;
 
 /** What became of one output of the page. */
-export type PageOutput = { file: StoredFile } | { error: string; message: string; extra?: Record<string, unknown> };
+/** An output's file or failure; `done` without a file: the page's `render` (a result of its own, as in a one-page job). */
+export type PageOutput = { file: StoredFile } | { done: true } | { error: string; message: string; extra?: Record<string, unknown> };
 /** The page task's outcome facts (`extra`): the final URL and every output's file or failure. */
 export type PageOutcomeExtra = {
   page: string;
@@ -74,9 +76,9 @@ export const isPageTask = (params: Record<string, unknown>) => params.page === t
 export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<TaskResult> {
   const { task } = ctx;
   const p = task.params as unknown as PageTaskParams;
-  const outputs = p.outputs as (TextOutput | 'pdf' | 'rawHtml')[];
+  const outputs = p.outputs as (TextOutput | 'pdf' | 'rawHtml' | typeof RENDER_KEY)[];
   // a map's page (linksOnly) makes no output: only its links, for the supervisor
-  const text = p.linksOnly ? [] : outputs.filter((o): o is TextOutput => o !== 'pdf' && o !== 'rawHtml');
+  const text = p.linksOnly ? [] : outputs.filter((o): o is TextOutput => o !== 'pdf' && o !== 'rawHtml' && o !== RENDER_KEY);
   const { config } = deps;
   const put = async (o: string, data: Uint8Array, contentType: string, ext: string): Promise<StoredFile> => {
     const name = objectName(task.jobId, resultKey(p.pageKey, o));
@@ -135,10 +137,10 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   let res;
   let cachedAt: string | undefined;
   try {
-    // a page set sends no headers or cookies and renders only when the page needs it: always eligible
+    // a page set sends no headers or cookies: the cache is read and written unless the page is rendered for waitFor / actions
     ({ res, cachedAt } = await cachedFetch(deps.nc, config, p.url, targetFetchOptions(config, ctx.signal), {
       maxAge: p.maxAge ?? 0,
-      eligible: true,
+      eligible: !outputs.includes(RENDER_KEY),
     }));
   } catch (e) {
     if (ctx.signal.aborted) throw e;
@@ -169,30 +171,62 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   const out: Record<string, PageOutput> = {};
   let links: string[] | undefined;
   let canonical: string | undefined;
-  const contentType = String(res.headers['content-type'] ?? '');
+  // the page as converted: as fetched, or as rendered for the request's waitFor / actions (its
+  // `render` result, one per page), as a one-page job's render (actors/converter/index.ts)
+  const page = { body: res.body, contentType: String(res.headers['content-type'] ?? ''), finalUrl: res.url, rendered: false };
+  if (outputs.includes(RENDER_KEY)) {
+    const failed = (f: { error: string; message: string; extra?: Record<string, unknown> }) => ({
+      extra: crawled({ page: res.url, outputs: failAll(outputs, f) }),
+    });
+    if (!isHtmlType(sniffType(res.body, page.contentType)))
+      return failed({
+        error: 'selector_not_found',
+        message: `the target is ${page.contentType || 'not HTML'}, which has no elements to wait for or act on`,
+      });
+    try {
+      const r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
+      Object.assign(page, {
+        body: Buffer.from(r.html, 'utf8'),
+        contentType: 'text/html; charset=utf-8',
+        finalUrl: r.finalUrl || res.url,
+        rendered: true,
+      });
+      out[RENDER_KEY] = { done: true };
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const f = browserFailure(e, 'renders pages');
+      return failed({ error: f.error, message: f.message, ...(f.extra ? { extra: f.extra } : {}) });
+    }
+  }
+  const { removeSelectors, targetSelectors, mainContent } = p.controls ?? {};
+  const htmlControls =
+    removeSelectors || targetSelectors || mainContent === false ? { removeSelectors, targetSelectors, mainContent } : undefined;
   // a crawl's page also gives its links (the links output's one extractor), stored only when asked for
   const made: TextOutput[] = p.crawl && !text.includes('links') ? [...text, 'links'] : text;
   if (made.length) {
     const base: ConvertInput = {
-      body: res.body,
-      contentType,
+      body: page.body,
+      contentType: page.contentType,
       contentLanguage: res.headers['content-language'] as string | undefined,
       status: res.status,
       url: p.url,
-      finalUrl: res.url,
+      finalUrl: page.finalUrl,
       redirects: res.chain.slice(0, -1),
-      rendered: false,
+      rendered: page.rendered,
       outputs: made,
       warnings: [],
-      ...(p.controls ? { controls: p.controls } : {}),
+      ...(htmlControls ? { controls: htmlControls } : {}),
     };
     let result: ConvertResult;
     try {
-      ({ result } = await convertPage(
-        (input) => deps.pool.run(input),
-        base,
-        () => renderHtml(deps.nc, config, res.url, null),
-      ));
+      // a page rendered already is converted as it is; else a page that needs JavaScript is rendered
+      ({ result } = page.rendered
+        ? { result: await deps.pool.run(base) }
+        : await convertPage(
+            (input) => deps.pool.run(input),
+            base,
+            () => renderHtml(deps.nc, config, res.url, null),
+          ));
     } catch (e) {
       const f =
         e instanceof ConversionError
@@ -212,13 +246,14 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     }
   }
   if (outputs.includes('rawHtml'))
-    // the page as fetched: its own bytes and content type
-    out.rawHtml = isHtmlType(sniffType(res.body, contentType))
-      ? { file: await put('rawHtml', res.body, contentType || 'text/html', 'raw.html') }
-      : { error: 'unsupported_content', message: `a ${contentType || 'non-HTML'} target has no rawHtml` };
+    // the page as fetched (its own bytes and content type) or as rendered (UTF-8)
+    out.rawHtml = isHtmlType(sniffType(page.body, page.contentType))
+      ? { file: await put('rawHtml', page.body, page.contentType || 'text/html', 'raw.html') }
+      : { error: 'unsupported_content', message: `a ${page.contentType || 'non-HTML'} target has no rawHtml` };
   if (outputs.includes('pdf')) {
     // a PDF target is its own PDF; everything else is printed by a browser
-    if (sniffType(res.body, contentType) === 'application/pdf') out.pdf = { file: await put('pdf', res.body, 'application/pdf', 'pdf') };
+    if (sniffType(res.body, String(res.headers['content-type'] ?? '')) === 'application/pdf')
+      out.pdf = { file: await put('pdf', res.body, 'application/pdf', 'pdf') };
     else
       out.pdf = await printPage(
         deps,

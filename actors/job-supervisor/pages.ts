@@ -35,7 +35,8 @@ type PageExtra = {
   page?: string;
   /** Served from the fetch cache: when the page was fetched (actors/converter/cache.ts). */
   cachedAt?: string;
-  outputs?: Record<string, { file?: ResultRecord['file']; error?: string; message?: string; extra?: Record<string, unknown> }>;
+  /** Each output's file or failure; `done` with no file: the page's render (waitFor, actions). */
+  outputs?: Record<string, { file?: ResultRecord['file']; done?: true; error?: string; message?: string; extra?: Record<string, unknown> }>;
 };
 
 /**
@@ -66,6 +67,7 @@ function pageResults(
         : (extra.outputs?.[out] ?? { error: 'conversion_failed', message: `no ${out} was produced` });
     const base = { key: resultKey(page.key, out), price, extra: facts };
     if (e.file) return { ...base, status: 'done', refunded: false, file: e.file };
+    if ('done' in e && e.done) return { ...base, status: 'done', refunded: false };
     return {
       ...base,
       // a failure's own facts (a wall's evidence) beside the page's

@@ -10,6 +10,7 @@ import { outcomeMsgId, taskMsgId, type JobRecord, type Outcome, type ResultRecor
 import { planBatch, type PlannedPage } from '../crawl/keys.ts';
 import { parseTargetUrl } from '../outbound/index.ts';
 import { taskOf } from './task.ts';
+import type { PageAction } from '../schemas/page-controls.ts';
 import { startPageOf } from './crawl.ts';
 
 /** Results a job document, a page of `GET /v1/jobs/{id}/results` or a webhook carries at most. */
@@ -48,8 +49,18 @@ export interface PageTaskParams {
   /** `crawl.sitemap: "only"`: no links but page 0's sitemaps (a map's page 0 is then not fetched at all). */
   sitemapOnly?: true;
   outputs: string[];
-  /** The request's HTML controls, the same for every page (removeSelectors, targetSelectors, mainContent). */
-  controls?: { removeSelectors?: string[]; targetSelectors?: string[]; mainContent?: false };
+  /**
+   * The request's controls, the same for every page: the HTML ones (removeSelectors, targetSelectors,
+   * mainContent) and a render per page (waitFor, timeoutMs, actions: its `render` result).
+   */
+  controls?: {
+    removeSelectors?: string[];
+    targetSelectors?: string[];
+    mainContent?: false;
+    waitFor?: string;
+    timeoutMs?: number;
+    actions?: PageAction[];
+  };
   /** The request's `pdf` options (the pdf output). */
   pdf?: Record<string, unknown>;
   /** Seconds: the page may be served from the fetch cache if fetched this recently (actors/converter/cache.ts). */
@@ -169,11 +180,22 @@ function crawlParams(job: JobRecord, i: number, p: PlannedPage): NonNullable<Pag
 
 /** The controls every page of the set applies, from the stored request (it holds no credential). */
 function pageControls(job: JobRecord): Pick<PageTaskParams, 'controls' | 'pdf'> {
-  const r = job.request as { removeSelectors?: string[]; targetSelectors?: string[]; mainContent?: boolean; pdf?: Record<string, unknown> };
+  const r = job.request as {
+    removeSelectors?: string[];
+    targetSelectors?: string[];
+    mainContent?: boolean;
+    pdf?: Record<string, unknown>;
+    waitFor?: string;
+    timeout?: number;
+    actions?: PageAction[];
+  };
   const controls: NonNullable<PageTaskParams['controls']> = {
     ...(r.removeSelectors?.length ? { removeSelectors: r.removeSelectors } : {}),
     ...(r.targetSelectors?.length ? { targetSelectors: r.targetSelectors } : {}),
     ...(r.mainContent === false ? { mainContent: false as const } : {}),
+    ...(r.waitFor ? { waitFor: r.waitFor } : {}),
+    ...(r.timeout !== undefined ? { timeoutMs: r.timeout * 1000 } : {}),
+    ...(r.actions?.length ? { actions: r.actions } : {}),
   };
   return { ...(Object.keys(controls).length ? { controls } : {}), ...(r.pdf ? { pdf: r.pdf } : {}) };
 }

@@ -31,6 +31,7 @@ export { LABS_MODULES, checkAddress, type LabsModule, type CheckInfo, type Check
 export { keepTaskSecrets, taskParams } from './task-secret.ts';
 export type { ConverterControls, ControlSecrets } from './websitepro-controls.ts';
 export { mapBlocks, scopeRulesOf } from './websitepro-crawl.ts';
+export { RENDER_KEY } from './websitepro.ts';
 export {
   claimDatasetMark,
   confirmDatasetMark,

@@ -37,11 +37,11 @@ const printsPdfEntry = (e: CatalogueEntry) => Array.isArray(e.catalogue.prints) 
 const printsPdf = (entries: CatalogueEntry[]) => entries.some(printsPdfEntry);
 
 /**
- * Body fields a page set (`urls`, `crawl`) does not take: a render per page (waitFor, actions, its
- * timeout) is not offered yet, and credentials (headers, cookies) are never stored, while a page
- * set's tasks are published as its pages are admitted, long after the request (docs/websitepro.md).
+ * Body fields a page set (`urls`, `crawl`) does not take: credentials (headers, cookies) are never
+ * stored, while a page set's tasks are published as its pages are admitted, long after the request
+ * (docs/websitepro.md). A render per page (waitFor, actions, timeout) it takes, priced per page.
  */
-const PAGE_SET_REFUSED = ['waitFor', 'timeout', 'headers', 'cookies', 'actions'] as const;
+const PAGE_SET_REFUSED = ['headers', 'cookies'] as const;
 
 export const websitepro: ServiceModule<WebsiteproRequest> = {
   name: 'websitepro',
@@ -72,33 +72,35 @@ export const websitepro: ServiceModule<WebsiteproRequest> = {
     if (!outputs.length) throw new ApiError('no_output');
     // a map (the site's URLs, one JSON result) is a job of its own: websitepro-crawl.ts checks its body
     const map = outputs.includes('map') ? planMapJob(body as unknown as Parameters<typeof planMapJob>[0], url, outputs, config) : null;
-    // a page set (urls, crawl) takes the HTML controls, pdf options and rawHtml; not a render per page nor credentials
+    // a page set (urls, crawl) takes every control but credentials
     if (!map && (body.urls || body.crawl)) {
       const control = PAGE_SET_REFUSED.find((k) => body[k as keyof WebsiteproRequest] !== undefined);
       const set = body.urls ? '`urls`' : '`crawl`';
       if (control)
         throw new ApiError(
           'bad_request',
-          `\`${control}\` applies to a one-page job (\`url\`), not to ${set}: ${control === 'headers' || control === 'cookies' ? 'credentials are never stored, and a page set sends its pages long after the request' : 'a page set does not render each page in a browser'}`,
+          `\`${control}\` applies to a one-page job (\`url\`), not to ${set}: credentials are never stored, and a page set sends its pages long after the request`,
         );
     }
     // every control is checked (400) before the service's own availability (503)
     const c = await planControls(body, outputs);
+    // a render (waitFor, actions) is charged as a result of its own when a text output needs the
+    // browser (a pdf is printed by one anyway): once in a one-page job, once per page in a page set
+    const render = c.render && outputs.some((o) => o !== 'pdf');
+    const pageOutputs = render ? [...outputs, RENDER_KEY] : outputs;
     const batch = map
       ? map
       : body.urls
-        ? planBatchJob(body.urls, outputs, config)
+        ? planBatchJob(body.urls, pageOutputs, config)
         : body.crawl
-          ? planCrawlJob(url!, outputs, body.crawl, config)
+          ? planCrawlJob(url!, pageOutputs, body.crawl, config)
           : null;
     // no converter: 503 before any charge, not a job that waits hours for worker_lost
     if (!(await readCatalogue(catalogueKv, 'websitepro', (running) => running.length > 0)).length)
       throw new ApiError('service_unavailable', 'no converter instance is running');
     if (batch) return batch;
-    // a render is charged once, as a result of its own, when a text output needs the browser (a pdf
-    // is printed by one anyway); it is refunded like any result when the page cannot be rendered
-    const render = c.render && outputs.some((o) => o !== 'pdf');
-    const keys: string[] = render ? [...outputs, RENDER_KEY] : outputs;
+    // refunded like any result when the page cannot be rendered
+    const keys: string[] = pageOutputs;
     const params = (o: string): Record<string, unknown> => ({
       url: url!.href,
       output: o,

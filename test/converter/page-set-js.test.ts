@@ -6,8 +6,7 @@ import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
 import { SPA_SHELL, SPA_SCRIPT, ARTICLE } from './pages.ts';
-import { startTestApp } from '../helpers/app.ts';
-import { wallet } from '../../shared/protocol/wallet.ts';
+import { startWebsiteproApp } from '../helpers/app.ts';
 
 const routes = {
   '/spa': html(SPA_SHELL),
@@ -18,32 +17,24 @@ const routes = {
 
 /** A batch of the SPA and the article, metadata + markdown: its finished job and a reader of its results. */
 async function batch(t: Test, withBrowser: boolean) {
-  const app = await startTestApp(t, {
-    actors: ['wallet', 'job-supervisor', 'converter', ...(withBrowser ? (['browser-pool'] as const) : [])],
-    config: {
-      outbound: { allowCidrs: ['127.0.0.1/32'] },
-      ...(withBrowser ? { shots: { browsers: ['chromium'], concurrency: 1, pageTimeoutMs: 30000 } } : {}),
-    },
-  });
+  const { app, key } = await startWebsiteproApp(t, withBrowser);
   const s = await fixtureServer(t, routes);
-  const k = await app.newKey();
-  await wallet.grant(app.nc, k.walletId, 100_000, 'test');
   const r = await app.request('POST', '/v1/websitepro/jobs', {
-    key: k.key,
+    key,
     body: { urls: [s.url('/spa'), s.url('/article')], outputs: ['metadata', 'markdown'] },
   });
   t.equal(r.status, 201, r.text);
   let job = r.json.job;
   for (let i = 0; i < 600 && job.status !== 'completed' && job.status !== 'failed'; i++) {
     await new Promise((res) => setTimeout(res, 200));
-    job = (await app.request('GET', `/v1/jobs/${job.id}`, { key: k.key })).json.job;
+    job = (await app.request('GET', `/v1/jobs/${job.id}`, { key })).json.job;
   }
   t.equal(job.status, 'completed');
   const results = job.results as { key: string; status: string; page: string }[];
   const read = async (page: string, output: string) => {
     const x = results.find((y) => y.page === s.url(page) && y.key.endsWith(output))!;
     t.equal(x?.status, 'done', `${page} ${output}: ${JSON.stringify(x)}`);
-    return (await app.request('GET', `/v1/jobs/${job.id}/results/${encodeURIComponent(x.key)}`, { key: k.key })).text;
+    return (await app.request('GET', `/v1/jobs/${job.id}/results/${encodeURIComponent(x.key)}`, { key })).text;
   };
   return { read, hits: s.hits };
 }

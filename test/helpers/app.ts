@@ -5,6 +5,7 @@ import { startGateway, type GatewayHandle } from '../../gateway/index.ts';
 import { ACTORS } from '../../actors/index.ts';
 import type { ActorName, ActorHandle } from '../../shared/actor.ts';
 import { createKey } from '../../shared/keys.ts';
+import { wallet } from '../../shared/protocol/wallet.ts';
 
 type Tap = { teardown(fn: () => unknown): void };
 
@@ -67,4 +68,21 @@ export async function startTestApp(t: Tap, opts: { actors?: ActorName[]; config?
       return { status: res.status, headers: res.headers, json, text };
     },
   };
+}
+
+/**
+ * The websitepro actors on loopback targets (wallet, job-supervisor, converter) and, with `browser`,
+ * browser-pool with Chromium; a key whose wallet holds `grant` Payloads.
+ */
+export async function startWebsiteproApp(t: Tap, browser: boolean, grant = 100_000) {
+  const app = await startTestApp(t, {
+    actors: ['wallet', 'job-supervisor', 'converter', ...(browser ? (['browser-pool'] as const) : [])],
+    config: {
+      outbound: { allowCidrs: ['127.0.0.1/32'] },
+      ...(browser ? { shots: { browsers: ['chromium'], concurrency: 1, pageTimeoutMs: 30000 } } : {}),
+    },
+  });
+  const k = await app.newKey();
+  await wallet.grant(app.nc, k.walletId, grant, 'test');
+  return { app, key: k.key, walletId: k.walletId };
 }

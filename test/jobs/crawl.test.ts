@@ -69,7 +69,7 @@ t.test('a crawl delivers exactly its site', async (t) => {
   await bad({ ...body, crawl: { excludePaths: [`/${'x'.repeat(300)}`] } }, 'bad_request', 'a glob over 256 characters');
   await bad({ urls: [site.url('/')], outputs: ['markdown'], crawl: {} }, 'bad_request', 'crawl with urls');
   await bad({ ...body, headers: { 'X-Token': 'secret' } }, 'bad_request', 'credentials in a crawl (never stored)');
-  await bad({ ...body, waitFor: '#app' }, 'bad_request', 'a render per page');
+  await bad({ ...body, waitFor: 'div[' }, 'bad_request', 'a render per page whose waitFor is no selector');
   t.equal((await wallet.balance(app.nc, k.walletId)).balance, 100_000, 'nothing charged');
 
   const q = await app.request('POST', '/v1/websitepro/quote', { key: k.key, body });

@@ -1,8 +1,8 @@
 // Page controls on page sets (issue 42 with issue 43's controls): a batch and a crawl apply the
 // request's removeSelectors / targetSelectors / mainContent to every page and deliver rawHtml per
-// page, with the real converter; a render per page (waitFor, actions) and credentials (headers,
-// cookies: never stored, and a page set sends its pages long after the request) are a 400 that costs
-// nothing.
+// page, with the real converter; credentials (headers, cookies: never stored, and a page set sends
+// its pages long after the request) are a 400 that costs nothing. A render per page (waitFor,
+// actions): test/jobs/page-set-render.test.ts.
 import t from 'tap';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
@@ -40,8 +40,6 @@ t.test('batch and crawl pages apply the HTML controls and deliver rawHtml', asyn
   for (const [extra, why] of [
     [{ headers: { 'X-Token': 'v' } }, 'headers'],
     [{ cookies: [{ name: 'sid', value: 'v' }] }, 'cookies'],
-    [{ waitFor: '#app' }, 'waitFor'],
-    [{ actions: [{ type: 'wait', ms: 10 }] }, 'actions'],
   ] as const) {
     const r = await app.request('POST', '/v1/websitepro/jobs', {
       key: k.key,

@@ -34,6 +34,8 @@ export type PageOutput = { file: StoredFile } | { done: true } | { error: string
 /** The page task's outcome facts (`extra`): the final URL and every output's file or failure. */
 export type PageOutcomeExtra = {
   page: string;
+  /** A page of a request with selector controls: each selector's match count (the results' `selectors`). */
+  selectors?: Record<string, number>;
   outputs: Record<string, PageOutput>;
   /** A crawl's page: its links (absolute, in document order, at most crawl.maxLinksPerPage). */
   links?: string[];
@@ -169,6 +171,11 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     };
 
   const out: Record<string, PageOutput> = {};
+  // each selector's matches (the most any pass saw), as a one-page job's results give them
+  const selectors: Record<string, number> = {};
+  const counted = (more: Record<string, number> | undefined) => {
+    for (const [k, n] of Object.entries(more ?? {})) selectors[k] = Math.max(selectors[k] ?? 0, n);
+  };
   let links: string[] | undefined;
   let canonical: string | undefined;
   // the page as converted: as fetched, or as rendered for the request's waitFor / actions (its
@@ -185,6 +192,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       });
     try {
       const r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
+      counted(r.selectors);
       Object.assign(page, {
         body: Buffer.from(r.html, 'utf8'),
         contentType: 'text/html; charset=utf-8',
@@ -235,6 +243,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
       result = { outputs: Object.fromEntries(made.map((o) => [o, { ok: false, ...f }])) };
     }
     if (result.needsJavaScript) throw new Error('unreachable: the page was converted');
+    counted(result.selectors);
     const found = result.outputs.links as OutputFile | OutputFailure | undefined;
     if (p.crawl && !p.sitemapOnly && found?.ok) links = linkUrls(found.data, config.crawl.maxLinksPerPage);
     if (p.crawl && result.canonical) canonical = sameOriginCopy(result.canonical, res.url);
@@ -268,12 +277,17 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     extra: crawled({
       page: res.url,
       outputs: out,
+      ...(selectorControls(p.controls) ? { selectors } : {}),
       ...(links ? { links } : {}),
       ...(canonical ? { canonical } : {}),
       ...(cachedAt ? { cachedAt } : {}),
     }),
   };
 }
+
+/** Whether the request named selectors (removeSelectors, targetSelectors, waitFor, actions): then its results say how many each matched. */
+const selectorControls = (c: PageTaskParams['controls']) =>
+  !!(c?.removeSelectors?.length || c?.targetSelectors?.length || c?.waitFor || c?.actions?.length);
 
 /** The canonical URL when it names another page of the same origin (a crawl folds the copy), else undefined. */
 function sameOriginCopy(canonical: string, page: string): string | undefined {

@@ -33,6 +33,8 @@ import type { Deps } from './deps.ts';
 /** A page's outcome facts as the converter reports them (actors/converter/page.ts). */
 type PageExtra = {
   page?: string;
+  /** A request with selector controls: each selector's match count. */
+  selectors?: Record<string, number>;
   /** Served from the fetch cache: when the page was fetched (actors/converter/cache.ts). */
   cachedAt?: string;
   /** Each output's file or failure; `done` with no file: the page's render (waitFor, actions). */
@@ -58,7 +60,12 @@ function pageResults(
 ): { key: string; results: ResultRecord[] } {
   const ps = job.pageSet!;
   const extra = (o.extra ?? {}) as PageExtra;
-  const facts = { page: extra.page ?? page.url, source: page.source, ...(extra.cachedAt ? { cachedAt: extra.cachedAt } : {}) };
+  const facts = {
+    page: extra.page ?? page.url,
+    source: page.source,
+    ...(extra.cachedAt ? { cachedAt: extra.cachedAt } : {}),
+    ...(extra.selectors ? { selectors: extra.selectors } : {}),
+  };
   const results = ps.outputs.map((out): ResultRecord => {
     const price = ps.unitPrices[out] ?? 0;
     const e =

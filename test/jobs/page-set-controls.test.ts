@@ -61,6 +61,7 @@ t.test('batch and crawl pages apply the HTML controls and deliver rawHtml', asyn
     const md = batch.results.find((r: { key: string }) => r.key === `${n}/markdown`);
     const raw = batch.results.find((r: { key: string }) => r.key === `${n}/rawHtml`);
     t.equal(md?.status, 'done', `${n}/markdown delivered`);
+    t.same(md.selectors, { '.ad': 1 }, `${n}/markdown says what its selector matched`);
     const text = await read(md);
     t.match(text, `Kept text of ${n}`);
     t.notMatch(text, 'ADVERT', `the removed element is not in page ${n}'s markdown`);
@@ -78,6 +79,7 @@ t.test('batch and crawl pages apply the HTML controls and deliver rawHtml', asyn
   for (const r of crawl.results) {
     const text = await read(r);
     t.match(text, 'Kept text of', `${r.key}: the target is converted`);
+    t.same(r.selectors, { '.keep': 1 }, `${r.key}: its target selector's matches`);
     t.notMatch(text, 'ADVERT', `${r.key}: nothing but the target (the other paragraph is not converted)`);
   }
   t.same((await audit(app.nc)).violations, [], 'the money adds up');

@@ -76,6 +76,7 @@ t.test(
     const md = job.results.find((x: { key: string }) => x.key.endsWith('spa/markdown'));
     const text = (await app.request('GET', `/v1/jobs/${job.id}/results/${encodeURIComponent(md.key)}`, { key })).text;
     t.match(text, 'only after JavaScript ran in a browser', 'converted from the rendered page');
+    t.ok(md.selectors?.['#root article'] >= 1, `its results say what waitFor matched: ${JSON.stringify(md.selectors)}`);
   },
 );
 

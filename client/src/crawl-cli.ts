@@ -4,7 +4,7 @@
 // --out at its page key (`docs/intro.md`, `docs/intro.metadata.json`), as the job's zip names them;
 // at the end the crawl report (skips per reason) and the money. map prints the URLs of map.json.
 import { Option, type Command } from 'commander';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve, sep } from 'node:path';
 import { PayloadsError, type Job, type PayloadsClient, type Result } from './index.ts';
 
@@ -91,6 +91,38 @@ function crawlBody(o: ScopeFlags): Record<string, unknown> {
     ...(o.sitemap ? { sitemap: o.sitemap } : {}),
     ...(o.timeout !== undefined ? { timeout: o.timeout } : {}),
     ...(o.allowSubdomains ? { allowSubdomains: true } : {}),
+  };
+}
+
+interface PageFlags {
+  remove?: string[];
+  target?: string[];
+  mainContent?: boolean;
+  waitFor?: string;
+  pageTimeout?: string;
+  actions?: string;
+}
+
+/** The controls applied to every page of a crawl (`--timeout` is the crawl's deadline here: `--page-timeout` is a page's). */
+export function addPageFlags(c: Command): Command {
+  return c
+    .option('--remove <selector>', 'on every page, remove what this CSS selector matches first (repeatable)', collect, [])
+    .option('--target <selector>', 'on every page, convert only what this selector matches (repeatable)', collect, [])
+    .option('--no-main-content', 'convert the whole body of every page, not only its main content')
+    .option('--wait-for <selector>', 'render every page in a browser and wait for this selector (a render result per page)')
+    .option('--page-timeout <seconds>', 'how long each page may take in the browser, 1 to 60 s')
+    .option('--actions <json>', 'actions run on every page before conversion: a JSON array, or @file');
+}
+
+/** The websitepro body fields of the page flags. */
+export function pageControlsBody(o: PageFlags): Record<string, unknown> {
+  return {
+    ...(o.remove?.length ? { removeSelectors: o.remove } : {}),
+    ...(o.target?.length ? { targetSelectors: o.target } : {}),
+    ...(o.mainContent === false ? { mainContent: false } : {}),
+    ...(o.waitFor ? { waitFor: o.waitFor } : {}),
+    ...(o.pageTimeout !== undefined ? { timeout: Number(o.pageTimeout) } : {}),
+    ...(o.actions ? { actions: JSON.parse(o.actions.startsWith('@') ? readFileSync(o.actions.slice(1), 'utf8') : o.actions) } : {}),
   };
 }
 
@@ -187,7 +219,9 @@ function report(job: Job, errors: Map<string, number>): string {
 
 export function addCrawlCommands(p: Command, d: CrawlDeps): void {
   const { io } = d;
-  addScopeFlags(p.command('crawl'), 'most pages converted (default 100, at most 10000); the cap charged, unused slots refunded')
+  addPageFlags(
+    addScopeFlags(p.command('crawl'), 'most pages converted (default 100, at most 10000); the cap charged, unused slots refunded'),
+  )
     .argument('<url>', 'the start URL; its origin is crawled')
     .description("a site in one job: every page converted, files under --out at the page's key (docs/intro.md)")
     .option('--outputs <list>', 'outputs per page: markdown, text, html, metadata, links, images, pdf', (v: string) =>
@@ -197,10 +231,11 @@ export function addCrawlCommands(p: Command, d: CrawlDeps): void {
         .filter(Boolean),
     )
     .option('-o, --out <dir>', 'folder for the files', 'crawl')
-    .action(async (url: string, o: ScopeFlags & { outputs?: string[]; out: string }) => {
+    .action(async (url: string, o: ScopeFlags & PageFlags & { outputs?: string[]; out: string }) => {
       const c = d.client();
       const crawl = crawlBody(o);
-      const { job, balance } = await c.createJob('websitepro', { url, outputs: o.outputs ?? ['markdown'], crawl } as never, {
+      const body = { url, outputs: o.outputs ?? ['markdown'], crawl, ...pageControlsBody(o) };
+      const { job, balance } = await c.createJob('websitepro', body as never, {
         signal: io.signal,
       });
       const limit = (crawl.limit as number | undefined) ?? 100;

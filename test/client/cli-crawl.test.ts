@@ -9,7 +9,8 @@ import { join, relative } from 'node:path';
 import { startTestApp } from '../helpers/app.ts';
 import { wallet } from '../../shared/protocol/wallet.ts';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
-import { resultPath } from '../../client/src/crawl-cli.ts';
+import { Command } from 'commander';
+import { addPageFlags, pageControlsBody, resultPath } from '../../client/src/crawl-cli.ts';
 import { runCli } from './run-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'payloads-crawl-'));
@@ -28,6 +29,41 @@ const files = (d: string): string[] =>
     .filter((e) => e.isFile())
     .map((e) => relative(d, join(e.parentPath, e.name)))
     .sort();
+
+t.test("every page's controls: the body's fields (--page-timeout, since --timeout is the crawl's deadline)", async (t) => {
+  const parse = (args: string[]) => {
+    const cmd = addPageFlags(new Command().argument('<url>').exitOverride());
+    cmd.parse(['node', 'crawl', ...args]);
+    return pageControlsBody(cmd.opts());
+  };
+  t.same(parse(['https://example.com/']), {}, 'no flag: nothing sent');
+  t.same(
+    parse([
+      'https://example.com/',
+      '--remove',
+      '.ad',
+      '--remove',
+      'nav',
+      '--target',
+      'main',
+      '--no-main-content',
+      '--wait-for',
+      '#app',
+      '--page-timeout',
+      '20',
+      '--actions',
+      '[{"type":"wait","ms":100}]',
+    ]),
+    {
+      removeSelectors: ['.ad', 'nav'],
+      targetSelectors: ['main'],
+      mainContent: false,
+      waitFor: '#app',
+      timeout: 20,
+      actions: [{ type: 'wait', ms: 100 }],
+    },
+  );
+});
 
 t.test('result paths: the page key and the extension of the output', async (t) => {
   t.equal(resultPath('/o', { key: 'index/markdown', filename: 'index.md' }), '/o/index.md');

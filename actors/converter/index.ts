@@ -227,6 +227,9 @@ async function produce(
       if (c.rendered)
         Object.assign(base, { body: last.input.body, contentType: last.input.contentType, finalUrl: last.input.finalUrl, rendered: true });
     } catch (e) {
+      // a second pass that failed had rendered the page: rawHtml below is the page as rendered
+      if (last.input.rendered && !base.rendered)
+        Object.assign(base, { body: last.input.body, contentType: last.input.contentType, finalUrl: last.input.finalUrl, rendered: true });
       result = await convertEachAlone(deps, ctx, text, last.input, e);
     }
     if (result.needsJavaScript) throw new Error('unreachable: the page was converted');

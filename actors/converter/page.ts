@@ -20,7 +20,7 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import { browserFailure, convertPage, renderHtml, renderPdf, taskControls } from './browser.ts';
+import { browserFailure, convertPage, renderHtml, renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
 import { RENDER_KEY } from '../../shared/services/index.ts';
 import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
@@ -139,10 +139,11 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
   let res;
   let cachedAt: string | undefined;
   try {
-    // a page set sends no headers or cookies: the cache is read and written unless the page is rendered for waitFor / actions
+    // a page set sends no headers or cookies: the cache is read and written unless waitFor / actions
+    // render the page (as a one-page job's)
     ({ res, cachedAt } = await cachedFetch(deps.nc, config, p.url, targetFetchOptions(config, ctx.signal), {
       maxAge: p.maxAge ?? 0,
-      eligible: !outputs.includes(RENDER_KEY),
+      eligible: !(p.controls?.waitFor || p.controls?.actions?.length),
     }));
   } catch (e) {
     if (ctx.signal.aborted) throw e;
@@ -190,21 +191,27 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         error: 'selector_not_found',
         message: `the target is ${page.contentType || 'not HTML'}, which has no elements to wait for or act on`,
       });
+    let r: RenderHtmlReply;
     try {
-      const r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
-      counted(r.selectors);
-      Object.assign(page, {
-        body: Buffer.from(r.html, 'utf8'),
-        contentType: 'text/html; charset=utf-8',
-        finalUrl: r.finalUrl || res.url,
-        rendered: true,
-      });
-      out[RENDER_KEY] = { done: true };
+      r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
     } catch (e) {
       if (ctx.signal.aborted) throw e;
       const f = browserFailure(e, 'renders pages');
       return failed({ error: f.error, message: f.message, ...(f.extra ? { extra: f.extra } : {}) });
     }
+    // the browser's own answer counts as the fetch's did: a crawl asks again after a 429/503, an error page is no delivery
+    if (p.crawl && (r.status === 429 || r.status === 503))
+      return { extra: crawled({ page: res.url, outputs: {}, retry: { status: r.status, retryAfterMs: null } }) };
+    if (r.status !== null && r.status >= 400)
+      return failed({ error: 'http_error', message: `the target answered HTTP ${r.status} to the browser` });
+    counted(r.selectors);
+    Object.assign(page, {
+      body: Buffer.from(r.html, 'utf8'),
+      contentType: 'text/html; charset=utf-8',
+      finalUrl: r.finalUrl || res.url,
+      rendered: true,
+    });
+    out[RENDER_KEY] = { done: true };
   }
   const { removeSelectors, targetSelectors, mainContent } = p.controls ?? {};
   const htmlControls =
@@ -233,7 +240,7 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         : await convertPage(
             (input) => deps.pool.run(input),
             base,
-            () => renderHtml(deps.nc, config, res.url, null),
+            () => renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>)),
           ));
     } catch (e) {
       const f =
@@ -277,17 +284,13 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     extra: crawled({
       page: res.url,
       outputs: out,
-      ...(selectorControls(p.controls) ? { selectors } : {}),
+      ...(p.controls ? { selectors } : {}),
       ...(links ? { links } : {}),
       ...(canonical ? { canonical } : {}),
       ...(cachedAt ? { cachedAt } : {}),
     }),
   };
 }
-
-/** Whether the request named selectors (removeSelectors, targetSelectors, waitFor, actions): then its results say how many each matched. */
-const selectorControls = (c: PageTaskParams['controls']) =>
-  !!(c?.removeSelectors?.length || c?.targetSelectors?.length || c?.waitFor || c?.actions?.length);
 
 /** The canonical URL when it names another page of the same origin (a crawl folds the copy), else undefined. */
 function sameOriginCopy(canonical: string, page: string): string | undefined {

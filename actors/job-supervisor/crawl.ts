@@ -150,8 +150,11 @@ export async function advanceCrawl(
   const ps = job.pageSet!;
   // the first waiting pages' records are read beside the frontier's cursor and tail (and the room)
   const early = readAhead(s, job, ps.state, ps.window);
-  const [cursor, tail, room] = await Promise.all([s.frontier.cursor(job.id), s.frontier.tail(job.id), roomOf]);
-  // a coordinator that stopped between the cursor and its document write: those pages wait to be sent
+  // the last frontier entry taken as a page is in the document, written with the pages it made (a
+  // crawl from before session 32 has it in the crawl bucket's cursor key: read once, then moved here)
+  const inDoc = ps.crawl?.taken;
+  const [cursor, tail, room] = await Promise.all([inDoc ?? s.frontier.cursor(job.id), s.frontier.tail(job.id), roomOf]);
+  // (that key's coordinator may have stopped between it and its document write: those pages wait to be sent)
   if (cursor.n > ps.state.length) {
     const res = await updateJob(d.jobs, job.id, (j) => extendTo(j, cursor.n, '-'));
     if (res?.job) job = res.job;
@@ -169,6 +172,7 @@ export async function advanceCrawl(
   const waiting = (state.match(/-/g) ?? []).length;
   const take = Math.min(Math.max(0, room) + ps.window - waiting, ps.slots - state.length);
   let grown = state.length;
+  let taken: { seq: number; n: number } | undefined;
   const takeEntries = async () => {
     if (!more || full || take <= 0) return;
     // entries between the cursor and the state's end are pages already (page 0; a cursor behind a
@@ -176,10 +180,11 @@ export async function advanceCrawl(
     const behind = Math.max(0, state.length - cursor.n);
     const entries = await s.frontier.pendingAfter(job.id, cursor, behind + take);
     if (!entries.length) return;
-    // records, then the cursor, then the document: a crash between leaves them to the next step
+    // the records, then the document (the pages and the entry taken last, one write): a crash
+    // between leaves them to the next step, which takes the same entries again
     await Promise.all(entries.filter((e) => e.n - 1 >= state.length).map((e) => s.place(job.id, e.n - 1, e)));
     const last = entries[entries.length - 1]!;
-    await s.frontier.commit(job.id, cursor, last);
+    taken = { seq: last.seq, n: last.n };
     grown = Math.max(grown, last.n);
   };
   let sent: number[] = [];
@@ -199,10 +204,15 @@ export async function advanceCrawl(
     await takeEntries();
     await send(state + '-'.repeat(grown - state.length));
   }
-  if (grown > state.length || sent.length)
+  if (grown > state.length || sent.length || (taken && !inDoc) || (taken && taken.seq > inDoc!.seq))
     await updateJob(d.jobs, job.id, (j) => {
       const a = extendTo(j, grown, '-');
-      return markAdmitted(j, sent) || a;
+      const b = markAdmitted(j, sent);
+      const c = j.pageSet?.crawl;
+      // another coordinator may have taken them first: the entry taken last only moves on
+      if (!taken || !c || (c.taken && c.taken.seq >= taken.seq)) return a || b;
+      c.taken = taken;
+      return true;
     });
   // every place in the window taken: what comes next waits for a page's outcome (each steps again)
   return sent.length > 0 && sent.length >= room ? 'filled' : 'wait';

@@ -49,7 +49,7 @@ export async function recordMapPage(d: Deps, job: JobRecord, index: number, o: O
       ...(extra.sitemap ? { sitemap: extra.sitemap } : {}),
     });
     // the sitemaps' URLs are admitted first, in order, right after the start URL (ordinal 1)
-    const { admitted } = await (await crawlStore(d)).frontier.counts(job.id);
+    const { n: admitted } = await (await crawlStore(d)).frontier.tail(job.id);
     first = { sitemapUrls: Math.max(0, admitted - 1) };
     report = mergeReport(fromSitemaps, await admitPageLinks(d, job, page, extra.links ? { links: extra.links } : {}));
   } else report = await admitPageLinks(d, job, page, extra.links ? { links: extra.links } : {});
@@ -71,7 +71,7 @@ export async function recordMapPage(d: Deps, job: JobRecord, index: number, o: O
 export async function advanceMap(d: Deps, job: JobRecord, share: number, again: () => Promise<void>): Promise<void> {
   const ps = job.pageSet!;
   const s = await crawlStore(d);
-  const { admitted } = await s.frontier.counts(job.id);
+  const { n: admitted } = await s.frontier.tail(job.id);
   const only = (job.request.crawl as { sitemap?: string } | undefined)?.sitemap === 'only';
   let finish: boolean;
   if (ps.map?.error || (only && ps.state[0] === 'x') || admitted >= ps.slots) {
@@ -97,7 +97,7 @@ export async function advanceMap(d: Deps, job: JobRecord, share: number, again: 
 
 /** The frontier's admitted entries of a job, in order, at most `max` (an ordered consumer: one pass). */
 async function listed(d: Deps, jobId: string, max: number): Promise<FrontierEntry[]> {
-  const { admitted } = await (await crawlStore(d)).frontier.counts(jobId);
+  const { n: admitted } = await (await crawlStore(d)).frontier.tail(jobId);
   if (admitted === 0) return [];
   const c = await jetstream(d.nc).consumers.get(FRONTIER_STREAM, {
     filter_subjects: [frontierSubject(jobId)],

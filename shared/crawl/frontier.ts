@@ -23,7 +23,9 @@
 // - cursor: key `<jobId>.cursor` in the same bucket, `{seq, n}` of the last entry handed to the task queue,
 //   moved by compare-and-set. A coordinator publishes the tasks of `pending()` first (their message ids
 //   make a second publish harmless), then `commit()`s: a crash in between hands the same pages out again,
-//   never loses one.
+//   never loses one. The job-supervisor keeps its cursor in the job document instead (`pageSet.crawl.taken`,
+//   written with the pages it takes: one write less per step, session 32) and reads this key only for a
+//   crawl started before; `pendingAfter` reads on from either.
 // Bounds: a crawl's keys and messages are at most `limit` (+ the cursor and the rare `limit` entries of a
 // race); nothing is written for a URL once the crawl is full (the count is read first). Both the bucket
 // and the stream have a max age (a backstop; `drop` removes a finished crawl's at once).
@@ -283,7 +285,7 @@ export class Frontier {
   }
 
   /** The next `max` admitted entries after a cursor the caller read. */
-  async pendingAfter(jobId: string, cursor: Cursor, max: number): Promise<(FrontierEntry & { seq: number })[]> {
+  async pendingAfter(jobId: string, cursor: Pick<Cursor, 'seq'>, max: number): Promise<(FrontierEntry & { seq: number })[]> {
     const entries: (FrontierEntry & { seq: number })[] = [];
     let seq = cursor.seq;
     while (entries.length < max) {

@@ -150,8 +150,11 @@ export interface PageSetRecord {
   firstError?: string;
   /** Hosts the creation's precheck found unreachable: their pages fail (refunded) without a fetch. */
   unreachable?: Record<string, { error: string; message: string }>;
-  /** A crawl: why found URLs were not pages (shared/crawl/report.ts) and its deadline. */
-  crawl?: { report: ReportJson; deadline?: number };
+  /**
+   * A crawl: why found URLs were not pages (shared/crawl/report.ts), its deadline, and the frontier
+   * entry taken last as a page (its stream sequence and ordinal: the next step reads on after it).
+   */
+  crawl?: { report: ReportJson; deadline?: number; taken?: { seq: number; n: number } };
   /**
    * A map (websitepro `outputs: ["map"]`, kind `crawl`): its pages are fetched for links only (each
    * `x`); `slots` are URLs listed at most, priced per block of 1,000 (unitPrices.map). `sitemapUrls`:

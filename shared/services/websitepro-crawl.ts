@@ -52,7 +52,7 @@ export function planCrawlJob(start: URL, outputs: string[], crawl: CrawlRequest,
       done: 0,
       failed: 0,
       resultsRefunded: 0,
-      crawl: { report: { skipped: {} }, ...(crawl.timeout ? { deadline: now + crawl.timeout * 1000 } : {}) },
+      crawl: { report: { skipped: {} }, taken: { seq: 0, n: 0 }, ...(crawl.timeout ? { deadline: now + crawl.timeout * 1000 } : {}) },
     },
   };
 }

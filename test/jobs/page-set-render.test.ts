@@ -89,3 +89,43 @@ t.test('a crawl renders each page too', { skip: existsSync('/usr/bin/chromium') 
   t.equal(job.status, 'completed');
   t.same(of('/spa'), { markdown: 'done', render: 'done' });
 });
+
+t.test(
+  'a crawl page the browser is told 429: asked again, delivered once',
+  { skip: existsSync('/usr/bin/chromium') ? false : 'no chromium' },
+  async (t) => {
+    const { app, key } = await startWebsiteproApp(t, true);
+    let asked = 0;
+    // the converter's fetch (1), the browser (2: 429), the fetch again (3), the browser again (4)
+    const s = await fixtureServer(t, {
+      '/': (_q, r) => {
+        if (++asked === 2) r.writeHead(429, { 'retry-after': '1', 'content-type': 'text/plain' }).end('slow down');
+        else
+          html(
+            '<html><head><title>Home</title></head><body><main><article><h1>Home</h1><p>Words of the home page.</p></article></main></body></html>',
+          )(_q, r);
+      },
+    });
+    const r = await app.request('POST', '/v1/websitepro/jobs', {
+      key,
+      // actions (no waitFor, whose selector a 429 page lacks: selector_not_found, refunded, not asked again)
+      body: { url: s.url('/'), outputs: ['markdown'], actions: [{ type: 'wait', ms: 10 }], crawl: { limit: 2 } },
+    });
+    t.equal(r.status, 201, r.text);
+    let job = r.json.job;
+    for (let i = 0; i < 300 && job.status !== 'completed' && job.status !== 'failed'; i++) {
+      await new Promise((res) => setTimeout(res, 200));
+      job = (await app.request('GET', `/v1/jobs/${job.id}`, { key })).json.job;
+    }
+    t.same(
+      job.results.map((x: { key: string; status: string }) => [x.key, x.status]).sort(),
+      [
+        ['index/markdown', 'done'],
+        ['index/render', 'done'],
+      ],
+      `delivered once, after the 429: ${JSON.stringify(job.results)}`,
+    );
+    t.ok(asked >= 4, `the browser's 429 was asked again (${asked} requests)`);
+    t.same((await audit(app.nc)).violations, [], 'the money adds up');
+  },
+);

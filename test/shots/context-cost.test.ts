@@ -81,7 +81,9 @@ t.test('chromium: a context with a page adds one renderer process, not two', asy
     }
     await Promise.all(contexts.map((c) => c.close()));
     t.ok(after - before <= 4 + 1, `${after - before} more renderer processes for 4 contexts with a page each`);
-    t.ok(after - before >= 4, 'a renderer per context (they never share one)');
+    // one of the four may be the spare renderer counted in `before` (Chromium hands it to the next
+    // context and starts a new spare later): 3 more is still one per context; shared ones would be 1-2
+    t.ok(after - before >= 3, `a renderer per context (they never share one): ${after - before} more`);
   });
 });
 

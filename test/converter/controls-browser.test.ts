@@ -1,7 +1,7 @@
 // websitepro's browser controls end to end (issue 43): the converter asks the real browser-pool
 // actor (Chromium) to render with `controls` (waitFor, actions, headers, cookies) and to print with
 // `pdf` options (session 29 contract, section 7).
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { existsSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixtureServer, html } from '../outbound/fixture-server.ts';
@@ -71,36 +71,31 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
     }
   });
 
-  t.test('actions: a click before conversion', async (t) => {
+  /** Markdown of `path` after a click on `click` and a wait for `wait`, delivered (asserted). */
+  const clickThenWait = async (t: Test, path: string, click: string, wait: string) => {
     const r = await c.runBody(
       {
-        url: s.url('/late'),
+        url: s.url(path),
         outputs: ['markdown'],
         actions: [
-          { type: 'click', selector: '#btn' },
-          { type: 'wait', selector: '#clicked' },
+          { type: 'click', selector: click },
+          { type: 'wait', selector: wait },
         ],
       },
       120000,
     );
     t.equal(r.markdown?.kind, 'done', JSON.stringify(r.markdown));
+    return r;
+  };
+
+  t.test('actions: a click before conversion', async (t) => {
+    const r = await clickThenWait(t, '/late', '#btn', '#clicked');
     t.match(await c.read(r.markdown!), /Clicked content arrived/);
     t.same(r.markdown!.extra?.selectors, { '#btn': 1, '#clicked': 1 });
   });
 
   t.test('actions: a click on a button that moves away from under the press reaches the button', async (t) => {
-    const r = await c.runBody(
-      {
-        url: s.url('/pushed'),
-        outputs: ['markdown'],
-        actions: [
-          { type: 'click', selector: '#go' },
-          { type: 'wait', selector: '#hit' },
-        ],
-      },
-      120000,
-    );
-    t.equal(r.markdown?.kind, 'done', JSON.stringify(r.markdown));
+    const r = await clickThenWait(t, '/pushed', '#go', '#hit');
     const md = await c.read(r.markdown!);
     t.match(md, /Pushed in as the pointer came/, 'the page moved the button');
     t.match(md, /The button was clicked/, 'and the click reached it');

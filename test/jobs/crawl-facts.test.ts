@@ -230,15 +230,21 @@ t.test('crawl.originConcurrency 1: never two pages of the origin at once, whatev
 t.test('an origin its politeness cannot restrain: no write to its state; one it can: written', async (t) => {
   const run = async (crawlConfig: Record<string, number>) => {
     const { site, most } = await slowSite(t, 50);
-    // every write to an origin's state (`<jobId>.o<hash>` in the crawl bucket), seen on its subject
+    // every write to an origin's state (`<jobId>.o<hash>` in the crawl bucket), seen on its subject;
+    // and to the frontier's cursor key, which the supervisor keeps in the job document instead
     const writes: string[] = [];
+    const cursorWrites: string[] = [];
     const { results } = await crawl(t, { crawl: crawlConfig }, { url: site.url('/'), crawl: { limit: 10 } }, 'real', async (app) => {
       app.nc.subscribe(`$KV.${BUCKETS.crawlVisited}.>`, {
-        callback: (_e, m) => void (/\.o[0-9a-f]{40}$/.test(m.subject) && writes.push(m.subject)),
+        callback: (_e, m) => {
+          if (/\.o[0-9a-f]{40}$/.test(m.subject)) writes.push(m.subject);
+          if (m.subject.endsWith('.cursor')) cursorWrites.push(m.subject);
+        },
       });
       await app.nc.flush();
     });
     t.equal(results.length, 6, 'every page delivered');
+    t.same(cursorWrites, [], "no cursor key: the entry taken last is in the job's document");
     return { writes: writes.length, most: most() };
   };
   const free = await run({ concurrency: 2, originConcurrency: 4 });

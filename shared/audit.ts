@@ -14,6 +14,7 @@ import { datasetUsers, isDatasetFee, type DatasetMark } from './services/index.t
 import { orphanedJobViolations, pageSetViolations, unrefundedResults, type PageResults } from './audit-refunds.ts';
 import type { PageMessage } from './jobs/pages.ts';
 import { AuditIncomplete, READ_TIMEOUT_MS, readAll, readBucket, readStream, type ReadOptions } from './audit-read.ts';
+import { expandJob } from './jobs/store.ts';
 
 export interface AuditEntry extends LedgerMessage {
   seq: number;
@@ -137,10 +138,11 @@ async function auditAll(nc: NatsConnection, o: AuditOptions): Promise<AuditRepor
 
   // Jobs: charged = cost - refunded >= 0, matching the ledger; each result refunded at most once.
   const jobs = await readBucket<JobRecord>(nc, BUCKETS.jobs, undefined, ro);
+  for (const j of jobs.values()) expandJob(j);
   // finished jobs whose results expired live in the archive (shared/jobs/archive.ts); a later copy
   // there is newer, and the bucket's (a write that came after the archiving) newer still
   const archived = new Map<string, JobRecord>();
-  for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => m.json<JobRecord>(), ro))
+  for (const a of await readStream(nc, STREAMS.jobsArchive, 'archived job documents', (m) => expandJob(m.json<JobRecord>()), ro))
     if (a && typeof a.id === 'string') archived.set(a.id, a);
   for (const [id, a] of archived) if (!jobs.has(id)) jobs.set(id, a);
   // page-set jobs keep their results in PAGES (shared/jobs/pages.ts), a page once whatever repeats

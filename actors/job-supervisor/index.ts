@@ -36,7 +36,7 @@ import { JobProjection } from './projection.ts';
 import { endIfOrphaned } from './orphaned.ts';
 import { startWebhookSender } from './webhooks.ts';
 import { withRetry, sleep, within } from '../../shared/runtime.ts';
-import { readJob } from '../../shared/jobs/store.ts';
+import { decodeJob, readJob } from '../../shared/jobs/store.ts';
 import { readArchived } from '../../shared/jobs/archive.ts';
 import { join } from 'node:path';
 
@@ -399,9 +399,7 @@ export async function start(ctx: ActorContext): Promise<ActorHandle> {
           // sync); one it does not keep is read from the bucket, and one deleted meanwhile drops out
           const rows = projection.list(req.walletId, req.limit ?? 30);
           const jobs = await Promise.all(
-            rows.map(async (r) =>
-              r.doc !== null ? (JSON.parse(r.doc) as JobRecord) : ((await readJob(d.jobs, r.id))?.job ?? (await archivedDoc(r.id))),
-            ),
+            rows.map(async (r) => (r.doc !== null ? decodeJob(r.doc) : ((await readJob(d.jobs, r.id))?.job ?? (await archivedDoc(r.id))))),
           );
           return { jobs: jobs.filter((j): j is JobRecord => j !== null && j.walletId === req.walletId) };
         },

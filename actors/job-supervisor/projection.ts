@@ -17,6 +17,7 @@ import type { KV, KvWatchEntry } from '@nats-io/kv';
 import { DeliverPolicy, JetStreamApiError, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import { STREAMS } from '../../shared/names.ts';
 import { archivedRevision } from '../../shared/jobs/archive.ts';
+import { decodeJob, encodeJob } from '../../shared/jobs/store.ts';
 import type { Logger } from '../../shared/log.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { AppliedUpTo, freshRead } from '../../shared/nats/fresh.ts';
@@ -220,7 +221,7 @@ export class JobProjection extends ProjectionReads {
       this.sqlite.transaction(() => {
         for (const a of batch) {
           try {
-            this.upsert(JSON.parse(a.doc) as JobRecord, a.revision, a.doc, a.seq);
+            this.upsert(decodeJob(a.doc), a.revision, a.doc, a.seq);
           } catch (err) {
             this.o.log.error({ err, seq: a.seq }, 'job projection: bad archived job record skipped');
           }
@@ -306,7 +307,7 @@ export class JobProjection extends ProjectionReads {
     this.sqlite.transaction(() => {
       for (const e of batch) {
         try {
-          if (e.operation === 'PUT' && e.value.length) this.upsert(e.json<JobRecord>(), e.revision, e.string());
+          if (e.operation === 'PUT' && e.value.length) this.upsert(decodeJob(e.value), e.revision, e.string());
           else {
             this.docs.dropOf(e.key);
             this.q.remove.run(e.key);
@@ -336,7 +337,7 @@ export class JobProjection extends ProjectionReads {
    * The row a document makes: its deadlines are the sweeps' due lists. `archiveSeq`: the document
    * is the archive's copy at that sequence (the row is replaced by it at the same revision too).
    */
-  upsert(job: JobRecord, revision: number, doc = JSON.stringify(job), archiveSeq?: number): void {
+  upsert(job: JobRecord, revision: number, doc = encodeJob(job), archiveSeq?: number): void {
     const placed = this.docs.place(job);
     const changed =
       this.q[archiveSeq === undefined ? 'upsert' : 'archive'].run(rowOf(job, revision, this.o.keepMs, archiveSeq)).changes > 0;
@@ -395,7 +396,7 @@ export class JobProjection extends ProjectionReads {
   /** The job as this instance last saw it in the bucket (recent writes only), with its revision. */
   getStored(id: string): { job: JobRecord; revision: number } | null {
     const r = this.recent.get(id);
-    return r ? { job: JSON.parse(r.doc) as JobRecord, revision: r.revision } : null;
+    return r ? { job: decodeJob(r.doc), revision: r.revision } : null;
   }
 
   /**

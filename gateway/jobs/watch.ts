@@ -8,7 +8,7 @@ import type { KV } from '@nats-io/kv';
 import { KvWatchInclude } from '@nats-io/kv';
 import type { Logger } from '../../shared/log.ts';
 import { isFinished, type JobRecord } from '../../shared/protocol/jobs.ts';
-import { readJob } from '../../shared/jobs/store.ts';
+import { decodeJob, readJob } from '../../shared/jobs/store.ts';
 import { pollJob } from './wait.ts';
 
 /** How long a finished job seen by the watch is remembered: covers a poll that registers just after its write went by. */
@@ -73,7 +73,7 @@ export class JobWatch {
         const set = this.waiters.get(e.key);
         let job: JobRecord;
         try {
-          job = e.json<JobRecord>();
+          job = decodeJob(e.value);
         } catch {
           continue;
         }

@@ -10,6 +10,7 @@ import { headers } from '@nats-io/nats-core';
 import { JetStreamApiError, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { STREAMS, subjects } from '../names.ts';
 import { isFinished, isUnrefunded, type JobRecord } from '../protocol/jobs.ts';
+import { decodeJob, encodeJob } from './store.ts';
 
 /** A job nothing changes any more: finished, its files deleted, no webhook to send, no failed result to refund. */
 export function isSettled(j: JobRecord): boolean {
@@ -23,7 +24,7 @@ export const REVISION_HEADER = 'Payloads-Revision';
  * Store the document in the archive; resolves with its sequence. Idempotent per (job, revision)
  * within the stream's duplicate window: a retried archiving gets the first copy's sequence back.
  */
-export async function archiveJob(js: JetStreamClient, job: JobRecord, revision: number, doc = JSON.stringify(job)): Promise<number> {
+export async function archiveJob(js: JetStreamClient, job: JobRecord, revision: number, doc = encodeJob(job)): Promise<number> {
   const h = headers();
   h.set(REVISION_HEADER, String(revision));
   const ack = await js.publish(subjects.jobArchived, doc, { msgID: `${job.id}:${revision}`, headers: h });
@@ -35,7 +36,7 @@ export async function readArchived(jsm: JetStreamManager, seq: number, id: strin
   try {
     const m = await jsm.streams.getMessage(STREAMS.jobsArchive, { seq });
     if (!m) return null;
-    const job = m.json<JobRecord>();
+    const job = decodeJob(m.data);
     return job?.id === id ? job : null;
   } catch (e) {
     if (e instanceof JetStreamApiError && e.code === 10037) return null; // aged out

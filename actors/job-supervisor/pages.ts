@@ -226,7 +226,10 @@ export async function advancePageSet(d: Deps, jobId: string, freed: ReadonlySet<
   if (ps.map) return advanceMap(d, job, await walletShareRoom(d, job), () => stepPageSet(d, jobId).then(() => {})).then(() => false);
   if (ps.kind === 'crawl') {
     // page 0 is published at creation; every other page comes from the frontier
-    const room = walletShareRoom(d, job).then((share) => Math.min(ps.window - inFlight(job) + doneOf(ps.state, freed), share));
+    // the wallet's share is asked only when the window has a place (a step after the early one, which
+    // filled it, asks nothing: one stream info less per page)
+    const places = ps.window - inFlight(job) + doneOf(ps.state, freed);
+    const room = places > 0 ? walletShareRoom(d, job).then((share) => Math.min(places, share)) : Promise.resolve(places);
     room.catch(() => {}); // awaited by advanceCrawl; this keeps a failure before that from going unhandled
     const again = () => void stepPageSet(d, jobId).catch((e: Error) => d.log.warn({ jobId, err: e }, 'crawl step failed'));
     const step = await advanceCrawl(d, job, room, again);

@@ -13,7 +13,8 @@
 // Where things are:
 // - visited set: bucket `crawl_visited`, key `<jobId>.<40 hex of sha256(uniqueKey)>`, created with
 //   create-if-absent. Its value says `admitting` (this coordinator is publishing it), `queued` (in the
-//   frontier) or `limit` (lost the race for the last slot). A duplicate link costs one read;
+//   frontier) or `limit` (lost the race for the last slot). A duplicate link costs one read, and none
+//   once this process has seen its key `queued` or `canonical` (a bounded memo: a key never leaves them);
 // - frontier: stream `CRAWL_FRONTIER`, subject `frontier.<jobId>`, one message per admitted URL, each
 //   carrying its ordinal `n`. Every publish expects the subject's last sequence (a compare-and-set), so
 //   the ordinals are dense and `n <= limit` holds across coordinators: the admission count and the queue
@@ -79,10 +80,20 @@ const CONFLICT = new Set([10071, 10158, 10163]);
 const isConflict = (e: unknown) =>
   (e instanceof JetStreamApiError && CONFLICT.has(e.code)) || /wrong last sequence|key exists/i.test(String((e as Error)?.message));
 
+/** Visited keys known to be `queued` or `canonical`, per crawl, held at most (the oldest crawl's go first). */
+export const KNOWN_VISITED_MAX = 200_000;
+
 export class Frontier {
   private readonly js: JetStreamClient;
   private readonly jsm: JetStreamManager;
   private readonly kv: KV;
+  /**
+   * Per crawl, the visited keys this process saw `queued` or `canonical` (or marked so): a key never
+   * leaves either state while its crawl runs (only `drop` removes it), so a link to one is a duplicate
+   * without a read. Most links of a site point to pages it has already: one read less per such link.
+   */
+  private readonly known = new Map<string, Set<string>>();
+  private knownCount = 0;
 
   private constructor(js: JetStreamClient, jsm: JetStreamManager, kv: KV) {
     this.js = js;
@@ -148,11 +159,12 @@ export class Frontier {
     const out: AdmitResult[] = new Array(items.length);
     const firsts = new Set<string>();
     const work: { i: number; key: string; h: string; vk: string }[] = [];
+    const known = this.known.get(jobId);
     items.forEach((item, i) => {
       const key = uniqueKey(item.url);
       if (!key) return void (out[i] = { ok: false, reason: 'bad_url' });
       const h = hashOf(key);
-      if (firsts.has(h)) return void (out[i] = { ok: false, reason: 'duplicate' });
+      if (firsts.has(h) || known?.has(h)) return void (out[i] = { ok: false, reason: 'duplicate' });
       firsts.add(h);
       work.push({ i, key, h, vk: `${jobId}.${h}` });
     });
@@ -163,8 +175,10 @@ export class Frontier {
       const e = seen[k];
       if (!e || e.operation !== 'PUT') return void fresh.push(w);
       const v = e.json<Visited>();
-      if (v.st === 'queued' || v.st === 'canonical') out[w.i] = { ok: false, reason: 'duplicate' };
-      else if (v.st === 'limit') out[w.i] = { ok: false, reason: 'limit' };
+      if (v.st === 'queued' || v.st === 'canonical') {
+        out[w.i] = { ok: false, reason: 'duplicate' };
+        this.remember(jobId, w.h);
+      } else if (v.st === 'limit') out[w.i] = { ok: false, reason: 'limit' };
       // `admitting` left by a coordinator that died before its publish: finish its work (the message id
       // keeps a publish that did land from landing twice)
       else claims.push({ w, rev: e.revision });
@@ -219,6 +233,7 @@ export class Frontier {
             last = { seq: ack.seq, n: entry.n };
           }
           mark(w.vk, 'queued', rev);
+          this.remember(jobId, w.h);
           break;
         } catch (e) {
           if (!isConflict(e)) throw e; // another URL took this ordinal: read the tail again
@@ -228,6 +243,19 @@ export class Frontier {
     }
     await Promise.all(marks);
     return out;
+  }
+
+  private remember(jobId: string, h: string): void {
+    let set = this.known.get(jobId);
+    if (!set) this.known.set(jobId, (set = new Set()));
+    if (set.has(h)) return;
+    set.add(h);
+    this.knownCount++;
+    while (this.knownCount > KNOWN_VISITED_MAX && this.known.size) {
+      const [oldest, keys] = this.known.entries().next().value!;
+      this.known.delete(oldest);
+      this.knownCount -= keys.size;
+    }
   }
 
   /**
@@ -328,6 +356,11 @@ export class Frontier {
 
   /** A finished crawl's frontier and visited set go (purged: no delete markers left behind). */
   async drop(jobId: string): Promise<void> {
+    const keys = this.known.get(jobId);
+    if (keys) {
+      this.known.delete(jobId);
+      this.knownCount -= keys.size;
+    }
     await this.jsm.streams.purge(FRONTIER_STREAM, { filter: frontierSubject(jobId) });
     await this.jsm.streams.purge(`KV_${VISITED_BUCKET}`, { filter: `$KV.${VISITED_BUCKET}.${jobId}.>` });
   }

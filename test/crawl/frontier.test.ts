@@ -158,4 +158,32 @@ t.test('frontier on NATS', async (t) => {
     t.same(await a.counts(job), { admitted: 0, taken: 0 }, 'dropped');
     t.equal(await subjectCount(frontierSubject(job)), 0);
   });
+  t.test('a link to a page the crawl has is a duplicate without a read, after the first answer', async (t) => {
+    const job = 'job_known';
+    const c = await Frontier.open(await nats.connect('coordinator-c'));
+    let reads = 0;
+    const tap = await nats.connect('tap');
+    tap.subscribe(`$JS.API.*.*.*.KV_${VISITED_BUCKET}.>`, { callback: () => reads++ });
+    tap.subscribe(`$JS.API.STREAM.MSG.GET.KV_${VISITED_BUCKET}`, { callback: () => reads++ });
+    await tap.flush();
+    const links = ['https://e.com/', 'https://e.com/a', 'https://e.com/b'].map((url) => ({ url, depth: 1 }));
+    t.match(await c.admitMany(job, links, 10), [{ ok: true }, { ok: true }, { ok: true }], 'admitted');
+    await tap.flush();
+    const before = reads;
+    t.same(
+      (await c.admitMany(job, links, 10)).map((r) => r),
+      links.map(() => ({ ok: false, reason: 'duplicate' })),
+      'the same links again: duplicates',
+    );
+    await tap.flush();
+    t.equal(reads - before, 0, 'no read of the visited set for them');
+    t.same(
+      await b.admit(job, { url: 'https://e.com/a', depth: 2 }, 10),
+      { ok: false, reason: 'duplicate' },
+      'another coordinator reads and agrees',
+    );
+    await c.drop(job);
+    t.match(await c.admit(job, { url: 'https://e.com/a', depth: 1 }, 10), { ok: true, n: 1 }, 'a dropped crawl forgets them');
+    await c.drop(job);
+  });
 });

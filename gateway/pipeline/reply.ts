@@ -4,6 +4,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { errorDocUrl, type ApiError } from '../../shared/errors.ts';
 import { send, sendStream, type ResState } from '../http.ts';
 import type { Reply } from '../route.ts';
+import { stringify } from '../../shared/raw-json.ts';
 
 export async function sendReply(
   res: HttpResponse,
@@ -14,7 +15,7 @@ export async function sendReply(
 ): Promise<number> {
   const status = reply.status ?? 200;
   if ('json' in reply)
-    send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, head ? '' : JSON.stringify(reply.json));
+    send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, head ? '' : stringify(reply.json));
   else if ('stream' in reply) await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
   else send(res, state, status, { ...common, ...reply.headers }, head ? '' : reply.body);
   return status;

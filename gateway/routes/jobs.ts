@@ -28,7 +28,7 @@ import {
   retryCreation,
 } from '../jobs/index.ts';
 import { Quote, JobWithBalance, Job } from '../../shared/schemas/api.ts';
-import { jobDoc, pageResultFile, pageSetZip, resultsRoute } from './pages.ts';
+import { jobDoc, jobDocText, pageResultFile, pageSetZip, resultsRoute } from './pages.ts';
 
 /** The 400-class codes each service's body and plan can answer with. */
 const SERVICE_ERRORS: Record<ServiceName, ErrorCode[]> = {
@@ -241,7 +241,7 @@ const jobRoutes: Route[] = [
       if (ms <= 0 || isFinished(first)) {
         // the balance is read after the job (it holds every refund the record shows, below), beside
         // the job's results: two reads at once, not one after the other (the crawl bench's p99)
-        const [job, balance] = await Promise.all([jobDoc(ctx, first), readBalance(ctx.nc, first.walletId)]);
+        const [job, balance] = await Promise.all([jobDocText(ctx, first), readBalance(ctx.nc, first.walletId)]);
         return { json: { job, balance } };
       }
       // A long poll reads the balance beside its wait, not after it: the read is taken after the
@@ -256,7 +256,7 @@ const jobRoutes: Route[] = [
       early.catch(() => {}); // awaited below unless read again; its error is answered then
       const job = await jobWatchOf(ctx.kv.jobs, ctx.log).wait(first, ms, req.signal);
       const [doc, balance] = await Promise.all([
-        jobDoc(ctx, job),
+        jobDocText(ctx, job),
         job.refunded === first.refunded ? early : readBalance(ctx.nc, job.walletId),
       ]);
       return { json: { job: doc, balance } };

@@ -8,7 +8,7 @@ import yazl from 'yazl';
 import type { GatewayContext, Reply, Route } from '../route.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { objectName, type JobRecord } from '../../shared/protocol/jobs.ts';
-import { pageOfResults, pagesReader, publicJobOf } from '../../shared/jobs/page-results.ts';
+import { pageOfResults, pagesReader, publicJobOf, publicJobText } from '../../shared/jobs/page-results.ts';
 import { readPageResults, RESULTS_INLINE } from '../../shared/jobs/pages.ts';
 import { zipName } from '../../shared/crawl/keys.ts';
 import { Result } from '../../shared/schemas/api.ts';
@@ -17,6 +17,11 @@ import { reportLostFile } from '../../shared/jobs/lost.ts';
 /** The public job as GET /v1/jobs/{id} shows it: a page set with its first results inline. */
 export async function jobDoc(ctx: GatewayContext, job: JobRecord) {
   return publicJobOf(await pagesReader(ctx.nc, ctx.js), job, ctx.baseUrl);
+}
+
+/** The job as GET /v1/jobs/{id} answers it: its inline results as text kept per job (shared/jobs/page-results.ts publicJobText). */
+export async function jobDocText(ctx: GatewayContext, job: JobRecord) {
+  return publicJobText(await pagesReader(ctx.nc, ctx.js), job, ctx.baseUrl);
 }
 
 /** GET /v1/jobs/:id/results (the route; `ownJob` is the caller's check of the job). */

@@ -6,7 +6,8 @@ import { jetstreamManager, type JetStreamClient, type JetStreamManager } from '@
 import type { NatsConnection } from '@nats-io/nats-core';
 import type { JobRecord } from '../protocol/jobs.ts';
 import type { JobDoc, ResultDoc } from '../schemas/api.ts';
-import { toPublicJob, toPublicResult } from '../protocol/public-job.ts';
+import { isExpired, toPublicJob, toPublicResult } from '../protocol/public-job.ts';
+import { RawJson } from '../raw-json.ts';
 import { decodeCursor, encodeCursor, readPageResults, RESULTS_INLINE, type PageMessage } from './pages.ts';
 import { ApiError } from '../errors.ts';
 
@@ -34,13 +35,25 @@ export async function pagesReader(nc: NatsConnection, js: JetStreamClient): Prom
  * while its crawl runs costs the messages written since the last read, not all of them again.
  * Bounded by results held (FIRST_PAGES_MAX_RESULTS, the oldest read dropped first). Exported for its test.
  */
-const firstPages = new Map<string, { messages: PageMessage[]; next: number | null; lastSeq: number; count: number }>();
+const firstPages = new Map<string, FirstPage>();
+interface FirstPage {
+  messages: PageMessage[];
+  next: number | null;
+  lastSeq: number;
+  count: number;
+  /**
+   * The public results of the first `upTo` messages as JSON text (comma-joined), per base URL and
+   * expiry (what toPublicResult depends on): a read serialises only the messages new since the last
+   * one. At most a few hundred bytes per result held (FIRST_PAGES_MAX_RESULTS bounds them).
+   */
+  texts?: Map<string, { upTo: number; text: string }>;
+}
 let firstPagesHeld = 0;
 export const FIRST_PAGES_MAX_RESULTS = 20_000;
 
-export async function firstResults(r: PagesReader, jobId: string): Promise<{ messages: PageMessage[]; next: number | null }> {
+export async function firstResults(r: PagesReader, jobId: string): Promise<FirstPage> {
   const had = firstPages.get(jobId);
-  let e: NonNullable<typeof had>;
+  let e: FirstPage;
   if (!had) {
     const got = await readPageResults(r.js, r.jsm, jobId, 1, RESULTS_INLINE);
     e = { messages: got.messages, next: got.next, lastSeq: got.seqs.at(-1) ?? 0, count: 0 };
@@ -48,7 +61,14 @@ export async function firstResults(r: PagesReader, jobId: string): Promise<{ mes
     const room = RESULTS_INLINE - had.count;
     const got = await readPageResults(r.js, r.jsm, jobId, had.lastSeq + 1, room);
     if (got.messages.length && got.messages[0]!.results.length > room) e = { ...had, next: got.seqs[0]! };
-    else e = { messages: [...had.messages, ...got.messages], next: got.next, lastSeq: got.seqs.at(-1) ?? had.lastSeq, count: 0 };
+    else
+      e = {
+        messages: [...had.messages, ...got.messages],
+        next: got.next,
+        lastSeq: got.seqs.at(-1) ?? had.lastSeq,
+        count: 0,
+        ...(had.texts ? { texts: had.texts } : {}),
+      };
   } else e = had;
   // entered again as the newest read
   if (had) {
@@ -87,6 +107,36 @@ export async function pageOfResults(
     results: messages.flatMap((m) => m.results.map((x) => toPublicResult(job, x, baseUrl, now))),
     next: next === null ? null : encodeCursor(next),
   };
+}
+
+/** The first results' JSON text for this base URL and expiry, extended by the messages new since it was made. */
+function firstText(e: FirstPage, job: JobRecord, baseUrl: string, now: number): string {
+  const key = `${isExpired(job, now) ? 'x' : '-'}${baseUrl}`;
+  const texts = (e.texts ??= new Map());
+  const had = texts.get(key) ?? { upTo: 0, text: '' };
+  if (had.upTo === e.messages.length) return had.text;
+  const more = e.messages
+    .slice(had.upTo)
+    .flatMap((m) => m.results.map((x) => JSON.stringify(toPublicResult(job, x, baseUrl, now))))
+    .join(',');
+  const text = had.text && more ? `${had.text},${more}` : had.text || more;
+  texts.set(key, { upTo: e.messages.length, text });
+  return text;
+}
+
+/**
+ * The public job as publicJobOf makes it, its inline results as JSON text kept with the first
+ * results (RawJson: the gateway's answer puts it in as it is). GET /v1/jobs/{id} of a big page set
+ * then serialises only its new results, not a thousand each time.
+ */
+export async function publicJobText(r: PagesReader, job: JobRecord, baseUrl: string, now = Date.now()): Promise<JobDoc> {
+  const doc = toPublicJob(job, baseUrl, now);
+  if (!job.pageSet || !job.pageSet.resultCount) return doc;
+  const e = await firstResults(r, job.id);
+  (doc as { results: unknown }).results = new RawJson(`[${firstText(e, job, baseUrl, now)}]`);
+  if (e.next !== null) doc.resultsNext = encodeCursor(e.next);
+  else delete doc.resultsNext;
+  return doc;
 }
 
 /** The public job with a page set's first results inline (a one-page job as toPublicJob makes it). */

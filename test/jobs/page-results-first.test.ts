@@ -5,7 +5,9 @@ import t from 'tap';
 import { jetstream } from '@nats-io/jetstream';
 import { subjects } from '../../shared/names.ts';
 import { pageMsgId, readPageResults, RESULTS_INLINE, type PageMessage } from '../../shared/jobs/pages.ts';
-import { firstResults, pagesReader } from '../../shared/jobs/page-results.ts';
+import { firstResults, pagesReader, publicJobOf, publicJobText } from '../../shared/jobs/page-results.ts';
+import { stringify } from '../../shared/raw-json.ts';
+import type { JobRecord } from '../../shared/protocol/jobs.ts';
 import { startTestNats } from '../helpers/nats.ts';
 
 t.test('the first results page, read on from where it stopped, equals a fresh read after every write', async (t) => {
@@ -21,7 +23,14 @@ t.test('the first results page, read on from where it stopped, equals a fresh re
       jobId,
       index,
       pageKey: `p${index}`,
-      results: Array.from({ length: results }, (_, k) => ({ key: `p${index}/${k}`, status: 'done', price: 1, refunded: false })),
+      results: Array.from({ length: results }, (_, k) => ({
+        key: `p${index}/${k}`,
+        status: 'done',
+        price: 1,
+        refunded: false,
+        extra: { page: `https://e.test/${index}?q="x"&k=${k}` },
+        ...(k % 2 ? {} : { file: { store: 'results', name: `o${index}.${k}`, contentType: 'text/markdown', bytes: 10, filename: 'a.md' } }),
+      })),
     };
     await js.publish(subjects.page(jobId), JSON.stringify(msg), { msgID: pageMsgId(jobId, index) });
   };
@@ -33,6 +42,39 @@ t.test('the first results page, read on from where it stopped, equals a fresh re
       { keys: fresh.messages.map((m) => m.pageKey), next: fresh.next },
       what,
     );
+    // GET /v1/jobs/{id}'s text (its results serialised once, extended after) is the same JSON
+    // byte for byte, for results that can be downloaded and for expired ones
+    for (const expiresAt of [Date.now() + 3_600_000, Date.now() - 1]) {
+      const job = {
+        id: jobId,
+        service: 'websitepro',
+        status: 'processing',
+        cost: 10,
+        refunded: 0,
+        createdAt: 1,
+        expiresAt,
+        results: [],
+        pageSet: {
+          kind: 'batch',
+          outputs: ['markdown'],
+          unitPrices: {},
+          slots: 9,
+          pages: 1,
+          window: 2,
+          state: 'r',
+          resultCount: 1,
+          done: 1,
+          failed: 0,
+          resultsRefunded: 0,
+        },
+      } as unknown as JobRecord;
+      for (const base of ['http://a.test', 'http://b.test'])
+        t.equal(
+          stringify(await publicJobText(r, job, base)),
+          JSON.stringify(await publicJobOf(r, job, base)),
+          `${what}: the text is the JSON`,
+        );
+    }
     return kept;
   };
   t.same((await firstResults(r, 'job_none')).messages, [], 'no page yet: none');

@@ -1,0 +1,23 @@
+// shared/raw-json.ts: a RawJson's text goes into the gateway's answer as it is, and anywhere else
+// (JSON.stringify of a stored answer, a webhook) as its parsed value: the same JSON either way.
+import t from 'tap';
+import { RawJson, stringify } from '../../shared/raw-json.ts';
+
+t.test('stringify puts the text in; JSON.stringify gives the same JSON', async (t) => {
+  const value = {
+    a: 1,
+    results: new RawJson('[{"page":"https://e.test/?q=\\"x\\"","n":null},2]'),
+    more: [new RawJson('"s"'), new RawJson('{}')],
+    // a string that looks like the mark's start is only a string
+    s: '\u0000raw0123:0',
+  };
+  const text = stringify(value);
+  t.equal(text, JSON.stringify(value));
+  t.same(JSON.parse(text), { a: 1, results: [{ page: 'https://e.test/?q="x"', n: null }, 2], more: ['s', {}], s: '\u0000raw0123:0' });
+  t.equal(stringify({ plain: [1, 'two'] }), '{"plain":[1,"two"]}', 'no RawJson: JSON.stringify');
+});
+
+t.test('a RawJson serialised inside another stringify call (a nested toJSON) is still right', async (t) => {
+  const inner = { toJSON: () => JSON.parse(stringify({ r: new RawJson('[1]') })) };
+  t.equal(stringify({ x: inner, y: new RawJson('true') }), '{"x":{"r":[1]},"y":true}');
+});

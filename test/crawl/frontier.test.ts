@@ -163,8 +163,8 @@ t.test('frontier on NATS', async (t) => {
     const c = await Frontier.open(await nats.connect('coordinator-c'));
     let reads = 0;
     const tap = await nats.connect('tap');
-    tap.subscribe(`$JS.API.*.*.*.KV_${VISITED_BUCKET}.>`, { callback: () => reads++ });
-    tap.subscribe(`$JS.API.STREAM.MSG.GET.KV_${VISITED_BUCKET}`, { callback: () => reads++ });
+    tap.subscribe(`$JS.API.*.*.*.KV_${VISITED_BUCKET}.>`, { callback: () => void reads++ });
+    tap.subscribe(`$JS.API.STREAM.MSG.GET.KV_${VISITED_BUCKET}`, { callback: () => void reads++ });
     await tap.flush();
     const links = ['https://e.com/', 'https://e.com/a', 'https://e.com/b'].map((url) => ({ url, depth: 1 }));
     t.match(await c.admitMany(job, links, 10), [{ ok: true }, { ok: true }, { ok: true }], 'admitted');

@@ -11,7 +11,7 @@ import { putObject } from '../../shared/nats/objects.ts';
 import { ApiError } from '../../shared/errors.ts';
 import { resultKey } from '../../shared/crawl/keys.ts';
 import type { PageTaskParams } from '../../shared/jobs/pages.ts';
-import { ROBOTS_TEXT_MAX, type RobotsText } from '../../shared/jobs/crawl.ts';
+import { ROBOTS_TEXT_MAX, type RetryFact, type RobotsText } from '../../shared/jobs/crawl.ts';
 import { fetchRobots, RobotsCache, type RobotsOptions } from '../../shared/crawl/robots.ts';
 import { parseRetryAfter } from '../../shared/crawl/politeness.ts';
 import { uniqueKey } from '../../shared/crawl/normalize.ts';
@@ -20,10 +20,19 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import { browserFailure, convertPage, renderHtml, renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
+import { browserFailure, browserWaitMs, convertPage, renderHtml, renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
 import { RENDER_KEY } from '../../shared/services/index.ts';
 import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
+import { sleep } from '../../shared/runtime.ts';
+
+/**
+ * A batch page whose render found our browser-pool busy (or no instance answering) is rendered again
+ * after these waits (a batch page has no later send to wait for), while the task's time bound allows
+ * a whole render more; a crawl page goes back to the supervisor instead (`retry.ours`).
+ */
+export const RENDER_BUSY_BACKOFF_MS = [1000, 3000];
+const ourCapacity = (error: string): error is 'busy' | 'service_unavailable' => error === 'busy' || error === 'service_unavailable';
 
 /** What a page task needs of the converter. */
 export type PageDeps = Pick<Deps, 'nc' | 'config' | 'pool'>;
@@ -45,8 +54,11 @@ export type PageOutcomeExtra = {
   sitemap?: string[];
   /** The page's `<link rel=canonical>` when it is on the page's origin and another page (by uniqueKey). */
   canonical?: string;
-  /** A crawl page that answered 429/503 (not a wall): no result; the supervisor asks again later. */
-  retry?: { status: number; retryAfterMs: number | null };
+  /**
+   * A crawl page to ask again later, no result: it answered 429/503 (not a wall), or (`ours`, status
+   * null) our browser-pool could not render it now, which the supervisor does not hold against its origin.
+   */
+  retry?: RetryFact;
   /** A crawl page on another origin whose own robots.txt forbids it or cannot be read: no result. */
   skipped?: 'robots' | 'robots_unavailable';
   /** With `crawl.originRobots`: that origin's Crawl-delay (bounded), for its politeness. */
@@ -77,6 +89,7 @@ export const isPageTask = (params: Record<string, unknown>) => params.page === t
 
 export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<TaskResult> {
   const { task } = ctx;
+  const began = Date.now();
   const p = task.params as unknown as PageTaskParams;
   const outputs = p.outputs as (TextOutput | 'pdf' | 'rawHtml' | typeof RENDER_KEY)[];
   // a map's page (linksOnly) makes no output: only its links, for the supervisor
@@ -191,13 +204,25 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         error: 'selector_not_found',
         message: `the target is ${page.contentType || 'not HTML'}, which has no elements to wait for or act on`,
       });
-    let r: RenderHtmlReply;
-    try {
-      r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
-    } catch (e) {
-      if (ctx.signal.aborted) throw e;
-      const f = browserFailure(e, 'renders pages');
-      return failed({ error: f.error, message: f.message, ...(f.extra ? { extra: f.extra } : {}) });
+    let r: RenderHtmlReply | undefined;
+    for (let tries = 1; !r; tries++) {
+      try {
+        r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
+      } catch (e) {
+        if (ctx.signal.aborted) throw e;
+        const f = browserFailure(e, 'renders pages');
+        // our own capacity is not the page's failure: a crawl's page is sent again later (its origin not held)
+        if (p.crawl && ourCapacity(f.error))
+          return { extra: crawled({ page: res.url, outputs: {}, retry: { status: null, ours: f.error, retryAfterMs: null } }) };
+        const wait = RENDER_BUSY_BACKOFF_MS[tries - 1];
+        const room = config.jobs.taskTimeoutSeconds * 1000 - (Date.now() - began) - 5000;
+        if (ourCapacity(f.error) && wait !== undefined && wait + browserWaitMs(config, p.controls ?? {}) < room) {
+          await sleep(wait, ctx.signal);
+          continue;
+        }
+        const message = tries > 1 ? `${f.message} (rendered ${tries} times)` : f.message;
+        return failed({ error: f.error, message, ...(f.extra ? { extra: f.extra } : {}) });
+      }
     }
     // the browser's own answer counts as the fetch's did: a crawl asks again after a 429/503, an error page is no delivery
     if (p.crawl && (r.status === 429 || r.status === 503))

@@ -8,6 +8,10 @@
 // - `retry` (429/503, not a wall): the origin is held until the bounded Retry-After (else a back-off),
 //   the page waits again (`-`) until then, and is sent again with a new task key (`page:<i>~<n>`); past
 //   crawl.maxRetries it is recorded as failed `http_error` results (refunded);
+// - `retry` with `ours` (browser-pool had no free page for its render, or no instance answered): our
+//   capacity, not the target's answer, so the origin is neither held nor struck (its place is only
+//   given back); the page waits a short back-off (1 s, 2 s, 4 s, at most 5 s) and is sent again, the
+//   tries counted against crawl.maxRetries as a 429's, past them failed `busy` / `service_unavailable`;
 // - `skipped` (another origin's robots.txt forbids it or cannot be read): dropped (`x`), counted;
 // - `canonical`: a copy of a page the crawl already has (its uniqueKey is in the visited set) is
 //   dropped (`x`, counted `duplicate`); otherwise the canonical URL enters the visited set as this
@@ -19,7 +23,7 @@
 import { STREAMS, subjects } from '../../shared/names.ts';
 import { outcomeMsgId, type JobRecord, type Outcome } from '../../shared/protocol/jobs.ts';
 import { answered, decide, gapOf, started, type PolitenessRules } from '../../shared/crawl/politeness.ts';
-import type { CrawlStore, OriginPolite, PageAttempt, CrawlPage } from '../../shared/jobs/crawl.ts';
+import type { CrawlStore, OriginPolite, OurRetry, PageAttempt, CrawlPage, RetryFact } from '../../shared/jobs/crawl.ts';
 import { pageTaskKey, publishPages } from '../../shared/jobs/pages.ts';
 import { updateJob } from '../../shared/jobs/store.ts';
 import type { ReportJson } from '../../shared/crawl/report.ts';
@@ -27,11 +31,15 @@ import type { Deps } from './deps.ts';
 
 /** A crawl page's outcome facts beside its outputs (actors/converter/page.ts, PageOutcomeExtra). */
 export interface CrawlFacts {
-  retry?: { status: number; retryAfterMs: number | null };
+  retry?: RetryFact;
   skipped?: 'robots' | 'robots_unavailable';
   canonical?: string;
   crawlDelayMs?: number;
 }
+
+/** The wait before a page our browser-pool could not take is sent again: 1 s, 2 s, 4 s, then 5 s, each up to a quarter more (spread). */
+export const ourBackoffMs = (tries: number, asked: number | null) =>
+  Math.min(asked ?? 1000 * 2 ** Math.min(Math.max(0, tries - 1), 10), 5000) * (1 + Math.random() / 4);
 
 const startOrigin = (job: JobRecord) => new URL(String(job.request.url)).origin;
 const sendOf = (a: PageAttempt | null) => (a ? a.tries + a.lost : 0);
@@ -174,6 +182,7 @@ export type FactsVerdict = { record: Outcome } | { dropped: keyof ReportJson['sk
 /** What a crawl page's outcome facts make of it: recorded (possibly as http_error), dropped, or held for a retry. */
 export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: number, page: CrawlPage, o: Outcome): Promise<FactsVerdict> {
   const facts = (o.kind === 'done' ? (o.extra ?? {}) : {}) as CrawlFacts;
+  if (o.kind === 'done' && facts.retry?.ours) return ourRetry(d, s, job, index, page, o, facts.retry);
   if (o.kind === 'done' && facts.retry) {
     const a = (await s.attempt(job.id, index)) ?? { tries: 0, lost: 0, sentAt: 0 };
     const tries = a.last === o.at ? a.tries : a.tries + 1; // a redelivered outcome counts once
@@ -182,7 +191,7 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
     await s.updateOrigin(job.id, origin, (st) => {
       const r = rulesOf(d, job, origin, st, 0);
       const ans = answered({ ...st, inFlight: st.pages.length }, r, o.at, {
-        status: facts.retry!.status,
+        status: facts.retry!.status as number,
         retryAfterMs: facts.retry!.retryAfterMs,
       });
       retryAt = ans.retryAt ?? o.at;
@@ -201,13 +210,7 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
           message: `the target answered HTTP ${facts.retry.status} ${tries} times (crawl.maxRetries ${d.config.crawl.maxRetries})`,
         },
       };
-    await s.setAttempt(job.id, index, { ...a, tries, retryAt, last: o.at });
-    await updateJob(d.jobs, job.id, (j) => {
-      const ps = j.pageSet;
-      if (!ps || ps.state[index] !== 'q') return false;
-      ps.state = `${ps.state.slice(0, index)}-${ps.state.slice(index + 1)}`;
-      return true;
-    });
+    await holdPage(d, s, job, index, a, tries, retryAt, o.at);
     return 'held';
   }
   await release(s, job, index, page, facts, o.kind === 'done' ? 200 : null);
@@ -215,6 +218,58 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
   if (facts.skipped === 'robots' || facts.skipped === 'robots_unavailable') return { dropped: facts.skipped };
   if (facts.canonical && (await s.frontier.claimCanonical(job.id, facts.canonical, index)) === 'duplicate') return { dropped: 'duplicate' };
   return { record: o };
+}
+
+/** Put the page back to wait (`-`) until `retryAt`, its tries noted (the document is left alone when the page is no longer `q`). */
+async function holdPage(d: Deps, s: CrawlStore, job: JobRecord, index: number, a: PageAttempt, tries: number, retryAt: number, at: number) {
+  await s.setAttempt(job.id, index, { ...a, tries, retryAt, last: at });
+  await updateJob(d.jobs, job.id, (j) => {
+    const ps = j.pageSet;
+    if (!ps || ps.state[index] !== 'q') return false;
+    ps.state = `${ps.state.slice(0, index)}-${ps.state.slice(index + 1)}`;
+    return true;
+  });
+}
+
+/**
+ * A page our browser-pool could not render now (busy, or no instance answered): the target was not
+ * asked by the browser, so its origin is neither held nor struck; only the page's place on it is given
+ * back (no write when the page held none). Sent again after a short back-off; past crawl.maxRetries
+ * tries (429s included) it fails with our error, refunded.
+ */
+async function ourRetry(
+  d: Deps,
+  s: CrawlStore,
+  job: JobRecord,
+  index: number,
+  page: CrawlPage,
+  o: Extract<Outcome, { kind: 'done' }>,
+  retry: RetryFact & { ours: OurRetry },
+): Promise<FactsVerdict> {
+  const a = (await s.attempt(job.id, index)) ?? { tries: 0, lost: 0, sentAt: 0 };
+  const tries = a.last === o.at ? a.tries : a.tries + 1; // a redelivered outcome counts once
+  await s.updateOrigin(job.id, new URL(page.url).origin, (st) => {
+    if (!st.pages.includes(index)) return null;
+    const pages = st.pages.filter((p) => p !== index);
+    return { ...st, inFlight: pages.length, pages };
+  });
+  if (tries > d.config.crawl.maxRetries)
+    return {
+      record: {
+        v: 1,
+        kind: 'failed',
+        jobId: o.jobId,
+        resultKey: o.resultKey,
+        at: o.at,
+        error: retry.ours,
+        message:
+          retry.ours === 'busy'
+            ? `every browser page of our browser-pool was busy each of the ${tries} times this page was sent (crawl.maxRetries ${d.config.crawl.maxRetries}); our capacity, not the target's: refunded`
+            : `no browser-pool instance answered in time each of the ${tries} times this page was sent (crawl.maxRetries ${d.config.crawl.maxRetries}): refunded`,
+      },
+    };
+  await holdPage(d, s, job, index, a, tries, o.at + ourBackoffMs(tries, retry.retryAfterMs), o.at);
+  return 'held';
 }
 
 /** When each crawl's pages in flight were last checked for lost tasks (a bounded memo; a restart checks at once). */

@@ -19,9 +19,20 @@ export interface CrawlPage extends PlannedPage {
   depth: number;
 }
 
-/** A crawl page's sends (`<jobId>.t<index>`): retries after 429/503, re-sends of a lost task. */
+/**
+ * A crawl page asked again later (a page outcome's `retry`): the target said 429/503 (`status`), or our
+ * own browser-pool could not render it now (`ours`: the error it would have failed with; `status` null),
+ * which says nothing of the target's origin.
+ */
+export type RetryFact =
+  | { status: number; retryAfterMs: number | null; ours?: undefined }
+  | { status: null; ours: OurRetry; retryAfterMs: number | null };
+/** Our own lack of capacity for a page's render (actors/converter/page.ts): not the target's failure. */
+export type OurRetry = 'busy' | 'service_unavailable';
+
+/** A crawl page's sends (`<jobId>.t<index>`): retries after 429/503 or our busy browser-pool, re-sends of a lost task. */
 export interface PageAttempt {
-  /** 429/503 answers so far (its task key is `page:<index>~<tries + lost>` from the first retry on). */
+  /** Retries asked so far: 429/503 answers and our browser-pool's `busy` (its task key is `page:<index>~<tries + lost>` from the first retry on). */
   tries: number;
   /** Re-sends of a task lost with no outcome. */
   lost: number;

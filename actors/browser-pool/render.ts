@@ -88,6 +88,8 @@ function checkUrl(url: unknown): string {
 /**
  * A page opened and settled by the same rule as a screenshot (dialogs, popups, downloads, caps),
  * then the caller's controls: headers and cookies from the first request, the page work once settled.
+ * `errorStops`: a page whose own answer is an HTTP error (a 429, a 404) gets no page work (its
+ * waitFor would only wait out the timeout): the caller reads the status (websitepro's render).
  */
 async function open(
   page: Page,
@@ -98,6 +100,7 @@ async function open(
   settle?: Settle,
   controls: PageControls = {},
   engine: 'chromium' | 'gecko' = 'chromium',
+  o: { errorStops?: boolean } = {},
 ) {
   const watch = new PageWatch(page);
   const deadline = Date.now() + timeoutMs;
@@ -110,7 +113,9 @@ async function open(
     settle,
   });
   const selectors: SelectorCounts = {};
-  if (hasPageWork(controls))
+  const status = (watch.mainResponse ?? resp)?.status() ?? null;
+  const failed = o.errorStops && status !== null && status >= 400;
+  if (hasPageWork(controls) && !failed)
     await watch.race(
       doPageWork(
         page,
@@ -182,7 +187,9 @@ export function renderEndpoints(deps: {
       checkControls(req.controls);
       const ms = timeoutOf(req.controls, pageTimeoutMs);
       return run(async (page, ahead) => {
-        const { watch, status, selectors } = await open(page, url, ms - 2000, blockedSince, ahead, settle, req.controls, engine);
+        const { watch, status, selectors } = await open(page, url, ms - 2000, blockedSince, ahead, settle, req.controls, engine, {
+          errorStops: true,
+        });
         ahead.step('the rendered HTML');
         return {
           html: await watch.ownCapture(page.content()),

@@ -193,6 +193,14 @@ async function produce(
       });
     try {
       const r = await step(ctx, 'rendering', () => renderHtml(deps.nc, config, renderUrl, t));
+      // the browser's own answer counts as the fetch's did: an error page is no delivery (browser-pool
+      // does not wait for a selector on it)
+      if (r.status !== null && r.status >= 400)
+        return failEvery(deps, ctx, index, outputs, self, {
+          error: 'http_error',
+          message: `the target answered HTTP ${r.status} to the browser`,
+          extra: facts,
+        });
       counted(r.selectors);
       Object.assign(base, {
         body: Buffer.from(r.html, 'utf8'),

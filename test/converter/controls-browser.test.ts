@@ -33,6 +33,7 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
   const pool = await start({ nc: c.nc, config: c.config, log: testLog(), instanceId: 'bp-controls' });
   t.teardown(() => pool.stop());
   const seen: { who: string; path: string; headers: IncomingHttpHeaders }[] = [];
+  let flaky = 0;
   const other = await fixtureServer(t, {
     '/pixel.png': (req, res) => {
       seen.push({ who: 'other', path: '/pixel.png', headers: req.headers });
@@ -41,6 +42,12 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
   });
   const s = await fixtureServer(t, {
     '/late': html(LATE),
+    // the converter's fetch gets the page, the browser's visit a 429
+    '/flaky': (req, res) => {
+      flaky++;
+      if (flaky % 2 === 0) res.writeHead(429, { 'content-type': 'text/plain' }).end('slow down');
+      else html(LATE)(req, res);
+    },
     '/pushed': html(PUSHED),
     '/private': (req, res) => {
       seen.push({ who: 'target', path: '/private', headers: req.headers });
@@ -61,6 +68,13 @@ t.test('browser controls through browser-pool', { skip }, async (t) => {
     t.match(await c.read(r.markdown!), /Late content arrived/);
     t.same(r.markdown!.extra?.selectors, { '#late': 1 });
     t.match(r.render, { kind: 'done', extra: { selectors: { '#late': 1 } } }, 'the render result carries the facts');
+  });
+
+  t.test('the browser is told an HTTP error the fetch was not: http_error at once, the selector not waited out', async (t) => {
+    const t0 = Date.now();
+    const r = await c.runBody({ url: s.url('/flaky'), outputs: ['text'], waitFor: '#late', timeout: 20 }, 120000);
+    for (const k of ['text', 'render']) t.match(r[k], { kind: 'failed', error: 'http_error', message: /HTTP 429 to the browser/ }, k);
+    t.ok(Date.now() - t0 < 15000, `answered in ${Date.now() - t0} ms, not after the 20 s wait`);
   });
 
   t.test('waitFor that never matches: selector_not_found, every result (render included)', async (t) => {

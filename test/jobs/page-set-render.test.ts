@@ -108,8 +108,9 @@ t.test(
     });
     const r = await app.request('POST', '/v1/websitepro/jobs', {
       key,
-      // actions (no waitFor, whose selector a 429 page lacks: selector_not_found, refunded, not asked again)
-      body: { url: s.url('/'), outputs: ['markdown'], actions: [{ type: 'wait', ms: 10 }], crawl: { limit: 2 } },
+      // waitFor, whose selector the 429 page lacks: browser-pool returns the status at once instead of
+      // waiting it out (that was selector_not_found, refunded, never asked again)
+      body: { url: s.url('/'), outputs: ['markdown'], waitFor: 'article h1', timeout: 8, crawl: { limit: 2 } },
     });
     t.equal(r.status, 201, r.text);
     let job = r.json.job;

@@ -103,6 +103,40 @@ export async function renderHtml(nc: NatsConnection, config: Config, url: string
   );
 }
 
+/**
+ * A render that found our browser-pool busy (or no instance answering) is asked again after these
+ * waits, while the task's time bound allows a whole render more: our capacity is not the page's
+ * failure. A crawl's page goes back to the supervisor instead (actors/converter/page.ts `retry.ours`).
+ */
+export const RENDER_BUSY_BACKOFF_MS = [1000, 3000];
+export const ourCapacity = (error: string): error is 'busy' | 'service_unavailable' => error === 'busy' || error === 'service_unavailable';
+
+/** renderHtml, asked again after RENDER_BUSY_BACKOFF_MS while browser-pool is busy; a failure thrown as browserFailure makes it. */
+export async function renderHtmlRetrying(
+  nc: NatsConnection,
+  config: Config,
+  url: string,
+  t: TaskControls | null,
+  o: { began: number; signal: AbortSignal; sleep: (ms: number, signal: AbortSignal) => Promise<unknown> },
+): Promise<RenderHtmlReply> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await renderHtml(nc, config, url, t);
+    } catch (e) {
+      if (o.signal.aborted) throw e;
+      const f = browserFailure(e, 'renders pages');
+      const wait = RENDER_BUSY_BACKOFF_MS[tries - 1];
+      const room = config.jobs.taskTimeoutSeconds * 1000 - (Date.now() - o.began) - 5000;
+      const whole = t ? browserWaitMs(config, t.controls) : config.shots.pageTimeoutMs + 5000;
+      if (ourCapacity(f.error) && wait !== undefined && wait + whole < room) {
+        await o.sleep(wait, o.signal);
+        continue;
+      }
+      throw tries > 1 ? new TaskFailure(f.error, `${f.message} (rendered ${tries} times)`, f.extra) : f;
+    }
+  }
+}
+
 export async function renderPdf(
   nc: NatsConnection,
   config: Config,

@@ -40,12 +40,14 @@ import { OutboundError, type GuardedResponse } from '../../shared/outbound/index
 import { cachedFetch, targetFetchOptions } from './cache.ts';
 import { ConvertPool, ConversionError } from './pool.ts';
 import { wallFailure } from './walls.ts';
+import { sleep } from '../../shared/runtime.ts';
 import {
   browserFailure,
   forcesRender,
   originHeaders,
   convertPage,
   renderHtml,
+  renderHtmlRetrying,
   renderPdf,
   taskControls,
   type RenderPdfReply,
@@ -114,6 +116,7 @@ async function produce(
   t: TaskControls,
 ): Promise<ConvertedIndex> {
   const { task } = ctx;
+  const began = Date.now();
   const st = await deps.store(task.store);
   if (ctx.deliveryCount > 1) {
     const prior = await earlierWork(st, task, outputs);
@@ -192,7 +195,8 @@ async function produce(
         extra: facts,
       });
     try {
-      const r = await step(ctx, 'rendering', () => renderHtml(deps.nc, config, renderUrl, t));
+      // a busy browser-pool is asked again (browser.ts renderHtmlRetrying): our capacity, not the page's failure
+      const r = await step(ctx, 'rendering', () => renderHtmlRetrying(deps.nc, config, renderUrl, t, { began, signal: ctx.signal, sleep }));
       // the browser's own answer counts as the fetch's did: an error page is no delivery (browser-pool
       // does not wait for a selector on it)
       if (r.status !== null && r.status >= 400)

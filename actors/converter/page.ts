@@ -20,19 +20,20 @@ import { sniffType } from './sniff.ts';
 import { wallFailure } from './walls.ts';
 import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
-import { browserFailure, browserWaitMs, convertPage, renderHtml, renderPdf, taskControls, type RenderHtmlReply } from './browser.ts';
+import {
+  browserFailure,
+  convertPage,
+  ourCapacity,
+  renderHtml,
+  renderHtmlRetrying,
+  renderPdf,
+  taskControls,
+  type RenderHtmlReply,
+} from './browser.ts';
 import { RENDER_KEY } from '../../shared/services/index.ts';
 import { isHtmlType } from './sniff.ts';
 import type { Deps } from './job-files.ts';
 import { sleep } from '../../shared/runtime.ts';
-
-/**
- * A batch page whose render found our browser-pool busy (or no instance answering) is rendered again
- * after these waits (a batch page has no later send to wait for), while the task's time bound allows
- * a whole render more; a crawl page goes back to the supervisor instead (`retry.ours`).
- */
-export const RENDER_BUSY_BACKOFF_MS = [1000, 3000];
-const ourCapacity = (error: string): error is 'busy' | 'service_unavailable' => error === 'busy' || error === 'service_unavailable';
 
 /** What a page task needs of the converter. */
 export type PageDeps = Pick<Deps, 'nc' | 'config' | 'pool'>;
@@ -204,25 +205,20 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
         error: 'selector_not_found',
         message: `the target is ${page.contentType || 'not HTML'}, which has no elements to wait for or act on`,
       });
-    let r: RenderHtmlReply | undefined;
-    for (let tries = 1; !r; tries++) {
-      try {
-        r = await renderHtml(deps.nc, config, res.url, taskControls(p as unknown as Record<string, unknown>));
-      } catch (e) {
-        if (ctx.signal.aborted) throw e;
-        const f = browserFailure(e, 'renders pages');
-        // our own capacity is not the page's failure: a crawl's page is sent again later (its origin not held)
-        if (p.crawl && ourCapacity(f.error))
-          return { extra: crawled({ page: res.url, outputs: {}, retry: { status: null, ours: f.error, retryAfterMs: null } }) };
-        const wait = RENDER_BUSY_BACKOFF_MS[tries - 1];
-        const room = config.jobs.taskTimeoutSeconds * 1000 - (Date.now() - began) - 5000;
-        if (ourCapacity(f.error) && wait !== undefined && wait + browserWaitMs(config, p.controls ?? {}) < room) {
-          await sleep(wait, ctx.signal);
-          continue;
-        }
-        const message = tries > 1 ? `${f.message} (rendered ${tries} times)` : f.message;
-        return failed({ error: f.error, message, ...(f.extra ? { extra: f.extra } : {}) });
-      }
+    let r: RenderHtmlReply;
+    const controls = taskControls(p as unknown as Record<string, unknown>);
+    try {
+      // our own capacity is not the page's failure: a crawl's page is sent again later by the
+      // supervisor (its origin not held); a batch page, which has no later send, is rendered again here
+      r = p.crawl
+        ? await renderHtml(deps.nc, config, res.url, controls)
+        : await renderHtmlRetrying(deps.nc, config, res.url, controls, { began, signal: ctx.signal, sleep });
+    } catch (e) {
+      if (ctx.signal.aborted) throw e;
+      const f = browserFailure(e, 'renders pages');
+      if (p.crawl && ourCapacity(f.error))
+        return { extra: crawled({ page: res.url, outputs: {}, retry: { status: null, ours: f.error, retryAfterMs: null } }) };
+      return failed({ error: f.error, message: f.message, ...(f.extra ? { extra: f.extra } : {}) });
     }
     // the browser's own answer counts as the fetch's did: a crawl asks again after a 429/503, an error page is no delivery
     if (p.crawl && (r.status === 429 || r.status === 503))

@@ -157,3 +157,13 @@ t.test('a batch while browser-pool is busy: the converter renders again, every p
   t.ok((await held).html.includes('arrived'), 'the slow render finished as well');
   t.equal(site.hits.filter((h) => h === '/a').length, 2, 'page a fetched once by the converter, once by the browser');
 });
+
+t.test('a one-page job while browser-pool is busy: rendered again, delivered', { skip: noChromium }, async (t) => {
+  const { app: a, key, walletId } = await app(t, true);
+  const site = await fixtureServer(t, { '/a': page('A', []) });
+  const { held } = await holdBrowser(t, a, 4000);
+  const { job, by } = await runJob(t, a, key, walletId, { url: site.url('/a'), outputs: ['markdown'], waitFor: 'h1', timeout: 5 });
+  t.equal(job.status, 'completed');
+  t.same(by, { markdown: 'done', render: 'done' }, 'delivered once the browser was free');
+  t.ok((await held).html.includes('arrived'), 'the slow render finished as well');
+});

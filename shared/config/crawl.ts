@@ -43,7 +43,7 @@ export const CrawlConfig = T.Object(
       minimum: 0,
       default: 3,
       description:
-        "Times a crawl page is asked again after a 429/503 (after the Retry-After, else a back-off) or after our browser-pool could not render it (busy, or no instance answered: a short back-off, its origin not held), the two counted together; after that its results fail (http_error, or busy / service_unavailable), refunded.",
+        'Times a crawl page is asked again after a 429/503 (after the Retry-After, else a back-off) or after our browser-pool could not render it (busy, or no instance answered: a short back-off, its origin not held), the two counted together; after that its results fail (http_error, or busy / service_unavailable), refunded.',
     }),
     pageLostSeconds: T.Integer({
       minimum: 10,

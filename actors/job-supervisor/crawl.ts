@@ -250,6 +250,28 @@ async function dropWaiting(d: Deps, s: CrawlStore, job: JobRecord): Promise<JobR
   return res?.job ?? job;
 }
 
+/**
+ * What a crawl that ends at its deadline leaves in its frontier: URLs admitted but never taken as
+ * pages (a link admitted just before the deadline, whose step came after it), counted `deadline`
+ * with a sample, for the finish's write. Null when there are none.
+ */
+export async function untakenAtDeadline(d: Deps, job: JobRecord): Promise<ReportJson | null> {
+  const ps = job.pageSet;
+  if (!ps?.crawl || !deadlinePassed(job)) return null;
+  const s = await crawlStore(d);
+  const tail = await s.frontier.tail(job.id);
+  const untaken = tail.n - Math.max(ps.state.length, ps.crawl.taken?.n ?? 0);
+  if (untaken <= 0) return null;
+  const cursor = ps.crawl.taken ?? (await s.frontier.cursor(job.id));
+  const sample = (await s.frontier.pendingAfter(job.id, cursor, 10)).filter((e) => e.n > ps.state.length);
+  const report = new CrawlReport();
+  for (let i = 0; i < untaken; i++) report.skip('deadline', sample[i]?.url ?? '');
+  const out = report.toJSON();
+  const e = out.skipped.deadline;
+  if (e) e.sample = e.sample.filter(Boolean);
+  return out;
+}
+
 /** The crawl's frontier, visited set and page records go once it has finished. */
 export async function dropCrawl(d: Deps, jobId: string): Promise<void> {
   robotsCache.delete(jobId);

@@ -23,9 +23,19 @@ import {
 } from '../../shared/jobs/pages.ts';
 import { resultKey, type PlannedPage } from '../../shared/crawl/keys.ts';
 import type { CrawlPage } from '../../shared/jobs/crawl.ts';
-import { admitPageLinks, advanceCrawl, crawlPage, crawlStore, dropCrawl, extendTo, mergeReport, type CrawlExtra } from './crawl.ts';
+import {
+  admitPageLinks,
+  advanceCrawl,
+  crawlPage,
+  crawlStore,
+  dropCrawl,
+  extendTo,
+  mergeReport,
+  untakenAtDeadline,
+  type CrawlExtra,
+} from './crawl.ts';
 import { readFacts } from './crawl-send.ts';
-import { CrawlReport, type SkipReason } from '../../shared/crawl/report.ts';
+import { CrawlReport, type ReportJson, type SkipReason } from '../../shared/crawl/report.ts';
 import { sleep } from '../../shared/runtime.ts';
 import { advanceMap, recordMapPage } from './map.ts';
 import type { Deps } from './deps.ts';
@@ -235,7 +245,7 @@ export async function advancePageSet(d: Deps, jobId: string, freed: ReadonlySet<
     const step = await advanceCrawl(d, job, room, again);
     if (step === 'finish') {
       const now = await readJob(d.jobs, jobId);
-      if (now?.job.status === 'processing') await finishPageSet(d, now.job);
+      if (now?.job.status === 'processing') await finishPageSet(d, now.job, await untakenAtDeadline(d, now.job));
       await dropCrawl(d, job.id);
     }
     return step === 'filled';
@@ -250,7 +260,7 @@ export async function advancePageSet(d: Deps, jobId: string, freed: ReadonlySet<
   return next.length >= room;
 }
 
-async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
+async function finishPageSet(d: Deps, job: JobRecord, skipped: ReportJson | null = null): Promise<void> {
   const ps = job.pageSet!;
   const perPage = ps.outputs.reduce((s, o) => s + (ps.unitPrices[o] ?? 0), 0);
   // slots minus the pages that became results: a dropped (`x`) page's slot comes back here
@@ -260,6 +270,8 @@ async function finishPageSet(d: Deps, job: JobRecord): Promise<void> {
     const s = j.pageSet;
     if (!s || j.status !== 'processing') return false;
     if (unused > 0) s.slotsRefunded = unused;
+    // a crawl's URLs left in its frontier at the deadline: counted with the finish (once: it changes the status)
+    if (skipped && s.crawl) s.crawl.report = mergeReport(s.crawl.report, skipped);
     j.refunded = refundedTotal(j);
     j.status = s.done > 0 ? 'completed' : 'failed';
     j.finishedAt ??= Date.now();

@@ -184,34 +184,33 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
   const facts = (o.kind === 'done' ? (o.extra ?? {}) : {}) as CrawlFacts;
   if (o.kind === 'done' && facts.retry?.ours) return ourRetry(d, s, job, index, page, o, facts.retry);
   if (o.kind === 'done' && facts.retry) {
-    const a = (await s.attempt(job.id, index)) ?? { tries: 0, lost: 0, sentAt: 0 };
-    const tries = a.last === o.at ? a.tries : a.tries + 1; // a redelivered outcome counts once
+    const retry = facts.retry;
     const origin = new URL(page.url).origin;
-    let retryAt = 0;
-    await s.updateOrigin(job.id, origin, (st) => {
-      const r = rulesOf(d, job, origin, st, 0);
-      const ans = answered({ ...st, inFlight: st.pages.length }, r, o.at, {
-        status: facts.retry!.status as number,
-        retryAfterMs: facts.retry!.retryAfterMs,
-      });
-      retryAt = ans.retryAt ?? o.at;
-      const pages = st.pages.filter((p) => p !== index);
-      return { ...st, ...ans.state, inFlight: pages.length, pages };
-    });
-    if (tries > d.config.crawl.maxRetries)
-      return {
-        record: {
-          v: 1,
-          kind: 'failed',
-          jobId: o.jobId,
-          resultKey: o.resultKey,
-          at: o.at,
-          error: 'http_error',
-          message: `the target answered HTTP ${facts.retry.status} ${tries} times (crawl.maxRetries ${d.config.crawl.maxRetries})`,
-        },
-      };
-    await holdPage(d, s, job, index, a, tries, retryAt, o.at);
-    return 'held';
+    return retryPage(
+      d,
+      s,
+      job,
+      index,
+      o,
+      async () => {
+        let retryAt = o.at;
+        await s.updateOrigin(job.id, origin, (st) => {
+          const r = rulesOf(d, job, origin, st, 0);
+          const ans = answered({ ...st, inFlight: st.pages.length }, r, o.at, {
+            status: retry.status as number,
+            retryAfterMs: retry.retryAfterMs,
+          });
+          retryAt = ans.retryAt ?? o.at;
+          const pages = st.pages.filter((p) => p !== index);
+          return { ...st, ...ans.state, inFlight: pages.length, pages };
+        });
+        return retryAt;
+      },
+      (tries) => ({
+        error: 'http_error',
+        message: `the target answered HTTP ${retry.status} ${tries} times (crawl.maxRetries ${d.config.crawl.maxRetries})`,
+      }),
+    );
   }
   await release(s, job, index, page, facts, o.kind === 'done' ? 200 : null);
   if (o.kind !== 'done') return { record: o };
@@ -220,15 +219,33 @@ export async function readFacts(d: Deps, s: CrawlStore, job: JobRecord, index: n
   return { record: o };
 }
 
-/** Put the page back to wait (`-`) until `retryAt`, its tries noted (the document is left alone when the page is no longer `q`). */
-async function holdPage(d: Deps, s: CrawlStore, job: JobRecord, index: number, a: PageAttempt, tries: number, retryAt: number, at: number) {
-  await s.setAttempt(job.id, index, { ...a, tries, retryAt, last: at });
+/**
+ * A page to ask again: its tries counted (a redelivered outcome once), `origin` gives its place on its
+ * origin back and answers when it may go again; past crawl.maxRetries it is recorded as `failure`
+ * (refunded), else it waits (`-`) until then (the document is left alone when the page is no longer `q`).
+ */
+async function retryPage(
+  d: Deps,
+  s: CrawlStore,
+  job: JobRecord,
+  index: number,
+  o: Extract<Outcome, { kind: 'done' }>,
+  origin: (tries: number) => Promise<number>,
+  failure: (tries: number) => { error: string; message: string },
+): Promise<FactsVerdict> {
+  const a = (await s.attempt(job.id, index)) ?? { tries: 0, lost: 0, sentAt: 0 };
+  const tries = a.last === o.at ? a.tries : a.tries + 1;
+  const retryAt = await origin(tries);
+  if (tries > d.config.crawl.maxRetries)
+    return { record: { v: 1, kind: 'failed', jobId: o.jobId, resultKey: o.resultKey, at: o.at, ...failure(tries) } };
+  await s.setAttempt(job.id, index, { ...a, tries, retryAt, last: o.at });
   await updateJob(d.jobs, job.id, (j) => {
     const ps = j.pageSet;
     if (!ps || ps.state[index] !== 'q') return false;
     ps.state = `${ps.state.slice(0, index)}-${ps.state.slice(index + 1)}`;
     return true;
   });
+  return 'held';
 }
 
 /**
@@ -237,7 +254,7 @@ async function holdPage(d: Deps, s: CrawlStore, job: JobRecord, index: number, a
  * back (no write when the page held none). Sent again after a short back-off; past crawl.maxRetries
  * tries (429s included) it fails with our error, refunded.
  */
-async function ourRetry(
+function ourRetry(
   d: Deps,
   s: CrawlStore,
   job: JobRecord,
@@ -246,30 +263,29 @@ async function ourRetry(
   o: Extract<Outcome, { kind: 'done' }>,
   retry: RetryFact & { ours: OurRetry },
 ): Promise<FactsVerdict> {
-  const a = (await s.attempt(job.id, index)) ?? { tries: 0, lost: 0, sentAt: 0 };
-  const tries = a.last === o.at ? a.tries : a.tries + 1; // a redelivered outcome counts once
-  await s.updateOrigin(job.id, new URL(page.url).origin, (st) => {
-    if (!st.pages.includes(index)) return null;
-    const pages = st.pages.filter((p) => p !== index);
-    return { ...st, inFlight: pages.length, pages };
-  });
-  if (tries > d.config.crawl.maxRetries)
-    return {
-      record: {
-        v: 1,
-        kind: 'failed',
-        jobId: o.jobId,
-        resultKey: o.resultKey,
-        at: o.at,
-        error: retry.ours,
-        message:
-          retry.ours === 'busy'
-            ? `every browser page of our browser-pool was busy each of the ${tries} times this page was sent (crawl.maxRetries ${d.config.crawl.maxRetries}); our capacity, not the target's: refunded`
-            : `no browser-pool instance answered in time each of the ${tries} times this page was sent (crawl.maxRetries ${d.config.crawl.maxRetries}): refunded`,
-      },
-    };
-  await holdPage(d, s, job, index, a, tries, o.at + ourBackoffMs(tries, retry.retryAfterMs), o.at);
-  return 'held';
+  const max = d.config.crawl.maxRetries;
+  return retryPage(
+    d,
+    s,
+    job,
+    index,
+    o,
+    async (tries) => {
+      await s.updateOrigin(job.id, new URL(page.url).origin, (st) => {
+        if (!st.pages.includes(index)) return null;
+        const pages = st.pages.filter((p) => p !== index);
+        return { ...st, inFlight: pages.length, pages };
+      });
+      return o.at + ourBackoffMs(tries, retry.retryAfterMs);
+    },
+    (tries) => ({
+      error: retry.ours,
+      message:
+        retry.ours === 'busy'
+          ? `every browser page of our browser-pool was busy each of the ${tries} times this page was sent (crawl.maxRetries ${max}); our capacity, not the target's: refunded`
+          : `no browser-pool instance answered in time each of the ${tries} times this page was sent (crawl.maxRetries ${max}): refunded`,
+    }),
+  );
 }
 
 /** When each crawl's pages in flight were last checked for lost tasks (a bounded memo; a restart checks at once). */

@@ -264,12 +264,7 @@ export async function untakenAtDeadline(d: Deps, job: JobRecord): Promise<Report
   if (untaken <= 0) return null;
   const cursor = ps.crawl.taken ?? (await s.frontier.cursor(job.id));
   const sample = (await s.frontier.pendingAfter(job.id, cursor, 10)).filter((e) => e.n > ps.state.length);
-  const report = new CrawlReport();
-  for (let i = 0; i < untaken; i++) report.skip('deadline', sample[i]?.url ?? '');
-  const out = report.toJSON();
-  const e = out.skipped.deadline;
-  if (e) e.sample = e.sample.filter(Boolean);
-  return out;
+  return { skipped: { deadline: { count: untaken, sample: sample.map((e) => e.url) } } };
 }
 
 /** The crawl's frontier, visited set and page records go once it has finished. */

@@ -111,6 +111,10 @@ export async function renderHtml(nc: NatsConnection, config: Config, url: string
 export const RENDER_BUSY_BACKOFF_MS = [1000, 3000];
 export const ourCapacity = (error: string): error is 'busy' | 'service_unavailable' => error === 'busy' || error === 'service_unavailable';
 
+/** The browser's own answer counts as the fetch's: an HTTP error page (browser-pool waits for no selector on it) is no delivery. */
+export const browserHttpError = (r: Pick<RenderHtmlReply, 'status'>) =>
+  r.status !== null && r.status >= 400 ? { error: 'http_error', message: `the target answered HTTP ${r.status} to the browser` } : null;
+
 /** renderHtml, asked again after RENDER_BUSY_BACKOFF_MS while browser-pool is busy; a failure thrown as browserFailure makes it. */
 export async function renderHtmlRetrying(
   nc: NatsConnection,

@@ -43,6 +43,7 @@ import { wallFailure } from './walls.ts';
 import { sleep } from '../../shared/runtime.ts';
 import {
   browserFailure,
+  browserHttpError,
   forcesRender,
   originHeaders,
   convertPage,
@@ -199,12 +200,8 @@ async function produce(
       const r = await step(ctx, 'rendering', () => renderHtmlRetrying(deps.nc, config, renderUrl, t, { began, signal: ctx.signal, sleep }));
       // the browser's own answer counts as the fetch's did: an error page is no delivery (browser-pool
       // does not wait for a selector on it)
-      if (r.status !== null && r.status >= 400)
-        return failEvery(deps, ctx, index, outputs, self, {
-          error: 'http_error',
-          message: `the target answered HTTP ${r.status} to the browser`,
-          extra: facts,
-        });
+      const httpError = browserHttpError(r);
+      if (httpError) return failEvery(deps, ctx, index, outputs, self, { ...httpError, extra: facts });
       counted(r.selectors);
       Object.assign(base, {
         body: Buffer.from(r.html, 'utf8'),

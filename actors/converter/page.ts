@@ -22,6 +22,7 @@ import { ConversionError } from './pool.ts';
 import { CONTENT_TYPES, type ConvertInput, type ConvertResult, type OutputFile, type OutputFailure, type TextOutput } from './types.ts';
 import {
   browserFailure,
+  browserHttpError,
   convertPage,
   ourCapacity,
   renderHtml,
@@ -223,8 +224,8 @@ export async function handlePage(deps: PageDeps, ctx: TaskContext): Promise<Task
     // the browser's own answer counts as the fetch's did: a crawl asks again after a 429/503, an error page is no delivery
     if (p.crawl && (r.status === 429 || r.status === 503))
       return { extra: crawled({ page: res.url, outputs: {}, retry: { status: r.status, retryAfterMs: null } }) };
-    if (r.status !== null && r.status >= 400)
-      return failed({ error: 'http_error', message: `the target answered HTTP ${r.status} to the browser` });
+    const httpError = browserHttpError(r);
+    if (httpError) return failed(httpError);
     counted(r.selectors);
     Object.assign(page, {
       body: Buffer.from(r.html, 'utf8'),

@@ -10,8 +10,8 @@ import { connectNats, type NatsConnection } from './shared/nats/connect.ts';
 import { provision } from './shared/nats/provision.ts';
 import { dropEphemeralConsumers } from './shared/nats/ephemeral.ts';
 import { createLogger } from './shared/log.ts';
-import { ACTOR_NAMES, type ActorHandle, type ActorStart } from './shared/actor.ts';
-import { ACTORS } from './actors/index.ts';
+import { ACTOR_NAMES, type ActorHandle, type ActorName, type ActorStart } from './shared/actor.ts';
+import { ACTORS, startUnitThread } from './actors/index.ts';
 import type { GatewayHandle } from './gateway/index.ts';
 import {
   loadConfigOrExit,
@@ -67,7 +67,9 @@ for (const d of deprecatedSettings(config)) log.warn(`config: deprecated setting
 // The units' code is loaded while the embedded nats-server loads its store (its own process, the
 // other core): a store of 1 M job documents took 2.9 s longer to load than an empty one, which the
 // imports (the same on every start) now mostly cover. Awaited, errors included, in the loop below.
-const loading = new Map(names.map((n) => [n, UNITS[n]!()] as const));
+// Units on threads of their own (server.unitThreads, actors/unit-threads.ts) load their code there.
+const threaded = (n: string): n is ActorName => names.length > 1 && (config.server.unitThreads as string[]).includes(n);
+const loading = new Map(names.filter((n) => !threaded(n)).map((n) => [n, UNITS[n]!()] as const));
 for (const p of loading.values()) p.catch(() => {}); // reported when awaited, not as unhandled
 
 let server: NatsServerHandle | undefined;
@@ -154,18 +156,27 @@ onShutdown(stopAll);
 
 try {
   for (const name of names) {
-    const nc = await connectNats(url, name, config.nats.credsFile, log.child({ nats: name }));
-    conns.push(nc);
-    // once, before the first unit: streams, buckets and stores exist before anything uses them
-    if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });
-    const { start } = await loading.get(name)!;
+    const onThread = threaded(name);
+    // the first connection provisions, once, before the first unit: streams, buckets and stores exist before anything uses them
+    if (!conns.length || !onThread) {
+      const nc = await connectNats(url, onThread ? 'main' : name, config.nats.credsFile, log.child({ nats: onThread ? 'main' : name }));
+      conns.push(nc);
+      if (conns.length === 1) await withRetry('provisioning', () => provision(nc, config), { log });
+    }
     const instanceId = newInstanceId(name);
-    handles.push({
-      name,
-      instanceId,
-      handle: await start({ nc, config, log: names.length === 1 ? log : log.child({ actor: name }), instanceId }),
-    });
-    log.info({ instanceId }, `${name} started`);
+    const handle = onThread
+      ? await startUnitThread({ name, url, config, instanceId, nice: config.server.unitThreadNice }, (e) => {
+          log.fatal({ err: e, actor: name }, 'unit thread died');
+          process.exit(1);
+        })
+      : await (await loading.get(name)!).start({
+          nc: conns.at(-1)!,
+          config,
+          log: names.length === 1 ? log : log.child({ actor: name }),
+          instanceId,
+        });
+    handles.push({ name, instanceId, handle });
+    log.info({ instanceId, thread: onThread || undefined }, `${name} started`);
   }
   const gw = handles.find((h) => h.name === 'gateway')?.handle as GatewayHandle | undefined;
   // the gateway loaded its uWS build already (runtimeInfo names it); other units need only Node's

@@ -8,3 +8,5 @@ export const ACTORS: Record<ActorName, () => Promise<{ start: ActorStart }>> = {
   'browser-pool': () => import('./browser-pool/index.ts'),
   'relay-prober': () => import('./relay-prober/index.ts'),
 };
+
+export { startUnitThread, type UnitThreadData, type UnitThreadMessage } from './unit-threads.ts';

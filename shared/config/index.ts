@@ -69,6 +69,17 @@ export const ENV: Record<string, { path: string; parse: (v: string) => unknown }
         .map((s) => s.trim())
         .filter(Boolean),
   },
+  UNIT_THREADS: {
+    path: 'server.unitThreads',
+    parse: (v) =>
+      v === 'none'
+        ? []
+        : v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+  },
+  UNIT_THREAD_NICE: { path: 'server.unitThreadNice', parse: Number },
   LIGHTNING_BACKEND: { path: 'wallet.lightning.backend', parse: String },
   LIGHTNING_URL: { path: 'wallet.lightning.url', parse: String },
   LND_MACAROON: { path: 'wallet.lightning.macaroonHex', parse: String },

@@ -76,6 +76,19 @@ export const ServerConfig = T.Object(
       description:
         'IPv6 clients are counted by this network prefix in every per-address limit (requests per minute, keys per day): one customer line usually holds a whole /64.',
     }),
+    unitThreads: T.Array(T.Union([T.Literal('wallet'), T.Literal('job-supervisor'), T.Literal('converter'), T.Literal('relay-prober')]), {
+      default: ['job-supervisor', 'converter'],
+      uniqueItems: true,
+      description:
+        'env UNIT_THREADS (comma-separated; `none`: every unit on the main thread). A process that runs several units (the embedded default, `main.ts a b ...`) runs each of these on a thread of its own, with its own NATS connection and at server.unitThreadNice: their work shares no event loop with the gateway, and when a crawl keeps every core busy the API answers first (docs/performance.md, the job reads during a crawl). Each thread costs about 50-100 MB of memory. A process of one unit runs it on its main thread. The gateway and browser-pool (its browsers are killed when the process exits) always run on the main thread.',
+    }),
+    unitThreadNice: T.Integer({
+      default: 10,
+      minimum: 0,
+      maximum: 19,
+      description:
+        'env UNIT_THREAD_NICE. The scheduling niceness (0-19, Linux) of the units in server.unitThreads and of the threads they start (the conversion threads): when a crawl keeps every core busy, the gateway and the wallet on the main thread answer first. 0: the same priority as the process.',
+    }),
     unsafeDevTopupsOnPublicAddress: T.Boolean({
       default: false,
       description:

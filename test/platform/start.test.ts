@@ -1,42 +1,14 @@
 // `npm start`'s program end to end: embedded nats-server, every actor, the gateway; Ctrl-C stops
 // everything (the nats-server child included); a second start on the same data folder finds it all.
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { tempDir } from '../helpers/nats.ts';
+import { startMain, stopMain } from '../helpers/main-process.ts';
 import { startNatsServer } from '../../shared/nats/server.ts';
 import { connectNats } from '../../shared/nats/connect.ts';
-
-function startMain(dataDir: string): Promise<{ child: ChildProcess; api: string; out: () => string }> {
-  const child = spawn(process.execPath, ['main.ts'], {
-    env: { ...process.env, DATA_DIR: dataDir, PORT: '0', NATS_PORT: '0', BROWSERS: 'chromium', LOG_LEVEL: 'warn', NATS_URL: '' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`main did not start in 120 s:\n${out}`));
-    }, 120_000);
-    const check = setInterval(() => {
-      const m = /API:\s+(\S+)\/v1/.exec(out);
-      if (m) {
-        clearInterval(check);
-        clearTimeout(timer);
-        resolve({ child, api: m[1]!, out: () => out });
-      }
-    }, 100);
-    child.once('exit', (code) => {
-      clearInterval(check);
-      clearTimeout(timer);
-      reject(new Error(`main exited with ${code}:\n${out}`));
-    });
-  });
-}
 
 const alive = (pid: number) => {
   try {
@@ -46,12 +18,6 @@ const alive = (pid: number) => {
     return false;
   }
 };
-const stop = (child: ChildProcess) =>
-  new Promise<number | null>((r) => {
-    child.once('exit', (c) => r(c));
-    child.kill('SIGINT');
-  });
-
 t.test('main.ts: starts everything, stops cleanly, restarts on the same data', async (t) => {
   const dataDir = tempDir('payloads-main-');
   const first = await startMain(dataDir);
@@ -89,7 +55,7 @@ t.test('main.ts: starts everything, stops cleanly, restarts on the same data', a
   t.match(keyOut, /^pk_/, 'admin finds the embedded server through the data folder');
   t.equal((await fetch(`${first.api}/v1/balance`, { headers: { authorization: `Bearer ${keyOut}` } })).status, 200);
 
-  t.equal(await stop(first.child), 0, 'SIGINT exits 0');
+  t.equal(await stopMain(first.child), 0, 'SIGINT exits 0');
   await new Promise((r) => setTimeout(r, 300));
   t.notOk(alive(natsPid), 'the nats-server child is gone');
 
@@ -113,5 +79,5 @@ t.test('main.ts: starts everything, stops cleanly, restarts on the same data', a
   });
   const r = await fetch(`${second.api}/v1/balance`, { headers: { authorization: `Bearer ${keyOut}` } });
   t.equal(r.status, 200, 'the key made before the restart still works');
-  t.equal(await stop(second.child), 0);
+  t.equal(await stopMain(second.child), 0);
 });

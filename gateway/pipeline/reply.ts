@@ -4,7 +4,7 @@ import type { HttpResponse } from 'uWebSockets.js';
 import { errorDocUrl, type ApiError } from '../../shared/errors.ts';
 import { send, sendStream, type ResState } from '../http.ts';
 import type { Reply } from '../route.ts';
-import { stringify } from '../../shared/raw-json.ts';
+import { encodeParts } from '../../shared/raw-json.ts';
 
 export async function sendReply(
   res: HttpResponse,
@@ -14,12 +14,21 @@ export async function sendReply(
   reply: Reply,
 ): Promise<number> {
   const status = reply.status ?? 200;
-  if ('json' in reply)
-    send(res, state, status, { ...common, 'content-type': 'application/json', ...reply.headers }, head ? '' : stringify(reply.json));
-  else if ('stream' in reply) await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
+  if ('json' in reply) {
+    const headers = { ...common, 'content-type': 'application/json', ...reply.headers };
+    const body = head ? '' : encodeParts(reply.json);
+    // JSON text kept as bytes (a page set's inline results) goes out in parts, not copied into one string
+    if (typeof body === 'string') send(res, state, status, headers, body);
+    else await sendStream(res, state, status, headers, partsOf(body), totalBytes(body));
+  } else if ('stream' in reply) await sendStream(res, state, status, { ...common, ...reply.headers }, reply.stream, reply.length);
   else send(res, state, status, { ...common, ...reply.headers }, head ? '' : reply.body);
   return status;
 }
+
+async function* partsOf(parts: Uint8Array[]): AsyncIterable<Uint8Array> {
+  yield* parts;
+}
+const totalBytes = (parts: Uint8Array[]) => parts.reduce((n, p) => n + p.byteLength, 0);
 
 /**
  * `close`: end the connection after it (a body too large, so the client stops sending). `head`: the

@@ -46,7 +46,7 @@ interface FirstPage {
    * expiry (what toPublicResult depends on): a read serialises only the messages new since the last
    * one. At most a few hundred bytes per result held (FIRST_PAGES_MAX_RESULTS bounds them).
    */
-  texts?: Map<string, { upTo: number; text: string }>;
+  texts?: Map<string, { upTo: number; text: string; raw?: RawJson }>;
 }
 let firstPagesHeld = 0;
 export const FIRST_PAGES_MAX_RESULTS = 20_000;
@@ -109,19 +109,23 @@ export async function pageOfResults(
   };
 }
 
-/** The first results' JSON text for this base URL and expiry, extended by the messages new since it was made. */
-function firstText(e: FirstPage, job: JobRecord, baseUrl: string, now: number): string {
+/**
+ * The first results as a JSON array for this base URL and expiry, extended by the messages new since
+ * it was made; the same RawJson (and its UTF-8) for every read until a message comes.
+ */
+function firstText(e: FirstPage, job: JobRecord, baseUrl: string, now: number): RawJson {
   const key = `${isExpired(job, now) ? 'x' : '-'}${baseUrl}`;
   const texts = (e.texts ??= new Map());
   const had = texts.get(key) ?? { upTo: 0, text: '' };
-  if (had.upTo === e.messages.length) return had.text;
+  if (had.upTo === e.messages.length && had.raw) return had.raw;
   const more = e.messages
     .slice(had.upTo)
     .flatMap((m) => m.results.map((x) => JSON.stringify(toPublicResult(job, x, baseUrl, now))))
     .join(',');
   const text = had.text && more ? `${had.text},${more}` : had.text || more;
-  texts.set(key, { upTo: e.messages.length, text });
-  return text;
+  const raw = new RawJson(`[${text}]`);
+  texts.set(key, { upTo: e.messages.length, text, raw });
+  return raw;
 }
 
 /**
@@ -133,7 +137,7 @@ export async function publicJobText(r: PagesReader, job: JobRecord, baseUrl: str
   const doc = toPublicJob(job, baseUrl, now);
   if (!job.pageSet || !job.pageSet.resultCount) return doc;
   const e = await firstResults(r, job.id);
-  (doc as { results: unknown }).results = new RawJson(`[${firstText(e, job, baseUrl, now)}]`);
+  (doc as { results: unknown }).results = firstText(e, job, baseUrl, now);
   if (e.next !== null) doc.resultsNext = encodeCursor(e.next);
   else delete doc.resultsNext;
   return doc;

@@ -1,7 +1,7 @@
 // shared/raw-json.ts: a RawJson's text goes into the gateway's answer as it is, and anywhere else
 // (JSON.stringify of a stored answer, a webhook) as its parsed value: the same JSON either way.
 import t from 'tap';
-import { RawJson, stringify } from '../../shared/raw-json.ts';
+import { encodeParts, RawJson, stringify } from '../../shared/raw-json.ts';
 
 t.test('stringify puts the text in; JSON.stringify gives the same JSON', async (t) => {
   const value = {
@@ -20,4 +20,16 @@ t.test('stringify puts the text in; JSON.stringify gives the same JSON', async (
 t.test('a RawJson serialised inside another stringify call (a nested toJSON) is still right', async (t) => {
   const inner = { toJSON: () => JSON.parse(stringify({ r: new RawJson('[1]') })) };
   t.equal(stringify({ x: inner, y: new RawJson('true') }), '{"x":{"r":[1]},"y":true}');
+});
+
+t.test('encodeParts: the same JSON as bytes in parts, each RawJson its own bytes (made once)', async (t) => {
+  const results = new RawJson('[{"title":"Zürich – 東京 😀"},{"n":1}]');
+  const value = { job: { id: 'j', results, title: 'ä' }, balance: 5, tail: new RawJson('"x"') };
+  const parts = encodeParts(value);
+  t.ok(Array.isArray(parts), 'parts when the value holds a RawJson');
+  const bytes = Buffer.concat(parts as Uint8Array[]);
+  t.equal(bytes.toString('utf8'), stringify(value), 'byte for byte the text stringify gives');
+  t.ok((parts as Uint8Array[]).includes(results.bytes), "the RawJson's own bytes, not a copy");
+  t.equal(results.bytes, results.bytes, 'made once per RawJson');
+  t.equal(encodeParts({ plain: [1, 'ä'] }), '{"plain":[1,"ä"]}', 'no RawJson: one string, as JSON.stringify');
 });

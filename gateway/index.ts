@@ -3,7 +3,7 @@ import { jetstream } from '@nats-io/jetstream';
 import { Kvm } from '@nats-io/kv';
 import type { ActorContext } from '../shared/actor.ts';
 import { BUCKETS, subjects } from '../shared/names.ts';
-import { provision } from '../shared/nats/provision.ts';
+import { jobsReads, provision } from '../shared/nats/provision.ts';
 import { withRetry } from '../shared/runtime.ts';
 import { ERRORS_PATH } from '../shared/errors.ts';
 import { loadNativeUws } from './uws.ts';
@@ -38,7 +38,8 @@ export async function startGateway(actx: ActorContext): Promise<GatewayHandle> {
     () =>
       Promise.all([
         kvm.open(BUCKETS.keys),
-        kvm.open(BUCKETS.jobs),
+        // direct gets where the bucket allows them (one replica: shared/nats/provision.ts)
+        kvm.open(BUCKETS.jobs, jobsReads(config)),
         kvm.open(BUCKETS.catalogue),
         kvm.open(BUCKETS.limits),
         kvm.open(BUCKETS.datasets),

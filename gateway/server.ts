@@ -19,7 +19,7 @@ import { buildFixedAnswers, createFixedPath, type FixedSlot } from './pipeline/f
 import { createClientAddress } from './pipeline/address.ts';
 import { cameThroughProxy } from './dev-guard.ts';
 import { wasReplayed } from './idempotency.ts';
-import { createFinish, readRequest, UNROUTED } from './pipeline/request.ts';
+import { createFinish, readRequest, UNROUTED, withTiming } from './pipeline/request.ts';
 
 export interface ServerOptions {
   ctx: GatewayContext;
@@ -70,7 +70,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           err = refusal as ApiError;
         }
       }
-      finish(c, label, sendError(res, state, c.common, err, ctx.baseUrl, close, method === 'HEAD'));
+      finish(c, label, sendError(res, state, withTiming(c), err, ctx.baseUrl, close, method === 'HEAD'));
     };
 
     if (method === 'OPTIONS' && (match || allowed!.length)) {
@@ -158,7 +158,7 @@ export function mountRoutes(app: TemplatedApp, { ctx, routes, metrics }: ServerO
           await held.giveBack().catch((err) => log.warn({ err, reqId: c.requestId }, 'job token not given back'));
         if ('error' in outcome) throw outcome.error;
         if (state.aborted) return finish(c, label, 499);
-        finish(c, label, await sendReply(res, state, method === 'HEAD', c.common, outcome.reply));
+        finish(c, label, await sendReply(res, state, method === 'HEAD', withTiming(c), outcome.reply));
       } catch (e) {
         if (!state.done) return fail(e);
         log.error({ err: e, reqId: c.requestId }, 'failed after the response started');

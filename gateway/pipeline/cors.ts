@@ -1,6 +1,6 @@
 // CORS: the API is public to browsers. Every answer carries the request id and the grant; a
 // preflight on a path that exists is answered here, before auth and limits.
-export const EXPOSED_HEADERS = 'x-request-id, retry-after, content-disposition, idempotent-replayed';
+export const EXPOSED_HEADERS = 'x-request-id, retry-after, content-disposition, idempotent-replayed, server-timing';
 
 /** The headers every answer carries. */
 export function commonHeaders(requestId: string): Record<string, string> {

@@ -42,5 +42,10 @@ t.test('one structured log line per request, with its request id, never the key'
   t.equal(reqLines[0].reqId, ok.headers.get('x-request-id'));
   t.equal(reqLines[1].reqId, bad.headers.get('x-request-id'));
   t.type(reqLines[0].ms, 'number');
+  // Server-Timing: the gateway's time until the answer was ready, within the logged time (taken after the send)
+  for (const [i, r] of [ok, bad].entries()) {
+    const dur = Number(/^app;dur=(\d+\.\d{2})$/.exec(r.headers.get('server-timing') ?? '')?.[1]);
+    t.ok(dur >= 0 && dur <= reqLines[i]!.ms + 0.1, `server-timing ${r.headers.get('server-timing')}, logged ${reqLines[i]!.ms} ms`);
+  }
   t.notMatch(JSON.stringify(lines), key.slice(3), 'the key appears in no log line');
 });

@@ -24,7 +24,7 @@ t.test('cors', async (t) => {
   t.same(c, {
     'x-request-id': 'r1',
     'access-control-allow-origin': '*',
-    'access-control-expose-headers': 'x-request-id, retry-after, content-disposition, idempotent-replayed',
+    'access-control-expose-headers': 'x-request-id, retry-after, content-disposition, idempotent-replayed, server-timing',
   });
   const p = preflightHeaders(c, ['GET', 'POST']);
   t.equal(p.allow, 'GET, POST, OPTIONS');

@@ -90,6 +90,7 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
     const k = await createKey(cluster.nc, 'admin');
     await wallet.grant(cluster.nc, k.walletId, 1_000_000_000_000, 'bench');
     const headers = { authorization: `Bearer ${k.key}`, 'content-type': 'application/json' };
+    let serverMs: number[] = [];
     const getJob = async (id: string, parse = true) => {
       // the answer's time is the service's: until its last byte is here. This bench's own parsing of
       // it (a thousand results inline, ~400 KB) comes after the clock stops, and only when asked: its
@@ -100,6 +101,8 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
       const body = Buffer.from(await res.arrayBuffer());
       const ms = performance.now() - t0;
       if (res.status !== 200) throw new Error(`GET /v1/jobs/${id}: ${res.status} ${body.toString('utf8').slice(0, 500)}`);
+      // the gateway's own time (Server-Timing): the read without the network's and this process's
+      serverMs.push(Number(/app;dur=([\d.]+)/.exec(res.headers.get('server-timing') ?? '')?.[1] ?? Number.NaN));
       const status = /"status":"(\w+)"/.exec(body.subarray(0, 512).toString('utf8'))?.[1];
       if (!status) throw new Error(`GET /v1/jobs/${id}: no status in ${body.subarray(0, 512).toString('utf8')}`);
       const job = parse ? (JSON.parse(body.toString('utf8')) as { job: JobView }).job : null;
@@ -200,14 +203,25 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
     // the big crawl: RSS, job reads while it runs, then the same reads idle, then every result
     log(`${big} pages`);
     sampler = cluster.sampleRss(500);
-    const busy = await crawl(big, 0);
+    const readEveryMs = Number(process.env.CRAWL_BENCH_READ_EVERY_MS ?? 0);
+    serverMs = [];
+    const busy = await crawl(big, readEveryMs);
+    const busyServer = serverMs;
     const bigRss = sampler.stop()['one-process'] ?? [];
     // idle: the end of a crawl still has work behind it (its frontier and visited set purged, the
     // projection's last writes): the baseline's reads wait until the service and nats-server are quiet
     const settledMs = await quiet(servicePids);
     log(`idle after ${settledMs} ms`);
     const idleReads: number[] = [];
-    for (let i = 0; i < Math.max(300, Math.min(busy.reads.length, 2000)); i++) idleReads.push((await getJob(busy.id, false)).ms);
+    serverMs = [];
+    for (let i = 0; i < Math.max(300, Math.min(busy.reads.length, 2000)); i++) {
+      if (readEveryMs) await new Promise((r) => setTimeout(r, readEveryMs));
+      idleReads.push((await getJob(busy.id, false)).ms);
+    }
+    const idleServer = serverMs;
+    log(
+      `server side (Server-Timing) p99 during the crawl ${percentile(busyServer, 99).toFixed(2)} ms, idle ${percentile(idleServer, 99).toFixed(2)} ms (p50 ${percentile(busyServer, 50).toFixed(2)}, ${percentile(idleServer, 50).toFixed(2)})`,
+    );
     const read = await readAll(busy.id, big);
     log(`${read.results} results read in ${read.answers} answers`);
 
@@ -250,6 +264,10 @@ export async function runCrawlBench(cluster: Cluster): Promise<{ rows: BenchRow[
         rate: { seconds: rate.seconds, hits: serviceHits, plain, writesPerPage: writes },
         big: { pages: big, seconds: busy.seconds, reads: busy.reads.length, rss: bigRss, p50: percentile(busy.reads, 50) },
         idle: { p50: percentile(idleReads, 50) },
+        server: {
+          busy: { p50: percentile(busyServer, 50), p99: percentile(busyServer, 99) },
+          idle: { p50: percentile(idleServer, 50), p99: percentile(idleServer, 99) },
+        },
         read,
       },
     };

@@ -9,4 +9,4 @@ export const ACTORS: Record<ActorName, () => Promise<{ start: ActorStart }>> = {
   'relay-prober': () => import('./relay-prober/index.ts'),
 };
 
-export { startUnitThread, type UnitThreadData, type UnitThreadMessage } from './unit-threads.ts';
+export { startUnitThread } from './unit-threads.ts';

@@ -6,15 +6,14 @@
 // starts (the converter's conversion threads) inherit it. Elsewhere setPriority affects the whole
 // process, so the thread leaves it alone.
 //
-// The thread (unit-thread-boot.ts) reports `started` once its unit answers, `stopped` after the unit and its connection
-// stopped when asked, and dies on an error it cannot handle (the launcher then stops the process: a
+// The thread (unit-thread-boot.ts) reports `started` once its unit answers, `stopped` after the unit
+// and its connection stopped when asked, and dies on an error it cannot handle (the launcher then stops the process: a
 // unit that is gone must not leave the others serving without it).
 import { Worker } from 'node:worker_threads';
 import type { ActorHandle, ActorName } from '../shared/actor.ts';
 import type { Config } from '../shared/config/index.ts';
 
 export interface UnitThreadData {
-  unitThread: true;
   name: ActorName;
   url: string;
   config: Config;
@@ -24,9 +23,9 @@ export interface UnitThreadData {
 export type UnitThreadMessage = { started: true } | { stopped: true } | { failed: string };
 
 /** Start a unit on a thread of its own; answers its handle once it started. `onDeath`: the thread ended unasked. */
-export function startUnitThread(data: Omit<UnitThreadData, 'unitThread'>, onDeath: (e: Error) => void): Promise<ActorHandle> {
+export function startUnitThread(data: UnitThreadData, onDeath: (e: Error) => void): Promise<ActorHandle> {
   const worker = new Worker(new URL('./unit-thread-boot.ts', import.meta.url), {
-    workerData: { ...data, unitThread: true } satisfies UnitThreadData,
+    workerData: data,
     name: `unit:${data.name}`,
   });
   let stopping: (() => void) | null = null;

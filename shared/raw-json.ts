@@ -1,11 +1,10 @@
-// JSON text kept as text inside a value that is serialised later: `stringify` (the gateway's
-// answers, gateway/pipeline/reply.ts) puts it in as it is; any other JSON.stringify (an
-// idempotent answer stored, a webhook) gets its parsed value, the same JSON. Used for a page set's
-// first results, serialised once per job and reused by every read (shared/jobs/page-results.ts).
-// `encodeParts` gives the answer as bytes in parts, each RawJson's UTF-8 (made once per RawJson) as
-// it is: an answer of a thousand inline results allocates no ~400 KB string per read, which had
-// made the gateway's collector pause its event loop for several ms a few times a second (the crawl
-// bench's job reads, docs/performance.md).
+// JSON text kept as text inside a value that is serialised later: `encodeParts` (the gateway's
+// answers, gateway/pipeline/reply.ts) puts its UTF-8 in as it is, made once per RawJson; any other
+// JSON.stringify (an idempotent answer stored, a webhook) gets its parsed value, the same JSON. Used
+// for a page set's first results, serialised once per job and reused by every read
+// (shared/jobs/page-results.ts): an answer of a thousand inline results allocates no ~400 KB string
+// per read, which had made the gateway's collector pause its event loop for several ms a few times
+// a second (the crawl bench's job reads, docs/performance.md).
 import { randomBytes } from 'node:crypto';
 
 // a per-process mark no stored text can hold (a NUL and 16 random hex digits)
@@ -43,13 +42,7 @@ function withMarks(value: unknown): { out: string; raws: RawJson[] } {
   }
 }
 
-/** JSON.stringify, with each RawJson's text put in as it is. */
-export function stringify(value: unknown): string {
-  const { out, raws } = withMarks(value);
-  return raws.length ? out.replace(MARK_RE, (_, i: string) => raws[Number(i)]!.text) : out;
-}
-
-/** The same JSON as `stringify`, as one string when it holds no RawJson, else as UTF-8 parts. */
+/** JSON.stringify's JSON, each RawJson's text in as it is: one string when it holds none, else UTF-8 parts. */
 export function encodeParts(value: unknown): string | Uint8Array[] {
   const { out, raws } = withMarks(value);
   if (!raws.length) return out;

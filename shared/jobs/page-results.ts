@@ -44,7 +44,8 @@ interface FirstPage {
   /**
    * The public results of the first `upTo` messages as JSON text (comma-joined), per base URL and
    * expiry (what toPublicResult depends on): a read serialises only the messages new since the last
-   * one. At most a few hundred bytes per result held (FIRST_PAGES_MAX_RESULTS bounds them).
+   * one. The text and its UTF-8 (the RawJson the answer sends): at most about twice a few hundred
+   * bytes per result held (FIRST_PAGES_MAX_RESULTS bounds them).
    */
   texts?: Map<string, { upTo: number; text: string; raw?: RawJson }>;
 }

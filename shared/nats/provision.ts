@@ -160,17 +160,16 @@ async function alignStream(jsm: JetStreamManager, name: string, maxAgeMs: number
  * key" (no read-after-write on nats-server 2.9: nats-server#4162, #6557). Every bucket here is
  * read-modify-written (jobs, top-ups, limits) or read right after it is written (a new API key, a
  * job just created), so a stale read would be a lost outcome or a wrong 401/404. (The service's
- * handles, `kvm.open`, use direct gets only when asked: `jobsReads`.)
+ * handles, `kvm.open`, use direct gets only when asked.)
  *
  * The one exception: with one replica the `jobs` bucket allows them, and the gateway's reads of a job
- * use them (`jobsReads`). The one server that stores the stream answers, after every write it
+ * use them (`jobsReads`, the bucket's `direct`). The one server that stores the stream answers, after every write it
  * acknowledged, as the ledger's direct get (above); a direct get skips the JetStream API's request
  * queue, which a crawl keeps busy with its own requests (the crawl bench's job reads).
  */
 const BUCKET_READS = { allow_direct: false };
-const directReads = (cfg: Config) => ({ allow_direct: cfg.nats.replicas === 1 });
-/** How the gateway opens the `jobs` bucket: direct gets when the bucket allows them (one replica). */
-export const jobsReads = directReads;
+/** How the `jobs` bucket is made and how the gateway opens it: direct gets with one replica only. */
+export const jobsReads = (cfg: Config) => ({ allow_direct: cfg.nats.replicas === 1 });
 
 export function bucketConfigs(cfg: Config): { name: string; ttlMs: number; history: number; maxBytes?: number; direct?: boolean }[] {
   return [
@@ -212,7 +211,7 @@ export async function provision(nc: NatsConnection, cfg: Config): Promise<Provis
   const kvm = new Kvm(nc);
   for (const b of bucketConfigs(cfg)) {
     const size = b.maxBytes ? { max_bytes: b.maxBytes } : {};
-    const reads = b.direct ? directReads(cfg) : BUCKET_READS;
+    const reads = b.direct ? jobsReads(cfg) : BUCKET_READS;
     await kvm
       .create(b.name, { history: b.history, ttl: b.ttlMs, replicas: cfg.nats.replicas, ...size, ...reads })
       .catch(async (e: Error) => {
